@@ -1,0 +1,108 @@
+package schema
+
+import (
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+)
+
+var (
+	verbsAll        = []string{"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"}
+	verbsNamespaces = []string{"create", "delete", "get", "list", "patch", "update", "watch"}
+)
+
+// NewScheme returns a scheme holding the Go types of every built-in kind
+// Tabula serves, plus the meta.k8s.io types (Status, DeleteOptions, Table,
+// WatchEvent, …) that travel with them.
+func NewScheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	utilruntime.Must(corev1.AddToScheme(s))
+	utilruntime.Must(coordinationv1.AddToScheme(s))
+	utilruntime.Must(eventsv1.AddToScheme(s))
+	utilruntime.Must(metav1.AddMetaToScheme(s))
+	metav1.AddToGroupVersion(s, metav1.SchemeGroupVersion)
+	return s
+}
+
+// NewBuiltin returns a registry with every built-in type Tabula serves.
+func NewBuiltin() *Registry {
+	r := NewRegistry(NewScheme())
+	for _, t := range builtinTypes() {
+		decorate(t)
+		r.Add(t)
+	}
+	return r
+}
+
+func builtinTypes() []*Type {
+	return []*Type{
+		{
+			Version: "v1", Kind: "Namespace", ListKind: "NamespaceList",
+			Resource: "namespaces", Singular: "namespace", ShortNames: []string{"ns"},
+			Verbs:        verbsNamespaces,
+			New:          func() runtime.Object { return &corev1.Namespace{} },
+			NewList:      func() runtime.Object { return &corev1.NamespaceList{} },
+			Subresources: []string{"status", "finalize"},
+		},
+		{
+			Version: "v1", Kind: "ConfigMap", ListKind: "ConfigMapList",
+			Resource: "configmaps", Singular: "configmap", ShortNames: []string{"cm"},
+			Namespaced: true, Verbs: verbsAll,
+			New:     func() runtime.Object { return &corev1.ConfigMap{} },
+			NewList: func() runtime.Object { return &corev1.ConfigMapList{} },
+		},
+		{
+			Version: "v1", Kind: "Secret", ListKind: "SecretList",
+			Resource: "secrets", Singular: "secret",
+			Namespaced: true, Verbs: verbsAll,
+			New:     func() runtime.Object { return &corev1.Secret{} },
+			NewList: func() runtime.Object { return &corev1.SecretList{} },
+		},
+		{
+			Version: "v1", Kind: "ServiceAccount", ListKind: "ServiceAccountList",
+			Resource: "serviceaccounts", Singular: "serviceaccount", ShortNames: []string{"sa"},
+			Namespaced: true, Verbs: verbsAll,
+			New:     func() runtime.Object { return &corev1.ServiceAccount{} },
+			NewList: func() runtime.Object { return &corev1.ServiceAccountList{} },
+		},
+		{
+			Version: "v1", Kind: "Event", ListKind: "EventList",
+			Resource: "events", Singular: "event", ShortNames: []string{"ev"},
+			Namespaced: true, Verbs: verbsAll,
+			New:     func() runtime.Object { return &corev1.Event{} },
+			NewList: func() runtime.Object { return &corev1.EventList{} },
+		},
+		{
+			Group: "coordination.k8s.io", Version: "v1", Kind: "Lease", ListKind: "LeaseList",
+			Resource: "leases", Singular: "lease",
+			Namespaced: true, Verbs: verbsAll,
+			New:     func() runtime.Object { return &coordinationv1.Lease{} },
+			NewList: func() runtime.Object { return &coordinationv1.LeaseList{} },
+		},
+		{
+			Group: "events.k8s.io", Version: "v1", Kind: "Event", ListKind: "EventList",
+			Resource: "events", Singular: "event", ShortNames: []string{"ev"},
+			Namespaced: true, Verbs: verbsAll,
+			// Stored as core/v1 Events, like kube-apiserver does.
+			StorageResource: "events",
+			New:             func() runtime.Object { return &eventsv1.Event{} },
+			NewList:         func() runtime.Object { return &eventsv1.EventList{} },
+			ToStorage:       eventToCore,
+			FromStorage:     eventFromCore,
+		},
+	}
+}
+
+// decorate fills the per-kind hooks (defaults, validation, fields, columns)
+// that live in their own files.
+func decorate(t *Type) {
+	if t.StorageResource == "" {
+		t.StorageResource = t.GroupResource().String()
+	}
+	t.FieldLabels, t.Fields = builtinFields(t)
+	t.Columns, t.Row = builtinColumns(t)
+	t.PrepareForCreate, t.PrepareForUpdate, t.Validate = builtinStrategy(t)
+}

@@ -1,0 +1,96 @@
+package schema
+
+import (
+	"sort"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// Registry holds every served Type. It is safe for concurrent use; custom
+// resources will add and remove entries while the server runs.
+type Registry struct {
+	// Scheme knows the Go types of the built-in kinds; codecs use it for
+	// Protobuf and strict JSON/YAML decoding.
+	Scheme *runtime.Scheme
+
+	mu    sync.RWMutex
+	types []*Type
+	byGVR map[schema.GroupVersionResource]*Type
+}
+
+// NewRegistry returns an empty registry using scheme for built-in kinds.
+func NewRegistry(scheme *runtime.Scheme) *Registry {
+	return &Registry{Scheme: scheme, byGVR: map[schema.GroupVersionResource]*Type{}}
+}
+
+// Add registers t. A later Add of the same group-version-resource replaces it.
+func (r *Registry) Add(t *Type) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	gvr := t.GroupVersion().WithResource(t.Resource)
+	if old, ok := r.byGVR[gvr]; ok {
+		for i, o := range r.types {
+			if o == old {
+				r.types[i] = t
+			}
+		}
+	} else {
+		r.types = append(r.types, t)
+	}
+	r.byGVR[gvr] = t
+}
+
+// Lookup finds the Type serving group/version/resource.
+func (r *Registry) Lookup(group, version, resource string) (*Type, bool) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	t, ok := r.byGVR[schema.GroupVersionResource{Group: group, Version: version, Resource: resource}]
+	return t, ok
+}
+
+// Types returns every registered Type in registration order.
+func (r *Registry) Types() []*Type {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return append([]*Type(nil), r.types...)
+}
+
+// GroupVersions returns the served group-versions: the legacy core group
+// first, then the named groups in registration order.
+func (r *Registry) GroupVersions() []schema.GroupVersion {
+	seen := map[schema.GroupVersion]bool{}
+	var out []schema.GroupVersion
+	for _, t := range r.Types() {
+		gv := t.GroupVersion()
+		if !seen[gv] {
+			seen[gv] = true
+			out = append(out, gv)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Group == "" && out[j].Group != "" })
+	return out
+}
+
+// TypesIn returns the Types of one group-version in registration order.
+func (r *Registry) TypesIn(gv schema.GroupVersion) []*Type {
+	var out []*Type
+	for _, t := range r.Types() {
+		if t.GroupVersion() == gv {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// ByStorage returns the Types stored under one storage resource.
+func (r *Registry) ByStorage(storageResource string) []*Type {
+	var out []*Type
+	for _, t := range r.Types() {
+		if t.StorageResource == storageResource {
+			out = append(out, t)
+		}
+	}
+	return out
+}

@@ -1,0 +1,81 @@
+package schema
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// Type describes one served resource in one group-version.
+type Type struct {
+	Group    string
+	Version  string
+	Kind     string
+	ListKind string
+	// Resource is the plural, lower-case name used in URLs.
+	Resource   string
+	Singular   string
+	ShortNames []string
+	Categories []string
+	Namespaced bool
+	// Verbs as discovery reports them.
+	Verbs []string
+
+	// StorageResource names the collection in the store. Two group-versions
+	// of one underlying resource (core/v1 and events.k8s.io/v1 Events) share
+	// it; the stored bytes are in the storage form, and ToStorage/FromStorage
+	// convert.
+	StorageResource string
+
+	// New returns an empty object of the Go type; NewList an empty list.
+	New     func() runtime.Object
+	NewList func() runtime.Object
+
+	// ToStorage converts an object of this Type to the stored form and
+	// FromStorage back; nil means the served form is the stored form.
+	ToStorage   func(runtime.Object) (runtime.Object, error)
+	FromStorage func(runtime.Object) (runtime.Object, error)
+
+	// PrepareForCreate sets server-owned defaults on a new object
+	// (for example a Namespace's phase and finalizers).
+	PrepareForCreate func(obj runtime.Object)
+	// PrepareForUpdate carries server-owned fields from old to obj.
+	PrepareForUpdate func(obj, old runtime.Object)
+	// Validate checks an object before a create (old == nil) or update;
+	// ObjectMeta checks are done by the generic path.
+	Validate func(obj, old runtime.Object) field.ErrorList
+
+	// Fields returns the selectable fields of obj (metadata.name and
+	// metadata.namespace are always included by the generic path).
+	Fields func(obj runtime.Object) map[string]string
+	// FieldLabels lists the field selector keys this Type supports besides
+	// metadata.name and metadata.namespace.
+	FieldLabels []string
+
+	// Columns and Row give the server-side Table representation; nil means
+	// the default Name / Created At columns.
+	Columns []metav1.TableColumnDefinition
+	Row     func(obj runtime.Object) ([]interface{}, error)
+
+	// Subresources served besides the main resource, such as "status".
+	Subresources []string
+}
+
+// GroupVersion returns the Type's group-version.
+func (t *Type) GroupVersion() schema.GroupVersion {
+	return schema.GroupVersion{Group: t.Group, Version: t.Version}
+}
+
+// GroupVersionKind returns the Type's kind with its group-version.
+func (t *Type) GroupVersionKind() schema.GroupVersionKind {
+	return t.GroupVersion().WithKind(t.Kind)
+}
+
+// GroupResource returns the Type's group and plural resource name.
+func (t *Type) GroupResource() schema.GroupResource {
+	return schema.GroupResource{Group: t.Group, Resource: t.Resource}
+}
+
+// APIVersion returns the apiVersion string written in objects.
+func (t *Type) APIVersion() string { return t.GroupVersion().String() }
