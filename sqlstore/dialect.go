@@ -1,0 +1,53 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"net/url"
+	"strings"
+)
+
+// dialect holds what differs between the databases. Each implementation
+// lives in its own file with all of that database's special SQL.
+type dialect interface {
+	// name is the migrations folder: "sqlite", "postgres" or "mysql".
+	name() string
+	// open returns the pool for reads and the one for writes (the same
+	// pool where the database allows concurrent writers).
+	open(ctx context.Context, u *url.URL) (read, write *sql.DB, err error)
+	// rebind turns "?" placeholders into the dialect's own.
+	rebind(q string) string
+	// lockMigrations serializes migrations between processes on conn;
+	// the returned function releases the lock.
+	lockMigrations(ctx context.Context, conn *sql.Conn) (func(), error)
+	// readTx returns the options for a read-only snapshot transaction.
+	readTx() *sql.TxOptions
+}
+
+func dialectFor(u *url.URL) (dialect, error) {
+	switch u.Scheme {
+	case "sqlite":
+		return sqliteDialect{}, nil
+	case "postgres", "postgresql":
+		return postgresDialect{}, nil
+	case "mysql", "mariadb":
+		return mysqlDialect{}, nil
+	}
+	return nil, fmt.Errorf("sqlstore: unsupported database URL scheme %q (want sqlite, postgres or mysql)", u.Scheme)
+}
+
+// rebindDollar numbers placeholders as $1, $2, … for PostgreSQL.
+func rebindDollar(q string) string {
+	var b strings.Builder
+	n := 0
+	for i := 0; i < len(q); i++ {
+		if q[i] == '?' {
+			n++
+			fmt.Fprintf(&b, "$%d", n)
+			continue
+		}
+		b.WriteByte(q[i])
+	}
+	return b.String()
+}

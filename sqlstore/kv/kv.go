@@ -1,0 +1,146 @@
+// Package kv is the vocabulary shared by the event log (sqlstore) and its
+// users (server): keys, records, write entries, list and watch options,
+// events and errors. It holds no SQL and no HTTP, so server can declare the
+// store interface it needs without importing the implementation.
+package kv
+
+import (
+	"errors"
+	"time"
+
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+)
+
+// Key names one object. Resource is the storage resource ("configmaps",
+// "coordination.k8s.io/leases"); Namespace is empty for cluster-scoped ones.
+type Key struct {
+	Resource  string
+	Namespace string
+	Name      string
+}
+
+// Record is one stored version of an object.
+type Record struct {
+	Key
+	// Rev is the revision of this version: the object's resourceVersion.
+	Rev int64
+	// CreatedRev is the revision at which this incarnation was created.
+	CreatedRev int64
+	// Value is the serialized object, resourceVersion included.
+	Value []byte
+}
+
+// Entry is what a write stores: the object bytes plus the attributes the
+// store indexes for selectors and expiry.
+type Entry struct {
+	Value  []byte
+	Labels map[string]string
+	// Fields holds the selectable field values (metadata.name and
+	// metadata.namespace included).
+	Fields map[string]string
+	// ExpiresAt, when set, lets the store delete the object after that time.
+	ExpiresAt time.Time
+}
+
+// Encoder builds the Entry to store once the write's revision is known, so
+// the stored bytes can carry their own resourceVersion. It runs inside the
+// writing transaction: it must be fast and must not touch the store.
+type Encoder func(rev int64) (Entry, error)
+
+// Predicate selects objects by labels and fields; nil selectors match all.
+type Predicate struct {
+	Label labels.Selector
+	Field fields.Selector
+}
+
+// Empty reports whether p matches everything.
+func (p Predicate) Empty() bool {
+	return (p.Label == nil || p.Label.Empty()) && (p.Field == nil || p.Field.Empty())
+}
+
+// Matches reports whether an object with the given labels and fields passes.
+func (p Predicate) Matches(l map[string]string, f map[string]string) bool {
+	if p.Label != nil && !p.Label.Empty() && !p.Label.Matches(labels.Set(l)) {
+		return false
+	}
+	if p.Field != nil && !p.Field.Empty() && !p.Field.Matches(fields.Set(f)) {
+		return false
+	}
+	return true
+}
+
+// ListOptions says what to list.
+type ListOptions struct {
+	Resource  string
+	Namespace string // empty: all namespaces
+	// Rev is the revision to read at; 0 means the latest.
+	Rev int64
+	// After continues a paginated list after this namespace/name.
+	AfterNamespace, AfterName string
+	// Limit caps the number of items; 0 means no limit.
+	Limit int
+	Pred  Predicate
+}
+
+// ListResult is one page of a list.
+type ListResult struct {
+	Items []Record
+	// Rev is the revision the list was read at.
+	Rev int64
+	// More reports whether items remain after the last one returned.
+	More bool
+}
+
+// WatchOptions says what to watch.
+type WatchOptions struct {
+	Resource  string
+	Namespace string
+	// After: deliver events with revisions greater than this one.
+	After int64
+	Pred  Predicate
+	// Name, when set, watches one object.
+	Name string
+}
+
+// EventType says what happened to an object.
+type EventType string
+
+const (
+	Added    EventType = "ADDED"
+	Modified EventType = "MODIFIED"
+	Deleted  EventType = "DELETED"
+)
+
+// Event is one change delivered to a watcher. For a delete, Record holds
+// the object's final state at the deleting revision.
+type Event struct {
+	Type EventType
+	Record
+}
+
+// Errors the store returns; callers test them with errors.Is.
+var (
+	ErrNotFound  = errors.New("kv: not found")
+	ErrExists    = errors.New("kv: already exists")
+	ErrConflict  = errors.New("kv: revision conflict")
+	ErrCompacted = errors.New("kv: revision compacted")
+	// ErrFutureRev: the requested revision is newer than the store's.
+	ErrFutureRev = errors.New("kv: revision not reached yet")
+	// ErrWatchClosed: the store ended a watch (slow consumer, shutdown).
+	ErrWatchClosed = errors.New("kv: watch closed")
+	// ErrUnavailable: the database cannot be reached.
+	ErrUnavailable = errors.New("kv: database unavailable")
+)
+
+// CompactedError carries the compacted and current revisions.
+type CompactedError struct{ Requested, Compacted int64 }
+
+func (e *CompactedError) Error() string { return ErrCompacted.Error() }
+func (e *CompactedError) Unwrap() error { return ErrCompacted }
+
+// FutureRevError carries the requested and current revisions.
+type FutureRevError struct{ Requested, Current int64 }
+
+func (e *FutureRevError) Error() string { return ErrFutureRev.Error() }
+func (e *FutureRevError) Unwrap() error { return ErrFutureRev }

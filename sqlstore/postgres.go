@@ -1,0 +1,41 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"net/url"
+
+	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" driver
+)
+
+// postgresDialect: one pool for reads and writes; PostgreSQL handles
+// concurrent writers and the counter row lock orders them.
+type postgresDialect struct{}
+
+func (postgresDialect) name() string           { return "postgres" }
+func (postgresDialect) rebind(q string) string { return rebindDollar(q) }
+func (postgresDialect) readTx() *sql.TxOptions {
+	return &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true}
+}
+
+// migrationLockID is an arbitrary constant naming Tabula's advisory lock.
+const migrationLockID = 0x7461_6275_6c61 // "tabula"
+
+func (postgresDialect) lockMigrations(ctx context.Context, conn *sql.Conn) (func(), error) {
+	if _, err := conn.ExecContext(ctx, "SELECT pg_advisory_lock($1)", migrationLockID); err != nil {
+		return nil, err
+	}
+	return func() {
+		_, _ = conn.ExecContext(context.Background(), "SELECT pg_advisory_unlock($1)", migrationLockID)
+	}, nil
+}
+
+func (postgresDialect) open(ctx context.Context, u *url.URL) (*sql.DB, *sql.DB, error) {
+	db, err := sql.Open("pgx", u.String())
+	if err != nil {
+		return nil, nil, err
+	}
+	db.SetMaxOpenConns(32)
+	db.SetMaxIdleConns(16)
+	return db, db, nil
+}

@@ -1,0 +1,139 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"strings"
+
+	"github.com/tabula-dev/tabula/sqlstore/kv"
+)
+
+// Get returns the live object at key; kv.ErrNotFound if there is none.
+func (s *Store) Get(ctx context.Context, key kv.Key) (kv.Record, error) {
+	r := kv.Record{Key: key}
+	err := s.read.QueryRowContext(ctx, s.q(`SELECT l.rev, l.created_rev, l.value FROM tabula_current c
+		JOIN tabula_log l ON l.rev = c.rev
+		WHERE c.resource = ? AND c.namespace = ? AND c.name = ?`), key.Resource, key.Namespace, key.Name).
+		Scan(&r.Rev, &r.CreatedRev, &r.Value)
+	if errors.Is(err, sql.ErrNoRows) {
+		return r, kv.ErrNotFound
+	}
+	if err != nil {
+		return r, unavailable(err)
+	}
+	return r, nil
+}
+
+// listBatch is how many rows one query reads while filling a page; it
+// bounds memory when a selector skips most rows.
+const listBatch = 500
+
+// List returns one page of objects in (namespace, name) order, as they were
+// at opts.Rev (or now). Every page of a paginated list passes the first
+// page's revision, so pages form one consistent snapshot.
+func (s *Store) List(ctx context.Context, opts kv.ListOptions) (kv.ListResult, error) {
+	var res kv.ListResult
+	tx, err := s.read.BeginTx(ctx, s.d.readTx())
+	if err != nil {
+		return res, unavailable(err)
+	}
+	defer tx.Rollback()
+	var cur, compacted int64
+	if err := tx.QueryRowContext(ctx, "SELECT rev, compact_rev FROM tabula_rev WHERE id = 1").Scan(&cur, &compacted); err != nil {
+		return res, unavailable(err)
+	}
+	atRev := opts.Rev
+	if atRev == 0 {
+		atRev = cur
+	} else if atRev > cur {
+		return res, &kv.FutureRevError{Requested: atRev, Current: cur}
+	} else if atRev < compacted {
+		return res, &kv.CompactedError{Requested: atRev, Compacted: compacted}
+	}
+	res.Rev = atRev
+	afterNS, afterName, started := opts.AfterNamespace, opts.AfterName, opts.AfterNamespace != "" || opts.AfterName != ""
+	for {
+		want := listBatch
+		if opts.Limit > 0 && opts.Pred.Empty() {
+			want = opts.Limit - len(res.Items) + 1
+		}
+		q, args := s.listQuery(opts, atRev == cur, atRev, afterNS, afterName, started, want)
+		rows, err := tx.QueryContext(ctx, q, args...)
+		if err != nil {
+			return res, unavailable(err)
+		}
+		n := 0
+		for rows.Next() {
+			n++
+			var r kv.Record
+			var labels, fields string
+			if err := rows.Scan(&r.Rev, &r.CreatedRev, &r.Namespace, &r.Name, &labels, &fields, &r.Value); err != nil {
+				rows.Close()
+				return res, err
+			}
+			r.Resource = opts.Resource
+			afterNS, afterName, started = r.Namespace, r.Name, true
+			if !opts.Pred.Empty() && !matchesRaw(opts.Pred, labels, fields) {
+				continue
+			}
+			if opts.Limit > 0 && len(res.Items) == opts.Limit {
+				res.More = true
+				rows.Close()
+				return res, nil
+			}
+			res.Items = append(res.Items, r)
+		}
+		if err := rows.Err(); err != nil {
+			rows.Close()
+			return res, unavailable(err)
+		}
+		rows.Close()
+		if n < want {
+			return res, nil
+		}
+	}
+}
+
+// listQuery builds the page query from constant fragments; every value
+// travels as a bound argument.
+func (s *Store) listQuery(opts kv.ListOptions, latest bool, atRev int64, afterNS, afterName string, started bool, limit int) (string, []any) {
+	var b strings.Builder
+	var args []any
+	// t is the table whose (resource, namespace, name) drive the order.
+	t := "l"
+	if latest {
+		t = "c"
+		b.WriteString(`SELECT l.rev, l.created_rev, l.namespace, l.name, l.labels, l.fields, l.value
+			FROM tabula_current c JOIN tabula_log l ON l.rev = c.rev WHERE c.resource = ?`)
+	} else {
+		b.WriteString(`SELECT l.rev, l.created_rev, l.namespace, l.name, l.labels, l.fields, l.value
+			FROM tabula_log l WHERE l.resource = ? AND l.rev <= ? AND (l.next_rev IS NULL OR l.next_rev > ?) AND l.op <> 3`)
+	}
+	args = append(args, opts.Resource)
+	if !latest {
+		args = append(args, atRev, atRev)
+	}
+	if opts.Namespace != "" {
+		b.WriteString(" AND " + t + ".namespace = ?")
+		args = append(args, opts.Namespace)
+		if started {
+			b.WriteString(" AND " + t + ".name > ?")
+			args = append(args, afterName)
+		}
+	} else if started {
+		b.WriteString(" AND (" + t + ".namespace > ? OR (" + t + ".namespace = ? AND " + t + ".name > ?))")
+		args = append(args, afterNS, afterNS, afterName)
+	}
+	b.WriteString(" ORDER BY " + t + ".namespace, " + t + ".name LIMIT ?")
+	args = append(args, limit)
+	return s.q(b.String()), args
+}
+
+func matchesRaw(p kv.Predicate, labels, fields string) bool {
+	var l, f map[string]string
+	_ = json.Unmarshal([]byte(labels), &l)
+	_ = json.Unmarshal([]byte(fields), &f)
+	return p.Matches(l, f)
+}

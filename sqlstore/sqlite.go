@@ -1,0 +1,74 @@
+package sqlstore
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+
+	_ "modernc.org/sqlite" // registers the "sqlite" driver
+)
+
+// sqliteDialect: WAL mode, one writer connection (SQLite has one writer at
+// a time; queuing in Go beats SQLITE_BUSY retries), a pool of readers.
+type sqliteDialect struct{}
+
+func (sqliteDialect) name() string            { return "sqlite" }
+func (sqliteDialect) rebind(q string) string  { return q }
+func (sqliteDialect) readTx() *sql.TxOptions  { return &sql.TxOptions{ReadOnly: true} }
+
+// lockMigrations: the writer connection is the only writer, and
+// BEGIN IMMEDIATE in each migration serializes processes sharing a file.
+func (sqliteDialect) lockMigrations(context.Context, *sql.Conn) (func(), error) { return func() {}, nil }
+
+const sqlitePragmas = "_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_pragma=foreign_keys(ON)"
+
+func (sqliteDialect) open(ctx context.Context, u *url.URL) (*sql.DB, *sql.DB, error) {
+	path := u.Host + u.Path
+	if u.Opaque != "" {
+		path = u.Opaque
+	}
+	if path == ":memory:" || path == "" {
+		// A named shared-cache in-memory database lives as long as one
+		// connection is open; a single connection also avoids shared-cache
+		// table locks between readers and the writer.
+		var b [8]byte
+		_, _ = rand.Read(b[:])
+		dsn := "file:tabula-" + hex.EncodeToString(b[:]) + "?mode=memory&cache=shared&_pragma=busy_timeout(10000)&_txlock=immediate"
+		db, err := sql.Open("sqlite", dsn)
+		if err != nil {
+			return nil, nil, err
+		}
+		db.SetMaxOpenConns(1)
+		db.SetMaxIdleConns(1)
+		db.SetConnMaxLifetime(0)
+		db.SetConnMaxIdleTime(0)
+		return db, db, nil
+	}
+	if dir := filepath.Dir(path); dir != "." {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return nil, nil, fmt.Errorf("sqlstore: create database directory: %w", err)
+		}
+	}
+	base := "file:" + path + "?" + sqlitePragmas
+	w, err := sql.Open("sqlite", base+"&_txlock=immediate")
+	if err != nil {
+		return nil, nil, err
+	}
+	w.SetMaxOpenConns(1)
+	w.SetMaxIdleConns(1)
+	w.SetConnMaxLifetime(0)
+	w.SetConnMaxIdleTime(0)
+	r, err := sql.Open("sqlite", base)
+	if err != nil {
+		w.Close()
+		return nil, nil, err
+	}
+	r.SetMaxOpenConns(8)
+	r.SetMaxIdleConns(8)
+	return r, w, nil
+}

@@ -1,0 +1,32 @@
+package sqlstore_test
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+
+	"github.com/tabula-dev/tabula/sqlstore"
+	"github.com/tabula-dev/tabula/sqlstore/storetest"
+)
+
+func openURL(t *testing.T, url string) *sqlstore.Store {
+	t.Helper()
+	s, err := sqlstore.Open(context.Background(), url, sqlstore.Options{})
+	if err != nil {
+		t.Fatalf("open %s: %v", url, err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func TestSQLiteFile(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) *sqlstore.Store {
+		return openURL(t, "sqlite://"+filepath.Join(t.TempDir(), "state.db"))
+	})
+}
+
+func TestSQLiteMemory(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) *sqlstore.Store {
+		return openURL(t, "sqlite://:memory:")
+	})
+}

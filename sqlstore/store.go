@@ -1,0 +1,211 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"sync"
+	"time"
+
+	"github.com/tabula-dev/tabula/migrations"
+	"github.com/tabula-dev/tabula/sqlstore/kv"
+)
+
+// Options tune a Store; the zero value is usable.
+type Options struct {
+	// PollInterval is how often the watch poller looks for commits made by
+	// other processes. Local commits wake it at once. Default 100ms.
+	PollInterval time.Duration
+	// WatchBuffer is the number of events a watcher may fall behind before
+	// it is closed. Default 1000.
+	WatchBuffer int
+	Logger      *slog.Logger
+}
+
+// Store is the event log on one database.
+type Store struct {
+	d      dialect
+	read   *sql.DB
+	write  *sql.DB
+	opts   Options
+	log    *slog.Logger
+	hub    *hub
+	closed chan struct{}
+	wg     sync.WaitGroup
+	once   sync.Once
+}
+
+// Open connects to the database named by rawURL (sqlite:///path/file.db,
+// sqlite://:memory:, postgres://…, mysql://…), applies pending migrations
+// and starts the watch poller.
+func Open(ctx context.Context, rawURL string, opts Options) (*Store, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return nil, fmt.Errorf("sqlstore: parse database URL: %w", err)
+	}
+	d, err := dialectFor(u)
+	if err != nil {
+		return nil, err
+	}
+	if opts.PollInterval <= 0 {
+		opts.PollInterval = 100 * time.Millisecond
+	}
+	if opts.WatchBuffer <= 0 {
+		opts.WatchBuffer = 1000
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	r, w, err := d.open(ctx, u)
+	if err != nil {
+		return nil, fmt.Errorf("sqlstore: open %s: %w", d.name(), err)
+	}
+	s := &Store{d: d, read: r, write: w, opts: opts, log: opts.Logger, closed: make(chan struct{})}
+	if err := s.ping(ctx); err != nil {
+		s.closeDBs()
+		return nil, err
+	}
+	if err := s.migrate(ctx); err != nil {
+		s.closeDBs()
+		return nil, err
+	}
+	rev, _, err := s.revs(ctx)
+	if err != nil {
+		s.closeDBs()
+		return nil, err
+	}
+	s.hub = newHub(s, rev)
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		s.hub.run()
+	}()
+	return s, nil
+}
+
+// Dialect names the database kind: "sqlite", "postgres" or "mysql".
+func (s *Store) Dialect() string { return s.d.name() }
+
+func (s *Store) ping(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := s.write.PingContext(ctx); err != nil {
+		return fmt.Errorf("sqlstore: connect to %s: %w", s.d.name(), err)
+	}
+	return nil
+}
+
+// Ready checks that the database answers a query; /readyz uses it.
+func (s *Store) Ready(ctx context.Context) error {
+	_, _, err := s.revs(ctx)
+	return err
+}
+
+// Close stops the poller, ends every watch and closes the database.
+func (s *Store) Close() error {
+	s.once.Do(func() { close(s.closed) })
+	s.wg.Wait()
+	return s.closeDBs()
+}
+
+func (s *Store) closeDBs() error {
+	err := s.read.Close()
+	if s.write != s.read {
+		err = errors.Join(err, s.write.Close())
+	}
+	return err
+}
+
+func (s *Store) q(query string) string { return s.d.rebind(query) }
+
+// revs reads the newest and the compacted revision.
+func (s *Store) revs(ctx context.Context) (current, compacted int64, err error) {
+	err = s.read.QueryRowContext(ctx, s.q("SELECT rev, compact_rev FROM tabula_rev WHERE id = 1")).Scan(&current, &compacted)
+	if err != nil {
+		return 0, 0, unavailable(err)
+	}
+	return current, compacted, nil
+}
+
+// CurrentRev returns the newest revision.
+func (s *Store) CurrentRev(ctx context.Context) (int64, error) {
+	rev, _, err := s.revs(ctx)
+	return rev, err
+}
+
+// migrate applies pending migrations, each in its own transaction (MySQL
+// commits DDL implicitly, so there a failed migration may stop half-way and
+// is retried from its first statement, which is why each statement is
+// idempotent or the migration is one statement).
+func (s *Store) migrate(ctx context.Context) error {
+	ms, err := migrations.For(s.d.name())
+	if err != nil {
+		return err
+	}
+	conn, err := s.write.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	unlock, err := s.d.lockMigrations(ctx, conn)
+	if err != nil {
+		return fmt.Errorf("sqlstore: lock migrations: %w", err)
+	}
+	defer unlock()
+	if _, err := conn.ExecContext(ctx, "CREATE TABLE IF NOT EXISTS tabula_migrations (version INTEGER PRIMARY KEY, name VARCHAR(255) NOT NULL, applied_at VARCHAR(64) NOT NULL)"); err != nil {
+		return fmt.Errorf("sqlstore: create migrations table: %w", err)
+	}
+	applied := map[int]bool{}
+	rows, err := conn.QueryContext(ctx, "SELECT version FROM tabula_migrations")
+	if err != nil {
+		return err
+	}
+	for rows.Next() {
+		var v int
+		if err := rows.Scan(&v); err != nil {
+			rows.Close()
+			return err
+		}
+		applied[v] = true
+	}
+	rows.Close()
+	for _, m := range ms {
+		if applied[m.Version] {
+			continue
+		}
+		tx, err := conn.BeginTx(ctx, nil)
+		if err != nil {
+			return err
+		}
+		for _, stmt := range m.Statements {
+			if _, err := tx.ExecContext(ctx, stmt); err != nil {
+				tx.Rollback()
+				return fmt.Errorf("sqlstore: migration %s: %w", m.Name, err)
+			}
+		}
+		if _, err := tx.ExecContext(ctx, s.q("INSERT INTO tabula_migrations (version, name, applied_at) VALUES (?, ?, ?)"),
+			m.Version, m.Name, time.Now().UTC().Format(time.RFC3339)); err != nil {
+			tx.Rollback()
+			return fmt.Errorf("sqlstore: record migration %s: %w", m.Name, err)
+		}
+		if err := tx.Commit(); err != nil {
+			return fmt.Errorf("sqlstore: commit migration %s: %w", m.Name, err)
+		}
+		s.log.Info("applied migration", "dialect", s.d.name(), "migration", m.Name)
+	}
+	return nil
+}
+
+// unavailable marks connection-level failures so callers can answer 503.
+func unavailable(err error) error {
+	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	if errors.Is(err, sql.ErrNoRows) {
+		return err
+	}
+	return fmt.Errorf("%w: %w", kv.ErrUnavailable, err)
+}

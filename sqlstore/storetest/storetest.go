@@ -1,0 +1,417 @@
+package storetest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/tabula-dev/tabula/sqlstore"
+	"github.com/tabula-dev/tabula/sqlstore/kv"
+)
+
+// Factory opens a Store on a fresh, empty database for one test.
+type Factory func(t *testing.T) *sqlstore.Store
+
+// Run runs the whole suite against stores made by open.
+func Run(t *testing.T, open Factory) {
+	tests := []struct {
+		name string
+		fn   func(t *testing.T, s *sqlstore.Store)
+	}{
+		{"CreateGet", testCreateGet},
+		{"CreateExists", testCreateExists},
+		{"UpdateCAS", testUpdateCAS},
+		{"DeleteAndRecreate", testDeleteAndRecreate},
+		{"ListPagesOneSnapshot", testListPagesOneSnapshot},
+		{"ListSelectors", testListSelectors},
+		{"ListFutureRev", testListFutureRev},
+		{"WatchReplayThenLive", testWatchReplayThenLive},
+		{"WatchSelectorTransitions", testWatchSelectorTransitions},
+		{"ConcurrentCreatesOneWins", testConcurrentCreatesOneWins},
+		{"ConcurrentWritersDenseRevisions", testConcurrentWritersDense},
+		{"ReopenKeepsData", nil},
+	}
+	for _, tc := range tests {
+		if tc.fn == nil {
+			continue
+		}
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			s := open(t)
+			tc.fn(t, s)
+		})
+	}
+}
+
+func key(name string) kv.Key { return kv.Key{Resource: "configmaps", Namespace: "ns1", Name: name} }
+
+// enc stores a small JSON document that carries its own revision, as the
+// server's encoders do.
+func enc(name string, lbls map[string]string) kv.Encoder {
+	return func(rev int64) (kv.Entry, error) {
+		return kv.Entry{
+			Value:  []byte(fmt.Sprintf(`{"name":%q,"rev":%d}`, name, rev)),
+			Labels: lbls,
+			Fields: map[string]string{"metadata.name": name, "metadata.namespace": "ns1"},
+		}, nil
+	}
+}
+
+func ctx(t *testing.T) context.Context {
+	c, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	return c
+}
+
+func mustCreate(t *testing.T, s *sqlstore.Store, k kv.Key, l map[string]string) kv.Record {
+	t.Helper()
+	r, err := s.Create(ctx(t), k, enc(k.Name, l))
+	if err != nil {
+		t.Fatalf("create %v: %v", k, err)
+	}
+	return r
+}
+
+func testCreateGet(t *testing.T, s *sqlstore.Store) {
+	r := mustCreate(t, s, key("a"), nil)
+	if r.Rev <= 0 || r.CreatedRev != r.Rev {
+		t.Fatalf("create returned rev %d created %d; want equal and positive", r.Rev, r.CreatedRev)
+	}
+	got, err := s.Get(ctx(t), key("a"))
+	if err != nil {
+		t.Fatalf("get: %v", err)
+	}
+	if got.Rev != r.Rev || string(got.Value) != string(r.Value) {
+		t.Fatalf("get = rev %d %s; want rev %d %s", got.Rev, got.Value, r.Rev, r.Value)
+	}
+	want := fmt.Sprintf(`{"name":"a","rev":%d}`, r.Rev)
+	if string(got.Value) != want {
+		t.Fatalf("stored value %s; want %s (encoder must see the write's revision)", got.Value, want)
+	}
+	if _, err := s.Get(ctx(t), key("missing")); !errors.Is(err, kv.ErrNotFound) {
+		t.Fatalf("get missing: err %v; want ErrNotFound", err)
+	}
+	cur, err := s.CurrentRev(ctx(t))
+	if err != nil || cur != r.Rev {
+		t.Fatalf("CurrentRev = %d, %v; want %d", cur, err, r.Rev)
+	}
+}
+
+func testCreateExists(t *testing.T, s *sqlstore.Store) {
+	mustCreate(t, s, key("a"), nil)
+	before, _ := s.CurrentRev(ctx(t))
+	if _, err := s.Create(ctx(t), key("a"), enc("a", nil)); !errors.Is(err, kv.ErrExists) {
+		t.Fatalf("second create: err %v; want ErrExists", err)
+	}
+	after, _ := s.CurrentRev(ctx(t))
+	if after != before {
+		t.Fatalf("failed create moved the revision from %d to %d; want unchanged", before, after)
+	}
+}
+
+func testUpdateCAS(t *testing.T, s *sqlstore.Store) {
+	r := mustCreate(t, s, key("a"), nil)
+	u, err := s.Update(ctx(t), key("a"), r.Rev, enc("a", nil))
+	if err != nil {
+		t.Fatalf("update: %v", err)
+	}
+	if u.Rev <= r.Rev || u.CreatedRev != r.Rev {
+		t.Fatalf("update rev %d created %d; want > %d and created %d", u.Rev, u.CreatedRev, r.Rev, r.Rev)
+	}
+	if _, err := s.Update(ctx(t), key("a"), r.Rev, enc("a", nil)); !errors.Is(err, kv.ErrConflict) {
+		t.Fatalf("stale update: err %v; want ErrConflict", err)
+	}
+	if _, err := s.Update(ctx(t), key("nope"), 1, enc("nope", nil)); !errors.Is(err, kv.ErrNotFound) {
+		t.Fatalf("update missing: err %v; want ErrNotFound", err)
+	}
+	got, _ := s.Get(ctx(t), key("a"))
+	if got.Rev != u.Rev {
+		t.Fatalf("get after update rev %d; want %d", got.Rev, u.Rev)
+	}
+}
+
+func testDeleteAndRecreate(t *testing.T, s *sqlstore.Store) {
+	r := mustCreate(t, s, key("a"), nil)
+	if _, err := s.Delete(ctx(t), key("a"), r.Rev+100, enc("a", nil)); !errors.Is(err, kv.ErrConflict) {
+		t.Fatalf("delete with wrong rev: err %v; want ErrConflict", err)
+	}
+	d, err := s.Delete(ctx(t), key("a"), r.Rev, enc("a", nil))
+	if err != nil {
+		t.Fatalf("delete: %v", err)
+	}
+	if _, err := s.Get(ctx(t), key("a")); !errors.Is(err, kv.ErrNotFound) {
+		t.Fatalf("get after delete: err %v; want ErrNotFound", err)
+	}
+	if _, err := s.Delete(ctx(t), key("a"), d.Rev, enc("a", nil)); !errors.Is(err, kv.ErrNotFound) {
+		t.Fatalf("second delete: err %v; want ErrNotFound", err)
+	}
+	r2 := mustCreate(t, s, key("a"), nil)
+	if r2.CreatedRev <= d.Rev {
+		t.Fatalf("re-created object has created rev %d; want > delete rev %d", r2.CreatedRev, d.Rev)
+	}
+	// The list at the revision before the delete still shows the old object.
+	l, err := s.List(ctx(t), kv.ListOptions{Resource: "configmaps", Namespace: "ns1", Rev: r.Rev})
+	if err != nil || len(l.Items) != 1 || l.Items[0].Rev != r.Rev {
+		t.Fatalf("list at rev %d = %+v, %v; want the first incarnation", r.Rev, l.Items, err)
+	}
+	l, err = s.List(ctx(t), kv.ListOptions{Resource: "configmaps", Namespace: "ns1", Rev: d.Rev})
+	if err != nil || len(l.Items) != 0 {
+		t.Fatalf("list at delete rev = %+v, %v; want empty", l.Items, err)
+	}
+}
+
+func names(rs []kv.Record) []string {
+	var out []string
+	for _, r := range rs {
+		out = append(out, r.Namespace+"/"+r.Name)
+	}
+	return out
+}
+
+func testListPagesOneSnapshot(t *testing.T, s *sqlstore.Store) {
+	for _, ns := range []string{"b", "a"} {
+		for _, n := range []string{"y", "x", "z"} {
+			if _, err := s.Create(ctx(t), kv.Key{Resource: "configmaps", Namespace: ns, Name: n}, enc(n, nil)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	// Another resource must never show up.
+	if _, err := s.Create(ctx(t), kv.Key{Resource: "secrets", Namespace: "a", Name: "s"}, enc("s", nil)); err != nil {
+		t.Fatal(err)
+	}
+	p1, err := s.List(ctx(t), kv.ListOptions{Resource: "configmaps", Limit: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := fmt.Sprint(names(p1.Items)), "[a/x a/y a/z b/x]"; got != want || !p1.More {
+		t.Fatalf("page 1 = %s more=%v; want %s more=true", got, p1.More, want)
+	}
+	// Changes after the first page must not show in later pages.
+	last := p1.Items[len(p1.Items)-1]
+	if _, err := s.Create(ctx(t), kv.Key{Resource: "configmaps", Namespace: "b", Name: "xa"}, enc("xa", nil)); err != nil {
+		t.Fatal(err)
+	}
+	by, _ := s.Get(ctx(t), kv.Key{Resource: "configmaps", Namespace: "b", Name: "y"})
+	if _, err := s.Delete(ctx(t), kv.Key{Resource: "configmaps", Namespace: "b", Name: "y"}, by.Rev, enc("y", nil)); err != nil {
+		t.Fatal(err)
+	}
+	p2, err := s.List(ctx(t), kv.ListOptions{Resource: "configmaps", Limit: 4, Rev: p1.Rev, AfterNamespace: last.Namespace, AfterName: last.Name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := fmt.Sprint(names(p2.Items)), "[b/y b/z]"; got != want || p2.More || p2.Rev != p1.Rev {
+		t.Fatalf("page 2 = %s more=%v rev=%d; want %s more=false rev=%d", got, p2.More, p2.Rev, want, p1.Rev)
+	}
+	now, err := s.List(ctx(t), kv.ListOptions{Resource: "configmaps", Namespace: "b"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := fmt.Sprint(names(now.Items)), "[b/x b/xa b/z]"; got != want {
+		t.Fatalf("latest list = %s; want %s", got, want)
+	}
+}
+
+func testListSelectors(t *testing.T, s *sqlstore.Store) {
+	for i, l := range []map[string]string{{"app": "web"}, {"app": "db"}, {"app": "web", "tier": "gold"}, nil} {
+		mustCreate(t, s, key(fmt.Sprintf("o%d", i)), l)
+	}
+	cases := []struct {
+		sel   string
+		field string
+		limit int
+		want  string
+		more  bool
+	}{
+		{sel: "app=web", want: "[ns1/o0 ns1/o2]"},
+		{sel: "app!=web", want: "[ns1/o1 ns1/o3]"},
+		{sel: "app in (db,web),tier", want: "[ns1/o2]"},
+		{sel: "!app", want: "[ns1/o3]"},
+		{sel: "app=web", limit: 1, want: "[ns1/o0]", more: true},
+		{field: "metadata.name=o1", want: "[ns1/o1]"},
+		{field: "metadata.name!=o1", sel: "app", want: "[ns1/o0 ns1/o2]"},
+	}
+	for _, c := range cases {
+		var p kv.Predicate
+		if c.sel != "" {
+			sel, err := labels.Parse(c.sel)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p.Label = sel
+		}
+		if c.field != "" {
+			f, err := fields.ParseSelector(c.field)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p.Field = f
+		}
+		res, err := s.List(ctx(t), kv.ListOptions{Resource: "configmaps", Namespace: "ns1", Pred: p, Limit: c.limit})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := fmt.Sprint(names(res.Items)); got != c.want || res.More != c.more {
+			t.Errorf("list %q %q limit %d = %s more=%v; want %s more=%v", c.sel, c.field, c.limit, got, res.More, c.want, c.more)
+		}
+	}
+}
+
+func testListFutureRev(t *testing.T, s *sqlstore.Store) {
+	r := mustCreate(t, s, key("a"), nil)
+	_, err := s.List(ctx(t), kv.ListOptions{Resource: "configmaps", Rev: r.Rev + 10})
+	var fe *kv.FutureRevError
+	if !errors.As(err, &fe) || fe.Current != r.Rev {
+		t.Fatalf("list at a future revision: err %v; want FutureRevError with current %d", err, r.Rev)
+	}
+}
+
+func recv(t *testing.T, w *sqlstore.Watch) kv.Event {
+	t.Helper()
+	select {
+	case ev, ok := <-w.Events():
+		if !ok {
+			t.Fatalf("watch closed: %v", w.Err())
+		}
+		return ev
+	case <-time.After(20 * time.Second):
+		t.Fatal("no watch event within 20s")
+	}
+	return kv.Event{}
+}
+
+func testWatchReplayThenLive(t *testing.T, s *sqlstore.Store) {
+	a := mustCreate(t, s, key("a"), nil)
+	b := mustCreate(t, s, key("b"), nil)
+	mustCreate(t, s, kv.Key{Resource: "secrets", Namespace: "ns1", Name: "s"}, nil)
+	u, err := s.Update(ctx(t), key("a"), a.Rev, enc("a", nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := s.Watch(ctx(t), kv.WatchOptions{Resource: "configmaps", After: a.Rev})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	d, err := s.Delete(ctx(t), key("b"), b.Rev, enc("b", nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := mustCreate(t, s, key("c"), nil)
+	want := []struct {
+		typ kv.EventType
+		rev int64
+	}{{kv.Added, b.Rev}, {kv.Modified, u.Rev}, {kv.Deleted, d.Rev}, {kv.Added, c.Rev}}
+	for i, wnt := range want {
+		ev := recv(t, w)
+		if ev.Type != wnt.typ || ev.Rev != wnt.rev {
+			t.Fatalf("event %d = %s@%d; want %s@%d", i, ev.Type, ev.Rev, wnt.typ, wnt.rev)
+		}
+	}
+}
+
+func testWatchSelectorTransitions(t *testing.T, s *sqlstore.Store) {
+	start, _ := s.CurrentRev(ctx(t))
+	sel, _ := labels.Parse("app=web")
+	w, err := s.Watch(ctx(t), kv.WatchOptions{Resource: "configmaps", Namespace: "ns1", After: start, Pred: kv.Predicate{Label: sel}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	r := mustCreate(t, s, key("a"), map[string]string{"app": "db"})
+	r, err = s.Update(ctx(t), key("a"), r.Rev, enc("a", map[string]string{"app": "web"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r2, err := s.Update(ctx(t), key("a"), r.Rev, enc("a", map[string]string{"app": "web", "x": "y"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r3, err := s.Update(ctx(t), key("a"), r2.Rev, enc("a", map[string]string{"app": "db"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, wnt := range []struct {
+		typ kv.EventType
+		rev int64
+	}{{kv.Added, r.Rev}, {kv.Modified, r2.Rev}, {kv.Deleted, r3.Rev}} {
+		ev := recv(t, w)
+		if ev.Type != wnt.typ || ev.Rev != wnt.rev {
+			t.Fatalf("event %d = %s@%d; want %s@%d", i, ev.Type, ev.Rev, wnt.typ, wnt.rev)
+		}
+	}
+}
+
+func testConcurrentCreatesOneWins(t *testing.T, s *sqlstore.Store) {
+	const n = 16
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			_, errs[i] = s.Create(ctx(t), key("same"), enc("same", nil))
+		}(i)
+	}
+	wg.Wait()
+	wins := 0
+	for _, err := range errs {
+		switch {
+		case err == nil:
+			wins++
+		case errors.Is(err, kv.ErrExists):
+		default:
+			t.Errorf("create: unexpected error %v", err)
+		}
+	}
+	if wins != 1 {
+		t.Fatalf("%d concurrent creates succeeded; want exactly 1", wins)
+	}
+}
+
+// testConcurrentWritersDense: many writers at once; a watcher started
+// before them must see every revision exactly once, in order, with no gap.
+func testConcurrentWritersDense(t *testing.T, s *sqlstore.Store) {
+	start, _ := s.CurrentRev(ctx(t))
+	w, err := s.Watch(ctx(t), kv.WatchOptions{Resource: "configmaps", After: start})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	const writers, each = 8, 25
+	var wg sync.WaitGroup
+	for i := 0; i < writers; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			for j := 0; j < each; j++ {
+				k := key(fmt.Sprintf("w%d-%d", i, j))
+				r, err := s.Create(ctx(t), k, enc(k.Name, nil))
+				if err != nil {
+					t.Errorf("create: %v", err)
+					return
+				}
+				if _, err := s.Update(ctx(t), k, r.Rev, enc(k.Name, nil)); err != nil {
+					t.Errorf("update: %v", err)
+					return
+				}
+			}
+		}(i)
+	}
+	wg.Wait()
+	for i := int64(1); i <= writers*each*2; i++ {
+		ev := recv(t, w)
+		if ev.Rev != start+i {
+			t.Fatalf("event %d has rev %d; want %d (dense, in order)", i, ev.Rev, start+i)
+		}
+	}
+	if cur, _ := s.CurrentRev(ctx(t)); cur != start+writers*each*2 {
+		t.Fatalf("current rev %d; want %d", cur, start+writers*each*2)
+	}
+}

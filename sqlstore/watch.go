@@ -1,0 +1,336 @@
+package sqlstore
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+	"time"
+
+	"github.com/tabula-dev/tabula/sqlstore/kv"
+)
+
+// pollBatch bounds the rows the poller reads per query.
+const pollBatch = 500
+
+// logRow is one event-log row as the poller and history replays read it,
+// with the labels and fields of the key's previous row (for selector
+// transitions).
+type logRow struct {
+	rev                int64
+	key                kv.Key
+	op                 int
+	created            int64
+	value              []byte
+	labels, fields     map[string]string
+	prevLabels, prevFs map[string]string
+	hasPrev            bool
+}
+
+// hub is the one poller of a Store: it tails the log and fans rows out to
+// watchers.
+//
+// Invariant: hub.last is the newest revision delivered to every registered
+// watcher; a watcher registered while last = H receives exactly the rows
+// with rev > H from the hub and reads (after, H] from history itself, so it
+// sees every revision once, with no gap and no duplicate.
+type hub struct {
+	s    *Store
+	wake chan struct{}
+
+	mu       sync.Mutex
+	last     int64
+	watchers map[*watcher]struct{}
+}
+
+func newHub(s *Store, last int64) *hub {
+	return &hub{s: s, wake: make(chan struct{}, 1), last: last, watchers: map[*watcher]struct{}{}}
+}
+
+// notify wakes the poller after a local commit.
+func (h *hub) notify() {
+	select {
+	case h.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (h *hub) run() {
+	t := time.NewTicker(h.s.opts.PollInterval)
+	defer t.Stop()
+	defer h.closeAll()
+	for {
+		select {
+		case <-h.s.closed:
+			return
+		case <-h.wake:
+		case <-t.C:
+		}
+		for {
+			n, err := h.poll()
+			if err != nil {
+				h.s.log.Warn("watch poll failed", "err", err)
+				break
+			}
+			if n < pollBatch {
+				break
+			}
+		}
+	}
+}
+
+func (h *hub) poll() (int, error) {
+	h.mu.Lock()
+	last := h.last
+	h.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	rows, err := h.s.readLog(ctx, "", last, 0, pollBatch)
+	if err != nil {
+		return 0, err
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, r := range rows {
+		if r.rev != h.last+1 {
+			// Revisions are dense; a hole at the head would mean a row
+			// became visible before an older one. Stop here and re-read.
+			h.s.log.Warn("watch poller saw a revision gap; re-reading", "want", h.last+1, "got", r.rev)
+			return 0, nil
+		}
+		for w := range h.watchers {
+			if !w.offer(r) {
+				delete(h.watchers, w)
+			}
+		}
+		h.last = r.rev
+	}
+	return len(rows), nil
+}
+
+func (h *hub) closeAll() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for w := range h.watchers {
+		w.stop(kv.ErrWatchClosed)
+		delete(h.watchers, w)
+	}
+}
+
+// readLog reads up to limit log rows with after < rev (<= upTo when upTo >
+// 0), optionally of one resource, in revision order.
+func (s *Store) readLog(ctx context.Context, resource string, after, upTo int64, limit int) ([]logRow, error) {
+	q := `SELECT l.rev, l.resource, l.namespace, l.name, l.op, l.created_rev, l.labels, l.fields, l.value, p.labels, p.fields
+		FROM tabula_log l LEFT JOIN tabula_log p ON p.rev = l.prev_rev WHERE l.rev > ?`
+	args := []any{after}
+	if upTo > 0 {
+		q += " AND l.rev <= ?"
+		args = append(args, upTo)
+	}
+	if resource != "" {
+		q += " AND l.resource = ?"
+		args = append(args, resource)
+	}
+	q += " ORDER BY l.rev LIMIT ?"
+	args = append(args, limit)
+	rows, err := s.read.QueryContext(ctx, s.q(q), args...)
+	if err != nil {
+		return nil, unavailable(err)
+	}
+	defer rows.Close()
+	var out []logRow
+	for rows.Next() {
+		var r logRow
+		var labels, fields string
+		var pl, pf *string
+		if err := rows.Scan(&r.rev, &r.key.Resource, &r.key.Namespace, &r.key.Name, &r.op, &r.created,
+			&labels, &fields, &r.value, &pl, &pf); err != nil {
+			return nil, err
+		}
+		_ = json.Unmarshal([]byte(labels), &r.labels)
+		_ = json.Unmarshal([]byte(fields), &r.fields)
+		if pl != nil && pf != nil {
+			r.hasPrev = true
+			_ = json.Unmarshal([]byte(*pl), &r.prevLabels)
+			_ = json.Unmarshal([]byte(*pf), &r.prevFs)
+		}
+		out = append(out, r)
+	}
+	return out, unavailable(rows.Err())
+}
+
+// Watch streams changes after opts.After. The channel closes when ctx ends,
+// the store closes, or the watcher falls too far behind; Err tells why.
+func (s *Store) Watch(ctx context.Context, opts kv.WatchOptions) (*Watch, error) {
+	cur, compacted, err := s.revs(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if opts.After < compacted {
+		return nil, &kv.CompactedError{Requested: opts.After, Compacted: compacted}
+	}
+	w := &watcher{
+		opts: opts,
+		live: make(chan logRow, s.opts.WatchBuffer),
+		done: make(chan struct{}),
+	}
+	out := &Watch{events: make(chan kv.Event), w: w}
+	h := s.hub
+	h.mu.Lock()
+	upTo := h.last
+	h.watchers[w] = struct{}{}
+	h.mu.Unlock()
+	_ = cur
+	ctx, cancel := context.WithCancel(ctx)
+	out.cancel = cancel
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		defer close(out.events)
+		defer func() {
+			h.mu.Lock()
+			delete(h.watchers, w)
+			h.mu.Unlock()
+		}()
+		sent := opts.After
+		// History first: (After, upTo].
+		for sent < upTo {
+			rows, err := s.readLog(ctx, opts.Resource, sent, upTo, pollBatch)
+			if err != nil {
+				out.setErr(err)
+				return
+			}
+			if len(rows) == 0 {
+				break
+			}
+			for _, r := range rows {
+				if ev, ok := w.event(r); ok {
+					select {
+					case out.events <- ev:
+					case <-ctx.Done():
+						return
+					}
+				}
+				sent = r.rev
+			}
+		}
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-s.closed:
+				out.setErr(kv.ErrWatchClosed)
+				return
+			case <-w.done:
+				out.setErr(w.err)
+				return
+			case r := <-w.live:
+				if r.rev <= sent {
+					continue
+				}
+				if ev, ok := w.event(r); ok {
+					select {
+					case out.events <- ev:
+					case <-ctx.Done():
+						return
+					}
+				}
+				sent = r.rev
+			}
+		}
+	}()
+	return out, nil
+}
+
+// Watch is one open watch.
+type Watch struct {
+	events chan kv.Event
+	cancel context.CancelFunc
+	w      *watcher
+	mu     sync.Mutex
+	err    error
+}
+
+// Events delivers the changes in revision order.
+func (w *Watch) Events() <-chan kv.Event { return w.events }
+
+// Stop ends the watch.
+func (w *Watch) Stop() { w.cancel() }
+
+// Err says why the event channel closed (nil when the caller stopped it).
+func (w *Watch) Err() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.err
+}
+
+func (w *Watch) setErr(err error) {
+	w.mu.Lock()
+	w.err = err
+	w.mu.Unlock()
+}
+
+type watcher struct {
+	opts     kv.WatchOptions
+	live     chan logRow
+	done     chan struct{}
+	err      error
+	stopOnce sync.Once
+}
+
+// offer queues r without blocking; false means the watcher is too slow and
+// was stopped (it will re-list), so one slow client never holds up others.
+func (w *watcher) offer(r logRow) bool {
+	if r.key.Resource != w.opts.Resource {
+		return true
+	}
+	if w.opts.Namespace != "" && r.key.Namespace != w.opts.Namespace {
+		return true
+	}
+	if w.opts.Name != "" && r.key.Name != w.opts.Name {
+		return true
+	}
+	select {
+	case w.live <- r:
+		return true
+	default:
+		w.stop(kv.ErrWatchClosed)
+		return false
+	}
+}
+
+func (w *watcher) stop(err error) {
+	w.stopOnce.Do(func() {
+		w.err = err
+		close(w.done)
+	})
+}
+
+// event turns a row into the event this watcher sees, if any: with a
+// selector, an object that starts matching is ADDED and one that stops
+// matching is DELETED, as kube-apiserver's watch does.
+func (w *watcher) event(r logRow) (kv.Event, bool) {
+	o := w.opts
+	if r.key.Resource != o.Resource || (o.Namespace != "" && r.key.Namespace != o.Namespace) || (o.Name != "" && r.key.Name != o.Name) {
+		return kv.Event{}, false
+	}
+	rec := kv.Record{Key: r.key, Rev: r.rev, CreatedRev: r.created, Value: r.value}
+	cur := o.Pred.Matches(r.labels, r.fields)
+	if r.op == opCreate {
+		return kv.Event{Type: kv.Added, Record: rec}, cur
+	}
+	prev := cur
+	if !o.Pred.Empty() && r.hasPrev {
+		prev = o.Pred.Matches(r.prevLabels, r.prevFs)
+	}
+	switch {
+	case r.op == opDelete:
+		return kv.Event{Type: kv.Deleted, Record: rec}, prev || cur
+	case cur && prev:
+		return kv.Event{Type: kv.Modified, Record: rec}, true
+	case cur:
+		return kv.Event{Type: kv.Added, Record: rec}, true
+	case prev:
+		return kv.Event{Type: kv.Deleted, Record: rec}, true
+	}
+	return kv.Event{}, false
+}
