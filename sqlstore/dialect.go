@@ -21,6 +21,8 @@ type dialect interface {
 	// lockMigrations serializes migrations between processes on conn;
 	// the returned function releases the lock.
 	lockMigrations(ctx context.Context, conn *sql.Conn) (func(), error)
+	// writeTx returns the options for a writing transaction.
+	writeTx() *sql.TxOptions
 	// readTx returns the options for a read-only snapshot transaction.
 	readTx() *sql.TxOptions
 }

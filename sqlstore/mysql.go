@@ -9,15 +9,20 @@ import (
 	"github.com/go-sql-driver/mysql"
 )
 
-// mysqlDialect serves MySQL and MariaDB. Sessions run at READ COMMITTED so
+// mysqlDialect serves MySQL and MariaDB. Writes run at READ COMMITTED so
 // every statement of a write sees the rows committed before the counter
-// lock was granted.
+// lock was granted (set per transaction: MariaDB 10.x and MySQL 8 name the
+// session variable differently).
 type mysqlDialect struct{}
 
 func (mysqlDialect) name() string           { return "mysql" }
 func (mysqlDialect) rebind(q string) string { return q }
 func (mysqlDialect) readTx() *sql.TxOptions {
 	return &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true}
+}
+
+func (mysqlDialect) writeTx() *sql.TxOptions {
+	return &sql.TxOptions{Isolation: sql.LevelReadCommitted}
 }
 
 func (mysqlDialect) lockMigrations(ctx context.Context, conn *sql.Conn) (func(), error) {
@@ -66,8 +71,7 @@ func MySQLDSN(u *url.URL) (string, error) {
 	}
 	cfg.ParseTime = true
 	cfg.Params = map[string]string{
-		"transaction_isolation": "'READ-COMMITTED'",
-		"sql_mode":              "'STRICT_ALL_TABLES,NO_ENGINE_SUBSTITUTION'",
+		"sql_mode": "'STRICT_ALL_TABLES,NO_ENGINE_SUBSTITUTION'",
 	}
 	for k, v := range u.Query() {
 		if len(v) > 0 {

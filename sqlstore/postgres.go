@@ -18,6 +18,8 @@ func (postgresDialect) readTx() *sql.TxOptions {
 	return &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true}
 }
 
+func (postgresDialect) writeTx() *sql.TxOptions { return nil }
+
 // migrationLockID is an arbitrary constant naming Tabula's advisory lock.
 const migrationLockID = 0x7461_6275_6c61 // "tabula"
 

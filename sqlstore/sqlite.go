@@ -17,13 +17,17 @@ import (
 // a time; queuing in Go beats SQLITE_BUSY retries), a pool of readers.
 type sqliteDialect struct{}
 
-func (sqliteDialect) name() string            { return "sqlite" }
-func (sqliteDialect) rebind(q string) string  { return q }
-func (sqliteDialect) readTx() *sql.TxOptions  { return &sql.TxOptions{ReadOnly: true} }
+func (sqliteDialect) name() string           { return "sqlite" }
+func (sqliteDialect) rebind(q string) string { return q }
+func (sqliteDialect) readTx() *sql.TxOptions { return &sql.TxOptions{ReadOnly: true} }
+
+func (sqliteDialect) writeTx() *sql.TxOptions { return nil }
 
 // lockMigrations: the writer connection is the only writer, and
 // BEGIN IMMEDIATE in each migration serializes processes sharing a file.
-func (sqliteDialect) lockMigrations(context.Context, *sql.Conn) (func(), error) { return func() {}, nil }
+func (sqliteDialect) lockMigrations(context.Context, *sql.Conn) (func(), error) {
+	return func() {}, nil
+}
 
 const sqlitePragmas = "_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_pragma=foreign_keys(ON)"
 

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/tabula-dev/tabula/sqlstore"
+	"github.com/tabula-dev/tabula/sqlstore/dbtest"
 	"github.com/tabula-dev/tabula/sqlstore/storetest"
 )
 
@@ -29,4 +30,14 @@ func TestSQLiteMemory(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) *sqlstore.Store {
 		return openURL(t, "sqlite://:memory:")
 	})
+}
+
+func TestMain(m *testing.M) { dbtest.Main(m) }
+
+func TestPostgres(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) *sqlstore.Store { return openURL(t, dbtest.Postgres(t)) })
+}
+
+func TestMariaDB(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) *sqlstore.Store { return openURL(t, dbtest.MariaDB(t)) })
 }

@@ -160,7 +160,7 @@ func (s *Store) readLog(ctx context.Context, resource string, after, upTo int64,
 
 // Watch streams changes after opts.After. The channel closes when ctx ends,
 // the store closes, or the watcher falls too far behind; Err tells why.
-func (s *Store) Watch(ctx context.Context, opts kv.WatchOptions) (*Watch, error) {
+func (s *Store) Watch(ctx context.Context, opts kv.WatchOptions) (kv.Watcher, error) {
 	cur, compacted, err := s.revs(ctx)
 	if err != nil {
 		return nil, err

@@ -135,7 +135,7 @@ func nonNil(m map[string]string) map[string]string {
 // or written, and stays locked until commit; this gives every writer the
 // same lock order (no deadlocks) and makes revisions commit-ordered.
 func (s *Store) inWriteTx(ctx context.Context, fn func(tx *sql.Tx, rev int64) error) error {
-	tx, err := s.write.BeginTx(ctx, nil)
+	tx, err := s.write.BeginTx(ctx, s.d.writeTx())
 	if err != nil {
 		return unavailable(err)
 	}

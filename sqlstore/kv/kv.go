@@ -144,3 +144,14 @@ type FutureRevError struct{ Requested, Current int64 }
 
 func (e *FutureRevError) Error() string { return ErrFutureRev.Error() }
 func (e *FutureRevError) Unwrap() error { return ErrFutureRev }
+
+// Watcher is an open watch.
+type Watcher interface {
+	// Events delivers changes in revision order; it closes when the watch
+	// ends.
+	Events() <-chan Event
+	// Stop ends the watch.
+	Stop()
+	// Err says why Events closed; nil when the caller stopped it.
+	Err() error
+}

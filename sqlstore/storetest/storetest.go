@@ -272,7 +272,7 @@ func testListFutureRev(t *testing.T, s *sqlstore.Store) {
 	}
 }
 
-func recv(t *testing.T, w *sqlstore.Watch) kv.Event {
+func recv(t *testing.T, w kv.Watcher) kv.Event {
 	t.Helper()
 	select {
 	case ev, ok := <-w.Events():

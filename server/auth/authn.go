@@ -1,0 +1,213 @@
+package auth
+
+import (
+	"context"
+	"crypto/x509"
+	"errors"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+)
+
+// Well-known identities, as kube-apiserver names them.
+const (
+	// GroupAuthenticated is added to every authenticated user.
+	GroupAuthenticated = "system:authenticated"
+)
+
+// User is the identity of an authenticated request.
+type User struct {
+	Name   string
+	UID    string
+	Groups []string
+}
+
+// Options configures NewAuthenticator. Each zero field disables its method.
+type Options struct {
+	// ClientCA verifies client certificates (kube-apiserver's
+	// --client-ca-file). Nil disables certificate authentication.
+	ClientCA *x509.CertPool
+	// TokenFile is a static bearer token CSV (kube-apiserver's
+	// --token-auth-file). Empty disables token authentication.
+	TokenFile string
+}
+
+// Authenticator identifies the user behind a request. It is immutable after
+// construction and safe for concurrent use.
+type Authenticator struct {
+	clientCA *x509.CertPool
+	// tokenAuth is set when a token file was configured, even an empty one;
+	// without it a bearer token is ignored rather than rejected, as in
+	// kube-apiserver without --token-auth-file.
+	tokenAuth bool
+	tokens    []tokenEntry
+}
+
+// Errors returned by Authenticate when a request carries credentials that do
+// not identify anyone. They are distinct from anonymous (ok=false, nil error)
+// so callers can log them; both must be answered with 401.
+var (
+	ErrInvalidBearerToken = errors.New("invalid bearer token")
+	ErrInvalidClientCert  = errors.New("invalid client certificate")
+)
+
+// NewAuthenticator builds an Authenticator, loading the token file if set.
+func NewAuthenticator(opts Options) (*Authenticator, error) {
+	a := &Authenticator{clientCA: opts.ClientCA}
+	if opts.TokenFile != "" {
+		tokens, err := loadTokenFile(opts.TokenFile)
+		if err != nil {
+			return nil, err
+		}
+		a.tokens, a.tokenAuth = tokens, true
+	}
+	return a, nil
+}
+
+// Authenticate returns the user of r. Methods are tried in kube-apiserver's
+// order: a client certificate verified during the TLS handshake, then an
+// "Authorization: Bearer" token. A request with neither is anonymous
+// (ok=false, err=nil); one whose credentials all fail returns an error.
+func (a *Authenticator) Authenticate(r *http.Request) (*User, bool, error) {
+	// Like kube-apiserver's union authenticator, a failing method does not
+	// stop the next one: the first success wins, otherwise the errors are
+	// reported together.
+	var errs []error
+	for _, method := range []func(*http.Request) (*User, bool, error){a.authenticateCert, a.authenticateToken} {
+		u, ok, err := method(r)
+		if ok {
+			return withAuthenticated(u), true, nil
+		}
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return nil, false, errors.Join(errs...)
+}
+
+func (a *Authenticator) authenticateCert(r *http.Request) (*User, bool, error) {
+	// VerifiedChains is only set when the TLS stack verified the peer
+	// certificate (ClientAuth VerifyClientCertIfGiven or stricter); a merely
+	// presented certificate proves nothing.
+	if a.clientCA == nil || r.TLS == nil || len(r.TLS.VerifiedChains) == 0 {
+		return nil, false, nil
+	}
+	leaf := r.TLS.VerifiedChains[0][0]
+	// Verify again against our own pool, as kube-apiserver does: the server's
+	// tls.Config might trust more CAs than the authenticator should (or be
+	// configured elsewhere), and only this check ties identity to ClientCA.
+	intermediates := x509.NewCertPool()
+	for i, c := range r.TLS.PeerCertificates {
+		if i > 0 {
+			intermediates.AddCert(c)
+		}
+	}
+	if _, err := leaf.Verify(x509.VerifyOptions{
+		Roots:         a.clientCA,
+		Intermediates: intermediates,
+		KeyUsages:     []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}); err != nil {
+		return nil, false, errors.Join(ErrInvalidClientCert, err)
+	}
+	if leaf.Subject.CommonName == "" {
+		return nil, false, errors.Join(ErrInvalidClientCert, errors.New("empty common name"))
+	}
+	return &User{
+		Name:   leaf.Subject.CommonName,
+		Groups: slices.Clone(leaf.Subject.Organization),
+	}, true, nil
+}
+
+func (a *Authenticator) authenticateToken(r *http.Request) (*User, bool, error) {
+	if !a.tokenAuth {
+		return nil, false, nil
+	}
+	token, ok := bearerToken(r)
+	if !ok {
+		return nil, false, nil
+	}
+	u, found := lookupToken(a.tokens, token)
+	if !found {
+		return nil, false, ErrInvalidBearerToken
+	}
+	u.Groups = slices.Clone(u.Groups) // callers must not alias the table
+	return &u, true, nil
+}
+
+// bearerToken extracts the token from "Authorization: Bearer <token>"; the
+// scheme is case-insensitive (RFC 7235). Other schemes count as no token.
+func bearerToken(r *http.Request) (string, bool) {
+	scheme, token, ok := strings.Cut(strings.TrimSpace(r.Header.Get("Authorization")), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	token = strings.TrimSpace(token)
+	return token, token != ""
+}
+
+// withAuthenticated adds system:authenticated, as kube-apiserver does for
+// every authenticated user, so RBAC bindings to that group apply.
+func withAuthenticated(u *User) *User {
+	if u != nil && !slices.Contains(u.Groups, GroupAuthenticated) {
+		u.Groups = append(u.Groups, GroupAuthenticated)
+	}
+	return u
+}
+
+type userKey struct{}
+
+// WithUser returns ctx carrying u.
+func WithUser(ctx context.Context, u *User) context.Context {
+	return context.WithValue(ctx, userKey{}, u)
+}
+
+// UserFrom returns the user stored by WithUser (or Middleware).
+func UserFrom(ctx context.Context) (*User, bool) {
+	u, ok := ctx.Value(userKey{}).(*User)
+	return u, ok && u != nil
+}
+
+// Middleware authenticates every request, storing the user in the request
+// context (see UserFrom). Requests with no user are passed to unauthorized,
+// which writes the 401 response; nil uses UnauthorizedStatus. skip names
+// paths anonymous requests may reach anyway (health and version endpoints,
+// which kube-apiserver opens to system:unauthenticated through RBAC); nil
+// skips nothing.
+//
+// Credentials that fail are refused even on skipped paths, matching
+// kube-apiserver, where an invalid token is a 401 rather than a fallback to
+// anonymous.
+func Middleware(a *Authenticator, unauthorized func(c echo.Context) error, skip func(path string) bool) echo.MiddlewareFunc {
+	if unauthorized == nil {
+		unauthorized = UnauthorizedStatus
+	}
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			r := c.Request()
+			u, ok, err := a.Authenticate(r)
+			switch {
+			case ok:
+				c.SetRequest(r.WithContext(WithUser(r.Context(), u)))
+				return next(c)
+			case err == nil && skip != nil && skip(r.URL.Path):
+				return next(c)
+			default:
+				if err != nil {
+					c.Logger().Debugf("authentication failed for %s %s: %v", r.Method, r.URL.Path, err)
+				}
+				return unauthorized(c)
+			}
+		}
+	}
+}
+
+// unauthorizedBody is the Status kube-apiserver returns for 401.
+const unauthorizedBody = `{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"Unauthorized","reason":"Unauthorized","code":401}`
+
+// UnauthorizedStatus writes kube-apiserver's 401 Status body. It is the
+// default for Middleware when no handler is given.
+func UnauthorizedStatus(c echo.Context) error {
+	return c.Blob(http.StatusUnauthorized, echo.MIMEApplicationJSON, []byte(unauthorizedBody+"\n"))
+}

@@ -1,0 +1,234 @@
+package dbtest
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/user"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx"
+)
+
+// pgUser is the superuser initdb creates; with trust authentication it
+// needs no password.
+const pgUser = "tabula"
+
+var pgServer lazyServer
+
+// Postgres returns the URL of a new, empty PostgreSQL database for t,
+//
+//	postgres://tabula@127.0.0.1:PORT/NAME?sslmode=disable
+//
+// on this test binary's PostgreSQL server, which it starts on first use.
+// The database is dropped when t ends. The server binaries are taken from
+// $TABULA_PG_BIN, else the newest /usr/lib/postgresql/*/bin, else $PATH.
+func Postgres(t testing.TB) string {
+	t.Helper()
+	s := pgServer.get(t, startPostgres)
+	name := databaseName(t)
+	newDatabase(t, s, name, `CREATE DATABASE "`+name+`"`, func(ctx context.Context) error {
+		// FORCE ends connections the test left open, which would
+		// otherwise make the drop fail.
+		_, err := s.admin.ExecContext(ctx, `DROP DATABASE IF EXISTS "`+name+`" WITH (FORCE)`)
+		return err
+	})
+	return fmt.Sprintf("postgres://%s@127.0.0.1:%d/%s?sslmode=disable", pgUser, s.port, name)
+}
+
+func startPostgres() (_ *server, err error) {
+	began := time.Now()
+	bin, err := postgresBinDir()
+	if err != nil {
+		return nil, err
+	}
+	cred, err := postgresCredential()
+	if err != nil {
+		return nil, err
+	}
+
+	dir, err := os.MkdirTemp("", "tabula-postgres-")
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			os.RemoveAll(dir)
+		}
+	}()
+	if cred != nil {
+		// The server's user must own its directory and be able to reach it.
+		if err := os.Chown(dir, int(cred.Uid), int(cred.Gid)); err != nil {
+			return nil, err
+		}
+		if err := checkSearchable(filepath.Dir(dir), cred); err != nil {
+			return nil, err
+		}
+	}
+	data := filepath.Join(dir, "data")
+
+	initLogPath := filepath.Join(dir, "initdb.log")
+	initLog, err := os.Create(initLogPath)
+	if err != nil {
+		return nil, err
+	}
+	defer initLog.Close()
+	// Durability buys nothing for a database that lives as long as a test run.
+	initdb := command(initLog, cred, dir, filepath.Join(bin, "initdb"),
+		"-D", data, "-A", "trust", "-U", pgUser, "--no-sync", "-E", "UTF8", "--locale=C")
+	if err := run(initdb, initLogPath); err != nil {
+		return nil, err
+	}
+
+	initialised := time.Since(began)
+
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	s := &server{
+		kind:    "PostgreSQL",
+		port:    port,
+		dir:     dir,
+		logPath: filepath.Join(dir, "postgres.log"),
+		stopSig: syscall.SIGINT, // "fast" shutdown: does not wait for clients to leave
+	}
+	log, err := os.Create(s.logPath)
+	if err != nil {
+		return nil, err
+	}
+	defer log.Close()
+
+	postgres := command(log, cred, dir, filepath.Join(bin, "postgres"),
+		"-D", data,
+		"-p", strconv.Itoa(port),
+		"-k", dir,
+		"-c", "listen_addresses=127.0.0.1",
+		"-c", "fsync=off",
+		"-c", "max_connections=200",
+	)
+	if err := s.launch(postgres); err != nil {
+		return nil, err
+	}
+	s.admin, err = sql.Open("pgx", fmt.Sprintf("postgres://%s@127.0.0.1:%d/postgres?sslmode=disable", pgUser, port))
+	if err != nil {
+		s.stop()
+		return nil, err
+	}
+	if err := s.waitReady(30*time.Second, func(ctx context.Context) error {
+		return s.admin.QueryRowContext(ctx, "SHOW server_version").Scan(&s.version)
+	}); err != nil {
+		return nil, err
+	}
+	s.initialised, s.started = initialised, time.Since(began)
+	return s, nil
+}
+
+// postgresBinDir finds a directory holding both initdb and postgres.
+func postgresBinDir() (string, error) {
+	has := func(dir string) bool {
+		return isExecutable(filepath.Join(dir, "initdb")) && isExecutable(filepath.Join(dir, "postgres"))
+	}
+	if dir := os.Getenv("TABULA_PG_BIN"); dir != "" {
+		if !has(dir) {
+			return "", fmt.Errorf("TABULA_PG_BIN=%s holds no initdb and postgres executables", dir)
+		}
+		return dir, nil
+	}
+	// Debian installs each major version side by side and keeps them off
+	// $PATH.
+	dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
+	slices.SortFunc(dirs, func(a, b string) int {
+		return -compareVersions(filepath.Base(filepath.Dir(a)), filepath.Base(filepath.Dir(b)))
+	})
+	for _, dir := range dirs {
+		if has(dir) {
+			return dir, nil
+		}
+	}
+	if p, err := findExecutable([]string{"initdb"}, nil); err == nil && has(filepath.Dir(p)) {
+		return filepath.Dir(p), nil
+	}
+	return "", errors.New("PostgreSQL server binaries (initdb, postgres) not found in $TABULA_PG_BIN, " +
+		"/usr/lib/postgresql/*/bin or $PATH: install them with `apt-get install postgresql`")
+}
+
+// compareVersions orders dotted version numbers such as "9.6" and "15".
+func compareVersions(a, b string) int {
+	as, bs := strings.Split(a, "."), strings.Split(b, ".")
+	for i := 0; i < len(as) || i < len(bs); i++ {
+		var x, y int
+		if i < len(as) {
+			x, _ = strconv.Atoi(as[i])
+		}
+		if i < len(bs) {
+			y, _ = strconv.Atoi(bs[i])
+		}
+		if x != y {
+			return x - y
+		}
+	}
+	return 0
+}
+
+// postgresCredential returns the user to run PostgreSQL as. PostgreSQL
+// refuses to run as root, so root runs it as nobody; anyone else runs it
+// as themselves.
+func postgresCredential() (*syscall.Credential, error) {
+	if os.Geteuid() != 0 {
+		return nil, nil
+	}
+	u, err := user.Lookup("nobody")
+	if err != nil {
+		return nil, fmt.Errorf("PostgreSQL refuses to run as root and user nobody to run it as is missing: %v", err)
+	}
+	uid, err := strconv.ParseUint(u.Uid, 10, 32)
+	if err != nil {
+		return nil, err
+	}
+	gid, err := strconv.ParseUint(u.Gid, 10, 32)
+	if err != nil {
+		return nil, err
+	}
+	// Empty Groups drops root's supplementary groups too.
+	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}, nil
+}
+
+// checkSearchable reports whether cred may pass through dir and each of its
+// parents, as the server must to reach its data directory. A $TMPDIR
+// inside root's home, for one, is not, and initdb's own error for that is
+// obscure.
+func checkSearchable(dir string, cred *syscall.Credential) error {
+	for {
+		fi, err := os.Stat(dir)
+		if err != nil {
+			return err
+		}
+		st := fi.Sys().(*syscall.Stat_t)
+		var bit fs.FileMode = 0o001
+		switch {
+		case st.Uid == cred.Uid:
+			bit = 0o100
+		case st.Gid == cred.Gid:
+			bit = 0o010
+		}
+		if fi.Mode().Perm()&bit == 0 {
+			return fmt.Errorf("PostgreSQL must run as uid %d, which cannot search %s (mode %v): "+
+				"point $TMPDIR at a directory it can reach, such as /tmp", cred.Uid, dir, fi.Mode())
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return nil
+		}
+		dir = parent
+	}
+}
