@@ -72,14 +72,16 @@ func builtinTypes() []*Type {
 			Version: "v1", Kind: "Event", ListKind: "EventList",
 			Resource: "events", Singular: "event", ShortNames: []string{"ev"},
 			Namespaced: true, Verbs: verbsAll,
-			New:     func() runtime.Object { return &corev1.Event{} },
+			AllowCreateOnUpdate: true,
+			New:                 func() runtime.Object { return &corev1.Event{} },
 			NewList: func() runtime.Object { return &corev1.EventList{} },
 		},
 		{
 			Group: "coordination.k8s.io", Version: "v1", Kind: "Lease", ListKind: "LeaseList",
 			Resource: "leases", Singular: "lease",
 			Namespaced: true, Verbs: verbsAll,
-			New:     func() runtime.Object { return &coordinationv1.Lease{} },
+			AllowCreateOnUpdate: true,
+			New:                 func() runtime.Object { return &coordinationv1.Lease{} },
 			NewList: func() runtime.Object { return &coordinationv1.LeaseList{} },
 		},
 		{
@@ -87,7 +89,8 @@ func builtinTypes() []*Type {
 			Resource: "events", Singular: "event", ShortNames: []string{"ev"},
 			Namespaced: true, Verbs: verbsAll,
 			// Stored as core/v1 Events, like kube-apiserver does.
-			StorageResource: "events",
+			StorageResource:     "events",
+			AllowCreateOnUpdate: true,
 			New:             func() runtime.Object { return &eventsv1.Event{} },
 			NewList:         func() runtime.Object { return &eventsv1.EventList{} },
 			ToStorage:       eventToCore,

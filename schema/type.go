@@ -58,6 +58,9 @@ type Type struct {
 	Columns []metav1.TableColumnDefinition
 	Row     func(obj runtime.Object) ([]interface{}, error)
 
+	// AllowCreateOnUpdate lets PUT create a missing object (Events, Leases).
+	AllowCreateOnUpdate bool
+
 	// Subresources served besides the main resource, such as "status".
 	Subresources []string
 }

@@ -1,0 +1,244 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/version"
+
+	"github.com/tabula-dev/tabula/schema"
+	"github.com/tabula-dev/tabula/server"
+	"github.com/tabula-dev/tabula/server/auth"
+	"github.com/tabula-dev/tabula/server/openapi"
+	"github.com/tabula-dev/tabula/sqlstore"
+)
+
+// APILevel is the Kubernetes API version Tabula implements; clients pick
+// behaviour (and the kubectl dispatcher its binary) from it.
+const (
+	apiMajor = "1"
+	apiMinor = "35"
+	apiPatch = "0"
+)
+
+// Version describes this build in /version's shape. gitVersion is plain
+// semver with build metadata, which Helm's kubeVersion checks accept.
+func Version() version.Info {
+	return version.Info{
+		Major:        apiMajor,
+		Minor:        apiMinor,
+		GitVersion:   "v" + apiMajor + "." + apiMinor + "." + apiPatch + "+tabula",
+		GitTreeState: "clean",
+		GoVersion:    runtime.Version(),
+		Compiler:     runtime.Compiler,
+		Platform:     runtime.GOOS + "/" + runtime.GOARCH,
+	}
+}
+
+// Config is everything `tabula serve` can be told.
+type Config struct {
+	DB            string
+	Listen        string
+	DataDir       string
+	TLSSANs       []string
+	TokenAuthFile string
+	EventTTL      time.Duration
+	// Kubeconfig is where the admin kubeconfig is written (default
+	// <data-dir>/kubeconfig).
+	Kubeconfig string
+	LogLevel   string
+}
+
+// Main is one Tabula server process: flags in, server up, clean close.
+type Main struct {
+	Config Config
+	// Addr is the address actually listened on, known after Run.
+	Addr string
+	// KubeconfigPath is the kubeconfig written by Run.
+	KubeconfigPath string
+
+	log    *slog.Logger
+	store  *sqlstore.Store
+	srv    *server.Server
+	http   *http.Server
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// NewMain returns a Main with the defaults.
+func NewMain() *Main {
+	return &Main{Config: Config{
+		Listen:   "127.0.0.1:6443",
+		DataDir:  "tabula-data",
+		EventTTL: time.Hour,
+		LogLevel: "info",
+	}}
+}
+
+type stringList []string
+
+func (s *stringList) String() string     { return strings.Join(*s, ",") }
+func (s *stringList) Set(v string) error { *s = append(*s, strings.Split(v, ",")...); return nil }
+
+// ParseFlags reads flags, with TABULA_<FLAG> environment variables
+// (TABULA_DB, TABULA_LISTEN, …) as defaults.
+func (m *Main) ParseFlags(args []string) error {
+	fs := flag.NewFlagSet("tabula serve", flag.ContinueOnError)
+	c := &m.Config
+	fs.StringVar(&c.DB, "db", "", "database URL: sqlite:///path/file.db, sqlite://:memory:, postgres://…, mysql://… (default sqlite in --data-dir)")
+	fs.StringVar(&c.Listen, "listen", c.Listen, "HTTPS listen address")
+	fs.StringVar(&c.DataDir, "data-dir", c.DataDir, "directory for the SQLite database, certificates and kubeconfig")
+	sans := (*stringList)(&c.TLSSANs)
+	fs.Var(sans, "tls-san", "extra DNS name or IP for the serving certificate (repeatable)")
+	fs.StringVar(&c.TokenAuthFile, "token-auth-file", "", "static bearer tokens, in kube-apiserver's CSV format")
+	fs.DurationVar(&c.EventTTL, "event-ttl", c.EventTTL, "how long core Events are kept")
+	fs.StringVar(&c.Kubeconfig, "kubeconfig", "", "where to write the admin kubeconfig (default <data-dir>/kubeconfig)")
+	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "debug, info, warn or error")
+	var envErr error
+	fs.VisitAll(func(f *flag.Flag) {
+		env := "TABULA_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
+		if v, ok := os.LookupEnv(env); ok {
+			if err := f.Value.Set(v); err != nil && envErr == nil {
+				envErr = fmt.Errorf("%s: %w", env, err)
+			}
+		}
+	})
+	if envErr != nil {
+		return envErr
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments: %v", fs.Args())
+	}
+	return nil
+}
+
+// Run starts the server and returns once it is listening.
+func (m *Main) Run(ctx context.Context) error {
+	c := m.Config
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(c.LogLevel)); err != nil {
+		return fmt.Errorf("--log-level: %w", err)
+	}
+	m.log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	start := time.Now()
+	if err := os.MkdirAll(c.DataDir, 0o700); err != nil {
+		return err
+	}
+	pki, err := auth.EnsurePKI(filepath.Join(c.DataDir, "pki"), c.TLSSANs)
+	if err != nil {
+		return err
+	}
+	db := c.DB
+	if db == "" {
+		abs, err := filepath.Abs(filepath.Join(c.DataDir, "state.db"))
+		if err != nil {
+			return err
+		}
+		db = "sqlite://" + abs
+	}
+	m.store, err = sqlstore.Open(ctx, db, sqlstore.Options{Logger: m.log})
+	if err != nil {
+		return err
+	}
+	authn, err := auth.NewAuthenticator(auth.Options{ClientCA: pki.CAPool, TokenFile: c.TokenAuthFile})
+	if err != nil {
+		m.store.Close()
+		return err
+	}
+	reg := schema.NewBuiltin()
+	v := Version()
+	oa, err := openapi.New(reg, openapi.Info{Title: "Kubernetes", Version: v.GitVersion})
+	if err != nil {
+		m.store.Close()
+		return err
+	}
+	m.srv, err = server.New(server.Config{
+		Store: m.store, Registry: reg, Authenticator: authn, Version: v, OpenAPI: oa.Handler(),
+		Logger: m.log, EventTTL: c.EventTTL, CABundle: pki.CAPEM,
+	})
+	if err != nil {
+		m.store.Close()
+		return err
+	}
+	ln, err := net.Listen("tcp", c.Listen)
+	if err != nil {
+		m.store.Close()
+		return err
+	}
+	m.Addr = ln.Addr().String()
+	cctx, cancel := context.WithCancel(context.Background())
+	m.cancel = cancel
+	if err := m.srv.RunControllers(cctx); err != nil {
+		cancel()
+		ln.Close()
+		m.store.Close()
+		return err
+	}
+	m.http = &http.Server{
+		Handler:           m.srv.Handler(),
+		TLSConfig:         pki.ServerTLSConfig(),
+		ReadHeaderTimeout: 30 * time.Second,
+		ErrorLog:          slog.NewLogLogger(m.log.Handler(), slog.LevelDebug),
+	}
+	m.done = make(chan struct{})
+	go func() {
+		defer close(m.done)
+		if err := m.http.ServeTLS(ln, "", ""); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			m.log.Error("serve", "err", err)
+		}
+	}()
+	m.KubeconfigPath = c.Kubeconfig
+	if m.KubeconfigPath == "" {
+		m.KubeconfigPath = filepath.Join(c.DataDir, "kubeconfig")
+	}
+	if abs, err := filepath.Abs(m.KubeconfigPath); err == nil {
+		m.KubeconfigPath = abs
+	}
+	if err := auth.WriteKubeconfig(m.KubeconfigPath, "https://"+clientAddr(m.Addr), pki); err != nil {
+		return err
+	}
+	m.log.Info("tabula ready", "addr", m.Addr, "db", m.store.Dialect(), "startup", time.Since(start).Round(time.Millisecond))
+	fmt.Fprintf(os.Stderr, "Tabula is serving on https://%s — run: export KUBECONFIG=%s\n", clientAddr(m.Addr), m.KubeconfigPath)
+	return nil
+}
+
+// clientAddr is how a local client reaches a listen address.
+func clientAddr(listen string) string {
+	host, port, err := net.SplitHostPort(listen)
+	if err != nil {
+		return listen
+	}
+	if host == "" || host == "0.0.0.0" || host == "::" {
+		host = "127.0.0.1"
+	}
+	return net.JoinHostPort(host, port)
+}
+
+// Close stops the server: readiness turns false and watches end, the
+// listener closes after in-flight requests, then the database.
+func (m *Main) Close() error {
+	if m.srv == nil {
+		return nil
+	}
+	m.srv.BeginShutdown()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	m.srv.WaitWatches(ctx)
+	err := m.http.Shutdown(ctx)
+	<-m.done
+	m.cancel()
+	return errors.Join(err, m.store.Close())
+}

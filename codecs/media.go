@@ -1,0 +1,175 @@
+package codecs
+
+import (
+	"mime"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// Wire media types.
+const (
+	JSON     = "application/json"
+	YAML     = "application/yaml"
+	Protobuf = "application/vnd.kubernetes.protobuf"
+	CBOR     = "application/cbor"
+
+	JSONPatch      = "application/json-patch+json"
+	MergePatch     = "application/merge-patch+json"
+	StrategicPatch = "application/strategic-merge-patch+json"
+	ApplyPatch     = "application/apply-patch+yaml"
+	ApplyPatchCBOR = "application/apply-patch+cbor"
+)
+
+// View says what shape of answer the client asked for besides the object.
+type View int
+
+const (
+	ViewObject View = iota
+	ViewTable
+	ViewPartialObjectMetadata
+	ViewPartialObjectMetadataList
+)
+
+// Output is the negotiated response representation.
+type Output struct {
+	MediaType string // JSON, YAML or Protobuf
+	View      View
+	// ViewVersion is "v1" or "v1beta1" for Table / PartialObjectMetadata.
+	ViewVersion string
+}
+
+// ContentType is the Content-Type header for the answer: kube-apiserver
+// names only the media type, also for Table and PartialObjectMetadata.
+func (o Output) ContentType() string { return o.MediaType }
+
+// Offer restricts negotiation for one endpoint.
+type Offer struct {
+	// Protobuf is false for kinds without a Protobuf form.
+	Protobuf bool
+	// List is true when the answer is a collection (PartialObjectMetadataList).
+	List bool
+	// Views is true where Table/PartialObjectMetadata may be served.
+	Views bool
+}
+
+// Available is the list quoted in 406 messages.
+func (o Offer) Available() string {
+	if o.Protobuf {
+		return "application/json, application/yaml, application/vnd.kubernetes.protobuf"
+	}
+	return "application/json, application/yaml"
+}
+
+type accepted struct {
+	typ    string
+	params map[string]string
+	q      float64
+	order  int
+}
+
+func parseAccept(h string) []accepted {
+	var out []accepted
+	for i, part := range strings.Split(h, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		typ, params, err := mime.ParseMediaType(part)
+		if err != nil {
+			continue
+		}
+		q := 1.0
+		if v, ok := params["q"]; ok {
+			if f, err := strconv.ParseFloat(v, 64); err == nil {
+				q = f
+			}
+			delete(params, "q")
+		}
+		out = append(out, accepted{typ: typ, params: params, q: q, order: i})
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].q > out[j].q })
+	return out
+}
+
+// Negotiate picks the answer's representation from an Accept header the way
+// kube-apiserver does: the first acceptable entry by q-value wins; an empty
+// header means JSON; false means 406.
+func Negotiate(accept string, offer Offer) (Output, bool) {
+	if strings.TrimSpace(accept) == "" {
+		return Output{MediaType: JSON}, true
+	}
+	for _, a := range parseAccept(accept) {
+		if a.q <= 0 {
+			continue
+		}
+		var mt string
+		switch a.typ {
+		case JSON, "*/*", "application/*":
+			mt = JSON
+		case YAML:
+			mt = YAML
+		case Protobuf:
+			if !offer.Protobuf && a.params["as"] == "" {
+				continue
+			}
+			mt = Protobuf
+		default:
+			continue
+		}
+		as := a.params["as"]
+		if as == "" {
+			if len(a.params) > 0 && a.params["stream"] == "" && a.typ != "*/*" {
+				// Unknown parameters make an entry unacceptable.
+				if _, ok := a.params["pretty"]; !ok && a.params["g"] == "" && a.params["v"] == "" {
+					continue
+				}
+			}
+			return Output{MediaType: mt}, true
+		}
+		if !offer.Views || a.params["g"] != "meta.k8s.io" {
+			continue
+		}
+		v := a.params["v"]
+		if v != "v1" && v != "v1beta1" {
+			continue
+		}
+		switch as {
+		case "Table":
+			if mt == YAML {
+				continue
+			}
+			return Output{MediaType: mt, View: ViewTable, ViewVersion: v}, true
+		case "PartialObjectMetadata":
+			if offer.List || mt == YAML {
+				continue
+			}
+			return Output{MediaType: mt, View: ViewPartialObjectMetadata, ViewVersion: v}, true
+		case "PartialObjectMetadataList":
+			if !offer.List || mt == YAML {
+				continue
+			}
+			return Output{MediaType: mt, View: ViewPartialObjectMetadataList, ViewVersion: v}, true
+		}
+	}
+	return Output{}, false
+}
+
+// BodyType classifies a request Content-Type; "" means JSON, as
+// kube-apiserver assumes for a missing header.
+func BodyType(contentType string) (string, bool) {
+	if strings.TrimSpace(contentType) == "" {
+		return JSON, true
+	}
+	typ, _, err := mime.ParseMediaType(contentType)
+	if err != nil {
+		return "", false
+	}
+	switch typ {
+	case JSON, YAML, Protobuf, JSONPatch, MergePatch, StrategicPatch, ApplyPatch, ApplyPatchCBOR, CBOR:
+		return typ, true
+	case "application/x-yaml", "text/yaml":
+		return YAML, true
+	}
+	return typ, false
+}

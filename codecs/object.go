@@ -1,0 +1,262 @@
+package codecs
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
+	runtimeschema "k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
+	sigsjson "sigs.k8s.io/json"
+	"sigs.k8s.io/yaml"
+
+	"github.com/tabula-dev/tabula/schema"
+)
+
+// Codec encodes and decodes the built-in kinds of one scheme.
+type Codec struct {
+	scheme  *runtime.Scheme
+	factory serializer.CodecFactory
+	proto   *protobuf.Serializer
+	raw     *protobuf.RawSerializer
+}
+
+// New returns a Codec for the kinds in scheme.
+func New(scheme *runtime.Scheme) *Codec {
+	return &Codec{
+		scheme:  scheme,
+		factory: serializer.NewCodecFactory(scheme, serializer.EnableStrict),
+		proto:   protobuf.NewSerializer(scheme, scheme),
+		raw:     protobuf.NewRawSerializer(scheme, scheme),
+	}
+}
+
+// DecodeError is a body the server cannot turn into an object: a 400.
+type DecodeError struct{ Message string }
+
+func (e *DecodeError) Error() string { return e.Message }
+
+// Decode reads a request body of mediaType (JSON, YAML or Protobuf) as an
+// object of type t. Unknown and duplicate fields do not fail the decode:
+// they come back as strict (kube-apiserver's wording, one per problem) for
+// the caller to apply its fieldValidation directive; unknown fields are
+// dropped from the object.
+func (c *Codec) Decode(t *schema.Type, mediaType string, body []byte) (obj runtime.Object, strict []string, err error) {
+	info, ok := runtime.SerializerInfoForMediaType(c.factory.SupportedMediaTypes(), mediaType)
+	if !ok {
+		return nil, nil, &DecodeError{Message: "unsupported media type " + mediaType}
+	}
+	dec := info.Serializer
+	if info.StrictSerializer != nil {
+		dec = info.StrictSerializer
+	}
+	into := t.New()
+	gvk := t.GroupVersionKind()
+	got, actual, err := dec.Decode(body, &gvk, into)
+	if err != nil && runtime.IsStrictDecodingError(err) {
+		if se, ok := runtime.AsStrictDecodingError(err); ok {
+			for _, e := range se.Errors() {
+				strict = append(strict, e.Error())
+			}
+		}
+		err = nil
+	}
+	if err != nil {
+		if actual == nil || actual.Kind == "" || isParseError(err) {
+			return nil, nil, &DecodeError{Message: fmt.Sprintf("the object provided is unrecognized (must be of type %s): %v (%s)", t.Kind, err, truncate(body))}
+		}
+		return nil, nil, &DecodeError{Message: fmt.Sprintf("%s in version %q cannot be handled as a %s: %v", actual.Kind, actual.Version, t.Kind, err)}
+	}
+	if actual != nil && (actual.Kind != t.Kind || actual.GroupVersion() != t.GroupVersion()) {
+		return nil, nil, &DecodeError{Message: fmt.Sprintf("%s in version %q cannot be handled as a %s: converting (%s.%s) to (%s): unknown conversion",
+			actual.Kind, actual.Version, t.Kind, actual.Version, actual.Kind, t.Kind)}
+	}
+	if got != into {
+		return nil, nil, &DecodeError{Message: fmt.Sprintf("the object provided is unrecognized (must be of type %s)", t.Kind)}
+	}
+	into.GetObjectKind().SetGroupVersionKind(t.GroupVersionKind())
+	return into, strict, nil
+}
+
+// StrictMessage is the 400 message for a Strict field validation failure.
+func StrictMessage(t *schema.Type, strict []string) string {
+	msg := "strict decoding error: "
+	for i, s := range strict {
+		if i > 0 {
+			msg += ", "
+		}
+		msg += s
+	}
+	return fmt.Sprintf("%s in version %q cannot be handled as a %s: %s", t.Kind, t.Version, t.Kind, msg)
+}
+
+func isParseError(err error) bool {
+	var se *json.SyntaxError
+	return errors.As(err, &se) || bytes.Contains([]byte(err.Error()), []byte("couldn't get version/kind"))
+}
+
+func truncate(b []byte) string {
+	if len(b) > 30 {
+		return string(b[:30]) + " ..."
+	}
+	return string(b)
+}
+
+// StorageBytes is the stored form of obj: compact JSON without kind and
+// apiVersion (the storage resource implies them, and list items are
+// written without them, as kube-apiserver writes typed lists).
+func StorageBytes(obj runtime.Object) ([]byte, error) {
+	ok := obj.GetObjectKind()
+	gvk := ok.GroupVersionKind()
+	ok.SetGroupVersionKind(runtimeschema.GroupVersionKind{})
+	defer ok.SetGroupVersionKind(gvk)
+	return json.Marshal(obj)
+}
+
+// FromStorage decodes stored bytes into a new object of t's storage Go
+// type (for events.k8s.io that is core/v1 Event), with TypeMeta set.
+func FromStorage(newObj func() runtime.Object, gvk runtimeschema.GroupVersionKind, data []byte) (runtime.Object, error) {
+	obj := newObj()
+	if err := sigsjson.UnmarshalCaseSensitivePreserveInts(data, obj); err != nil {
+		return nil, fmt.Errorf("codecs: decode stored object: %w", err)
+	}
+	obj.GetObjectKind().SetGroupVersionKind(gvk)
+	return obj, nil
+}
+
+// WithTypeMeta prefixes stored object bytes with kind and apiVersion, the
+// way a single object is written on the wire.
+func WithTypeMeta(stored []byte, apiVersion, kind string) []byte {
+	head := `{"kind":` + quote(kind) + `,"apiVersion":` + quote(apiVersion)
+	if len(stored) < 2 || stored[0] != '{' {
+		return append([]byte(head+"}"), stored[len(stored):]...)
+	}
+	rest := bytes.TrimSpace(stored[1:])
+	if len(rest) == 1 && rest[0] == '}' {
+		return []byte(head + "}")
+	}
+	out := make([]byte, 0, len(head)+len(stored)+1)
+	out = append(out, head...)
+	out = append(out, ',')
+	out = append(out, stored[1:]...)
+	return out
+}
+
+func quote(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
+
+// Encode writes obj (TypeMeta set) in mediaType.
+func (c *Codec) Encode(w io.Writer, mediaType string, obj runtime.Object, pretty bool) error {
+	switch mediaType {
+	case Protobuf:
+		return c.proto.Encode(obj, w)
+	case YAML:
+		j, err := json.Marshal(obj)
+		if err != nil {
+			return err
+		}
+		y, err := yaml.JSONToYAML(j)
+		if err != nil {
+			return err
+		}
+		_, err = w.Write(y)
+		return err
+	default:
+		j, err := json.Marshal(obj)
+		if err != nil {
+			return err
+		}
+		return WriteJSON(w, j, pretty)
+	}
+}
+
+// WriteJSON writes a JSON document compact or indented, newline-terminated,
+// as kube-apiserver does.
+func WriteJSON(w io.Writer, j []byte, pretty bool) error {
+	if pretty {
+		var buf bytes.Buffer
+		if err := json.Indent(&buf, j, "", "  "); err != nil {
+			return err
+		}
+		buf.WriteByte('\n')
+		_, err := w.Write(buf.Bytes())
+		return err
+	}
+	if _, err := w.Write(j); err != nil {
+		return err
+	}
+	_, err := w.Write([]byte{'\n'})
+	return err
+}
+
+// EncodeRawJSON writes already-serialized JSON in mediaType, converting it
+// for YAML; Protobuf needs a typed object and goes through Encode.
+func EncodeRawJSON(w io.Writer, mediaType string, j []byte, pretty bool) error {
+	if mediaType == YAML {
+		y, err := yaml.JSONToYAML(j)
+		if err != nil {
+			return err
+		}
+		_, err = w.Write(y)
+		return err
+	}
+	return WriteJSON(w, j, pretty)
+}
+
+// SetList puts items into a typed list object.
+func SetList(list runtime.Object, items []runtime.Object) error { return meta.SetList(list, items) }
+
+// ProtobufRaw encodes obj's fields without the "k8s\x00" envelope, as the
+// frames of a Protobuf watch stream are written.
+func (c *Codec) ProtobufRaw(obj runtime.Object) ([]byte, error) {
+	var buf bytes.Buffer
+	err := c.raw.Encode(obj, &buf)
+	return buf.Bytes(), err
+}
+
+// ProtobufBytes encodes obj with the envelope.
+func (c *Codec) ProtobufBytes(obj runtime.Object) ([]byte, error) {
+	var buf bytes.Buffer
+	err := c.proto.Encode(obj, &buf)
+	return buf.Bytes(), err
+}
+
+// DecodeInto decodes a small request body (DeleteOptions and the like) of
+// mediaType into obj, which must be registered in the scheme.
+func (c *Codec) DecodeInto(mediaType string, body []byte, obj runtime.Object) error {
+	info, ok := runtime.SerializerInfoForMediaType(c.factory.SupportedMediaTypes(), mediaType)
+	if !ok {
+		return &DecodeError{Message: "unsupported media type " + mediaType}
+	}
+	_, _, err := info.Serializer.Decode(body, nil, obj)
+	if err != nil {
+		return &DecodeError{Message: err.Error()}
+	}
+	return nil
+}
+
+// EncodeJSON writes v as JSON, compact or indented.
+func EncodeJSON(w io.Writer, v any, pretty bool) error {
+	j, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return WriteJSON(w, j, pretty)
+}
+
+// EncodeJSONCompact writes v as compact JSON without a trailing newline.
+func EncodeJSONCompact(w io.Writer, v any) error {
+	j, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(j)
+	return err
+}

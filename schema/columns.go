@@ -1,0 +1,234 @@
+package schema
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/duration"
+)
+
+// Column descriptions, as kube-apiserver v1.35 sends them in Table
+// columnDefinitions (they are the API field docs of the printed field).
+const (
+	descName = "Name must be unique within a namespace. Is required when creating resources, although some resources may allow a client to request the generation of an appropriate name automatically. Name is primarily intended for creation idempotence and configuration definition. Cannot be updated. More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/names#names"
+	descAge  = "CreationTimestamp is a timestamp representing the server time when this object was created. It is not guaranteed to be set in happens-before order across separate operations. Clients may not set this value. It is represented in RFC3339 form and is in UTC.\n\nPopulated by the system. Read-only. Null for lists. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata"
+
+	descConfigMapData  = "Data contains the configuration data. Each key must consist of alphanumeric characters, '-', '_' or '.'. Values with non-UTF-8 byte sequences must use the BinaryData field. The keys stored in Data must not overlap with the keys in the BinaryData field, this is enforced during validation process."
+	descSecretType     = "Used to facilitate programmatic handling of secret data. More info: https://kubernetes.io/docs/concepts/configuration/secret/#secret-types"
+	descSecretData     = "Data contains the secret data. Each key must consist of alphanumeric characters, '-', '_' or '.'. The serialized form of the secret data is a base64 encoded string, representing the arbitrary (possibly non-string) data value here. Described in https://tools.ietf.org/html/rfc4648#section-4"
+	descNamespacePhase = "The status of the namespace"
+	descLeaseHolder    = "holderIdentity contains the identity of the holder of a current lease. If Coordinated Leader Election is used, the holder identity must be equal to the elected LeaseCandidate.metadata.name field."
+
+	descEventLastSeen  = "The time at which the most recent occurrence of this event was recorded."
+	descEventType      = "Type of this event (Normal, Warning), new types could be added in the future"
+	descEventReason    = "This should be a short, machine understandable string that gives the reason for the transition into the object's current status."
+	descEventObject    = "The object that this event is about."
+	descEventSubobject = "If referring to a piece of an object instead of an entire object, this string should contain a valid JSON/Go field access statement, such as desiredState.manifest.containers[2]. For example, if the object reference is to a container within a pod, this would take on a value like: \"spec.containers{name}\" (where \"name\" refers to the name of the container that triggered the event) or if no container name is specified \"spec.containers[2]\" (container with index 2 in this pod). This syntax is chosen only to have some well-defined way of referencing a part of an object."
+	descEventSource    = "The component reporting this event. Should be a short machine understandable string."
+	descEventMessage   = "A human-readable description of the status of this operation."
+	descEventFirstSeen = "The time at which the event was first recorded. (Time of server receipt is in TypeMeta.)"
+	descEventCount     = "The number of times this event has occurred."
+)
+
+// now is the clock used for Age-style cells; tests replace it.
+var now = time.Now
+
+func column(name, format, description string, priority int32) metav1.TableColumnDefinition {
+	// kube-apiserver declares every built-in column as type "string", even
+	// the ones whose cells are integers (Data, Count).
+	return metav1.TableColumnDefinition{Name: name, Type: "string", Format: format, Description: description, Priority: priority}
+}
+
+func nameColumn(priority int32) metav1.TableColumnDefinition {
+	return column("Name", "name", descName, priority)
+}
+
+func ageColumn() metav1.TableColumnDefinition { return column("Age", "", descAge, 0) }
+
+// builtinColumns returns the Table columns kube-apiserver prints for a
+// built-in kind and the function computing one row's cells. The server
+// always prints the wide form, so priority-1 columns have cells too.
+func builtinColumns(t *Type) ([]metav1.TableColumnDefinition, func(runtime.Object) ([]interface{}, error)) {
+	switch t.GroupVersionKind() {
+	case gvkConfigMap:
+		return []metav1.TableColumnDefinition{
+			nameColumn(0),
+			column("Data", "", descConfigMapData, 0),
+			ageColumn(),
+		}, configMapRow
+	case gvkSecret:
+		return []metav1.TableColumnDefinition{
+			nameColumn(0),
+			column("Type", "", descSecretType, 0),
+			column("Data", "", descSecretData, 0),
+			ageColumn(),
+		}, secretRow
+	case gvkNamespace:
+		return []metav1.TableColumnDefinition{
+			nameColumn(0),
+			column("Status", "", descNamespacePhase, 0),
+			ageColumn(),
+		}, namespaceRow
+	case gvkServiceAccount:
+		// kube-apiserver v1.35 prints no Secrets column any more
+		// (representations/table-v1-serviceaccounts.json).
+		return []metav1.TableColumnDefinition{
+			nameColumn(0),
+			ageColumn(),
+		}, serviceAccountRow
+	case gvkCoreEvent, gvkEventsV1Event:
+		// Both groups print the same columns and cells: kube-apiserver
+		// prints the internal (core) form of either.
+		return eventColumns(), eventRow
+	case gvkLease:
+		return []metav1.TableColumnDefinition{
+			nameColumn(0),
+			column("Holder", "", descLeaseHolder, 0),
+			ageColumn(),
+		}, leaseRow
+	}
+	return nil, nil
+}
+
+func eventColumns() []metav1.TableColumnDefinition {
+	return []metav1.TableColumnDefinition{
+		column("Last Seen", "", descEventLastSeen, 0),
+		column("Type", "", descEventType, 0),
+		column("Reason", "", descEventReason, 0),
+		column("Object", "", descEventObject, 0),
+		column("Subobject", "", descEventSubobject, 1),
+		column("Source", "", descEventSource, 1),
+		column("Message", "", descEventMessage, 0),
+		column("First Seen", "", descEventFirstSeen, 1),
+		column("Count", "", descEventCount, 1),
+		nameColumn(1),
+	}
+}
+
+// age renders the time elapsed since ts the way kubectl and kube-apiserver
+// do ("5m", "3d4h"), or "<unknown>" for a zero time.
+func age(ts time.Time) string {
+	if ts.IsZero() {
+		return "<unknown>"
+	}
+	return duration.HumanDuration(now().Sub(ts))
+}
+
+func wrongType(obj runtime.Object, want string) error {
+	return fmt.Errorf("table row: expected %s, got %T", want, obj)
+}
+
+func configMapRow(obj runtime.Object) ([]interface{}, error) {
+	cm, ok := obj.(*corev1.ConfigMap)
+	if !ok || cm == nil {
+		return nil, wrongType(obj, "*v1.ConfigMap")
+	}
+	return []interface{}{cm.Name, int64(len(cm.Data) + len(cm.BinaryData)), age(cm.CreationTimestamp.Time)}, nil
+}
+
+func secretRow(obj runtime.Object) ([]interface{}, error) {
+	s, ok := obj.(*corev1.Secret)
+	if !ok || s == nil {
+		return nil, wrongType(obj, "*v1.Secret")
+	}
+	return []interface{}{s.Name, string(s.Type), int64(len(s.Data)), age(s.CreationTimestamp.Time)}, nil
+}
+
+func namespaceRow(obj runtime.Object) ([]interface{}, error) {
+	ns, ok := obj.(*corev1.Namespace)
+	if !ok || ns == nil {
+		return nil, wrongType(obj, "*v1.Namespace")
+	}
+	return []interface{}{ns.Name, string(ns.Status.Phase), age(ns.CreationTimestamp.Time)}, nil
+}
+
+func serviceAccountRow(obj runtime.Object) ([]interface{}, error) {
+	sa, ok := obj.(*corev1.ServiceAccount)
+	if !ok || sa == nil {
+		return nil, wrongType(obj, "*v1.ServiceAccount")
+	}
+	return []interface{}{sa.Name, age(sa.CreationTimestamp.Time)}, nil
+}
+
+func leaseRow(obj runtime.Object) ([]interface{}, error) {
+	l, ok := obj.(*coordinationv1.Lease)
+	if !ok || l == nil {
+		return nil, wrongType(obj, "*v1.Lease")
+	}
+	holder := ""
+	if l.Spec.HolderIdentity != nil {
+		holder = *l.Spec.HolderIdentity
+	}
+	return []interface{}{l.Name, holder, age(l.CreationTimestamp.Time)}, nil
+}
+
+// eventRow prints a core/v1 or events.k8s.io/v1 Event.
+//
+//   - First Seen is firstTimestamp, or eventTime for events that only have
+//     the newer field.
+//   - Last Seen is series.lastObservedTime for a series, else
+//     lastTimestamp, else First Seen.
+//   - Count is series.count for a series, else count, and 1 for a
+//     singleton event that has no count.
+//   - Object is "<lower-case kind>/<name>" (just the kind without a name).
+//   - Source is source.component (or reportingController), followed by
+//     ", <host or reportingInstance>" when there is one.
+func eventRow(obj runtime.Object) ([]interface{}, error) {
+	e, ok := asCoreEvent(obj)
+	if !ok {
+		return nil, wrongType(obj, "*v1.Event")
+	}
+
+	firstSeen := age(e.FirstTimestamp.Time)
+	if e.FirstTimestamp.IsZero() {
+		firstSeen = age(e.EventTime.Time)
+	}
+	lastSeen := age(e.LastTimestamp.Time)
+	if e.LastTimestamp.IsZero() {
+		lastSeen = firstSeen
+	}
+	count := e.Count
+	if e.Series != nil {
+		lastSeen = age(e.Series.LastObservedTime.Time)
+		count = e.Series.Count
+	} else if count == 0 {
+		count = 1
+	}
+
+	object := strings.ToLower(e.InvolvedObject.Kind)
+	if e.InvolvedObject.Name != "" {
+		object += "/" + e.InvolvedObject.Name
+	}
+
+	source := firstNonEmpty(e.Source.Component, e.ReportingController)
+	if instance := firstNonEmpty(e.Source.Host, e.ReportingInstance); instance != "" {
+		source += ", " + instance
+	}
+
+	return []interface{}{
+		lastSeen,
+		e.Type,
+		e.Reason,
+		object,
+		e.InvolvedObject.FieldPath,
+		source,
+		strings.TrimSpace(e.Message),
+		firstSeen,
+		int64(count),
+		e.Name,
+	}, nil
+}
+
+func firstNonEmpty(values ...string) string {
+	for _, v := range values {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}

@@ -1,0 +1,267 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/tabula-dev/tabula/sqlstore/kv"
+)
+
+// The in-process controllers do what kube-controller-manager and
+// kube-apiserver's own controllers do for API semantics alone: system
+// namespaces, namespace termination, and each namespace's default
+// ServiceAccount and kube-root-ca.crt ConfigMap.
+
+// systemNamespaces exist on every kube-apiserver.
+var systemNamespaces = []string{"default", "kube-system", "kube-public", "kube-node-lease"}
+
+const rootCAConfigMap = "kube-root-ca.crt"
+
+// resyncInterval bounds how long a namespace may wait for its contents
+// to be re-checked when no event arrives (objects held by finalizers).
+const resyncInterval = 2 * time.Second
+
+// RunControllers starts the controllers; they stop when ctx ends.
+func (s *Server) RunControllers(ctx context.Context) error {
+	for _, ns := range systemNamespaces {
+		obj := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}
+		if err := s.internal(ctx, "", "namespaces", "").createInternal(obj); err != nil && !apierrors.IsAlreadyExists(err) {
+			return err
+		}
+	}
+	go s.runLoop(ctx, "namespace controller", s.namespaceController)
+	go s.runLoop(ctx, "namespace defaults controller", s.defaultsController)
+	s.MarkControllersStarted()
+	return nil
+}
+
+// runLoop restarts a controller after an error until ctx ends, so a
+// database outage does not stop it for good.
+func (s *Server) runLoop(ctx context.Context, name string, fn func(context.Context) error) {
+	backoff := 100 * time.Millisecond
+	for ctx.Err() == nil {
+		err := fn(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		s.log.Warn("controller restarting", "controller", name, "err", err, "after", backoff)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(backoff):
+		}
+		if backoff < 5*time.Second {
+			backoff *= 2
+		}
+	}
+}
+
+// internal builds a request for a controller's own writes.
+func (s *Server) internal(ctx context.Context, group, resource, namespace string) *request {
+	t, ok := s.reg.Lookup(group, "v1", resource)
+	if !ok {
+		panic("server: built-in type missing: " + resource)
+	}
+	return &request{s: s, ctx: ctx, t: t, ri: requestInfo{Group: group, Version: "v1", Resource: resource, Namespace: namespace, Type: t}, verb: "create"}
+}
+
+func (r *request) createInternal(obj runtime.Object) error {
+	acc, err := r.prepareCreate(obj)
+	if err != nil {
+		return err
+	}
+	if err := r.validate(obj, nil); err != nil {
+		return err
+	}
+	if err := r.namespaceAllowsCreate(acc.GetName()); err != nil {
+		return err
+	}
+	_, err = r.s.store.Create(r.ctx, r.key(acc.GetName()), r.encoder(obj, nil))
+	return r.storeError(err, acc.GetName())
+}
+
+// namespaceController removes the contents of terminating namespaces and
+// then the namespaces themselves.
+func (s *Server) namespaceController(ctx context.Context) error {
+	rev, err := s.store.CurrentRev(ctx)
+	if err != nil {
+		return err
+	}
+	w, err := s.store.Watch(ctx, kv.WatchOptions{Resource: "namespaces", After: rev})
+	if err != nil {
+		return err
+	}
+	defer w.Stop()
+	t := time.NewTicker(resyncInterval)
+	defer t.Stop()
+	if err := s.finalizeTerminating(ctx); err != nil {
+		return err
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case _, ok := <-w.Events():
+			if !ok {
+				return w.Err()
+			}
+		case <-t.C:
+		}
+		if err := s.finalizeTerminating(ctx); err != nil {
+			return err
+		}
+	}
+}
+
+func (s *Server) finalizeTerminating(ctx context.Context) error {
+	nsReq := s.internal(ctx, "", "namespaces", "")
+	res, err := s.store.List(ctx, kv.ListOptions{Resource: "namespaces"})
+	if err != nil {
+		return err
+	}
+	for _, rec := range res.Items {
+		obj, err := nsReq.decodeStored(rec)
+		if err != nil {
+			return err
+		}
+		ns := obj.(*corev1.Namespace)
+		if ns.DeletionTimestamp == nil {
+			continue
+		}
+		empty, err := s.deleteNamespaceContents(ctx, ns.Name)
+		if err != nil {
+			return err
+		}
+		if !empty {
+			continue
+		}
+		_, err = s.store.Delete(ctx, kv.Key{Resource: "namespaces", Name: ns.Name}, rec.Rev, nsReq.encoder(ns, nil))
+		if err != nil && !errors.Is(err, kv.ErrConflict) && !errors.Is(err, kv.ErrNotFound) {
+			return err
+		}
+	}
+	return nil
+}
+
+// deleteNamespaceContents deletes every object in a namespace; empty
+// reports whether nothing is left (objects with finalizers stay until
+// their finalizers are removed).
+func (s *Server) deleteNamespaceContents(ctx context.Context, namespace string) (empty bool, err error) {
+	empty = true
+	seen := map[string]bool{}
+	for _, t := range s.reg.Types() {
+		if !t.Namespaced || t.FromStorage != nil || seen[t.StorageResource] {
+			continue
+		}
+		seen[t.StorageResource] = true
+		res, err := s.store.List(ctx, kv.ListOptions{Resource: t.StorageResource, Namespace: namespace})
+		if err != nil {
+			return false, err
+		}
+		r := s.internal(ctx, t.Group, t.Resource, namespace)
+		for _, item := range res.Items {
+			empty = false
+			_, _, _, err := r.deleteOne(item.Name, &metav1.DeleteOptions{})
+			if err != nil && !apierrors.IsNotFound(err) {
+				return false, err
+			}
+		}
+	}
+	return empty, nil
+}
+
+// defaultsController keeps the default ServiceAccount and the
+// kube-root-ca.crt ConfigMap in every active namespace.
+func (s *Server) defaultsController(ctx context.Context) error {
+	rev, err := s.store.CurrentRev(ctx)
+	if err != nil {
+		return err
+	}
+	var watches []kv.Watcher
+	for _, res := range []string{"namespaces", "configmaps", "serviceaccounts"} {
+		w, err := s.store.Watch(ctx, kv.WatchOptions{Resource: res, After: rev})
+		if err != nil {
+			return err
+		}
+		defer w.Stop()
+		watches = append(watches, w)
+	}
+	if err := s.ensureDefaults(ctx); err != nil {
+		return err
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case _, ok := <-watches[0].Events():
+			if !ok {
+				return watches[0].Err()
+			}
+		case ev, ok := <-watches[1].Events():
+			if !ok {
+				return watches[1].Err()
+			}
+			if ev.Type != kv.Deleted || ev.Name != rootCAConfigMap {
+				continue
+			}
+		case ev, ok := <-watches[2].Events():
+			if !ok {
+				return watches[2].Err()
+			}
+			if ev.Type != kv.Deleted || ev.Name != "default" {
+				continue
+			}
+		}
+		if err := s.ensureDefaults(ctx); err != nil {
+			return err
+		}
+	}
+}
+
+func (s *Server) ensureDefaults(ctx context.Context) error {
+	nsReq := s.internal(ctx, "", "namespaces", "")
+	res, err := s.store.List(ctx, kv.ListOptions{Resource: "namespaces"})
+	if err != nil {
+		return err
+	}
+	for _, rec := range res.Items {
+		obj, err := nsReq.decodeStored(rec)
+		if err != nil {
+			return err
+		}
+		ns := obj.(*corev1.Namespace)
+		if ns.DeletionTimestamp != nil {
+			continue
+		}
+		if _, err := s.store.Get(ctx, kv.Key{Resource: "serviceaccounts", Namespace: ns.Name, Name: "default"}); errors.Is(err, kv.ErrNotFound) {
+			sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}
+			if err := s.internal(ctx, "", "serviceaccounts", ns.Name).createInternal(sa); err != nil && !ignorable(err) {
+				return err
+			}
+		}
+		if _, err := s.store.Get(ctx, kv.Key{Resource: "configmaps", Namespace: ns.Name, Name: rootCAConfigMap}); errors.Is(err, kv.ErrNotFound) {
+			cm := &corev1.ConfigMap{
+				ObjectMeta: metav1.ObjectMeta{Name: rootCAConfigMap, Annotations: map[string]string{
+					"kubernetes.io/description": "Contains a CA bundle that can be used to verify the kube-apiserver when using internal endpoints such as the internal service IP or kubernetes.default.svc. No other usage is guaranteed across distributions of Kubernetes clusters.",
+				}},
+				Data: map[string]string{"ca.crt": string(s.cfg.CABundle)},
+			}
+			if err := s.internal(ctx, "", "configmaps", ns.Name).createInternal(cm); err != nil && !ignorable(err) {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// ignorable: a concurrent writer (another replica) won, or the namespace
+// started terminating meanwhile.
+func ignorable(err error) bool {
+	return apierrors.IsAlreadyExists(err) || apierrors.IsForbidden(err) || apierrors.IsNotFound(err)
+}

@@ -1,0 +1,70 @@
+package server
+
+import (
+	"net/http"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	runtimeschema "k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/tabula-dev/tabula/codecs"
+)
+
+// create handles POST to a collection.
+func (r *request) create() error {
+	if r.ri.Subresource != "" {
+		return methodNotAllowed()
+	}
+	fv, dryRun, err := r.writeOptions()
+	if err != nil {
+		return err
+	}
+	mediaType, ok := codecs.BodyType(r.c.Request().Header.Get("Content-Type"))
+	if !ok || !isObjectMediaType(mediaType) {
+		return requireBody(mediaType, false)
+	}
+	if _, err := r.negotiate(false); err != nil {
+		return err
+	}
+	body, err := r.readBody()
+	if err != nil {
+		return err
+	}
+	obj, err := r.decodeBody(body, mediaType, fv)
+	if err != nil {
+		return err
+	}
+	return r.createObject(obj, dryRun)
+}
+
+func isObjectMediaType(mt string) bool {
+	return mt == codecs.JSON || mt == codecs.YAML || mt == codecs.Protobuf
+}
+
+// createObject runs the create pipeline for a decoded object.
+func (r *request) createObject(obj runtime.Object, dryRun bool) error {
+	acc, err := r.prepareCreate(obj)
+	if err != nil {
+		return err
+	}
+	if acc.GetName() == "" {
+		return apierrors.NewInvalid(runtimeschema.GroupKind{Group: r.t.Group, Kind: r.t.Kind}, "",
+			field.ErrorList{field.Required(field.NewPath("metadata", "name"), "name or generateName is required")})
+	}
+	if err := r.validate(obj, nil); err != nil {
+		return err
+	}
+	if err := r.namespaceAllowsCreate(acc.GetName()); err != nil {
+		return err
+	}
+	out, _ := r.negotiate(false)
+	if dryRun {
+		return r.writeObject(http.StatusCreated, out, obj)
+	}
+	rec, err := r.s.store.Create(r.ctx, r.key(acc.GetName()), r.encoder(obj, nil))
+	if err != nil {
+		return r.storeError(err, acc.GetName())
+	}
+	return r.writeRecord(http.StatusCreated, rec)
+}

@@ -1,0 +1,253 @@
+package server
+
+import (
+	"net/http"
+	"sort"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+	apidiscoveryv2 "k8s.io/api/apidiscovery/v2"
+	apidiscoveryv2beta1 "k8s.io/api/apidiscovery/v2beta1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	runtimeschema "k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/tabula-dev/tabula/codecs"
+	"github.com/tabula-dev/tabula/schema"
+)
+
+func (s *Server) discoveryRoutes(e *echo.Echo) {
+	e.GET("/api", s.getAPI)
+	e.GET("/api/v1", func(c echo.Context) error { return s.getResourceList(c, "", "v1") })
+	e.GET("/apis", s.getAPIs)
+	e.GET("/apis/:group", s.getGroup)
+	e.GET("/apis/:group/:version", func(c echo.Context) error {
+		return s.getResourceList(c, c.Param("group"), c.Param("version"))
+	})
+}
+
+// aggregated reports which aggregated discovery version the client asked
+// for ("v2", "v2beta1") and in which media type; "" means legacy.
+func aggregated(accept string) (version, mediaType string) {
+	for _, part := range strings.Split(accept, ",") {
+		p := strings.ReplaceAll(strings.TrimSpace(part), " ", "")
+		if !strings.Contains(p, "g=apidiscovery.k8s.io") || !strings.Contains(p, "as=APIGroupDiscoveryList") {
+			continue
+		}
+		mt := codecs.JSON
+		if strings.HasPrefix(p, codecs.Protobuf) {
+			mt = codecs.Protobuf
+		}
+		switch {
+		case strings.Contains(p, "v=v2beta1"):
+			return "v2beta1", mt
+		case strings.Contains(p, "v=v2"):
+			return "v2", mt
+		}
+	}
+	return "", ""
+}
+
+func (s *Server) getAPI(c echo.Context) error {
+	if v, mt := aggregated(c.Request().Header.Get("Accept")); v != "" {
+		return s.writeAggregated(c, v, mt, true)
+	}
+	return s.writeJSON(c, http.StatusOK, &metav1.APIVersions{
+		TypeMeta: metav1.TypeMeta{Kind: "APIVersions"},
+		Versions: []string{"v1"},
+		ServerAddressByClientCIDRs: []metav1.ServerAddressByClientCIDR{
+			{ClientCIDR: "0.0.0.0/0", ServerAddress: c.Request().Host},
+		},
+	})
+}
+
+// groups returns the named API groups with their versions, in the order
+// they were registered.
+func (s *Server) groups() []metav1.APIGroup {
+	var out []metav1.APIGroup
+	idx := map[string]int{}
+	for _, gv := range s.reg.GroupVersions() {
+		if gv.Group == "" {
+			continue
+		}
+		gvd := metav1.GroupVersionForDiscovery{GroupVersion: gv.String(), Version: gv.Version}
+		i, ok := idx[gv.Group]
+		if !ok {
+			idx[gv.Group] = len(out)
+			out = append(out, metav1.APIGroup{Name: gv.Group, PreferredVersion: gvd})
+			i = len(out) - 1
+		}
+		out[i].Versions = append(out[i].Versions, gvd)
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+func (s *Server) getAPIs(c echo.Context) error {
+	if v, mt := aggregated(c.Request().Header.Get("Accept")); v != "" {
+		return s.writeAggregated(c, v, mt, false)
+	}
+	return s.writeJSON(c, http.StatusOK, &metav1.APIGroupList{
+		TypeMeta: metav1.TypeMeta{Kind: "APIGroupList", APIVersion: "v1"},
+		Groups:   s.groups(),
+	})
+}
+
+func (s *Server) getGroup(c echo.Context) error {
+	for _, g := range s.groups() {
+		if g.Name == c.Param("group") {
+			g.TypeMeta = metav1.TypeMeta{Kind: "APIGroup", APIVersion: "v1"}
+			return s.writeJSON(c, http.StatusOK, &g)
+		}
+	}
+	return c.String(http.StatusNotFound, "404 page not found\n")
+}
+
+func (s *Server) getResourceList(c echo.Context, group, version string) error {
+	gv := runtimeschema.GroupVersion{Group: group, Version: version}
+	types := s.reg.TypesIn(gv)
+	if len(types) == 0 {
+		return notFoundPath()
+	}
+	list := &metav1.APIResourceList{
+		TypeMeta:     metav1.TypeMeta{Kind: "APIResourceList", APIVersion: "v1"},
+		GroupVersion: gv.String(),
+	}
+	sort.SliceStable(types, func(i, j int) bool { return types[i].Resource < types[j].Resource })
+	for _, t := range types {
+		list.APIResources = append(list.APIResources, metav1.APIResource{
+			Name: t.Resource, SingularName: t.Singular, Namespaced: t.Namespaced, Kind: t.Kind,
+			Verbs: t.Verbs, ShortNames: t.ShortNames, Categories: t.Categories,
+		})
+		for _, sub := range t.Subresources {
+			list.APIResources = append(list.APIResources, metav1.APIResource{
+				Name: t.Resource + "/" + sub, Namespaced: t.Namespaced, Kind: t.Kind, Verbs: subresourceVerbs(sub),
+			})
+		}
+	}
+	return s.writeJSON(c, http.StatusOK, list)
+}
+
+func subresourceVerbs(sub string) metav1.Verbs {
+	if sub == "finalize" {
+		return metav1.Verbs{"update"}
+	}
+	return metav1.Verbs{"get", "patch", "update"}
+}
+
+func (s *Server) writeAggregated(c echo.Context, version, mediaType string, legacy bool) error {
+	list := s.aggregatedV2(legacy)
+	var obj runtime.Object = list
+	if version == "v2beta1" {
+		obj = toV2beta1(list)
+	}
+	ct := mediaType + ";g=apidiscovery.k8s.io;v=" + version + ";as=APIGroupDiscoveryList"
+	c.Response().Header().Set(echo.HeaderContentType, ct)
+	c.Response().Header().Set("Vary", "Accept")
+	c.Response().WriteHeader(http.StatusOK)
+	if mediaType == codecs.Protobuf {
+		b, err := s.discoveryProtobuf(obj, version)
+		if err != nil {
+			return err
+		}
+		_, err = c.Response().Write(b)
+		return err
+	}
+	return codecs.EncodeJSON(c.Response(), obj, wantsPretty(c))
+}
+
+func (s *Server) aggregatedV2(legacy bool) *apidiscoveryv2.APIGroupDiscoveryList {
+	list := &apidiscoveryv2.APIGroupDiscoveryList{
+		TypeMeta: metav1.TypeMeta{Kind: "APIGroupDiscoveryList", APIVersion: "apidiscovery.k8s.io/v2"},
+	}
+	byGroup := map[string]int{}
+	for _, gv := range s.reg.GroupVersions() {
+		if (gv.Group == "") != legacy {
+			continue
+		}
+		i, ok := byGroup[gv.Group]
+		if !ok {
+			byGroup[gv.Group] = len(list.Items)
+			list.Items = append(list.Items, apidiscoveryv2.APIGroupDiscovery{ObjectMeta: metav1.ObjectMeta{Name: gv.Group}})
+			i = len(list.Items) - 1
+		}
+		v := apidiscoveryv2.APIVersionDiscovery{Version: gv.Version, Freshness: apidiscoveryv2.DiscoveryFreshnessCurrent}
+		types := s.reg.TypesIn(gv)
+		sort.SliceStable(types, func(i, j int) bool { return types[i].Resource < types[j].Resource })
+		for _, t := range types {
+			v.Resources = append(v.Resources, aggregatedResource(t))
+		}
+		list.Items[i].Versions = append(list.Items[i].Versions, v)
+	}
+	sort.SliceStable(list.Items, func(i, j int) bool { return list.Items[i].Name < list.Items[j].Name })
+	return list
+}
+
+func aggregatedResource(t *schema.Type) apidiscoveryv2.APIResourceDiscovery {
+	scope := apidiscoveryv2.ScopeCluster
+	if t.Namespaced {
+		scope = apidiscoveryv2.ScopeNamespace
+	}
+	r := apidiscoveryv2.APIResourceDiscovery{
+		Resource:         t.Resource,
+		ResponseKind:     &metav1.GroupVersionKind{Kind: t.Kind},
+		Scope:            scope,
+		SingularResource: t.Singular,
+		Verbs:            t.Verbs,
+		ShortNames:       t.ShortNames,
+		Categories:       t.Categories,
+	}
+	for _, sub := range t.Subresources {
+		r.Subresources = append(r.Subresources, apidiscoveryv2.APISubresourceDiscovery{
+			Subresource: sub, ResponseKind: &metav1.GroupVersionKind{Kind: t.Kind}, Verbs: subresourceVerbs(sub),
+		})
+	}
+	return r
+}
+
+// toV2beta1 copies a v2 list into the field-for-field identical v2beta1
+// types that older kubectl versions ask for.
+func toV2beta1(in *apidiscoveryv2.APIGroupDiscoveryList) *apidiscoveryv2beta1.APIGroupDiscoveryList {
+	out := &apidiscoveryv2beta1.APIGroupDiscoveryList{
+		TypeMeta: metav1.TypeMeta{Kind: "APIGroupDiscoveryList", APIVersion: "apidiscovery.k8s.io/v2beta1"},
+	}
+	for _, g := range in.Items {
+		og := apidiscoveryv2beta1.APIGroupDiscovery{ObjectMeta: g.ObjectMeta}
+		for _, v := range g.Versions {
+			ov := apidiscoveryv2beta1.APIVersionDiscovery{Version: v.Version, Freshness: apidiscoveryv2beta1.DiscoveryFreshness(v.Freshness)}
+			for _, r := range v.Resources {
+				or := apidiscoveryv2beta1.APIResourceDiscovery{
+					Resource: r.Resource, ResponseKind: r.ResponseKind, Scope: apidiscoveryv2beta1.ResourceScope(r.Scope),
+					SingularResource: r.SingularResource, Verbs: r.Verbs, ShortNames: r.ShortNames, Categories: r.Categories,
+				}
+				for _, sr := range r.Subresources {
+					or.Subresources = append(or.Subresources, apidiscoveryv2beta1.APISubresourceDiscovery{
+						Subresource: sr.Subresource, ResponseKind: sr.ResponseKind, Verbs: sr.Verbs,
+					})
+				}
+				ov.Resources = append(ov.Resources, or)
+			}
+			og.Versions = append(og.Versions, ov)
+		}
+		out.Items = append(out.Items, og)
+	}
+	return out
+}
+
+// discoveryProtobuf encodes an aggregated discovery document with the
+// Kubernetes Protobuf envelope.
+func (s *Server) discoveryProtobuf(obj runtime.Object, version string) ([]byte, error) {
+	sch := runtime.NewScheme()
+	if version == "v2beta1" {
+		_ = apidiscoveryv2beta1.AddToScheme(sch)
+	} else {
+		_ = apidiscoveryv2.AddToScheme(sch)
+	}
+	return codecs.New(sch).ProtobufBytes(obj)
+}
+
+func (s *Server) writeJSON(c echo.Context, code int, v any) error {
+	c.Response().Header().Set(echo.HeaderContentType, codecs.JSON)
+	c.Response().WriteHeader(code)
+	return codecs.EncodeJSON(c.Response(), v, wantsPretty(c))
+}

@@ -1,0 +1,127 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/labstack/echo/v4"
+)
+
+// healthCheck is one named check of /livez or /readyz.
+type healthCheck struct {
+	name  string
+	check func(ctx context.Context) error
+}
+
+// readiness tracks what only the readiness endpoint reports.
+type readiness struct {
+	// controllersSynced flips once the in-process controllers have started.
+	controllersSynced atomic.Bool
+}
+
+// MarkControllersStarted makes the controllers' readiness check pass.
+func (s *Server) MarkControllersStarted() { s.ready.controllersSynced.Store(true) }
+
+func (s *Server) liveChecks() []healthCheck {
+	return []healthCheck{
+		{"ping", func(context.Context) error { return nil }},
+		{"log", func(context.Context) error { return nil }},
+		{"database", s.checkDatabase},
+	}
+}
+
+func (s *Server) readyChecks() []healthCheck {
+	return append(s.liveChecks(),
+		healthCheck{"controllers", func(context.Context) error {
+			if !s.ready.controllersSynced.Load() {
+				return fmt.Errorf("in-process controllers not started")
+			}
+			return nil
+		}},
+		healthCheck{"shutdown", func(context.Context) error {
+			select {
+			case <-s.shutdown:
+				return fmt.Errorf("process is shutting down")
+			default:
+				return nil
+			}
+		}},
+	)
+}
+
+func (s *Server) checkDatabase(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	return s.store.Ready(ctx)
+}
+
+func (s *Server) healthRoutes(e *echo.Echo) {
+	for _, ep := range []struct {
+		path   string
+		checks func() []healthCheck
+	}{
+		{"/healthz", s.liveChecks},
+		{"/livez", s.liveChecks},
+		{"/readyz", s.readyChecks},
+	} {
+		checks := ep.checks
+		path := ep.path
+		all := func(c echo.Context) error { return s.serveHealth(c, path, checks(), "") }
+		e.GET(path, all)
+		e.POST(path, all)
+		e.GET(path+"/:check", func(c echo.Context) error { return s.serveHealth(c, path, checks(), c.Param("check")) })
+	}
+}
+
+// serveHealth answers like kube-apiserver's healthz handlers: "ok" or a
+// verbose per-check report, 500 when a check fails.
+func (s *Server) serveHealth(c echo.Context, path string, checks []healthCheck, only string) error {
+	ctx := c.Request().Context()
+	if only != "" {
+		for _, hc := range checks {
+			if hc.name == only {
+				if err := hc.check(ctx); err != nil {
+					return c.String(http.StatusInternalServerError, fmt.Sprintf("internal server error: %v\n", err))
+				}
+				return c.String(http.StatusOK, "ok")
+			}
+		}
+		return c.String(http.StatusNotFound, "404 page not found\n")
+	}
+	excluded := map[string]bool{}
+	for _, v := range c.QueryParams()["exclude"] {
+		for _, n := range strings.Split(v, ",") {
+			excluded[strings.TrimSpace(n)] = true
+		}
+	}
+	_, verbose := c.QueryParams()["verbose"]
+	var b strings.Builder
+	failed := false
+	for _, hc := range checks {
+		if excluded[hc.name] {
+			fmt.Fprintf(&b, "[+]%s excluded: ok\n", hc.name)
+			continue
+		}
+		if err := hc.check(ctx); err != nil {
+			failed = true
+			fmt.Fprintf(&b, "[-]%s failed: reason withheld\n", hc.name)
+			s.log.Warn("health check failed", "endpoint", path, "check", hc.name, "err", err)
+			continue
+		}
+		fmt.Fprintf(&b, "[+]%s ok\n", hc.name)
+	}
+	name := strings.TrimPrefix(path, "/")
+	if failed {
+		fmt.Fprintf(&b, "%s check failed\n", name)
+		return c.String(http.StatusInternalServerError, b.String())
+	}
+	if !verbose {
+		return c.String(http.StatusOK, "ok")
+	}
+	fmt.Fprintf(&b, "%s check passed\n", name)
+	return c.String(http.StatusOK, b.String())
+}

@@ -1,0 +1,178 @@
+package server
+
+import (
+	"bytes"
+	"errors"
+	"net/http"
+	"strconv"
+
+	"github.com/labstack/echo/v4"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/tabula-dev/tabula/codecs"
+	"github.com/tabula-dev/tabula/sqlstore/kv"
+)
+
+// list handles GET of a collection.
+func (r *request) list() error {
+	p, err := r.parseListParams()
+	if err != nil {
+		return err
+	}
+	out, err := r.negotiate(true)
+	if err != nil {
+		return err
+	}
+	res, err := r.listPage(p)
+	if err != nil {
+		return err
+	}
+	return r.writeList(out, res, p)
+}
+
+// listPage reads the page a list request names, honouring resourceVersion,
+// resourceVersionMatch, limit and continue.
+func (r *request) listPage(p *listParams) (kv.ListResult, error) {
+	ctx := r.ctx
+	opts := kv.ListOptions{Resource: r.t.StorageResource, Namespace: r.ri.Namespace, Limit: int(p.limit), Pred: p.pred}
+	allNS := r.t.Namespaced && r.ri.Namespace == ""
+	switch {
+	case p.cont != nil:
+		opts.Rev = p.cont.RV
+		opts.AfterNamespace, opts.AfterName = p.cont.position(allNS)
+		if !r.t.Namespaced {
+			opts.AfterNamespace = ""
+		} else if !allNS {
+			opts.AfterNamespace = r.ri.Namespace
+		}
+	case p.rv == "" || p.rv == "0":
+		// Latest; "0" means any revision, and the latest is one.
+	default:
+		rv, _ := strconv.ParseInt(p.rv, 10, 64)
+		exact := p.rvMatch == metav1.ResourceVersionMatchExact ||
+			(p.rvMatch == "" && p.limit > 0)
+		if _, err := r.waitForRev(rv); err != nil {
+			return kv.ListResult{}, err
+		}
+		if exact {
+			opts.Rev = rv
+		}
+	}
+	res, err := r.s.store.List(ctx, opts)
+	var ce *kv.CompactedError
+	if errors.As(err, &ce) {
+		if p.cont != nil {
+			return res, apierrors.NewResourceExpired("The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.")
+		}
+		return res, apierrors.NewResourceExpired("The resourceVersion for the provided list is too old.")
+	}
+	var fe *kv.FutureRevError
+	if errors.As(err, &fe) {
+		return res, tooLargeRV(fe.Requested, fe.Current)
+	}
+	return res, err
+}
+
+func (r *request) continueFor(res kv.ListResult) string {
+	if !res.More || len(res.Items) == 0 {
+		return ""
+	}
+	last := res.Items[len(res.Items)-1]
+	return encodeContinue(res.Rev, last.Namespace, last.Name, r.t.Namespaced && r.ri.Namespace == "")
+}
+
+// writeList answers with a list in the negotiated representation. Plain
+// JSON lists are written from the stored bytes without decoding them.
+func (r *request) writeList(out codecs.Output, res kv.ListResult, p *listParams) error {
+	lm := metav1.ListMeta{ResourceVersion: strconv.FormatInt(res.Rev, 10), Continue: r.continueFor(res)}
+	resp := r.c.Response()
+	if out.View == codecs.ViewObject && out.MediaType == codecs.JSON && !wantsPretty(r.c) {
+		resp.Header().Set(echo.HeaderContentType, codecs.JSON)
+		resp.WriteHeader(http.StatusOK)
+		return r.streamJSONList(resp, lm, res.Items)
+	}
+	objs := make([]runtime.Object, 0, len(res.Items))
+	for _, rec := range res.Items {
+		obj, err := r.decodeStored(rec)
+		if err != nil {
+			return err
+		}
+		objs = append(objs, obj)
+	}
+	var body runtime.Object
+	switch out.View {
+	case codecs.ViewTable:
+		tbl, err := r.table(objs, r.c.QueryParam("includeObject"))
+		if err != nil {
+			return err
+		}
+		tbl.ListMeta = lm
+		if out.ViewVersion == "v1beta1" {
+			tbl.APIVersion = "meta.k8s.io/v1beta1"
+		}
+		body = tbl
+	case codecs.ViewPartialObjectMetadataList:
+		l := &metav1.PartialObjectMetadataList{
+			TypeMeta: metav1.TypeMeta{Kind: "PartialObjectMetadataList", APIVersion: "meta.k8s.io/" + out.ViewVersion},
+			ListMeta: lm,
+		}
+		for _, o := range objs {
+			l.Items = append(l.Items, *partialMetadata(o, out.ViewVersion).(*metav1.PartialObjectMetadata))
+		}
+		body = l
+	default:
+		list := r.t.NewList()
+		if lo, ok := list.(metav1.ListInterface); ok {
+			lo.SetResourceVersion(lm.ResourceVersion)
+			lo.SetContinue(lm.Continue)
+		}
+		list.GetObjectKind().SetGroupVersionKind(r.t.GroupVersion().WithKind(r.t.ListKind))
+		for _, o := range objs {
+			// Items of a typed list carry no kind and apiVersion.
+			o.GetObjectKind().SetGroupVersionKind(emptyGVK)
+		}
+		if err := codecs.SetList(list, objs); err != nil {
+			return err
+		}
+		body = list
+	}
+	var buf bytes.Buffer
+	if err := r.s.codec.Encode(&buf, out.MediaType, body, wantsPretty(r.c)); err != nil {
+		return err
+	}
+	resp.Header().Set(echo.HeaderContentType, out.ContentType())
+	resp.WriteHeader(http.StatusOK)
+	_, err := resp.Write(buf.Bytes())
+	return err
+}
+
+// streamJSONList writes {"kind":…,"items":[…]} around the stored items.
+func (r *request) streamJSONList(w *echo.Response, lm metav1.ListMeta, items []kv.Record) error {
+	var head bytes.Buffer
+	head.WriteString(`{"kind":` + strconv.Quote(r.t.ListKind) + `,"apiVersion":` + strconv.Quote(r.t.APIVersion()) + `,"metadata":`)
+	if err := codecs.EncodeJSONCompact(&head, &lm); err != nil {
+		return err
+	}
+	head.WriteString(`,"items":[`)
+	if _, err := w.Write(head.Bytes()); err != nil {
+		return err
+	}
+	for i, rec := range items {
+		b, err := r.itemJSON(rec)
+		if err != nil {
+			return err
+		}
+		if i > 0 {
+			if _, err := w.Write([]byte{','}); err != nil {
+				return err
+			}
+		}
+		if _, err := w.Write(b); err != nil {
+			return err
+		}
+	}
+	_, err := w.Write([]byte("]}\n"))
+	return err
+}

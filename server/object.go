@@ -1,0 +1,242 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+
+	"github.com/labstack/echo/v4"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/tabula-dev/tabula/codecs"
+	"github.com/tabula-dev/tabula/schema"
+	"github.com/tabula-dev/tabula/sqlstore/kv"
+)
+
+// request is one resource request on its way through a verb handler.
+type request struct {
+	s *Server
+	// ctx is the request's context (a background one for controllers).
+	ctx  context.Context
+	c    echo.Context
+	ri   requestInfo
+	t    *schema.Type
+	verb string
+}
+
+func (r *request) key(name string) kv.Key {
+	return kv.Key{Resource: r.t.StorageResource, Namespace: r.ri.Namespace, Name: name}
+}
+
+// storageType is the Type whose Go type the stored bytes decode into.
+func (r *request) storageType() *schema.Type {
+	if r.t.FromStorage == nil {
+		return r.t
+	}
+	for _, t := range r.s.reg.ByStorage(r.t.StorageResource) {
+		if t.FromStorage == nil {
+			return t
+		}
+	}
+	return r.t
+}
+
+// decodeStored turns stored bytes into an object of the served Type.
+func (r *request) decodeStored(rec kv.Record) (runtime.Object, error) {
+	st := r.storageType()
+	obj, err := codecs.FromStorage(st.New, st.GroupVersionKind(), rec.Value)
+	if err != nil {
+		return nil, err
+	}
+	if r.t.FromStorage != nil {
+		if obj, err = r.t.FromStorage(obj); err != nil {
+			return nil, err
+		}
+	}
+	obj.GetObjectKind().SetGroupVersionKind(r.t.GroupVersionKind())
+	return obj, nil
+}
+
+// storedBytes is the stored form of an object of the served Type.
+func (r *request) storedBytes(obj runtime.Object) ([]byte, error) {
+	if r.t.ToStorage != nil {
+		var err error
+		if obj, err = r.t.ToStorage(obj); err != nil {
+			return nil, err
+		}
+	}
+	return codecs.StorageBytes(obj)
+}
+
+// objectJSON is the wire JSON (kind and apiVersion included) of a record.
+func (r *request) objectJSON(rec kv.Record) ([]byte, error) {
+	if r.t.FromStorage == nil {
+		return codecs.WithTypeMeta(rec.Value, r.t.APIVersion(), r.t.Kind), nil
+	}
+	obj, err := r.decodeStored(rec)
+	if err != nil {
+		return nil, err
+	}
+	b, err := codecs.StorageBytes(obj)
+	if err != nil {
+		return nil, err
+	}
+	return codecs.WithTypeMeta(b, r.t.APIVersion(), r.t.Kind), nil
+}
+
+// itemJSON is a record as a list item: no kind and apiVersion.
+func (r *request) itemJSON(rec kv.Record) ([]byte, error) {
+	if r.t.FromStorage == nil {
+		return rec.Value, nil
+	}
+	obj, err := r.decodeStored(rec)
+	if err != nil {
+		return nil, err
+	}
+	return codecs.StorageBytes(obj)
+}
+
+// negotiate picks the answer's representation or fails with 406.
+func (r *request) negotiate(list bool) (codecs.Output, error) {
+	offer := codecs.Offer{Protobuf: r.t.New != nil, List: list, Views: true}
+	out, ok := codecs.Negotiate(r.c.Request().Header.Get("Accept"), offer)
+	if !ok {
+		return out, notAcceptable(offer.Available())
+	}
+	return out, nil
+}
+
+func notAcceptable(available string) error {
+	return &apierrors.StatusError{ErrStatus: metav1.Status{
+		Status:  metav1.StatusFailure,
+		Code:    http.StatusNotAcceptable,
+		Reason:  metav1.StatusReasonNotAcceptable,
+		Message: "406: Not Acceptable\n\nAvailable representations: " + available,
+		Details: &metav1.StatusDetails{},
+	}}
+}
+
+// writeRecord answers with one stored object.
+func (r *request) writeRecord(code int, rec kv.Record) error {
+	out, err := r.negotiate(false)
+	if err != nil {
+		return err
+	}
+	if out.View == codecs.ViewObject && out.MediaType != codecs.Protobuf {
+		j, err := r.objectJSON(rec)
+		if err != nil {
+			return err
+		}
+		r.c.Response().Header().Set(echo.HeaderContentType, out.ContentType())
+		r.c.Response().WriteHeader(code)
+		return codecs.EncodeRawJSON(r.c.Response(), out.MediaType, j, wantsPretty(r.c))
+	}
+	obj, err := r.decodeStored(rec)
+	if err != nil {
+		return err
+	}
+	return r.writeObject(code, out, obj)
+}
+
+// writeObject answers with a decoded object in the negotiated form.
+func (r *request) writeObject(code int, out codecs.Output, obj runtime.Object) error {
+	var body runtime.Object = obj
+	switch out.View {
+	case codecs.ViewTable:
+		tbl, err := r.table([]runtime.Object{obj}, r.c.QueryParam("includeObject"))
+		if err != nil {
+			return err
+		}
+		if out.ViewVersion == "v1beta1" {
+			tbl.APIVersion = "meta.k8s.io/v1beta1"
+		}
+		if acc, err := meta.Accessor(obj); err == nil {
+			tbl.ResourceVersion = acc.GetResourceVersion()
+		}
+		body = tbl
+	case codecs.ViewPartialObjectMetadata:
+		body = partialMetadata(obj, out.ViewVersion)
+	}
+	r.c.Response().Header().Set(echo.HeaderContentType, out.ContentType())
+	var buf bytes.Buffer
+	if err := r.s.codec.Encode(&buf, out.MediaType, body, wantsPretty(r.c)); err != nil {
+		return err
+	}
+	r.c.Response().WriteHeader(code)
+	_, err := r.c.Response().Write(buf.Bytes())
+	return err
+}
+
+// partialMetadata is obj's PartialObjectMetadata view.
+func partialMetadata(obj runtime.Object, version string) runtime.Object {
+	acc, err := meta.Accessor(obj)
+	if err != nil {
+		return obj
+	}
+	om := metav1.ObjectMeta{}
+	if m, ok := acc.(*metav1.ObjectMeta); ok {
+		om = *m
+	} else {
+		om = objectMetaOf(acc)
+	}
+	return &metav1.PartialObjectMetadata{
+		TypeMeta:   metav1.TypeMeta{Kind: "PartialObjectMetadata", APIVersion: "meta.k8s.io/" + version},
+		ObjectMeta: om,
+	}
+}
+
+func objectMetaOf(a metav1.Object) metav1.ObjectMeta {
+	return metav1.ObjectMeta{
+		Name: a.GetName(), GenerateName: a.GetGenerateName(), Namespace: a.GetNamespace(), UID: a.GetUID(),
+		ResourceVersion: a.GetResourceVersion(), Generation: a.GetGeneration(), CreationTimestamp: a.GetCreationTimestamp(),
+		DeletionTimestamp: a.GetDeletionTimestamp(), DeletionGracePeriodSeconds: a.GetDeletionGracePeriodSeconds(),
+		Labels: a.GetLabels(), Annotations: a.GetAnnotations(), OwnerReferences: a.GetOwnerReferences(),
+		Finalizers: a.GetFinalizers(), ManagedFields: a.GetManagedFields(),
+	}
+}
+
+// readBody reads the request body up to the size limit (413 past it).
+func (r *request) readBody() ([]byte, error) {
+	limit := r.s.cfg.MaxBodyBytes
+	if cl := r.c.Request().ContentLength; cl > limit {
+		return nil, tooLarge(limit)
+	}
+	b, err := io.ReadAll(io.LimitReader(r.c.Request().Body, limit+1))
+	if err != nil {
+		return nil, apierrors.NewBadRequest("unable to read the request body: " + err.Error())
+	}
+	if int64(len(b)) > limit {
+		return nil, tooLarge(limit)
+	}
+	return b, nil
+}
+
+func tooLarge(limit int64) error {
+	return apierrors.NewRequestEntityTooLargeError("limit is " + strconv.FormatInt(limit, 10))
+}
+
+// notFound is the 404 for a missing object of this request's resource.
+func (r *request) notFound(name string) error {
+	return apierrors.NewNotFound(r.t.GroupResource(), name)
+}
+
+// storeError maps store errors onto Status errors for one object.
+func (r *request) storeError(err error, name string) error {
+	switch {
+	case errors.Is(err, kv.ErrNotFound):
+		return r.notFound(name)
+	case errors.Is(err, kv.ErrExists):
+		return apierrors.NewAlreadyExists(r.t.GroupResource(), name)
+	case errors.Is(err, kv.ErrConflict):
+		return apierrors.NewConflict(r.t.GroupResource(), name,
+			fmt.Errorf("the object has been modified; please apply your changes to the latest version and try again"))
+	}
+	return err
+}

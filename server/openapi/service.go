@@ -1,0 +1,239 @@
+package openapi
+
+import (
+	"fmt"
+	"net/http"
+	"sort"
+	"strings"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/util/version"
+	"k8s.io/kube-openapi/pkg/builder"
+	"k8s.io/kube-openapi/pkg/builder3"
+	"k8s.io/kube-openapi/pkg/common"
+	"k8s.io/kube-openapi/pkg/handler"
+	"k8s.io/kube-openapi/pkg/handler3"
+	"k8s.io/kube-openapi/pkg/spec3"
+	"k8s.io/kube-openapi/pkg/validation/spec"
+
+	"github.com/tabula-dev/tabula/schema"
+	generated "github.com/tabula-dev/tabula/schema/openapi"
+)
+
+// Info describes the server in the documents' info section.
+type Info struct {
+	// Title is "Kubernetes" when empty, as kube-apiserver reports.
+	Title string
+	// Version is the server's gitVersion ("v1.35.4"). Like kube-apiserver
+	// 1.35 the documents carry only its major.minor ("1.35"); an empty or
+	// unparsable Version gives "unversioned".
+	Version string
+}
+
+func (i Info) spec() *spec.Info {
+	title := i.Title
+	if title == "" {
+		title = "Kubernetes"
+	}
+	ver := "unversioned"
+	if v, err := version.ParseGeneric(i.Version); err == nil {
+		ver = fmt.Sprintf("%d.%d", v.Major(), v.Minor())
+	}
+	return &spec.Info{InfoProps: spec.InfoProps{Title: title, Version: ver}}
+}
+
+// Service builds and serves the OpenAPI documents of a registry.
+type Service struct {
+	reg  *schema.Registry
+	info Info
+
+	mu  sync.Mutex // serialises Rebuild
+	v2  *handler.OpenAPIService
+	v2h http.Handler
+	v3  *handler3.OpenAPIService
+	v3n map[string]bool // document names currently in v3
+}
+
+// New builds the documents for every group-version served by reg.
+func New(reg *schema.Registry, info Info) (*Service, error) {
+	if reg == nil {
+		return nil, fmt.Errorf("openapi: nil registry")
+	}
+	s := &Service{reg: reg, info: info, v3: handler3.NewOpenAPIService(), v3n: map[string]bool{}}
+	docs, v2, err := s.build()
+	if err != nil {
+		return nil, err
+	}
+	s.v2 = handler.NewOpenAPIService(v2)
+	var mux singleHandler
+	s.v2.RegisterOpenAPIVersionedService("/openapi/v2", &mux)
+	s.v2h = mux.h
+	s.publishV3(docs)
+	return s, nil
+}
+
+// Rebuild rebuilds every document from the registry's current Types. A
+// document whose content did not change keeps its hash, so clients' caches
+// stay valid.
+func (s *Service) Rebuild() error {
+	docs, v2, err := s.build()
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.publishV3(docs)
+	return s.v2.UpdateSpec(v2)
+}
+
+func (s *Service) publishV3(docs map[string]*spec3.OpenAPI) {
+	for name, doc := range docs {
+		s.v3.UpdateGroupVersion(name, doc)
+	}
+	for name := range s.v3n {
+		if docs[name] == nil {
+			s.v3.DeleteGroupVersion(name)
+		}
+	}
+	s.v3n = map[string]bool{}
+	for name := range docs {
+		s.v3n[name] = true
+	}
+}
+
+// Handler serves /openapi/v2, /openapi/v3 and /openapi/v3/<path>; other
+// paths get 404.
+func (s *Service) Handler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch p := r.URL.Path; {
+		case p == "/openapi/v2":
+			s.v2h.ServeHTTP(w, r)
+		case p == "/openapi/v3" || p == "/openapi/v3/":
+			s.v3.HandleDiscovery(w, r)
+		case strings.HasPrefix(p, "/openapi/v3/"):
+			// handler3 answers an unknown path with an empty 200;
+			// kube-apiserver's answer is an empty 404.
+			tw := &trackingWriter{ResponseWriter: w}
+			s.v3.HandleGroupVersion(tw, r)
+			if !tw.wrote {
+				w.WriteHeader(http.StatusNotFound)
+			}
+		default:
+			w.WriteHeader(http.StatusNotFound)
+		}
+	})
+}
+
+// build assembles the v3 documents, keyed by their /openapi/v3 name, and
+// the v2 document holding all of them.
+func (s *Service) build() (map[string]*spec3.OpenAPI, *spec.Swagger, error) {
+	namer := newDefinitionNamer(s.reg.Scheme)
+	known := generated.GetOpenAPIDefinitions(func(string) spec.Ref { return spec.Ref{} })
+	hasDefinition := func(name string) bool { _, ok := known[name]; return ok }
+
+	docs := map[string]*spec3.OpenAPI{}
+	var all []common.RouteContainer
+	var groups []string
+	seenGroup := map[string]bool{}
+	for _, gv := range s.reg.GroupVersions() {
+		c := gvRoutes(gv, s.reg.TypesIn(gv), hasDefinition)
+		name := strings.TrimPrefix(gvPath(gv), "/")
+		doc, err := builder3.BuildOpenAPISpecFromRoutes([]common.RouteContainer{c}, s.v3Config(namer))
+		if err != nil {
+			return nil, nil, fmt.Errorf("openapi: building %s: %w", name, err)
+		}
+		docs[name] = doc
+		all = append(all, c)
+		if gv.Group != "" && !seenGroup[gv.Group] {
+			seenGroup[gv.Group] = true
+			groups = append(groups, gv.Group)
+		}
+	}
+
+	disc := discoveryRoutes(groups)
+	names := make([]string, 0, len(disc))
+	for name := range disc {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		doc, err := builder3.BuildOpenAPISpecFromRoutes([]common.RouteContainer{disc[name]}, s.v3Config(namer))
+		if err != nil {
+			return nil, nil, fmt.Errorf("openapi: building %s: %w", name, err)
+		}
+		docs[name] = doc
+		all = append(all, disc[name])
+	}
+
+	v2, err := builder.BuildOpenAPISpecFromRoutes(all, s.v2Config(namer))
+	if err != nil {
+		return nil, nil, fmt.Errorf("openapi: building v2: %w", err)
+	}
+	return docs, v2, nil
+}
+
+const (
+	securityName        = "BearerToken"
+	securityDescription = "Bearer Token authentication"
+)
+
+func (s *Service) v3Config(namer *definitionNamer) *common.OpenAPIV3Config {
+	return &common.OpenAPIV3Config{
+		Info: s.info.spec(),
+		CommonResponses: map[int]*spec3.Response{
+			http.StatusUnauthorized: {ResponseProps: spec3.ResponseProps{Description: "Unauthorized"}},
+		},
+		GetDefinitions:                 generated.GetOpenAPIDefinitions,
+		GetDefinitionName:              namer.name,
+		GetOperationIDAndTagsFromRoute: operationIDAndTags,
+		SecuritySchemes: spec3.SecuritySchemes{
+			securityName: &spec3.SecurityScheme{SecuritySchemeProps: spec3.SecuritySchemeProps{
+				Type: "apiKey", Description: securityDescription, Name: "authorization", In: "header",
+			}},
+		},
+	}
+}
+
+func (s *Service) v2Config(namer *definitionNamer) *common.Config {
+	return &common.Config{
+		Info: s.info.spec(),
+		CommonResponses: map[int]spec.Response{
+			http.StatusUnauthorized: {ResponseProps: spec.ResponseProps{Description: "Unauthorized"}},
+		},
+		GetDefinitions:                 generated.GetOpenAPIDefinitions,
+		GetDefinitionName:              namer.name,
+		GetOperationIDAndTagsFromRoute: operationIDAndTags,
+		SecurityDefinitions: &spec.SecurityDefinitions{
+			securityName: &spec.SecurityScheme{SecuritySchemeProps: spec.SecuritySchemeProps{
+				Type: "apiKey", Description: securityDescription, Name: "authorization", In: "header",
+			}},
+		},
+		DefaultSecurity: []map[string][]string{{securityName: {}}},
+		// kube-apiserver serves the v2 document without default values.
+		PostProcessSpec: func(sw *spec.Swagger) (*spec.Swagger, error) {
+			sw.Definitions = handler.PruneDefaults(sw.Definitions)
+			return sw, nil
+		},
+	}
+}
+
+// singleHandler captures the handler kube-openapi registers for a path.
+type singleHandler struct{ h http.Handler }
+
+func (m *singleHandler) Handle(_ string, h http.Handler) { m.h = h }
+
+// trackingWriter records whether anything was written.
+type trackingWriter struct {
+	http.ResponseWriter
+	wrote bool
+}
+
+func (w *trackingWriter) WriteHeader(code int) {
+	w.wrote = true
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *trackingWriter) Write(b []byte) (int, error) {
+	w.wrote = true
+	return w.ResponseWriter.Write(b)
+}

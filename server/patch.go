@@ -1,0 +1,119 @@
+package server
+
+import (
+	"encoding/json"
+	"errors"
+	"mime"
+	"net/http"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/tabula-dev/tabula/apply"
+	"github.com/tabula-dev/tabula/codecs"
+)
+
+// patch handles PATCH of one object in the three client-side patch
+// formats; Server-Side Apply is not served yet (415).
+func (r *request) patch() error {
+	fv, dryRun, err := r.writeOptions()
+	if err != nil {
+		return err
+	}
+	ct, _, _ := mime.ParseMediaType(r.c.Request().Header.Get("Content-Type"))
+	kind := apply.Kind(ct)
+	switch kind {
+	case apply.JSONPatch, apply.MergePatch:
+	case apply.StrategicPatch:
+		if r.t.New == nil {
+			return unsupportedPatch()
+		}
+	default:
+		return unsupportedPatch()
+	}
+	if _, err := r.negotiate(false); err != nil {
+		return err
+	}
+	patch, err := r.readBody()
+	if err != nil {
+		return err
+	}
+	return r.updateObject(func(current runtime.Object) (runtime.Object, error) {
+		if current == nil {
+			return nil, r.notFound(r.ri.Name)
+		}
+		orig, err := json.Marshal(current)
+		if err != nil {
+			return nil, err
+		}
+		var schemaObj any
+		if r.t.New != nil {
+			schemaObj = r.t.New()
+		}
+		patched, err := apply.Apply(kind, orig, patch, schemaObj)
+		if err != nil {
+			return nil, patchError(err)
+		}
+		obj, strict, err := r.s.codec.Decode(r.t, codecs.JSON, patched)
+		if err != nil {
+			return nil, err
+		}
+		if err := r.fieldProblems(strict, fv); err != nil {
+			return nil, err
+		}
+		if !patchSetsResourceVersion(kind, patch) {
+			// A patch that names no resourceVersion applies to whatever is
+			// current: the update retries on conflict instead of failing.
+			if acc, err := meta.Accessor(obj); err == nil {
+				acc.SetResourceVersion("")
+			}
+		}
+		return obj, nil
+	}, dryRun)
+}
+
+// patchSetsResourceVersion reports whether a patch writes
+// metadata.resourceVersion, making the update conditional on it.
+func patchSetsResourceVersion(kind apply.Kind, patch []byte) bool {
+	if kind == apply.JSONPatch {
+		var ops []struct{ Op, Path string }
+		_ = json.Unmarshal(patch, &ops)
+		for _, op := range ops {
+			if op.Path == "/metadata/resourceVersion" && (op.Op == "add" || op.Op == "replace" || op.Op == "test") {
+				return true
+			}
+		}
+		return false
+	}
+	var doc struct {
+		Metadata struct {
+			ResourceVersion *string `json:"resourceVersion"`
+		} `json:"metadata"`
+	}
+	_ = json.Unmarshal(patch, &doc)
+	return doc.Metadata.ResourceVersion != nil && *doc.Metadata.ResourceVersion != ""
+}
+
+func unsupportedPatch() error {
+	return &apierrors.StatusError{ErrStatus: metav1.Status{
+		Status: metav1.StatusFailure, Code: http.StatusUnsupportedMediaType, Reason: metav1.StatusReasonUnsupportedMediaType,
+		Message: "415: Unsupported Media Type", Details: &metav1.StatusDetails{},
+	}}
+}
+
+func patchError(err error) error {
+	var bad *apply.BadPatchError
+	if errors.As(err, &bad) {
+		return apierrors.NewBadRequest(bad.Error())
+	}
+	var inv *apply.InvalidPatchError
+	if errors.As(err, &inv) {
+		return &apierrors.StatusError{ErrStatus: metav1.Status{
+			Status: metav1.StatusFailure, Code: http.StatusUnprocessableEntity, Reason: metav1.StatusReasonInvalid,
+			Message: inv.Error(), Details: &metav1.StatusDetails{},
+		}}
+	}
+	return err
+}

@@ -1,0 +1,64 @@
+package server
+
+import (
+	"strings"
+
+	"github.com/tabula-dev/tabula/schema"
+)
+
+// requestInfo is what a resource path names, parsed the way
+// kube-apiserver's request-info factory does.
+type requestInfo struct {
+	Group, Version string
+	// Resource is the plural; Subresource e.g. "status".
+	Resource, Subresource string
+	Namespace, Name       string
+	// WatchPath is true for the legacy /watch/ prefix.
+	WatchPath bool
+	Type      *schema.Type
+}
+
+// namespaceSubresources are the words after /namespaces/{name}/ that name a
+// subresource of the namespace rather than a resource inside it.
+var namespaceSubresources = map[string]bool{"status": true, "finalize": true}
+
+// parseResourcePath splits the part of a path after /api/v1 or
+// /apis/{group}/{version}. It returns false when the path has too many
+// segments to be a resource path.
+func parseResourcePath(rest string) (requestInfo, bool) {
+	var ri requestInfo
+	rest = strings.Trim(rest, "/")
+	if rest == "" {
+		return ri, false
+	}
+	parts := strings.Split(rest, "/")
+	if parts[0] == "watch" {
+		ri.WatchPath = true
+		parts = parts[1:]
+	}
+	if len(parts) == 0 {
+		return ri, false
+	}
+	if parts[0] == "namespaces" && len(parts) > 1 {
+		ri.Namespace = parts[1]
+		if len(parts) > 2 && !namespaceSubresources[parts[2]] {
+			parts = parts[2:]
+		} else {
+			// The namespace object itself: its name is the namespace.
+			ri.Namespace = ""
+			ri.Resource, ri.Name = "namespaces", parts[1]
+			if len(parts) > 2 {
+				ri.Subresource = parts[2]
+			}
+			return ri, len(parts) <= 3
+		}
+	}
+	ri.Resource = parts[0]
+	if len(parts) > 1 {
+		ri.Name = parts[1]
+	}
+	if len(parts) > 2 {
+		ri.Subresource = parts[2]
+	}
+	return ri, len(parts) <= 3
+}

@@ -1,0 +1,223 @@
+package server
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	runtimeschema "k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/tabula-dev/tabula/server/auth"
+)
+
+// routes registers every path, area by area.
+func (s *Server) routes() *echo.Echo {
+	e := echo.New()
+	e.HideBanner, e.HidePort = true, true
+	e.HTTPErrorHandler = s.errorHandler
+	e.Use(s.recoverPanics)
+	if s.cfg.Authenticator != nil {
+		e.Use(auth.Middleware(s.cfg.Authenticator, nil, publicPath))
+	} else {
+		e.Use(func(next echo.HandlerFunc) echo.HandlerFunc {
+			return func(c echo.Context) error {
+				u := &auth.User{Name: auth.AdminUser, Groups: []string{auth.AdminGroup, auth.GroupAuthenticated}}
+				c.SetRequest(c.Request().WithContext(auth.WithUser(c.Request().Context(), u)))
+				return next(c)
+			}
+		})
+	}
+	s.healthRoutes(e)
+	e.GET("/version", s.getVersion)
+	if s.cfg.OpenAPI != nil {
+		h := echo.WrapHandler(s.cfg.OpenAPI)
+		e.GET("/openapi/v2", h)
+		e.GET("/openapi/v3", h)
+		e.GET("/openapi/v3/*", h)
+	}
+	s.discoveryRoutes(e)
+	e.Any("/api/v1/*", func(c echo.Context) error { return s.serveResource(c, "", "v1", c.Param("*")) })
+	e.Any("/apis/:group/:version/*", func(c echo.Context) error {
+		return s.serveResource(c, c.Param("group"), c.Param("version"), c.Param("*"))
+	})
+	e.RouteNotFound("/*", func(c echo.Context) error {
+		// kube-apiserver answers unknown non-API paths in plain text.
+		return c.String(http.StatusNotFound, "404 page not found\n")
+	})
+	return e
+}
+
+// publicPath lists what anonymous clients may reach, as kube-apiserver's
+// default RBAC allows (system:public-info-viewer and health checks).
+func publicPath(p string) bool {
+	for _, pre := range []string{"/healthz", "/livez", "/readyz", "/version"} {
+		if p == pre || strings.HasPrefix(p, pre+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *Server) recoverPanics(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) (err error) {
+		defer func() {
+			if r := recover(); r != nil {
+				if r == http.ErrAbortHandler {
+					panic(r)
+				}
+				s.log.Error("handler panic", "path", c.Request().URL.Path, "panic", r)
+				err = apierrors.NewInternalError(fmt.Errorf("panic: %v", r))
+			}
+		}()
+		return next(c)
+	}
+}
+
+// serveResource dispatches a resource request to the handler of its verb.
+func (s *Server) serveResource(c echo.Context, group, version, rest string) error {
+	ri, ok := parseResourcePath(rest)
+	if !ok {
+		return notFoundPath()
+	}
+	ri.Group, ri.Version = group, version
+	t, ok := s.reg.Lookup(group, version, ri.Resource)
+	if !ok {
+		if len(s.reg.TypesIn(runtimeschema.GroupVersion{Group: group, Version: version})) == 0 && group != "" {
+			return c.String(http.StatusNotFound, "404 page not found\n")
+		}
+		return notFoundPath()
+	}
+	ri.Type = t
+	if ri.Namespace != "" && !t.Namespaced {
+		return notFoundPath()
+	}
+	if ri.Subresource != "" && !hasSubresource(t.Subresources, ri.Subresource) {
+		return notFoundPath()
+	}
+	verb := verbFor(c.Request().Method, ri, c)
+	if verb == "" {
+		return methodNotAllowed()
+	}
+	if !hasVerb(t.Verbs, verb) && !(verb == "watch" && hasVerb(t.Verbs, "watch")) {
+		return methodNotAllowed()
+	}
+	if err := s.authorize(c, ri, verb); err != nil {
+		return err
+	}
+	r := &request{s: s, ctx: c.Request().Context(), c: c, ri: ri, t: t, verb: verb}
+	switch verb {
+	case "get":
+		return r.get()
+	case "list":
+		return r.list()
+	case "watch":
+		return r.watch()
+	case "create":
+		return r.create()
+	case "update":
+		return r.update()
+	case "patch":
+		return r.patch()
+	case "delete":
+		return r.delete()
+	case "deletecollection":
+		return r.deleteCollection()
+	}
+	return methodNotAllowed()
+}
+
+func methodNotAllowed() error {
+	st := apierrors.NewMethodNotSupported(runtimeschema.GroupResource{}, "")
+	st.ErrStatus.Message = "the server does not allow this method on the requested resource"
+	return st
+}
+
+func hasSubresource(list []string, sub string) bool {
+	for _, s := range list {
+		if s == sub {
+			return true
+		}
+	}
+	return false
+}
+
+func hasVerb(verbs []string, v string) bool {
+	for _, x := range verbs {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+// verbFor maps method and path to a Kubernetes verb; "" means 405.
+func verbFor(method string, ri requestInfo, c echo.Context) string {
+	named := ri.Name != ""
+	switch method {
+	case http.MethodGet, http.MethodHead:
+		if ri.WatchPath || isTrue(c.QueryParam("watch")) {
+			return "watch"
+		}
+		if named {
+			return "get"
+		}
+		return "list"
+	case http.MethodPost:
+		if named && ri.Subresource == "" {
+			return ""
+		}
+		if named {
+			return "create" // subresource creates (e.g. token) come later
+		}
+		return "create"
+	case http.MethodPut:
+		if named {
+			return "update"
+		}
+	case http.MethodPatch:
+		if named {
+			return "patch"
+		}
+	case http.MethodDelete:
+		if named {
+			return "delete"
+		}
+		return "deletecollection"
+	}
+	return ""
+}
+
+func (s *Server) authorize(c echo.Context, ri requestInfo, verb string) error {
+	u, _ := auth.UserFrom(c.Request().Context())
+	ok, reason, err := s.authz.Authorize(c.Request().Context(), auth.Attributes{
+		User: u, Verb: verb, Namespace: ri.Namespace, APIGroup: ri.Group, APIVersion: ri.Version,
+		Resource: ri.Resource, Subresource: ri.Subresource, Name: ri.Name, Path: c.Request().URL.Path, ResourceRequest: true,
+	})
+	if err != nil {
+		return err
+	}
+	if !ok {
+		name := "<nil>"
+		if u != nil {
+			name = u.Name
+		}
+		msg := fmt.Sprintf("User %q cannot %s resource %q in API group %q", name, verb, ri.Resource, ri.Group)
+		if reason != "" {
+			msg += ": " + reason
+		}
+		return apierrors.NewForbidden(runtimeschema.GroupResource{Group: ri.Group, Resource: ri.Resource}, ri.Name, fmt.Errorf("%s", msg))
+	}
+	return nil
+}
+
+// isTrue parses boolean query parameters as kube-apiserver does
+// (strconv.ParseBool: 1, t, T, TRUE, true, True).
+func isTrue(v string) bool {
+	switch v {
+	case "1", "t", "T", "TRUE", "true", "True":
+		return true
+	}
+	return false
+}

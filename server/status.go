@@ -1,0 +1,98 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	runtimeschema "k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/tabula-dev/tabula/codecs"
+	"github.com/tabula-dev/tabula/sqlstore/kv"
+)
+
+// errorHandler is the one place where any error becomes a Status body.
+func (s *Server) errorHandler(err error, c echo.Context) {
+	if c.Response().Committed {
+		return
+	}
+	st := s.toStatus(err, c)
+	if st.Code >= 500 {
+		s.log.Error("request failed", "method", c.Request().Method, "path", c.Request().URL.Path, "err", err)
+	}
+	writeStatus(c, st)
+}
+
+func writeStatus(c echo.Context, st metav1.Status) {
+	st.Kind, st.APIVersion = "Status", "v1"
+	if st.Status == "" {
+		st.Status = metav1.StatusFailure
+	}
+	if c.Request().Method == http.MethodHead {
+		_ = c.NoContent(int(st.Code))
+		return
+	}
+	c.Response().Header().Set(echo.HeaderContentType, codecs.JSON)
+	c.Response().WriteHeader(int(st.Code))
+	_ = codecs.EncodeJSON(c.Response(), &st, wantsPretty(c))
+}
+
+func (s *Server) toStatus(err error, c echo.Context) metav1.Status {
+	var api apierrors.APIStatus
+	if errors.As(err, &api) {
+		return api.Status()
+	}
+	var he *echo.HTTPError
+	if errors.As(err, &he) {
+		switch he.Code {
+		case http.StatusNotFound:
+			return notFoundPath().Status()
+		case http.StatusMethodNotAllowed:
+			return apierrors.NewMethodNotSupported(runtimeschema.GroupResource{}, c.Request().Method).Status()
+		case http.StatusRequestEntityTooLarge:
+			return apierrors.NewRequestEntityTooLargeError("limit is 3145728").Status()
+		case http.StatusUnauthorized:
+			return apierrors.NewUnauthorized("Unauthorized").Status()
+		}
+		return apierrors.NewGenericServerResponse(he.Code, c.Request().Method, runtimeschema.GroupResource{}, "", fmt.Sprint(he.Message), 0, false).Status()
+	}
+	var de *codecs.DecodeError
+	if errors.As(err, &de) {
+		return apierrors.NewBadRequest(de.Message).Status()
+	}
+	switch {
+	case errors.Is(err, kv.ErrUnavailable):
+		return apierrors.NewServiceUnavailable("the database is unavailable; try again later").Status()
+	case errors.Is(err, context.DeadlineExceeded):
+		return apierrors.NewTimeoutError("the request did not complete in time", 0).Status()
+	}
+	return apierrors.NewInternalError(err).Status()
+}
+
+// notFoundPath is kube-apiserver's answer for a path it does not serve.
+func notFoundPath() *apierrors.StatusError {
+	return &apierrors.StatusError{ErrStatus: metav1.Status{
+		Status:  metav1.StatusFailure,
+		Message: "the server could not find the requested resource",
+		Reason:  metav1.StatusReasonNotFound,
+		Details: &metav1.StatusDetails{},
+		Code:    http.StatusNotFound,
+	}}
+}
+
+func wantsPretty(c echo.Context) bool {
+	p := c.QueryParam("pretty")
+	if p == "" {
+		return prettyUserAgent(c.Request().UserAgent())
+	}
+	return p == "true" || p == "1"
+}
+
+func writeIndented(w io.Writer, v any) error {
+	return codecs.EncodeJSON(w, v, true)
+}

@@ -1,0 +1,19 @@
+package server
+
+import (
+	"context"
+
+	"github.com/tabula-dev/tabula/sqlstore/kv"
+)
+
+// Store is what the handlers need from the event log.
+type Store interface {
+	Get(ctx context.Context, key kv.Key) (kv.Record, error)
+	List(ctx context.Context, opts kv.ListOptions) (kv.ListResult, error)
+	Create(ctx context.Context, key kv.Key, enc kv.Encoder) (kv.Record, error)
+	Update(ctx context.Context, key kv.Key, expect int64, enc kv.Encoder) (kv.Record, error)
+	Delete(ctx context.Context, key kv.Key, expect int64, enc kv.Encoder) (kv.Record, error)
+	Watch(ctx context.Context, opts kv.WatchOptions) (kv.Watcher, error)
+	CurrentRev(ctx context.Context) (int64, error)
+	Ready(ctx context.Context) error
+}

@@ -1,0 +1,283 @@
+package server
+
+import (
+	"crypto/rand"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/google/uuid"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	apivalidation "k8s.io/apimachinery/pkg/api/validation"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	runtimeschema "k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/tabula-dev/tabula/codecs"
+	"github.com/tabula-dev/tabula/sqlstore/kv"
+)
+
+// fieldValidation is the directive for unknown and duplicate fields.
+type fieldValidation string
+
+const (
+	fvIgnore fieldValidation = "Ignore"
+	fvWarn   fieldValidation = "Warn"
+	fvStrict fieldValidation = "Strict"
+)
+
+// optionsKind names the options type a verb takes, for error messages.
+func optionsKind(verb string) string {
+	switch verb {
+	case "create":
+		return "CreateOptions"
+	case "patch":
+		return "PatchOptions"
+	}
+	return "UpdateOptions"
+}
+
+// writeOptions parses the query parameters every write shares.
+func (r *request) writeOptions() (fieldValidation, bool, error) {
+	var errs field.ErrorList
+	fv := fieldValidation(r.c.QueryParam("fieldValidation"))
+	switch fv {
+	case "":
+		fv = fvWarn
+	case fvIgnore, fvWarn, fvStrict:
+	default:
+		errs = append(errs, field.NotSupported(field.NewPath("fieldValidation"), string(fv), []string{"", "Ignore", "Strict", "Warn"}))
+	}
+	dryRun := false
+	for _, v := range r.c.QueryParams()["dryRun"] {
+		if v != metav1.DryRunAll {
+			errs = append(errs, field.NotSupported(field.NewPath("dryRun"), v, []string{metav1.DryRunAll}))
+		}
+		dryRun = true
+	}
+	if len(errs) > 0 {
+		return fv, false, apierrors.NewInvalid(runtimeschema.GroupKind{Group: "meta.k8s.io", Kind: optionsKind(r.verb)}, "", errs)
+	}
+	return fv, dryRun, nil
+}
+
+// decodeBody decodes a create or update body and applies fieldValidation.
+func (r *request) decodeBody(body []byte, mediaType string, fv fieldValidation) (runtime.Object, error) {
+	obj, strict, err := r.s.codec.Decode(r.t, mediaType, body)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.fieldProblems(strict, fv); err != nil {
+		return nil, err
+	}
+	return obj, nil
+}
+
+// fieldProblems applies the fieldValidation directive to decoding problems.
+func (r *request) fieldProblems(strict []string, fv fieldValidation) error {
+	if len(strict) == 0 {
+		return nil
+	}
+	switch fv {
+	case fvStrict:
+		return apierrors.NewBadRequest(codecs.StrictMessage(r.t, strict))
+	case fvWarn:
+		for _, p := range strict {
+			r.c.Response().Header().Add("Warning", fmt.Sprintf("299 - %s", strconv.Quote(p)))
+		}
+	}
+	return nil
+}
+
+func requireBody(mediaType string, ok bool) error {
+	if !ok {
+		return &apierrors.StatusError{ErrStatus: metav1.Status{
+			Status: metav1.StatusFailure, Code: http.StatusUnsupportedMediaType, Reason: metav1.StatusReasonUnsupportedMediaType,
+			Message: "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, application/vnd.kubernetes.protobuf",
+		}}
+	}
+	return nil
+}
+
+// checkNamespaceOfBody enforces that an object's namespace matches the URL
+// and fills it in when empty.
+func (r *request) checkNamespaceOfBody(acc metav1.Object) error {
+	if !r.t.Namespaced {
+		acc.SetNamespace("")
+		return nil
+	}
+	if ns := acc.GetNamespace(); ns != "" && ns != r.ri.Namespace {
+		return apierrors.NewBadRequest("the namespace of the provided object does not match the namespace sent on the request")
+	}
+	acc.SetNamespace(r.ri.Namespace)
+	return nil
+}
+
+// generateName appends kube's five random characters to a prefix.
+func generateName(prefix string) string {
+	const alphabet = "bcdfghjklmnpqrstvwxz2456789"
+	const maxPrefix = 63 - 5
+	if len(prefix) > maxPrefix {
+		prefix = prefix[:maxPrefix]
+	}
+	b := make([]byte, 5)
+	_, _ = rand.Read(b)
+	for i := range b {
+		b[i] = alphabet[int(b[i])%len(alphabet)]
+	}
+	return prefix + string(b)
+}
+
+// validate runs ObjectMeta and type validation; 422 on failure.
+func (r *request) validate(obj, old runtime.Object) error {
+	acc, err := meta.Accessor(obj)
+	if err != nil {
+		return err
+	}
+	var errs field.ErrorList
+	nameFn := apivalidation.NameIsDNSSubdomain
+	if r.t.Resource == "namespaces" && r.t.Group == "" {
+		nameFn = apivalidation.NameIsDNSLabel
+	}
+	om := objectMetaOf(acc)
+	if old == nil {
+		errs = append(errs, apivalidation.ValidateObjectMeta(&om, r.t.Namespaced, nameFn, field.NewPath("metadata"))...)
+	} else {
+		oacc, err := meta.Accessor(old)
+		if err != nil {
+			return err
+		}
+		oom := objectMetaOf(oacc)
+		errs = append(errs, apivalidation.ValidateObjectMetaUpdate(&om, &oom, field.NewPath("metadata"))...)
+		errs = append(errs, apivalidation.ValidateObjectMeta(&om, r.t.Namespaced, nameFn, field.NewPath("metadata"))...)
+	}
+	if r.t.Validate != nil {
+		errs = append(errs, r.t.Validate(obj, old)...)
+	}
+	if len(errs) > 0 {
+		return apierrors.NewInvalid(runtimeschema.GroupKind{Group: r.t.Group, Kind: r.t.Kind}, acc.GetName(), errs)
+	}
+	return nil
+}
+
+// encoder returns the store encoder for obj: it stamps the revision into
+// the object and extracts labels and selectable fields.
+func (r *request) encoder(obj runtime.Object, out *runtime.Object) kv.Encoder {
+	return func(rev int64) (kv.Entry, error) {
+		acc, err := meta.Accessor(obj)
+		if err != nil {
+			return kv.Entry{}, err
+		}
+		acc.SetResourceVersion(strconv.FormatInt(rev, 10))
+		b, err := r.storedBytes(obj)
+		if err != nil {
+			return kv.Entry{}, err
+		}
+		if len(b) > maxStoredBytes {
+			return kv.Entry{}, apierrors.NewRequestEntityTooLargeError("limit is 1572864")
+		}
+		if out != nil {
+			*out = obj
+		}
+		return kv.Entry{Value: b, Labels: acc.GetLabels(), Fields: r.fieldsOf(obj, acc), ExpiresAt: r.expiry(obj)}, nil
+	}
+}
+
+// maxStoredBytes is etcd's default request limit that kube-apiserver
+// inherits for one object.
+const maxStoredBytes = 1536 * 1024
+
+func (r *request) fieldsOf(obj runtime.Object, acc metav1.Object) map[string]string {
+	f := map[string]string{"metadata.name": acc.GetName(), "metadata.namespace": acc.GetNamespace()}
+	if r.t.Fields != nil {
+		for k, v := range r.t.Fields(obj) {
+			f[k] = v
+		}
+	}
+	return f
+}
+
+// expiry gives core Events their time to live.
+func (r *request) expiry(obj runtime.Object) time.Time {
+	if r.t.StorageResource != "events" || r.s.cfg.EventTTL <= 0 {
+		return time.Time{}
+	}
+	return time.Now().Add(r.s.cfg.EventTTL)
+}
+
+// prepareCreate fills the server-owned metadata of a new object.
+func (r *request) prepareCreate(obj runtime.Object) (metav1.Object, error) {
+	acc, err := meta.Accessor(obj)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.checkNamespaceOfBody(acc); err != nil {
+		return nil, err
+	}
+	if acc.GetName() == "" && acc.GetGenerateName() != "" {
+		acc.SetName(generateName(acc.GetGenerateName()))
+	}
+	acc.SetUID(types.UID(uuid.NewString()))
+	acc.SetCreationTimestamp(metav1.NewTime(time.Now().Truncate(time.Second)))
+	acc.SetResourceVersion("")
+	acc.SetDeletionTimestamp(nil)
+	acc.SetDeletionGracePeriodSeconds(nil)
+	acc.SetSelfLink("")
+	acc.SetManagedFields(nil)
+	if r.t.PrepareForCreate != nil {
+		r.t.PrepareForCreate(obj)
+	}
+	return acc, nil
+}
+
+// prepareUpdate carries server-owned metadata from old into obj.
+func (r *request) prepareUpdate(obj, old runtime.Object) error {
+	acc, err := meta.Accessor(obj)
+	if err != nil {
+		return err
+	}
+	oacc, err := meta.Accessor(old)
+	if err != nil {
+		return err
+	}
+	if acc.GetUID() == "" {
+		acc.SetUID(oacc.GetUID())
+	}
+	acc.SetCreationTimestamp(oacc.GetCreationTimestamp())
+	acc.SetDeletionTimestamp(oacc.GetDeletionTimestamp())
+	acc.SetDeletionGracePeriodSeconds(oacc.GetDeletionGracePeriodSeconds())
+	acc.SetGeneration(oacc.GetGeneration())
+	acc.SetSelfLink("")
+	if r.t.PrepareForUpdate != nil {
+		r.t.PrepareForUpdate(obj, old)
+	}
+	return nil
+}
+
+// namespaceAllowsCreate checks that a namespaced object's namespace exists
+// and is not terminating, as kube-apiserver's NamespaceLifecycle does.
+func (r *request) namespaceAllowsCreate(name string) error {
+	if !r.t.Namespaced {
+		return nil
+	}
+	ns, err := r.s.getNamespace(r.ctx, r.ri.Namespace)
+	if err != nil {
+		return err
+	}
+	if ns.Status.Phase == corev1.NamespaceTerminating {
+		st := apierrors.NewForbidden(r.t.GroupResource(), name,
+			fmt.Errorf("unable to create new content in namespace %s because it is being terminated", r.ri.Namespace))
+		st.ErrStatus.Details.Causes = []metav1.StatusCause{{
+			Type:    "NamespaceTerminating",
+			Message: fmt.Sprintf("namespace %s is being terminated", r.ri.Namespace),
+			Field:   "metadata.namespace",
+		}}
+		return st
+	}
+	return nil
+}
