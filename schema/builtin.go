@@ -74,7 +74,7 @@ func builtinTypes() []*Type {
 			Namespaced: true, Verbs: verbsAll,
 			AllowCreateOnUpdate: true,
 			New:                 func() runtime.Object { return &corev1.Event{} },
-			NewList: func() runtime.Object { return &corev1.EventList{} },
+			NewList:             func() runtime.Object { return &corev1.EventList{} },
 		},
 		{
 			Group: "coordination.k8s.io", Version: "v1", Kind: "Lease", ListKind: "LeaseList",
@@ -82,7 +82,7 @@ func builtinTypes() []*Type {
 			Namespaced: true, Verbs: verbsAll,
 			AllowCreateOnUpdate: true,
 			New:                 func() runtime.Object { return &coordinationv1.Lease{} },
-			NewList: func() runtime.Object { return &coordinationv1.LeaseList{} },
+			NewList:             func() runtime.Object { return &coordinationv1.LeaseList{} },
 		},
 		{
 			Group: "events.k8s.io", Version: "v1", Kind: "Event", ListKind: "EventList",
@@ -91,10 +91,10 @@ func builtinTypes() []*Type {
 			// Stored as core/v1 Events, like kube-apiserver does.
 			StorageResource:     "events",
 			AllowCreateOnUpdate: true,
-			New:             func() runtime.Object { return &eventsv1.Event{} },
-			NewList:         func() runtime.Object { return &eventsv1.EventList{} },
-			ToStorage:       eventToCore,
-			FromStorage:     eventFromCore,
+			New:                 func() runtime.Object { return &eventsv1.Event{} },
+			NewList:             func() runtime.Object { return &eventsv1.EventList{} },
+			ToStorage:           eventToCore,
+			FromStorage:         eventFromCore,
 		},
 	}
 }

@@ -93,6 +93,9 @@ func (r *request) updateObject(mutate mutateFunc, dryRun bool) error {
 			if rv != cur.Rev {
 				return r.storeError(kv.ErrConflict, name)
 			}
+		} else {
+			// Unconditional: the update applies to the current version.
+			acc.SetResourceVersion(strconv.FormatInt(cur.Rev, 10))
 		}
 		if err := r.prepareUpdate(obj, old); err != nil {
 			return err
