@@ -1,0 +1,49 @@
+# Tabula's developer entry points. `make help` lists them.
+
+GO        ?= go
+BIN       ?= bin
+TEST_TIMEOUT ?= 45m
+
+.DEFAULT_GOAL := help
+
+.PHONY: help
+help: ## List the targets
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+.PHONY: build
+build: ## Build the tabula binary into bin/ (static: pure-Go SQLite, no cgo)
+	CGO_ENABLED=0 $(GO) build -o $(BIN)/tabula ./cmd/tabula
+
+.PHONY: run
+run: build ## Run Tabula on its embedded SQLite default (./tabula-data)
+	$(BIN)/tabula serve
+
+.PHONY: test
+test: ## Run every test: SQLite, PostgreSQL and MariaDB (started by the tests), kubectl and client-go
+	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
+
+.PHONY: test-sqlite
+test-sqlite: ## Run the tests that need no database server (SQLite only)
+	TABULA_TEST_BACKENDS=sqlite $(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
+
+.PHONY: check
+check: ## go vet, gofmt, and the short test suite under the race detector
+	$(GO) vet ./...
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	TABULA_TEST_BACKENDS=sqlite $(GO) test -count=1 -race -short -timeout $(TEST_TIMEOUT) ./...
+
+.PHONY: generate
+generate: ## Regenerate committed generated code (OpenAPI definitions)
+	$(GO) generate ./...
+
+.PHONY: fuzz
+fuzz: ## Run each fuzz target briefly (FUZZTIME, default 20s)
+	@for pkg in ./codecs ./apply ./server; do \
+		for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
+			$(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $${FUZZTIME:-20s} $$pkg || exit 1; \
+		done; \
+	done
+
+.PHONY: clean
+clean: ## Remove build output and the default data directory
+	rm -rf $(BIN) tabula-data
