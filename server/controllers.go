@@ -138,7 +138,7 @@ func (s *Server) finalizeTerminating(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		if !empty {
+		if !empty || !onlyKubernetesFinalizer(ns) {
 			continue
 		}
 		_, err = s.store.Delete(ctx, kv.Key{Resource: "namespaces", Name: ns.Name}, rec.Rev, nsReq.encoder(ns, nil))
@@ -147,6 +147,18 @@ func (s *Server) finalizeTerminating(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// onlyKubernetesFinalizer: nothing but the namespace controller's own
+// finalizer holds the namespace (other spec or metadata finalizers must
+// be removed by whoever added them first).
+func onlyKubernetesFinalizer(ns *corev1.Namespace) bool {
+	for _, f := range ns.Spec.Finalizers {
+		if f != corev1.FinalizerKubernetes {
+			return false
+		}
+	}
+	return len(ns.Finalizers) == 0
 }
 
 // deleteNamespaceContents deletes every object in a namespace; empty

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/labstack/echo/v4"
+	"github.com/labstack/echo/v4/middleware"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	runtimeschema "k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -18,6 +19,15 @@ func (s *Server) routes() *echo.Echo {
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.errorHandler
 	e.Use(s.recoverPanics)
+	e.Use(middleware.GzipWithConfig(middleware.GzipConfig{
+		// kube-apiserver compresses responses of 128 KiB and more; small
+		// ones are not worth the CPU. Watch streams are never compressed:
+		// each event must reach the client when it is written.
+		MinLength: 128 * 1024,
+		Skipper: func(c echo.Context) bool {
+			return isTrue(c.QueryParam("watch")) || strings.Contains(c.Request().URL.Path, "/watch/")
+		},
+	}))
 	if s.cfg.Authenticator != nil {
 		e.Use(auth.Middleware(s.cfg.Authenticator, nil, publicPath))
 	} else {

@@ -77,6 +77,9 @@ func (r *request) updateObject(mutate mutateFunc, dryRun bool) error {
 		if err != nil {
 			return err
 		}
+		if obj, err = r.applySubresource(obj, old); err != nil {
+			return err
+		}
 		if err := r.checkNameOfBody(obj); err != nil {
 			return err
 		}

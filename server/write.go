@@ -253,7 +253,9 @@ func (r *request) prepareUpdate(obj, old runtime.Object) error {
 	acc.SetDeletionGracePeriodSeconds(oacc.GetDeletionGracePeriodSeconds())
 	acc.SetGeneration(oacc.GetGeneration())
 	acc.SetSelfLink("")
-	if r.t.PrepareForUpdate != nil {
+	// Subresource writes were already narrowed by applySubresource; the
+	// type's hook guards the main resource.
+	if r.t.PrepareForUpdate != nil && r.ri.Subresource == "" {
 		r.t.PrepareForUpdate(obj, old)
 	}
 	return nil
