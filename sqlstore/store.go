@@ -33,9 +33,12 @@ type Store struct {
 	opts   Options
 	log    *slog.Logger
 	hub    *hub
-	closed chan struct{}
-	wg     sync.WaitGroup
-	once   sync.Once
+	writes chan *writeReq
+	// committerDone closes when the group commit loop has exited.
+	committerDone chan struct{}
+	closed        chan struct{}
+	wg            sync.WaitGroup
+	once          sync.Once
 }
 
 // Open connects to the database named by rawURL (sqlite:///path/file.db,
@@ -63,7 +66,7 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sqlstore: open %s: %w", d.name(), err)
 	}
-	s := &Store{d: d, read: r, write: w, opts: opts, log: opts.Logger, closed: make(chan struct{})}
+	s := &Store{d: d, read: r, write: w, opts: opts, log: opts.Logger, closed: make(chan struct{}), writes: make(chan *writeReq, maxBatch), committerDone: make(chan struct{})}
 	if err := s.ping(ctx); err != nil {
 		s.closeDBs()
 		return nil, err
@@ -78,10 +81,14 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Store, error) {
 		return nil, err
 	}
 	s.hub = newHub(s, rev)
-	s.wg.Add(1)
+	s.wg.Add(2)
 	go func() {
 		defer s.wg.Done()
 		s.hub.run()
+	}()
+	go func() {
+		defer s.wg.Done()
+		s.runCommitter()
 	}()
 	return s, nil
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/tabula-dev/tabula/sqlstore/kv"
 )
@@ -16,78 +17,247 @@ const (
 	opDelete = 3
 )
 
+// maxBatch bounds how many writes share one transaction.
+const maxBatch = 256
+
+// writeTimeout bounds one batch transaction.
+const writeTimeout = 30 * time.Second
+
+// writeReq is one write waiting for the committer.
+type writeReq struct {
+	ctx    context.Context
+	op     int
+	key    kv.Key
+	expect int64 // current revision the write requires (update, delete)
+	enc    kv.Encoder
+	done   chan writeResult
+}
+
+type writeResult struct {
+	rec kv.Record
+	err error
+}
+
+// requestError is a failure that belongs to one request (a failed
+// precondition, an encoder error) rather than to the transaction.
+type requestError struct{ err error }
+
+func (e *requestError) Error() string { return e.err.Error() }
+
 // Create stores a new object; kv.ErrExists if the key is live.
 func (s *Store) Create(ctx context.Context, key kv.Key, enc kv.Encoder) (kv.Record, error) {
-	var out kv.Record
-	err := s.inWriteTx(ctx, func(tx *sql.Tx, rev int64) error {
-		if _, err := s.currentRev(ctx, tx, key); err == nil {
-			return kv.ErrExists
-		} else if !errors.Is(err, kv.ErrNotFound) {
-			return err
-		}
-		e, err := enc(rev)
-		if err != nil {
-			return err
-		}
-		if err := s.appendRow(ctx, tx, key, rev, opCreate, rev, 0, e); err != nil {
-			return err
-		}
-		if _, err := tx.ExecContext(ctx, s.q("INSERT INTO tabula_current (resource, namespace, name, rev) VALUES (?, ?, ?, ?)"),
-			key.Resource, key.Namespace, key.Name, rev); err != nil {
-			return err
-		}
-		out = kv.Record{Key: key, Rev: rev, CreatedRev: rev, Value: e.Value}
-		return nil
-	})
-	return out, err
+	return s.submit(ctx, &writeReq{ctx: ctx, op: opCreate, key: key, enc: enc})
 }
 
 // Update replaces the object whose current revision is expect;
 // kv.ErrConflict if it changed, kv.ErrNotFound if it is gone.
 func (s *Store) Update(ctx context.Context, key kv.Key, expect int64, enc kv.Encoder) (kv.Record, error) {
-	return s.replace(ctx, key, expect, opUpdate, enc)
+	return s.submit(ctx, &writeReq{ctx: ctx, op: opUpdate, key: key, expect: expect, enc: enc})
 }
 
 // Delete removes the object whose current revision is expect, appending a
 // tombstone holding enc's final state of it.
 func (s *Store) Delete(ctx context.Context, key kv.Key, expect int64, enc kv.Encoder) (kv.Record, error) {
-	return s.replace(ctx, key, expect, opDelete, enc)
+	return s.submit(ctx, &writeReq{ctx: ctx, op: opDelete, key: key, expect: expect, enc: enc})
 }
 
-func (s *Store) replace(ctx context.Context, key kv.Key, expect int64, op int, enc kv.Encoder) (kv.Record, error) {
-	var out kv.Record
-	err := s.inWriteTx(ctx, func(tx *sql.Tx, rev int64) error {
-		cur, err := s.currentRev(ctx, tx, key)
+// submit queues a write for the committer and waits for its outcome. Once
+// queued, the caller waits for the result even if its context ends, so an
+// answer never hides a write that did commit.
+func (s *Store) submit(ctx context.Context, req *writeReq) (kv.Record, error) {
+	req.done = make(chan writeResult, 1)
+	select {
+	case s.writes <- req:
+	case <-ctx.Done():
+		return kv.Record{}, ctx.Err()
+	case <-s.closed:
+		return kv.Record{}, fmt.Errorf("%w: store closed", kv.ErrUnavailable)
+	}
+	select {
+	case res := <-req.done:
+		return res.rec, res.err
+	case <-s.committerDone:
+		// The committer exited; it may have answered just before.
+		select {
+		case res := <-req.done:
+			return res.rec, res.err
+		default:
+			return kv.Record{}, fmt.Errorf("%w: store closed", kv.ErrUnavailable)
+		}
+	}
+}
+
+// runCommitter is the group commit loop: it takes every write queued
+// while the previous transaction committed and commits them together, so
+// concurrent clients share one fsync instead of paying one each.
+func (s *Store) runCommitter() {
+	defer close(s.committerDone)
+	for {
+		var first *writeReq
+		select {
+		case <-s.closed:
+			s.failQueued()
+			return
+		case first = <-s.writes:
+		}
+		batch := []*writeReq{first}
+	fill:
+		for len(batch) < maxBatch {
+			select {
+			case r := <-s.writes:
+				batch = append(batch, r)
+			default:
+				break fill
+			}
+		}
+		s.commitBatch(batch)
+	}
+}
+
+func (s *Store) failQueued() {
+	for {
+		select {
+		case r := <-s.writes:
+			r.done <- writeResult{err: fmt.Errorf("%w: store closed", kv.ErrUnavailable)}
+		default:
+			return
+		}
+	}
+}
+
+// commitBatch commits a batch in one transaction. If the transaction
+// itself fails, each write is retried alone so that only the write that
+// caused the failure fails.
+func (s *Store) commitBatch(batch []*writeReq) {
+	live := batch[:0:0]
+	for _, r := range batch {
+		if err := r.ctx.Err(); err != nil {
+			r.done <- writeResult{err: err}
+			continue
+		}
+		live = append(live, r)
+	}
+	if len(live) == 0 {
+		return
+	}
+	results, err := s.runBatch(live)
+	if err != nil && len(live) > 1 {
+		for _, r := range live {
+			s.commitBatch([]*writeReq{r})
+		}
+		return
+	}
+	for i, r := range live {
 		if err != nil {
-			return err
+			r.done <- writeResult{err: err}
+			continue
 		}
-		if cur.rev != expect {
-			return kv.ErrConflict
+		r.done <- results[i]
+	}
+}
+
+// runBatch applies the writes in order inside one transaction.
+//
+// Invariant: the counter row is locked first, before any other row is read
+// or written, and stays locked until commit; this gives every writer the
+// same lock order (no deadlocks) and makes revisions commit-ordered. A
+// write that fails its precondition consumes no revision, so revisions
+// stay dense.
+func (s *Store) runBatch(batch []*writeReq) ([]writeResult, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
+	defer cancel()
+	tx, err := s.write.BeginTx(ctx, s.d.writeTx())
+	if err != nil {
+		return nil, unavailable(err)
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, "UPDATE tabula_rev SET rev = rev WHERE id = 1"); err != nil {
+		return nil, unavailable(err)
+	}
+	var rev int64
+	if err := tx.QueryRowContext(ctx, "SELECT rev FROM tabula_rev WHERE id = 1").Scan(&rev); err != nil {
+		return nil, unavailable(err)
+	}
+	start := rev
+	results := make([]writeResult, len(batch))
+	for i, r := range batch {
+		rec, err := s.apply(ctx, tx, r, rev+1)
+		var re *requestError
+		switch {
+		case errors.As(err, &re):
+			results[i] = writeResult{err: re.err}
+		case err != nil:
+			return nil, err
+		default:
+			rev++
+			results[i] = writeResult{rec: rec}
 		}
-		e, err := enc(rev)
-		if err != nil {
-			return err
+	}
+	if rev == start {
+		return results, nil
+	}
+	if _, err := tx.ExecContext(ctx, s.q("UPDATE tabula_rev SET rev = ? WHERE id = 1"), rev); err != nil {
+		return nil, unavailable(err)
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, fmt.Errorf("sqlstore: commit: %w", unavailable(err))
+	}
+	s.hub.notify()
+	return results, nil
+}
+
+// apply performs one write at revision rev inside tx.
+func (s *Store) apply(ctx context.Context, tx *sql.Tx, r *writeReq, rev int64) (rec kv.Record, err error) {
+	defer func() {
+		// A panicking encoder fails its own request, not the committer.
+		if p := recover(); p != nil {
+			err = &requestError{fmt.Errorf("sqlstore: encoder panic: %v", p)}
 		}
-		if err := s.appendRow(ctx, tx, key, rev, op, cur.created, cur.rev, e); err != nil {
-			return err
-		}
-		if _, err := tx.ExecContext(ctx, s.q("UPDATE tabula_log SET next_rev = ? WHERE rev = ?"), rev, cur.rev); err != nil {
-			return err
-		}
-		if op == opDelete {
-			_, err = tx.ExecContext(ctx, s.q("DELETE FROM tabula_current WHERE resource = ? AND namespace = ? AND name = ?"),
-				key.Resource, key.Namespace, key.Name)
-		} else {
+	}()
+	key := r.key
+	cur, err := s.currentRev(ctx, tx, key)
+	exists := err == nil
+	if err != nil && !errors.Is(err, kv.ErrNotFound) {
+		return kv.Record{}, err
+	}
+	switch {
+	case r.op == opCreate && exists:
+		return kv.Record{}, &requestError{kv.ErrExists}
+	case r.op != opCreate && !exists:
+		return kv.Record{}, &requestError{kv.ErrNotFound}
+	case r.op != opCreate && cur.rev != r.expect:
+		return kv.Record{}, &requestError{kv.ErrConflict}
+	}
+	e, err := r.enc(rev)
+	if err != nil {
+		return kv.Record{}, &requestError{err}
+	}
+	created := rev
+	if exists {
+		created = cur.created
+	}
+	if err := s.appendRow(ctx, tx, key, rev, r.op, created, cur.rev, e); err != nil {
+		return kv.Record{}, err
+	}
+	switch r.op {
+	case opCreate:
+		_, err = tx.ExecContext(ctx, s.q("INSERT INTO tabula_current (resource, namespace, name, rev) VALUES (?, ?, ?, ?)"),
+			key.Resource, key.Namespace, key.Name, rev)
+	case opUpdate:
+		if _, err = tx.ExecContext(ctx, s.q("UPDATE tabula_log SET next_rev = ? WHERE rev = ?"), rev, cur.rev); err == nil {
 			_, err = tx.ExecContext(ctx, s.q("UPDATE tabula_current SET rev = ? WHERE resource = ? AND namespace = ? AND name = ?"),
 				rev, key.Resource, key.Namespace, key.Name)
 		}
-		if err != nil {
-			return err
+	case opDelete:
+		if _, err = tx.ExecContext(ctx, s.q("UPDATE tabula_log SET next_rev = ? WHERE rev = ?"), rev, cur.rev); err == nil {
+			_, err = tx.ExecContext(ctx, s.q("DELETE FROM tabula_current WHERE resource = ? AND namespace = ? AND name = ?"),
+				key.Resource, key.Namespace, key.Name)
 		}
-		out = kv.Record{Key: key, Rev: rev, CreatedRev: cur.created, Value: e.Value}
-		return nil
-	})
-	return out, err
+	}
+	if err != nil {
+		return kv.Record{}, err
+	}
+	return kv.Record{Key: key, Rev: rev, CreatedRev: created, Value: e.Value}, nil
 }
 
 type current struct{ rev, created int64 }
@@ -127,32 +297,4 @@ func nonNil(m map[string]string) map[string]string {
 		return map[string]string{}
 	}
 	return m
-}
-
-// inWriteTx runs fn in a transaction that owns the next revision.
-//
-// Invariant: the counter row is locked first, before any other row is read
-// or written, and stays locked until commit; this gives every writer the
-// same lock order (no deadlocks) and makes revisions commit-ordered.
-func (s *Store) inWriteTx(ctx context.Context, fn func(tx *sql.Tx, rev int64) error) error {
-	tx, err := s.write.BeginTx(ctx, s.d.writeTx())
-	if err != nil {
-		return unavailable(err)
-	}
-	defer tx.Rollback()
-	if _, err := tx.ExecContext(ctx, "UPDATE tabula_rev SET rev = rev + 1 WHERE id = 1"); err != nil {
-		return unavailable(err)
-	}
-	var rev int64
-	if err := tx.QueryRowContext(ctx, "SELECT rev FROM tabula_rev WHERE id = 1").Scan(&rev); err != nil {
-		return unavailable(err)
-	}
-	if err := fn(tx, rev); err != nil {
-		return err
-	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("sqlstore: commit: %w", unavailable(err))
-	}
-	s.hub.notify()
-	return nil
 }
