@@ -38,6 +38,26 @@ func (mysqlDialect) lockMigrations(ctx context.Context, conn *sql.Conn) (func(),
 	}, nil
 }
 
+func (mysqlDialect) tryCompactLock(ctx context.Context, conn *sql.Conn) (func(), bool, error) {
+	var ok sql.NullInt64
+	if err := conn.QueryRowContext(ctx, "SELECT GET_LOCK('tabula_compact', 0)").Scan(&ok); err != nil {
+		return nil, false, err
+	}
+	if ok.Int64 != 1 {
+		return nil, false, nil
+	}
+	return func() {
+		_, _ = conn.ExecContext(context.Background(), "SELECT RELEASE_LOCK('tabula_compact')")
+	}, true, nil
+}
+
+func (mysqlDialect) insertIgnore(table, columns, values string) string {
+	return "INSERT IGNORE INTO " + table + " (" + columns + ") VALUES (" + values + ")"
+}
+
+// reclaim: InnoDB reuses freed pages itself.
+func (mysqlDialect) reclaim(context.Context, *sql.DB) error { return nil }
+
 func (mysqlDialect) open(ctx context.Context, u *url.URL) (*sql.DB, *sql.DB, error) {
 	dsn, err := MySQLDSN(u)
 	if err != nil {

@@ -32,6 +32,29 @@ func (postgresDialect) lockMigrations(ctx context.Context, conn *sql.Conn) (func
 	}, nil
 }
 
+// compactLockID names the advisory lock held by the one compacting replica.
+const compactLockID = 0x7461_6275_6c62
+
+func (postgresDialect) tryCompactLock(ctx context.Context, conn *sql.Conn) (func(), bool, error) {
+	var ok bool
+	if err := conn.QueryRowContext(ctx, "SELECT pg_try_advisory_lock($1)", compactLockID).Scan(&ok); err != nil {
+		return nil, false, err
+	}
+	if !ok {
+		return nil, false, nil
+	}
+	return func() {
+		_, _ = conn.ExecContext(context.Background(), "SELECT pg_advisory_unlock($1)", compactLockID)
+	}, true, nil
+}
+
+func (postgresDialect) insertIgnore(table, columns, values string) string {
+	return "INSERT INTO " + table + " (" + columns + ") VALUES (" + values + ") ON CONFLICT DO NOTHING"
+}
+
+// reclaim: autovacuum returns space on PostgreSQL.
+func (postgresDialect) reclaim(context.Context, *sql.DB) error { return nil }
+
 func (postgresDialect) open(ctx context.Context, u *url.URL) (*sql.DB, *sql.DB, error) {
 	db, err := sql.Open("pgx", u.String())
 	if err != nil {

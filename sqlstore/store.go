@@ -22,18 +22,25 @@ type Options struct {
 	// WatchBuffer is the number of events a watcher may fall behind before
 	// it is closed. Default 1000.
 	WatchBuffer int
-	Logger      *slog.Logger
+	// CompactWindow is how much history is kept (default 5 minutes, as
+	// Kubernetes clusters on etcd); CompactInterval how often the
+	// compactor runs (default 1 minute). A negative interval disables the
+	// background compactor (tests call Compact directly).
+	CompactWindow   time.Duration
+	CompactInterval time.Duration
+	Logger          *slog.Logger
 }
 
 // Store is the event log on one database.
 type Store struct {
-	d      dialect
-	read   *sql.DB
-	write  *sql.DB
-	opts   Options
-	log    *slog.Logger
-	hub    *hub
-	writes chan *writeReq
+	d       dialect
+	read    *sql.DB
+	write   *sql.DB
+	opts    Options
+	log     *slog.Logger
+	hub     *hub
+	compact compactState
+	writes  chan *writeReq
 	// committerDone closes when the group commit loop has exited.
 	committerDone chan struct{}
 	closed        chan struct{}
@@ -58,6 +65,12 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Store, error) {
 	}
 	if opts.WatchBuffer <= 0 {
 		opts.WatchBuffer = 1000
+	}
+	if opts.CompactWindow <= 0 {
+		opts.CompactWindow = 5 * time.Minute
+	}
+	if opts.CompactInterval == 0 {
+		opts.CompactInterval = time.Minute
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
@@ -90,6 +103,13 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Store, error) {
 		defer s.wg.Done()
 		s.runCommitter()
 	}()
+	if opts.CompactInterval > 0 {
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			s.runCompactor()
+		}()
+	}
 	return s, nil
 }
 

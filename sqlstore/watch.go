@@ -92,10 +92,24 @@ func (h *hub) poll() (int, error) {
 	defer h.mu.Unlock()
 	for _, r := range rows {
 		if r.rev != h.last+1 {
-			// Revisions are dense; a hole at the head would mean a row
-			// became visible before an older one. Stop here and re-read.
-			h.s.log.Warn("watch poller saw a revision gap; re-reading", "want", h.last+1, "got", r.rev)
-			return 0, nil
+			// Revisions are dense, so a hole is either compacted history
+			// (rows this poller had not delivered yet were deleted) or a
+			// row that is not visible yet, which would break the commit
+			// order invariant: re-read rather than skip it.
+			_, compacted, err := h.s.revs(ctx)
+			if err != nil {
+				return 0, err
+			}
+			if r.rev-1 > compacted {
+				h.s.log.Warn("watch poller saw a revision gap; re-reading", "want", h.last+1, "got", r.rev)
+				return 0, nil
+			}
+			// Watchers missed compacted events: end them with the
+			// error that makes clients re-list.
+			for w := range h.watchers {
+				w.stop(kv.ErrCompacted)
+				delete(h.watchers, w)
+			}
 		}
 		for w := range h.watchers {
 			if !w.offer(r) {
@@ -105,6 +119,26 @@ func (h *hub) poll() (int, error) {
 		h.last = r.rev
 	}
 	return len(rows), nil
+}
+
+// waitFor wakes the poller and waits up to max for it to deliver rev; it
+// returns the newest delivered revision.
+func (h *hub) waitFor(ctx context.Context, rev int64, max time.Duration) int64 {
+	deadline := time.Now().Add(max)
+	for {
+		h.mu.Lock()
+		last := h.last
+		h.mu.Unlock()
+		if last >= rev || time.Now().After(deadline) {
+			return last
+		}
+		h.notify()
+		select {
+		case <-ctx.Done():
+			return last
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
 }
 
 func (h *hub) closeAll() {

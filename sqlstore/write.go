@@ -239,14 +239,15 @@ func (s *Store) apply(ctx context.Context, tx *sql.Tx, r *writeReq, rev int64) (
 	if err := s.appendRow(ctx, tx, key, rev, r.op, created, cur.rev, e); err != nil {
 		return kv.Record{}, err
 	}
+	expires := expiry(e)
 	switch r.op {
 	case opCreate:
-		_, err = tx.ExecContext(ctx, s.q("INSERT INTO tabula_current (resource, namespace, name, rev) VALUES (?, ?, ?, ?)"),
-			key.Resource, key.Namespace, key.Name, rev)
+		_, err = tx.ExecContext(ctx, s.q("INSERT INTO tabula_current (resource, namespace, name, rev, expires_at) VALUES (?, ?, ?, ?, ?)"),
+			key.Resource, key.Namespace, key.Name, rev, expires)
 	case opUpdate:
 		if _, err = tx.ExecContext(ctx, s.q("UPDATE tabula_log SET next_rev = ? WHERE rev = ?"), rev, cur.rev); err == nil {
-			_, err = tx.ExecContext(ctx, s.q("UPDATE tabula_current SET rev = ? WHERE resource = ? AND namespace = ? AND name = ?"),
-				rev, key.Resource, key.Namespace, key.Name)
+			_, err = tx.ExecContext(ctx, s.q("UPDATE tabula_current SET rev = ?, expires_at = ? WHERE resource = ? AND namespace = ? AND name = ?"),
+				rev, expires, key.Resource, key.Namespace, key.Name)
 		}
 	case opDelete:
 		if _, err = tx.ExecContext(ctx, s.q("UPDATE tabula_log SET next_rev = ? WHERE rev = ?"), rev, cur.rev); err == nil {
@@ -281,15 +282,24 @@ func (s *Store) appendRow(ctx context.Context, tx *sql.Tx, key kv.Key, rev int64
 	if err != nil {
 		return err
 	}
-	var expires sql.NullInt64
-	if !e.ExpiresAt.IsZero() {
-		expires = sql.NullInt64{Int64: e.ExpiresAt.Unix(), Valid: true}
+	// A tombstone is superseded by itself: compaction then finds every
+	// removable row through next_rev alone.
+	var next sql.NullInt64
+	if op == opDelete {
+		next = sql.NullInt64{Int64: rev, Valid: true}
 	}
 	_, err = tx.ExecContext(ctx, s.q(`INSERT INTO tabula_log
 		(rev, resource, namespace, name, op, created_rev, prev_rev, next_rev, labels, fields, expires_at, value)
-		VALUES (?, ?, ?, ?, ?, ?, ?, NULL, ?, ?, ?, ?)`),
-		rev, key.Resource, key.Namespace, key.Name, op, created, prev, string(labels), string(fields), expires, e.Value)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
+		rev, key.Resource, key.Namespace, key.Name, op, created, prev, next, string(labels), string(fields), expiry(e), e.Value)
 	return err
+}
+
+func expiry(e kv.Entry) sql.NullInt64 {
+	if e.ExpiresAt.IsZero() {
+		return sql.NullInt64{}
+	}
+	return sql.NullInt64{Int64: e.ExpiresAt.Unix(), Valid: true}
 }
 
 func nonNil(m map[string]string) map[string]string {

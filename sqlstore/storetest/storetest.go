@@ -35,12 +35,11 @@ func Run(t *testing.T, open Factory) {
 		{"WatchSelectorTransitions", testWatchSelectorTransitions},
 		{"ConcurrentCreatesOneWins", testConcurrentCreatesOneWins},
 		{"ConcurrentWritersDenseRevisions", testConcurrentWritersDense},
-		{"ReopenKeepsData", nil},
+		{"CompactDiscardsHistory", testCompact},
+		{"CompactKeepsWatchTransitions", testCompactKeepsTransitions},
+		{"Expired", testExpired},
 	}
 	for _, tc := range tests {
-		if tc.fn == nil {
-			continue
-		}
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			s := open(t)
@@ -413,5 +412,122 @@ func testConcurrentWritersDense(t *testing.T, s *sqlstore.Store) {
 	}
 	if cur, _ := s.CurrentRev(ctx(t)); cur != start+writers*each*2 {
 		t.Fatalf("current rev %d; want %d", cur, start+writers*each*2)
+	}
+}
+
+func testCompact(t *testing.T, s *sqlstore.Store) {
+	a := mustCreate(t, s, key("a"), nil)
+	b := mustCreate(t, s, key("b"), nil)
+	a2, err := s.Update(ctx(t), key("a"), a.Rev, enc("a", nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Delete(ctx(t), key("b"), b.Rev, enc("b", nil)); err != nil {
+		t.Fatal(err)
+	}
+	c := mustCreate(t, s, key("c"), nil)
+	if err := s.Compact(ctx(t), a2.Rev); err != nil {
+		t.Fatalf("compact: %v", err)
+	}
+	if st := s.Compaction(); st.Revision != a2.Rev {
+		t.Fatalf("Compaction().Revision = %d; want %d", st.Revision, a2.Rev)
+	}
+	_, err = s.List(ctx(t), kv.ListOptions{Resource: "configmaps", Rev: a.Rev})
+	var ce *kv.CompactedError
+	if !errors.As(err, &ce) {
+		t.Fatalf("list below the compacted revision: err %v; want CompactedError", err)
+	}
+	if _, err := s.Watch(ctx(t), kv.WatchOptions{Resource: "configmaps", After: a.Rev}); !errors.Is(err, kv.ErrCompacted) {
+		t.Fatalf("watch below the compacted revision: err %v; want ErrCompacted", err)
+	}
+	l, err := s.List(ctx(t), kv.ListOptions{Resource: "configmaps", Rev: a2.Rev})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := fmt.Sprint(names(l.Items)), "[ns1/a ns1/b]"; got != want {
+		t.Fatalf("list at the compacted revision = %s; want %s", got, want)
+	}
+	w, err := s.Watch(ctx(t), kv.WatchOptions{Resource: "configmaps", After: a2.Rev})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	if ev := recv(t, w); ev.Type != kv.Deleted || ev.Name != "b" {
+		t.Fatalf("first event after compaction = %s %s; want DELETED b", ev.Type, ev.Name)
+	}
+	if ev := recv(t, w); ev.Type != kv.Added || ev.Rev != c.Rev {
+		t.Fatalf("second event = %s@%d; want ADDED@%d", ev.Type, ev.Rev, c.Rev)
+	}
+	// Compacting everything leaves the live objects.
+	cur, _ := s.CurrentRev(ctx(t))
+	if err := s.Compact(ctx(t), cur); err != nil {
+		t.Fatal(err)
+	}
+	l, err = s.List(ctx(t), kv.ListOptions{Resource: "configmaps"})
+	if err != nil || fmt.Sprint(names(l.Items)) != "[ns1/a ns1/c]" {
+		t.Fatalf("latest list after full compaction = %v, %v; want [ns1/a ns1/c]", names(l.Items), err)
+	}
+	if got, _ := s.Get(ctx(t), key("a")); got.Rev != a2.Rev {
+		t.Fatalf("get a after compaction: rev %d; want %d", got.Rev, a2.Rev)
+	}
+	if err := s.Compact(ctx(t), cur+5); !errors.Is(err, kv.ErrFutureRev) {
+		t.Fatalf("compact past the newest revision: err %v; want ErrFutureRev", err)
+	}
+}
+
+// testCompactKeepsTransitions: a watcher that starts right at the compacted
+// revision still sees selector transitions correctly, because the previous
+// row of any row after the compacted revision survives compaction.
+func testCompactKeepsTransitions(t *testing.T, s *sqlstore.Store) {
+	r := mustCreate(t, s, key("a"), map[string]string{"app": "web"})
+	if err := s.Compact(ctx(t), r.Rev); err != nil {
+		t.Fatal(err)
+	}
+	sel, _ := labels.Parse("app=web")
+	w, err := s.Watch(ctx(t), kv.WatchOptions{Resource: "configmaps", After: r.Rev, Pred: kv.Predicate{Label: sel}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	u, err := s.Update(ctx(t), key("a"), r.Rev, enc("a", map[string]string{"app": "db"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ev := recv(t, w); ev.Type != kv.Deleted || ev.Rev != u.Rev {
+		t.Fatalf("event = %s@%d; want DELETED@%d (stopped matching)", ev.Type, ev.Rev, u.Rev)
+	}
+}
+
+func testExpired(t *testing.T, s *sqlstore.Store) {
+	past, future := time.Now().Add(-time.Minute), time.Now().Add(time.Hour)
+	withExpiry := func(name string, at time.Time) kv.Encoder {
+		return func(rev int64) (kv.Entry, error) {
+			e, _ := enc(name, nil)(rev)
+			e.ExpiresAt = at
+			return e, nil
+		}
+	}
+	for name, at := range map[string]time.Time{"old": past, "new": future, "forever": {}} {
+		if _, err := s.Create(ctx(t), key(name), withExpiry(name, at)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := s.Expired(ctx(t), "configmaps", time.Now(), 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(names(got)) != "[ns1/old]" {
+		t.Fatalf("Expired = %v; want [ns1/old]", names(got))
+	}
+	// An update that renews the expiry takes the object off the list.
+	if _, err := s.Update(ctx(t), key("old"), got[0].Rev, withExpiry("old", future)); err != nil {
+		t.Fatal(err)
+	}
+	got, err = s.Expired(ctx(t), "configmaps", time.Now(), 10)
+	if err != nil || len(got) != 0 {
+		t.Fatalf("Expired after renewal = %v, %v; want none", names(got), err)
+	}
+	if got, _ := s.Expired(ctx(t), "configmaps", future.Add(time.Second), 10); len(got) != 2 {
+		t.Fatalf("Expired an hour later = %v; want old and new", names(got))
 	}
 }
