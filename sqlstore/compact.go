@@ -67,12 +67,7 @@ func (s *Store) runCompactor() {
 // compactOnce records a time mark and compacts to the newest mark older
 // than the window, if this process wins the compaction lock.
 func (s *Store) compactOnce(ctx context.Context, now time.Time) error {
-	conn, err := s.write.Conn(ctx)
-	if err != nil {
-		return unavailable(err)
-	}
-	defer conn.Close()
-	unlock, ok, err := s.d.tryCompactLock(ctx, conn)
+	unlock, ok, err := s.d.tryCompactLock(ctx, s.write)
 	if err != nil {
 		return err
 	}

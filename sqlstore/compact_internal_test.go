@@ -7,14 +7,25 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tabula-dev/tabula/sqlstore/dbtest"
 	"github.com/tabula-dev/tabula/sqlstore/kv"
 )
 
 // TestCompactOnceKeepsWindow: the compactor compacts to the newest
 // revision recorded at least one window ago, never to a newer one.
 func TestCompactOnceKeepsWindow(t *testing.T) {
+	for name, url := range map[string]func(t *testing.T) string{
+		"sqlite":   func(*testing.T) string { return "sqlite://:memory:" },
+		"postgres": func(t *testing.T) string { return dbtest.Postgres(t) },
+		"mariadb":  func(t *testing.T) string { return dbtest.MariaDB(t) },
+	} {
+		t.Run(name, func(t *testing.T) { testCompactOnceKeepsWindow(t, url(t)) })
+	}
+}
+
+func testCompactOnceKeepsWindow(t *testing.T, url string) {
 	ctx := context.Background()
-	s, err := Open(ctx, "sqlite://:memory:", Options{CompactInterval: -1, CompactWindow: 5 * time.Minute,
+	s, err := Open(ctx, url, Options{CompactInterval: -1, CompactWindow: 5 * time.Minute,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)

@@ -23,9 +23,10 @@ type dialect interface {
 	lockMigrations(ctx context.Context, conn *sql.Conn) (func(), error)
 	// writeTx returns the options for a writing transaction.
 	writeTx() *sql.TxOptions
-	// tryCompactLock takes the cluster-wide compaction lock on conn without
-	// waiting; ok is false when another process holds it.
-	tryCompactLock(ctx context.Context, conn *sql.Conn) (unlock func(), ok bool, err error)
+	// tryCompactLock takes the cluster-wide compaction lock without
+	// waiting; ok is false when another process holds it. unlock releases
+	// it (and any connection it held).
+	tryCompactLock(ctx context.Context, db *sql.DB) (unlock func(), ok bool, err error)
 	// insertIgnore is an INSERT that does nothing when the key exists.
 	insertIgnore(table, columns, values string) string
 	// reclaim returns freed space to the operating system where the

@@ -38,16 +38,24 @@ func (mysqlDialect) lockMigrations(ctx context.Context, conn *sql.Conn) (func(),
 	}, nil
 }
 
-func (mysqlDialect) tryCompactLock(ctx context.Context, conn *sql.Conn) (func(), bool, error) {
+func (mysqlDialect) tryCompactLock(ctx context.Context, db *sql.DB) (func(), bool, error) {
+	// Session locks live on one connection, held until unlock.
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return nil, false, err
+	}
 	var ok sql.NullInt64
 	if err := conn.QueryRowContext(ctx, "SELECT GET_LOCK('tabula_compact', 0)").Scan(&ok); err != nil {
+		conn.Close()
 		return nil, false, err
 	}
 	if ok.Int64 != 1 {
+		conn.Close()
 		return nil, false, nil
 	}
 	return func() {
 		_, _ = conn.ExecContext(context.Background(), "SELECT RELEASE_LOCK('tabula_compact')")
+		conn.Close()
 	}, true, nil
 }
 

@@ -35,16 +35,24 @@ func (postgresDialect) lockMigrations(ctx context.Context, conn *sql.Conn) (func
 // compactLockID names the advisory lock held by the one compacting replica.
 const compactLockID = 0x7461_6275_6c62
 
-func (postgresDialect) tryCompactLock(ctx context.Context, conn *sql.Conn) (func(), bool, error) {
+func (postgresDialect) tryCompactLock(ctx context.Context, db *sql.DB) (func(), bool, error) {
+	// Session locks live on one connection, held until unlock.
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return nil, false, err
+	}
 	var ok bool
 	if err := conn.QueryRowContext(ctx, "SELECT pg_try_advisory_lock($1)", compactLockID).Scan(&ok); err != nil {
+		conn.Close()
 		return nil, false, err
 	}
 	if !ok {
+		conn.Close()
 		return nil, false, nil
 	}
 	return func() {
 		_, _ = conn.ExecContext(context.Background(), "SELECT pg_advisory_unlock($1)", compactLockID)
+		conn.Close()
 	}, true, nil
 }
 

@@ -25,7 +25,7 @@ func (sqliteDialect) writeTx() *sql.TxOptions { return nil }
 
 // tryCompactLock: one file has one writer at a time; processes sharing a
 // file compact in turn, which is harmless.
-func (sqliteDialect) tryCompactLock(context.Context, *sql.Conn) (func(), bool, error) {
+func (sqliteDialect) tryCompactLock(context.Context, *sql.DB) (func(), bool, error) {
 	return func() {}, true, nil
 }
 
