@@ -37,6 +37,7 @@ func (s *Server) RunControllers(ctx context.Context) error {
 	}
 	go s.runLoop(ctx, "namespace controller", s.namespaceController)
 	go s.runLoop(ctx, "namespace defaults controller", s.defaultsController)
+	go s.runLoop(ctx, "event expiry", s.expiryController)
 	s.MarkControllersStarted()
 	return nil
 }
@@ -276,4 +277,47 @@ func (s *Server) ensureDefaults(ctx context.Context) error {
 // started terminating meanwhile.
 func ignorable(err error) bool {
 	return apierrors.IsAlreadyExists(err) || apierrors.IsForbidden(err) || apierrors.IsNotFound(err)
+}
+
+// expiryInterval is how often expired Events are looked for.
+const expiryInterval = 30 * time.Second
+
+// expiryController deletes core Events whose TTL has passed, as etcd
+// leases do for kube-apiserver. The store finds them by an indexed query.
+func (s *Server) expiryController(ctx context.Context) error {
+	t := time.NewTicker(expiryInterval)
+	defer t.Stop()
+	for {
+		if err := s.expireOnce(ctx, time.Now()); err != nil {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+func (s *Server) expireOnce(ctx context.Context, now time.Time) error {
+	r := s.internal(ctx, "", "events", "")
+	for {
+		recs, err := s.store.Expired(ctx, r.t.StorageResource, now, 500)
+		if err != nil {
+			return err
+		}
+		for _, rec := range recs {
+			obj, err := r.decodeStored(rec)
+			if err != nil {
+				return err
+			}
+			_, err = s.store.Delete(ctx, rec.Key, rec.Rev, r.encoder(obj, nil))
+			if err != nil && !errors.Is(err, kv.ErrConflict) && !errors.Is(err, kv.ErrNotFound) {
+				return err
+			}
+		}
+		if len(recs) < 500 {
+			return nil
+		}
+	}
 }

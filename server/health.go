@@ -42,6 +42,7 @@ func (s *Server) readyChecks() []healthCheck {
 			}
 			return nil
 		}},
+		healthCheck{"compaction", s.checkCompaction},
 		healthCheck{"shutdown", func(context.Context) error {
 			select {
 			case <-s.shutdown:
@@ -124,4 +125,16 @@ func (s *Server) serveHealth(c echo.Context, path string, checks []healthCheck, 
 	}
 	fmt.Fprintf(&b, "%s check passed\n", name)
 	return c.String(http.StatusOK, b.String())
+}
+
+// compactionLagLimit is how long compaction may keep failing before
+// readiness reports it: history, and with it the database, would grow.
+const compactionLagLimit = 15 * time.Minute
+
+func (s *Server) checkCompaction(context.Context) error {
+	st := s.store.Compaction()
+	if st.LastError != nil && time.Since(st.LastSuccess) > compactionLagLimit {
+		return fmt.Errorf("compaction failing since %s: %v", st.LastSuccess.Format(time.RFC3339), st.LastError)
+	}
+	return nil
 }

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"time"
 
 	"github.com/tabula-dev/tabula/sqlstore/kv"
 )
@@ -16,4 +17,8 @@ type Store interface {
 	Watch(ctx context.Context, opts kv.WatchOptions) (kv.Watcher, error)
 	CurrentRev(ctx context.Context) (int64, error)
 	Ready(ctx context.Context) error
+	// Expired lists live objects of resource whose expiry has passed.
+	Expired(ctx context.Context, resource string, now time.Time, limit int) ([]kv.Record, error)
+	// Compaction reports the compactor's health.
+	Compaction() kv.CompactionStatus
 }

@@ -134,7 +134,14 @@ func (r *request) watch() error {
 			enc.flush()
 		case ev, ok := <-w.Events():
 			if !ok {
-				if werr := w.Err(); werr != nil && !errors.Is(werr, kv.ErrWatchClosed) {
+				switch werr := w.Err(); {
+				case errors.Is(werr, kv.ErrCompacted):
+					// The watcher fell behind compaction: 410 makes
+					// clients re-list.
+					st := apierrors.NewResourceExpired("too old resource version: " + strconv.FormatInt(lastRev, 10)).Status()
+					st.Kind, st.APIVersion = "Status", "v1"
+					_ = enc.writeStatus(&st)
+				case werr != nil && !errors.Is(werr, kv.ErrWatchClosed):
 					st := apierrors.NewInternalError(werr).Status()
 					st.Kind, st.APIVersion = "Status", "v1"
 					_ = enc.writeStatus(&st)

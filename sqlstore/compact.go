@@ -15,23 +15,13 @@ import (
 // write lock (SQLite) or row locks are held only briefly.
 const compactBatch = 500
 
-// CompactionStatus reports how compaction is doing, for /readyz and logs.
-type CompactionStatus struct {
-	// Revision is the newest compacted revision.
-	Revision int64
-	// LastSuccess is when a compaction run last completed without error.
-	LastSuccess time.Time
-	// LastError is the error of the latest run, if it failed.
-	LastError error
-}
-
 type compactState struct {
 	mu     sync.Mutex
-	status CompactionStatus
+	status kv.CompactionStatus
 }
 
 // Compaction returns the compactor's status as this process saw it.
-func (s *Store) Compaction() CompactionStatus {
+func (s *Store) Compaction() kv.CompactionStatus {
 	s.compact.mu.Lock()
 	defer s.compact.mu.Unlock()
 	return s.compact.status

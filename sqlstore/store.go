@@ -94,6 +94,8 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Store, error) {
 		return nil, err
 	}
 	s.hub = newHub(s, rev)
+	// Compaction lag is measured from start until a run succeeds.
+	s.compact.status.LastSuccess = time.Now()
 	s.wg.Add(2)
 	go func() {
 		defer s.wg.Done()

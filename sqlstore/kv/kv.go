@@ -151,3 +151,13 @@ type Watcher interface {
 	// Err says why Events closed; nil when the caller stopped it.
 	Err() error
 }
+
+// CompactionStatus reports how compaction is doing, for /readyz and logs.
+type CompactionStatus struct {
+	// Revision is the newest compacted revision this process knows of.
+	Revision int64
+	// LastSuccess is when a compaction run last completed without error.
+	LastSuccess time.Time
+	// LastError is the error of the latest run, if it failed.
+	LastError error
+}
