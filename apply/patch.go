@@ -45,6 +45,14 @@ func Apply(kind Kind, original, patch []byte, schema any) ([]byte, error) {
 		if err := json.Unmarshal(patch, &ops); err != nil {
 			return nil, &BadPatchError{Err: err}
 		}
+		for i, op := range ops {
+			// The library dereferences "value" for these without checking.
+			var name string
+			_ = json.Unmarshal(op["op"], &name)
+			if _, ok := op["value"]; !ok && (name == "add" || name == "replace" || name == "test") {
+				return nil, &BadPatchError{Err: fmt.Errorf("operation %d (%s) has no value", i, name)}
+			}
+		}
 		if len(ops) > maxJSONPatchOps {
 			return nil, &InvalidPatchError{Err: fmt.Errorf("the allowed maximum operations in a JSON patch is %d, got %d", maxJSONPatchOps, len(ops))}
 		}

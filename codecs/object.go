@@ -177,15 +177,14 @@ func (c *Codec) Encode(w io.Writer, mediaType string, obj runtime.Object, pretty
 	}
 }
 
-// WriteJSON writes a JSON document compact or indented, newline-terminated,
-// as kube-apiserver does.
+// WriteJSON writes a JSON document as kube-apiserver does: compact with a
+// trailing newline, or indented without one.
 func WriteJSON(w io.Writer, j []byte, pretty bool) error {
 	if pretty {
 		var buf bytes.Buffer
 		if err := json.Indent(&buf, j, "", "  "); err != nil {
 			return err
 		}
-		buf.WriteByte('\n')
 		_, err := w.Write(buf.Bytes())
 		return err
 	}

@@ -65,8 +65,9 @@ func builtinTypes() []*Type {
 			Version: "v1", Kind: "ServiceAccount", ListKind: "ServiceAccountList",
 			Resource: "serviceaccounts", Singular: "serviceaccount", ShortNames: []string{"sa"},
 			Namespaced: true, Verbs: verbsAll,
-			New:     func() runtime.Object { return &corev1.ServiceAccount{} },
-			NewList: func() runtime.Object { return &corev1.ServiceAccountList{} },
+			ReturnDeletedObject: true,
+			New:                 func() runtime.Object { return &corev1.ServiceAccount{} },
+			NewList:             func() runtime.Object { return &corev1.ServiceAccountList{} },
 		},
 		{
 			Version: "v1", Kind: "Event", ListKind: "EventList",

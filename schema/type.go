@@ -58,6 +58,10 @@ type Type struct {
 	Columns []metav1.TableColumnDefinition
 	Row     func(obj runtime.Object) ([]interface{}, error)
 
+	// ReturnDeletedObject makes DELETE answer with the deleted object
+	// instead of a Status (ServiceAccounts, as kube-apiserver does).
+	ReturnDeletedObject bool
+
 	// AllowCreateOnUpdate lets PUT create a missing object (Events, Leases).
 	AllowCreateOnUpdate bool
 

@@ -102,7 +102,7 @@ func (r *request) delete() error {
 		out, _ := r.negotiate(false)
 		return r.writeObject(http.StatusOK, out, obj)
 	}
-	if r.t.Resource == "namespaces" && r.t.Group == "" {
+	if r.t.ReturnDeletedObject || (r.t.Resource == "namespaces" && r.t.Group == "") {
 		return r.writeRecord(http.StatusOK, rec)
 	}
 	acc, _ := meta.Accessor(obj)

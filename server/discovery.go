@@ -100,7 +100,7 @@ func (s *Server) getGroup(c echo.Context) error {
 			return s.writeJSON(c, http.StatusOK, &g)
 		}
 	}
-	return c.String(http.StatusNotFound, "404 page not found\n")
+	return plainText(c, http.StatusNotFound, "404 page not found\n")
 }
 
 func (s *Server) getResourceList(c echo.Context, group, version string) error {
@@ -109,9 +109,14 @@ func (s *Server) getResourceList(c echo.Context, group, version string) error {
 	if len(types) == 0 {
 		return notFoundPath()
 	}
+	// kube-apiserver writes the legacy list with kind only for the core
+	// group and kind+apiVersion for named groups.
 	list := &metav1.APIResourceList{
-		TypeMeta:     metav1.TypeMeta{Kind: "APIResourceList", APIVersion: "v1"},
 		GroupVersion: gv.String(),
+	}
+	list.Kind = "APIResourceList"
+	if group != "" {
+		list.APIVersion = "v1"
 	}
 	sort.SliceStable(types, func(i, j int) bool { return types[i].Resource < types[j].Resource })
 	for _, t := range types {
@@ -197,7 +202,9 @@ func aggregatedResource(t *schema.Type) apidiscoveryv2.APIResourceDiscovery {
 		ShortNames:       t.ShortNames,
 		Categories:       t.Categories,
 	}
-	for _, sub := range t.Subresources {
+	subs := append([]string(nil), t.Subresources...)
+	sort.Strings(subs)
+	for _, sub := range subs {
 		r.Subresources = append(r.Subresources, apidiscoveryv2.APISubresourceDiscovery{
 			Subresource: sub, ResponseKind: &metav1.GroupVersionKind{Kind: t.Kind}, Verbs: subresourceVerbs(sub),
 		})

@@ -86,12 +86,12 @@ func (s *Server) serveHealth(c echo.Context, path string, checks []healthCheck, 
 		for _, hc := range checks {
 			if hc.name == only {
 				if err := hc.check(ctx); err != nil {
-					return c.String(http.StatusInternalServerError, fmt.Sprintf("internal server error: %v\n", err))
+					return plainText(c, http.StatusInternalServerError, fmt.Sprintf("internal server error: %v\n", err))
 				}
-				return c.String(http.StatusOK, "ok")
+				return plainText(c, http.StatusOK, "ok")
 			}
 		}
-		return c.String(http.StatusNotFound, "404 page not found\n")
+		return plainText(c, http.StatusNotFound, "404 page not found\n")
 	}
 	excluded := map[string]bool{}
 	for _, v := range c.QueryParams()["exclude"] {
@@ -118,13 +118,13 @@ func (s *Server) serveHealth(c echo.Context, path string, checks []healthCheck, 
 	name := strings.TrimPrefix(path, "/")
 	if failed {
 		fmt.Fprintf(&b, "%s check failed\n", name)
-		return c.String(http.StatusInternalServerError, b.String())
+		return plainText(c, http.StatusInternalServerError, b.String())
 	}
 	if !verbose {
-		return c.String(http.StatusOK, "ok")
+		return plainText(c, http.StatusOK, "ok")
 	}
 	fmt.Fprintf(&b, "%s check passed\n", name)
-	return c.String(http.StatusOK, b.String())
+	return plainText(c, http.StatusOK, b.String())
 }
 
 // compactionLagLimit is how long compaction may keep failing before

@@ -39,7 +39,7 @@ func (r *request) listPage(p *listParams) (kv.ListResult, error) {
 	opts := kv.ListOptions{Resource: r.t.StorageResource, Namespace: r.ri.Namespace, Limit: int(p.limit), Pred: p.pred}
 	allNS := r.t.Namespaced && r.ri.Namespace == ""
 	switch {
-	case p.cont != nil:
+	case p.cont != nil && p.rv != "0":
 		opts.Rev = p.cont.RV
 		opts.AfterNamespace, opts.AfterName = p.cont.position(allNS)
 		if !r.t.Namespaced {
@@ -47,8 +47,11 @@ func (r *request) listPage(p *listParams) (kv.ListResult, error) {
 		} else if !allNS {
 			opts.AfterNamespace = r.ri.Namespace
 		}
-	case p.rv == "" || p.rv == "0":
-		// Latest; "0" means any revision, and the latest is one.
+	case p.rv == "0":
+		// "Any revision": kube-apiserver serves it whole from its cache,
+		// ignoring limit; the latest state is one such revision.
+		opts.Limit = 0
+	case p.rv == "":
 	default:
 		rv, _ := strconv.ParseInt(p.rv, 10, 64)
 		exact := p.rvMatch == metav1.ResourceVersionMatchExact ||

@@ -71,19 +71,6 @@ type refCase struct {
 // kube-apiserver, with the reason.
 var refKnownGaps = map[string]string{
 	// Plain-text answers: Echo's c.String says charset=UTF-8.
-	"errors/missing-group":                  "404 text is text/plain; charset=UTF-8, want charset=utf-8 (routes.go serveResource)",
-	"discovery/apis-unknown-group":          "404 text is text/plain; charset=UTF-8, want charset=utf-8 (discovery.go getGroup)",
-	"health/healthz":                        "text/plain; charset=UTF-8, want charset=utf-8 (health.go serveHealth)",
-	"health/healthz-verbose":                "text/plain; charset=UTF-8, want charset=utf-8 (health.go serveHealth)",
-	"health/livez":                          "text/plain; charset=UTF-8, want charset=utf-8 (health.go serveHealth)",
-	"health/livez-ping":                     "text/plain; charset=UTF-8, want charset=utf-8 (health.go serveHealth)",
-	"health/livez-verbose":                  "text/plain; charset=UTF-8, want charset=utf-8 (health.go serveHealth)",
-	"health/readyz":                         "text/plain; charset=UTF-8, want charset=utf-8 (health.go serveHealth)",
-	"health/readyz-nonexistent":             "text/plain; charset=UTF-8, want charset=utf-8 (health.go serveHealth)",
-	"health/readyz-post":                    "text/plain; charset=UTF-8, want charset=utf-8 (health.go serveHealth)",
-	"health/readyz-verbose":                 "text/plain; charset=UTF-8, want charset=utf-8 (health.go serveHealth)",
-	"health/readyz-verbose-exclude-etcd":    "text/plain; charset=UTF-8, want charset=utf-8 (health.go serveHealth)",
-	"health/readyz-verbose-exclude-unknown": "text/plain; charset=UTF-8, want charset=utf-8 (health.go serveHealth)",
 	"health/readyz-etcd":                    "no check named etcd (Tabula's is database): 404 instead of ok; also charset=UTF-8",
 	"discovery/openapi-v3-index":            "kube-apiserver serves the /openapi/v3 index as text/plain; charset=utf-8, Tabula as application/json",
 	// Negotiation.
@@ -92,10 +79,6 @@ var refKnownGaps = map[string]string{
 	"representations/protobuf-table":                   "Table is negotiated in Protobuf and fails to encode; kube-apiserver refuses it with \"only the following media types are accepted: …\"",
 	"representations/partialobjectmetadata-on-list":    "406 message should say \"you requested PartialObjectMetadata, but the requested object is a list (*core.ConfigMapList)\"",
 	"representations/partialobjectmetadatalist-on-get": "406 message should say \"you requested PartialObjectMetadataList, but the requested object is not a list (*core.ConfigMap)\"",
-	"representations/yaml-error":                       "error Status is always JSON; kube-apiserver writes it in the negotiated media type (YAML here)",
-	"representations/json-pretty":                      "pretty JSON ends with a newline; kube-apiserver's indented output has none",
-	"representations/json-curl-user-agent":             "pretty JSON ends with a newline; kube-apiserver's indented output has none",
-	"discovery/version-raw":                            "/version ends with a newline; kube-apiserver's indented output has none",
 	// Decoding messages.
 	"errors/wrong-apiversion":               "scheme name in the message is pkg/runtime/scheme.go:111, want pkg/api/legacyscheme/scheme.go:30",
 	"errors/wrong-kind":                     "conversion message names (ConfigMap), want the internal type (core.ConfigMap)",
@@ -109,13 +92,8 @@ var refKnownGaps = map[string]string{
 	"lists/rv-value-rvm-exact-limit":        "remainingItemCount not set on paginated unfiltered lists",
 	"lists/rv-value-rvm-notolderthan-limit": "remainingItemCount not set on paginated unfiltered lists",
 	"representations/table-v1-with-limit":   "remainingItemCount not set on paginated unfiltered lists (Table too)",
-	"lists/rv-0-rvm-unset-limit":            "resourceVersion=0 must ignore limit (all items, no continue)",
-	"lists/rv-0-rvm-notolderthan-limit":     "resourceVersion=0 must ignore limit (all items, no continue)",
 	"lists/rv-0-rvm-unset-continue":         "resourceVersion=0 with continue must return all remaining items (limit ignored)",
 	// Writes.
-	"crud/serviceaccounts-delete":              "DELETE of a ServiceAccount answers the deleted object in kube-apiserver, a Status in Tabula",
-	"crud/events.k8s.io-update-immutable-note": "Invalid names the events.k8s.io group kind (Event.events.k8s.io); kube-apiserver validates the core Event",
-	"writes/dryrun-bogus":                      "Unsupported value should quote the whole dryRun list ([\"Bogus\"])",
 	"writes/fv-dup-yaml-warn":                  "YAML duplicate-key warning keeps the \"yaml: unmarshal errors:\\n  \" prefix",
 	"writes/fv-unknown-merge-patch-strict":     "Strict problems after a patch are 400 BadRequest; kube-apiserver: 422 Invalid on field patch (message also embeds managedFields)",
 	"writes/fv-unknown-json-patch-strict":      "Strict problems after a patch are 400 BadRequest; kube-apiserver: 422 Invalid on field patch (message also embeds managedFields)",
@@ -127,7 +105,6 @@ var refKnownGaps = map[string]string{
 	"writes/jsonpatch-test-resourceversion":    "422 message should be the generic \"the server rejected our request due to an error in our request\"",
 	"writes/smp-configmap-bad-directive":       "unknown $patch directive: kube-apiserver answers 500, Tabula 422",
 	// Discovery.
-	"discovery/api-v1":                       "legacy /api/v1 APIResourceList carries apiVersion v1; kube-apiserver's has none",
 	"discovery/aggregated-api":               "subresources not sorted (namespaces: status before finalize); serviceaccounts/token missing (no TokenRequest yet)",
 	"discovery/aggregated-apis-v2beta1":      "apidiscovery v2beta1 is still served; kube-apiserver 1.35 answers 406",
 	"discovery/aggregated-api-if-none-match": "no ETag / If-None-Match on aggregated discovery (200, want 304)",

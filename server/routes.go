@@ -54,7 +54,7 @@ func (s *Server) routes() *echo.Echo {
 	})
 	e.RouteNotFound("/*", func(c echo.Context) error {
 		// kube-apiserver answers unknown non-API paths in plain text.
-		return c.String(http.StatusNotFound, "404 page not found\n")
+		return plainText(c, http.StatusNotFound, "404 page not found\n")
 	})
 	return e
 }
@@ -95,7 +95,7 @@ func (s *Server) serveResource(c echo.Context, group, version, rest string) erro
 	t, ok := s.reg.Lookup(group, version, ri.Resource)
 	if !ok {
 		if len(s.reg.TypesIn(runtimeschema.GroupVersion{Group: group, Version: version})) == 0 && group != "" {
-			return c.String(http.StatusNotFound, "404 page not found\n")
+			return plainText(c, http.StatusNotFound, "404 page not found\n")
 		}
 		return notFoundPath()
 	}

@@ -25,10 +25,12 @@ func (s *Server) errorHandler(err error, c echo.Context) {
 	if st.Code >= 500 {
 		s.log.Error("request failed", "method", c.Request().Method, "path", c.Request().URL.Path, "err", err)
 	}
-	writeStatus(c, st)
+	s.writeStatus(c, st)
 }
 
-func writeStatus(c echo.Context, st metav1.Status) {
+// writeStatus writes a Status in the representation the client accepts
+// (JSON when it accepts nothing we can write).
+func (s *Server) writeStatus(c echo.Context, st metav1.Status) {
 	st.Kind, st.APIVersion = "Status", "v1"
 	if st.Status == "" {
 		st.Status = metav1.StatusFailure
@@ -37,9 +39,13 @@ func writeStatus(c echo.Context, st metav1.Status) {
 		_ = c.NoContent(int(st.Code))
 		return
 	}
-	c.Response().Header().Set(echo.HeaderContentType, codecs.JSON)
+	mt := codecs.JSON
+	if out, ok := codecs.Negotiate(c.Request().Header.Get("Accept"), codecs.Offer{Protobuf: true}); ok {
+		mt = out.MediaType
+	}
+	c.Response().Header().Set(echo.HeaderContentType, mt)
 	c.Response().WriteHeader(int(st.Code))
-	_ = codecs.EncodeJSON(c.Response(), &st, wantsPretty(c))
+	_ = s.codec.Encode(c.Response(), mt, &st, wantsPretty(c))
 }
 
 func (s *Server) toStatus(err error, c echo.Context) metav1.Status {
@@ -95,4 +101,9 @@ func wantsPretty(c echo.Context) bool {
 
 func writeIndented(w io.Writer, v any) error {
 	return codecs.EncodeJSON(w, v, true)
+}
+
+// plainText answers in text/plain with kube-apiserver's lower-case charset.
+func plainText(c echo.Context, code int, body string) error {
+	return c.Blob(code, "text/plain; charset=utf-8", []byte(body))
 }

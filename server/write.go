@@ -54,9 +54,12 @@ func (r *request) writeOptions() (fieldValidation, bool, error) {
 		errs = append(errs, field.NotSupported(field.NewPath("fieldValidation"), string(fv), []string{"", "Ignore", "Strict", "Warn"}))
 	}
 	dryRun := false
-	for _, v := range r.c.QueryParams()["dryRun"] {
-		if v != metav1.DryRunAll {
-			errs = append(errs, field.NotSupported(field.NewPath("dryRun"), v, []string{metav1.DryRunAll}))
+	if vs := r.c.QueryParams()["dryRun"]; len(vs) > 0 {
+		for _, v := range vs {
+			if v != metav1.DryRunAll {
+				errs = append(errs, field.NotSupported(field.NewPath("dryRun"), vs, []string{metav1.DryRunAll}))
+				break
+			}
 		}
 		dryRun = true
 	}
@@ -160,7 +163,10 @@ func (r *request) validate(obj, old runtime.Object) error {
 		errs = append(errs, r.t.Validate(obj, old)...)
 	}
 	if len(errs) > 0 {
-		return apierrors.NewInvalid(runtimeschema.GroupKind{Group: r.t.Group, Kind: r.t.Kind}, acc.GetName(), errs)
+		// Named after the stored kind: events.k8s.io Events are validated
+		// as core Events, as kube-apiserver does.
+		st := r.storageType()
+		return apierrors.NewInvalid(runtimeschema.GroupKind{Group: st.Group, Kind: st.Kind}, acc.GetName(), errs)
 	}
 	return nil
 }
@@ -253,6 +259,9 @@ func (r *request) prepareUpdate(obj, old runtime.Object) error {
 	acc.SetDeletionGracePeriodSeconds(oacc.GetDeletionGracePeriodSeconds())
 	acc.SetGeneration(oacc.GetGeneration())
 	acc.SetSelfLink("")
+	// managedFields are not tracked yet: keep the stored ones rather than
+	// trusting (possibly malformed) client-sent entries.
+	acc.SetManagedFields(oacc.GetManagedFields())
 	// Subresource writes were already narrowed by applySubresource; the
 	// type's hook guards the main resource.
 	if r.t.PrepareForUpdate != nil && r.ri.Subresource == "" {
