@@ -16,7 +16,7 @@ func TestApply(t *testing.T) {
 		want  string // JSON result, or "" when an error is wanted
 		bad   bool   // BadPatchError (400) rather than InvalidPatchError (422)
 	}{
-		{name: "json add", kind: JSONPatch, patch: `[{"op":"add","path":"/data/b","value":"2"}]`, want: `{"data":{"a":"1","b":"2"},"metadata":{"name":"c"}}`},
+		{name: "json add", kind: JSONPatch, patch: `[{"op":"add","path":"/data/b","value":"2"}]`, want: `{"metadata":{"name":"c"},"data":{"a":"1","b":"2"}}`},
 		{name: "json test fails", kind: JSONPatch, patch: `[{"op":"test","path":"/data/a","value":"9"}]`},
 		{name: "json test without value", kind: JSONPatch, patch: `[{"op":"test","path":""}]`, bad: true},
 		{name: "json not an array", kind: JSONPatch, patch: `{"op":"add"}`, bad: true},
