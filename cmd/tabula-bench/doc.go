@@ -1,0 +1,10 @@
+// Command tabula-bench is Tabula's load tool. It drives any API server
+// named by a kubeconfig through client-go — Tabula, kube-apiserver or
+// another — so runs can be compared side by side on one machine.
+//
+// Workloads: create (1 KiB and 10 KiB ConfigMaps from N clients), get,
+// update with contention, list of many objects whole and in pages of 500,
+// selective list by label, and watch delivery latency with many watchers.
+// It prints a table, writes JSON, and samples the server's RSS when given
+// its pid. Every workload is bounded by --duration.
+package main

@@ -1,0 +1,173 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// options are the command's flags.
+type options struct {
+	kubeconfig string
+	workloads  []string
+	duration   time.Duration
+	clients    []int
+	objects    []int
+	watchers   []int
+	pid        int
+	jsonOut    string
+	protobuf   bool
+}
+
+func parseInts(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		n, err := strconv.Atoi(f)
+		if err != nil || n <= 0 {
+			return nil, fmt.Errorf("bad count %q", f)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+func main() {
+	var o options
+	var workloads, clients, objects, watchers string
+	flag.StringVar(&o.kubeconfig, "kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig of the server to measure")
+	flag.StringVar(&workloads, "workloads", "create,get,update,list,watch", "comma-separated: create, get, update, list, watch")
+	flag.DurationVar(&o.duration, "duration", 10*time.Second, "how long each timed workload runs")
+	flag.StringVar(&clients, "clients", "1,32", "concurrent clients for create/get/update")
+	flag.StringVar(&objects, "objects", "10000", "collection sizes for the list workloads (e.g. 10000,100000)")
+	flag.StringVar(&watchers, "watchers", "1,100,1000", "watcher counts for the watch workload")
+	flag.IntVar(&o.pid, "pid", 0, "server process id, to sample its RSS (same machine only)")
+	flag.StringVar(&o.jsonOut, "json", "", "write results as JSON to this file")
+	flag.BoolVar(&o.protobuf, "protobuf", true, "send Protobuf like client-go's typed clients")
+	flag.Parse()
+	var err error
+	o.workloads = strings.Split(workloads, ",")
+	if o.clients, err = parseInts(clients); err == nil {
+		if o.objects, err = parseInts(objects); err == nil {
+			o.watchers, err = parseInts(watchers)
+		}
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "tabula-bench:", err)
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	results, err := run(ctx, o)
+	printTable(results)
+	if o.jsonOut != "" {
+		b, _ := json.MarshalIndent(results, "", "  ")
+		if werr := os.WriteFile(o.jsonOut, b, 0o644); werr != nil {
+			fmt.Fprintln(os.Stderr, "tabula-bench:", werr)
+		}
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "tabula-bench:", err)
+		os.Exit(1)
+	}
+}
+
+// client builds a clientset without client-side rate limits: the server is
+// what is measured.
+func client(o options) (*kubernetes.Clientset, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", o.kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	cfg.QPS, cfg.Burst = 1e6, 1e6
+	cfg.Timeout = 2 * time.Minute
+	if o.protobuf {
+		cfg.ContentType = "application/vnd.kubernetes.protobuf"
+		cfg.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
+	}
+	return kubernetes.NewForConfig(cfg)
+}
+
+// restConfig exposes the config for workloads that need several transports.
+func restConfig(o options) (*rest.Config, error) {
+	return clientcmd.BuildConfigFromFlags("", o.kubeconfig)
+}
+
+func run(ctx context.Context, o options) ([]Result, error) {
+	cs, err := client(o)
+	if err != nil {
+		return nil, err
+	}
+	ns := fmt.Sprintf("bench-%d", time.Now().UnixNano()%1_000_000)
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		return nil, fmt.Errorf("create namespace: %w", err)
+	}
+	defer func() {
+		_ = cs.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{})
+	}()
+	b := &bench{o: o, cs: cs, ns: ns}
+	b.rss = startRSS(o.pid)
+	defer b.rss.stop()
+	if r, ok := b.rss.result("rss idle"); ok {
+		b.results = append(b.results, r)
+	}
+	for _, w := range o.workloads {
+		if ctx.Err() != nil {
+			break
+		}
+		var err error
+		switch strings.TrimSpace(w) {
+		case "create":
+			err = b.create(ctx)
+		case "get":
+			err = b.get(ctx)
+		case "update":
+			err = b.update(ctx)
+		case "list":
+			err = b.list(ctx)
+		case "watch":
+			err = b.watch(ctx)
+		case "":
+		default:
+			err = fmt.Errorf("unknown workload %q", w)
+		}
+		if err != nil {
+			return b.results, fmt.Errorf("%s: %w", w, err)
+		}
+	}
+	if r, ok := b.rss.result("rss peak"); ok {
+		b.results = append(b.results, r)
+	}
+	return b.results, nil
+}
+
+func printTable(results []Result) {
+	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "WORKLOAD\tOPS\tOPS/S\tP50\tP99\tNOTE")
+	for _, r := range results {
+		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%s\t%s\t%s\n", r.Name, r.Ops, r.PerSecond, ms(r.P50), ms(r.P99), r.Note)
+	}
+	tw.Flush()
+}
+
+func ms(d time.Duration) string {
+	if d == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.2fms", float64(d)/float64(time.Millisecond))
+}

@@ -1,0 +1,440 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+)
+
+// Result is one measured line.
+type Result struct {
+	Name      string        `json:"name"`
+	Ops       int           `json:"ops"`
+	PerSecond float64       `json:"perSecond"`
+	P50       time.Duration `json:"p50ns"`
+	P99       time.Duration `json:"p99ns"`
+	Note      string        `json:"note,omitempty"`
+}
+
+type bench struct {
+	o       options
+	cs      *kubernetes.Clientset
+	ns      string
+	rss     *rssSampler
+	results []Result
+	seq     atomic.Int64
+}
+
+// latencies collects per-operation durations from many goroutines.
+type latencies struct {
+	mu sync.Mutex
+	d  []time.Duration
+}
+
+func (l *latencies) add(d time.Duration) {
+	l.mu.Lock()
+	l.d = append(l.d, d)
+	l.mu.Unlock()
+}
+
+func (l *latencies) result(name string, elapsed time.Duration, note string) Result {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	sort.Slice(l.d, func(i, j int) bool { return l.d[i] < l.d[j] })
+	r := Result{Name: name, Ops: len(l.d), Note: note}
+	if elapsed > 0 {
+		r.PerSecond = float64(len(l.d)) / elapsed.Seconds()
+	}
+	if n := len(l.d); n > 0 {
+		r.P50 = l.d[n/2]
+		r.P99 = l.d[min(n-1, n*99/100)]
+	}
+	return r
+}
+
+func (b *bench) configMap(prefix string, size int, labels map[string]string) *corev1.ConfigMap {
+	return &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%d", prefix, b.seq.Add(1)), Labels: labels},
+		Data:       map[string]string{"v": strings.Repeat("x", size)},
+	}
+}
+
+// parallel runs fn from n goroutines until the duration passes.
+func (b *bench) parallel(ctx context.Context, n int, fn func(ctx context.Context) error) (time.Duration, error) {
+	ctx, cancel := context.WithTimeout(ctx, b.o.duration)
+	defer cancel()
+	var wg sync.WaitGroup
+	var firstErr atomic.Value
+	start := time.Now()
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				if err := fn(ctx); err != nil && ctx.Err() == nil {
+					firstErr.CompareAndSwap(nil, err)
+					cancel()
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if err, ok := firstErr.Load().(error); ok {
+		return time.Since(start), err
+	}
+	return time.Since(start), nil
+}
+
+func (b *bench) create(ctx context.Context) error {
+	for _, size := range []int{1024, 10 * 1024} {
+		for _, c := range b.o.clients {
+			var lat latencies
+			elapsed, err := b.parallel(ctx, c, func(ctx context.Context) error {
+				cm := b.configMap("create", size, nil)
+				t := time.Now()
+				_, err := b.cs.CoreV1().ConfigMaps(b.ns).Create(ctx, cm, metav1.CreateOptions{})
+				if err == nil {
+					lat.add(time.Since(t))
+				}
+				return err
+			})
+			if err != nil {
+				return err
+			}
+			b.results = append(b.results, lat.result(fmt.Sprintf("create %dKiB clients=%d", size/1024, c), elapsed, ""))
+		}
+	}
+	return nil
+}
+
+func (b *bench) get(ctx context.Context) error {
+	const n = 100
+	names := make([]string, n)
+	for i := range names {
+		cm, err := b.cs.CoreV1().ConfigMaps(b.ns).Create(ctx, b.configMap("get", 1024, nil), metav1.CreateOptions{})
+		if err != nil {
+			return err
+		}
+		names[i] = cm.Name
+	}
+	for _, c := range b.o.clients {
+		var lat latencies
+		elapsed, err := b.parallel(ctx, c, func(ctx context.Context) error {
+			t := time.Now()
+			_, err := b.cs.CoreV1().ConfigMaps(b.ns).Get(ctx, names[rand.IntN(n)], metav1.GetOptions{})
+			if err == nil {
+				lat.add(time.Since(t))
+			}
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		b.results = append(b.results, lat.result(fmt.Sprintf("get clients=%d", c), elapsed, ""))
+	}
+	return nil
+}
+
+// update: every client read-modify-writes one shared object; conflicts
+// are counted and retried, as controllers do.
+func (b *bench) update(ctx context.Context) error {
+	cm, err := b.cs.CoreV1().ConfigMaps(b.ns).Create(ctx, b.configMap("contended", 1024, nil), metav1.CreateOptions{})
+	if err != nil {
+		return err
+	}
+	for _, c := range b.o.clients {
+		var lat latencies
+		var conflicts atomic.Int64
+		elapsed, err := b.parallel(ctx, c, func(ctx context.Context) error {
+			t := time.Now()
+			cur, err := b.cs.CoreV1().ConfigMaps(b.ns).Get(ctx, cm.Name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			cur.Data["n"] = strconv.FormatInt(b.seq.Add(1), 10)
+			_, err = b.cs.CoreV1().ConfigMaps(b.ns).Update(ctx, cur, metav1.UpdateOptions{})
+			if apierrors.IsConflict(err) {
+				conflicts.Add(1)
+				return nil
+			}
+			if err == nil {
+				lat.add(time.Since(t))
+			}
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		b.results = append(b.results, lat.result(fmt.Sprintf("update 1 object clients=%d", c), elapsed,
+			fmt.Sprintf("%d conflicts", conflicts.Load())))
+	}
+	return nil
+}
+
+// list fills a fresh namespace per size, then times whole lists, pages of
+// 500 and a selective list matching 1% of the objects.
+func (b *bench) list(ctx context.Context) error {
+	for _, size := range b.o.objects {
+		ns := fmt.Sprintf("%s-list%d", b.ns, size)
+		if _, err := b.cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+			return err
+		}
+		defer b.cs.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{})
+		var made atomic.Int64
+		var wg sync.WaitGroup
+		errs := make(chan error, 32)
+		fill := time.Now()
+		for w := 0; w < 32; w++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for {
+					i := made.Add(1)
+					if i > int64(size) {
+						return
+					}
+					sel := "no"
+					if i%100 == 0 {
+						sel = "yes"
+					}
+					cm := b.configMap("list", 1024, map[string]string{"selected": sel})
+					if _, err := b.cs.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+						errs <- err
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		select {
+		case err := <-errs:
+			return err
+		default:
+		}
+		b.results = append(b.results, Result{Name: fmt.Sprintf("fill %d objects clients=32", size), Ops: size,
+			PerSecond: float64(size) / time.Since(fill).Seconds()})
+		var whole, pages, page, selective latencies
+		for run := 0; run < 5; run++ {
+			t := time.Now()
+			l, err := b.cs.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{})
+			if err != nil {
+				return err
+			}
+			whole.add(time.Since(t))
+			if len(l.Items) < size {
+				return fmt.Errorf("list returned %d items; want %d", len(l.Items), size)
+			}
+			t = time.Now()
+			cont := ""
+			for {
+				pt := time.Now()
+				l, err := b.cs.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{Limit: 500, Continue: cont})
+				if err != nil {
+					return err
+				}
+				page.add(time.Since(pt))
+				if cont = l.Continue; cont == "" {
+					break
+				}
+			}
+			pages.add(time.Since(t))
+			t = time.Now()
+			if _, err := b.cs.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{LabelSelector: "selected=yes"}); err != nil {
+				return err
+			}
+			selective.add(time.Since(t))
+		}
+		b.results = append(b.results,
+			whole.result(fmt.Sprintf("list %d whole", size), 0, "5 runs"),
+			pages.result(fmt.Sprintf("list %d in pages of 500", size), 0, "5 runs"),
+			page.result(fmt.Sprintf("list %d: one page of 500", size), 0, ""),
+			selective.result(fmt.Sprintf("list %d selective 1%%", size), 0, "labelSelector"))
+	}
+	return nil
+}
+
+// watch opens W watchers on one namespace, then creates objects stamped
+// with their send time; each delivery's latency is receive - send.
+func (b *bench) watch(ctx context.Context) error {
+	for _, n := range b.o.watchers {
+		ns := fmt.Sprintf("%s-watch%d", b.ns, n)
+		if _, err := b.cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+			return err
+		}
+		if err := b.watchOnce(ctx, ns, n); err != nil {
+			return err
+		}
+		_ = b.cs.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{})
+	}
+	return nil
+}
+
+// watchersPerConn spreads watchers over connections so no connection
+// exceeds a server's HTTP/2 stream limit.
+const watchersPerConn = 200
+
+func (b *bench) watchOnce(ctx context.Context, ns string, n int) error {
+	cfg, err := restConfig(b.o)
+	if err != nil {
+		return err
+	}
+	cfg.QPS, cfg.Burst = 1e6, 1e6
+	var clients []*kubernetes.Clientset
+	for i := 0; i < (n+watchersPerConn-1)/watchersPerConn; i++ {
+		c := *cfg
+		// A custom dialer makes client-go build an uncached transport:
+		// one connection per group of watchers.
+		d := &net.Dialer{Timeout: 10 * time.Second}
+		c.Dial = d.DialContext
+		cs, err := kubernetes.NewForConfig(&c)
+		if err != nil {
+			return err
+		}
+		clients = append(clients, cs)
+	}
+	start, err := b.cs.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return err
+	}
+	const events = 50
+	var lat latencies
+	var wg sync.WaitGroup
+	wctx, cancel := context.WithTimeout(ctx, b.o.duration+30*time.Second)
+	defer cancel()
+	ready := make(chan struct{}, n)
+	for i := 0; i < n; i++ {
+		w, err := clients[i/watchersPerConn].CoreV1().ConfigMaps(ns).Watch(wctx, metav1.ListOptions{ResourceVersion: start.ResourceVersion})
+		if err != nil {
+			return fmt.Errorf("open watcher %d: %w", i, err)
+		}
+		ready <- struct{}{}
+		wg.Add(1)
+		go func(w watch.Interface) {
+			defer wg.Done()
+			defer w.Stop()
+			got := 0
+			for ev := range w.ResultChan() {
+				cm, ok := ev.Object.(*corev1.ConfigMap)
+				if !ok || ev.Type != watch.Added {
+					continue
+				}
+				sent, err := strconv.ParseInt(cm.Annotations["bench/sent"], 10, 64)
+				if err != nil {
+					continue // not ours (e.g. the namespace's kube-root-ca.crt)
+				}
+				lat.add(time.Since(time.Unix(0, sent)))
+				if got++; got == events {
+					return
+				}
+			}
+		}(w)
+	}
+	interval := b.o.duration / events
+	if interval > 100*time.Millisecond {
+		interval = 100 * time.Millisecond
+	}
+	for i := 0; i < events; i++ {
+		cm := b.configMap("watched", 256, nil)
+		cm.Annotations = map[string]string{"bench/sent": strconv.FormatInt(time.Now().UnixNano(), 10)}
+		if _, err := b.cs.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+			return err
+		}
+		time.Sleep(interval)
+	}
+	wg.Wait()
+	r := lat.result(fmt.Sprintf("watch delivery watchers=%d", n), 0, fmt.Sprintf("%d events each", events))
+	if r.Ops < n*events {
+		r.Note += fmt.Sprintf("; %d of %d deliveries", r.Ops, n*events)
+	}
+	b.results = append(b.results, r)
+	return nil
+}
+
+// rssSampler samples a process's resident memory every 100ms.
+type rssSampler struct {
+	pid   int
+	mu    sync.Mutex
+	first int64
+	peak  int64
+	done  chan struct{}
+}
+
+func startRSS(pid int) *rssSampler {
+	s := &rssSampler{pid: pid, done: make(chan struct{})}
+	if pid <= 0 {
+		return s
+	}
+	s.first = readRSS(pid)
+	s.peak = s.first
+	go func() {
+		t := time.NewTicker(100 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-s.done:
+				return
+			case <-t.C:
+				if v := readRSS(pid); v > 0 {
+					s.mu.Lock()
+					s.peak = max(s.peak, v)
+					s.mu.Unlock()
+				}
+			}
+		}
+	}()
+	return s
+}
+
+func (s *rssSampler) stop() {
+	select {
+	case <-s.done:
+	default:
+		close(s.done)
+	}
+}
+
+// result reports the idle RSS (first sample) or the peak so far.
+func (s *rssSampler) result(name string) (Result, bool) {
+	if s.pid <= 0 {
+		return Result{}, false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	v := s.first
+	if strings.Contains(name, "peak") {
+		v = s.peak
+	}
+	return Result{Name: name, Note: fmt.Sprintf("%.1f MiB", float64(v)/(1<<20))}, true
+}
+
+func readRSS(pid int) int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(line, "VmRSS:") {
+			f := strings.Fields(line)
+			if len(f) >= 2 {
+				kb, _ := strconv.ParseInt(f[1], 10, 64)
+				return kb * 1024
+			}
+		}
+	}
+	return 0
+}
