@@ -194,8 +194,8 @@ func (m *Main) Run(ctx context.Context) error {
 		// kube-apiserver allows 1000 streams per HTTP/2 connection
 		// (--http2-max-streams-per-connection): informers multiplex many
 		// watches over one connection.
-		HTTP2: &http.HTTP2Config{MaxConcurrentStreams: 1000},
-		ErrorLog:          slog.NewLogLogger(m.log.Handler(), slog.LevelDebug),
+		HTTP2:    &http.HTTP2Config{MaxConcurrentStreams: 1000},
+		ErrorLog: slog.NewLogLogger(m.log.Handler(), slog.LevelDebug),
 	}
 	m.done = make(chan struct{})
 	go func() {
