@@ -90,6 +90,10 @@ func (r *request) continueFor(res kv.ListResult) string {
 // JSON lists are written from the stored bytes without decoding them.
 func (r *request) writeList(out codecs.Output, res kv.ListResult, p *listParams) error {
 	lm := metav1.ListMeta{ResourceVersion: strconv.FormatInt(res.Rev, 10), Continue: r.continueFor(res)}
+	if res.More && p.pred.Empty() {
+		n := res.Remaining
+		lm.RemainingItemCount = &n
+	}
 	resp := r.c.Response()
 	if out.View == codecs.ViewObject && out.MediaType == codecs.JSON && !wantsPretty(r.c) {
 		resp.Header().Set(echo.HeaderContentType, codecs.JSON)

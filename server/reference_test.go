@@ -84,14 +84,6 @@ var refKnownGaps = map[string]string{
 	"errors/wrong-kind":                     "conversion message names (ConfigMap), want the internal type (core.ConfigMap)",
 	"errors/update-invalid-resourceversion": "kube-apiserver answers a non-numeric resourceVersion with 500 \"strconv.ParseUint: …\"; Tabula with 400",
 	// Lists.
-	"lists/limit-page-1":                    "remainingItemCount not set on paginated unfiltered lists",
-	"lists/limit-page-2":                    "remainingItemCount not set on paginated unfiltered lists",
-	"lists/rv-unset-rvm-unset-limit":        "remainingItemCount not set on paginated unfiltered lists",
-	"lists/rv-unset-rvm-unset-continue":     "remainingItemCount not set on paginated unfiltered lists",
-	"lists/rv-value-rvm-unset-limit":        "remainingItemCount not set on paginated unfiltered lists",
-	"lists/rv-value-rvm-exact-limit":        "remainingItemCount not set on paginated unfiltered lists",
-	"lists/rv-value-rvm-notolderthan-limit": "remainingItemCount not set on paginated unfiltered lists",
-	"representations/table-v1-with-limit":   "remainingItemCount not set on paginated unfiltered lists (Table too)",
 	"lists/rv-0-rvm-unset-continue":         "resourceVersion=0 with continue must return all remaining items (limit ignored)",
 	// Writes.
 	"writes/fv-dup-yaml-warn":                  "YAML duplicate-key warning keeps the \"yaml: unmarshal errors:\\n  \" prefix",

@@ -59,7 +59,7 @@ func (s *Store) List(ctx context.Context, opts kv.ListOptions) (kv.ListResult, e
 		if opts.Limit > 0 && opts.Pred.Empty() {
 			want = opts.Limit - len(res.Items) + 1
 		}
-		q, args := s.listQuery(opts, atRev == cur, atRev, afterNS, afterName, started, want)
+		q, args := s.listQuery(opts, atRev == cur, atRev, afterNS, afterName, started, want, false)
 		rows, err := tx.QueryContext(ctx, q, args...)
 		if err != nil {
 			return res, unavailable(err)
@@ -81,6 +81,15 @@ func (s *Store) List(ctx context.Context, opts kv.ListOptions) (kv.ListResult, e
 			if opts.Limit > 0 && len(res.Items) == opts.Limit {
 				res.More = true
 				rows.Close()
+				if opts.Pred.Empty() {
+					// Like kube-apiserver, only unfiltered lists say how
+					// many items remain: an index-only range count.
+					last := res.Items[len(res.Items)-1]
+					q, args := s.listQuery(opts, atRev == cur, atRev, last.Namespace, last.Name, true, 0, true)
+					if err := tx.QueryRowContext(ctx, q, args...).Scan(&res.Remaining); err != nil {
+						return res, unavailable(err)
+					}
+				}
 				return res, nil
 			}
 			res.Items = append(res.Items, r)
@@ -98,18 +107,24 @@ func (s *Store) List(ctx context.Context, opts kv.ListOptions) (kv.ListResult, e
 
 // listQuery builds the page query from constant fragments; every value
 // travels as a bound argument.
-func (s *Store) listQuery(opts kv.ListOptions, latest bool, atRev int64, afterNS, afterName string, started bool, limit int) (string, []any) {
+func (s *Store) listQuery(opts kv.ListOptions, latest bool, atRev int64, afterNS, afterName string, started bool, limit int, count bool) (string, []any) {
 	var b strings.Builder
 	var args []any
+	cols := "l.rev, l.created_rev, l.namespace, l.name, l.labels, l.fields, l.value"
+	if count {
+		cols = "COUNT(*)"
+	}
 	// t is the table whose (resource, namespace, name) drive the order.
 	t := "l"
 	if latest {
 		t = "c"
-		b.WriteString(`SELECT l.rev, l.created_rev, l.namespace, l.name, l.labels, l.fields, l.value
-			FROM tabula_current c JOIN tabula_log l ON l.rev = c.rev WHERE c.resource = ?`)
+		if count {
+			b.WriteString(`SELECT COUNT(*) FROM tabula_current c WHERE c.resource = ?`)
+		} else {
+			b.WriteString(`SELECT ` + cols + ` FROM tabula_current c JOIN tabula_log l ON l.rev = c.rev WHERE c.resource = ?`)
+		}
 	} else {
-		b.WriteString(`SELECT l.rev, l.created_rev, l.namespace, l.name, l.labels, l.fields, l.value
-			FROM tabula_log l WHERE l.resource = ? AND l.rev <= ? AND (l.next_rev IS NULL OR l.next_rev > ?) AND l.op <> 3`)
+		b.WriteString(`SELECT ` + cols + ` FROM tabula_log l WHERE l.resource = ? AND l.rev <= ? AND (l.next_rev IS NULL OR l.next_rev > ?) AND l.op <> 3`)
 	}
 	args = append(args, opts.Resource)
 	if !latest {
@@ -126,8 +141,10 @@ func (s *Store) listQuery(opts kv.ListOptions, latest bool, atRev int64, afterNS
 		b.WriteString(" AND (" + t + ".namespace > ? OR (" + t + ".namespace = ? AND " + t + ".name > ?))")
 		args = append(args, afterNS, afterNS, afterName)
 	}
-	b.WriteString(" ORDER BY " + t + ".namespace, " + t + ".name LIMIT ?")
-	args = append(args, limit)
+	if !count {
+		b.WriteString(" ORDER BY " + t + ".namespace, " + t + ".name LIMIT ?")
+		args = append(args, limit)
+	}
 	return s.q(b.String()), args
 }
 

@@ -86,6 +86,9 @@ type ListResult struct {
 	Rev int64
 	// More reports whether items remain after the last one returned.
 	More bool
+	// Remaining counts the items after this page when More is set and the
+	// list has no selector (kube-apiserver's remainingItemCount).
+	Remaining int64
 }
 
 // WatchOptions says what to watch.

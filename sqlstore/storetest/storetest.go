@@ -189,8 +189,8 @@ func testListPagesOneSnapshot(t *testing.T, s *sqlstore.Store) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := fmt.Sprint(names(p1.Items)), "[a/x a/y a/z b/x]"; got != want || !p1.More {
-		t.Fatalf("page 1 = %s more=%v; want %s more=true", got, p1.More, want)
+	if got, want := fmt.Sprint(names(p1.Items)), "[a/x a/y a/z b/x]"; got != want || !p1.More || p1.Remaining != 2 {
+		t.Fatalf("page 1 = %s more=%v remaining=%d; want %s more=true remaining=2", got, p1.More, p1.Remaining, want)
 	}
 	// Changes after the first page must not show in later pages.
 	last := p1.Items[len(p1.Items)-1]
@@ -204,6 +204,10 @@ func testListPagesOneSnapshot(t *testing.T, s *sqlstore.Store) {
 	p2, err := s.List(ctx(t), kv.ListOptions{Resource: "configmaps", Limit: 4, Rev: p1.Rev, AfterNamespace: last.Namespace, AfterName: last.Name})
 	if err != nil {
 		t.Fatal(err)
+	}
+	p15, err := s.List(ctx(t), kv.ListOptions{Resource: "configmaps", Limit: 1, Rev: p1.Rev, AfterNamespace: last.Namespace, AfterName: last.Name})
+	if err != nil || p15.Remaining != 1 {
+		t.Fatalf("page at the snapshot after b/x: remaining=%d, %v; want 1 (counted at the snapshot, not now)", p15.Remaining, err)
 	}
 	if got, want := fmt.Sprint(names(p2.Items)), "[b/y b/z]"; got != want || p2.More || p2.Rev != p1.Rev {
 		t.Fatalf("page 2 = %s more=%v rev=%d; want %s more=false rev=%d", got, p2.More, p2.Rev, want, p1.Rev)
