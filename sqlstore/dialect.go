@@ -36,6 +36,14 @@ type dialect interface {
 	readTx() *sql.TxOptions
 }
 
+// notifier is the optional power of databases that can wake other
+// replicas' pollers the moment a write commits (PostgreSQL LISTEN/NOTIFY).
+// Without it, other processes see commits at the next poll.
+type notifier interface {
+	notifySQL() string
+	listen(ctx context.Context, db *sql.DB, wake func()) error
+}
+
 func dialectFor(u *url.URL) (dialect, error) {
 	switch u.Scheme {
 	case "sqlite":

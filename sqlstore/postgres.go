@@ -5,7 +5,7 @@ import (
 	"database/sql"
 	"net/url"
 
-	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" driver
+	"github.com/jackc/pgx/v5/stdlib" // also registers the "pgx" driver
 )
 
 // postgresDialect: one pool for reads and writes; PostgreSQL handles
@@ -71,4 +71,34 @@ func (postgresDialect) open(ctx context.Context, u *url.URL) (*sql.DB, *sql.DB, 
 	db.SetMaxOpenConns(32)
 	db.SetMaxIdleConns(16)
 	return db, db, nil
+}
+
+// notifyChannel is the LISTEN/NOTIFY channel that tells other replicas a
+// batch committed.
+const notifyChannel = "tabula_log"
+
+// notifySQL is run inside every writing transaction; PostgreSQL delivers
+// the notification when (and only if) the transaction commits.
+func (postgresDialect) notifySQL() string { return "SELECT pg_notify('" + notifyChannel + "', '')" }
+
+// listen holds one connection in LISTEN and calls wake for every
+// notification until ctx ends or the connection fails.
+func (postgresDialect) listen(ctx context.Context, db *sql.DB, wake func()) error {
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	return conn.Raw(func(dc any) error {
+		pc := dc.(*stdlib.Conn).Conn()
+		if _, err := pc.Exec(ctx, "LISTEN "+notifyChannel); err != nil {
+			return err
+		}
+		for {
+			if _, err := pc.WaitForNotification(ctx); err != nil {
+				return err
+			}
+			wake()
+		}
+	})
 }

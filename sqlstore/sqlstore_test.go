@@ -4,6 +4,7 @@ import (
 	"context"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/tabula-dev/tabula/sqlstore"
 	"github.com/tabula-dev/tabula/sqlstore/dbtest"
@@ -40,4 +41,20 @@ func TestPostgres(t *testing.T) {
 
 func TestMariaDB(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) *sqlstore.Store { return openURL(t, dbtest.MariaDB(t)) })
+}
+
+// Two processes on one database. PostgreSQL's second store polls only
+// every hour, so its watcher can only be woken by LISTEN/NOTIFY.
+func TestTwoStoresPostgres(t *testing.T) {
+	storetest.RunTwoStores(t, func(t *testing.T) string { return dbtest.Postgres(t) }, time.Hour)
+}
+
+func TestTwoStoresMariaDB(t *testing.T) {
+	storetest.RunTwoStores(t, func(t *testing.T) string { return dbtest.MariaDB(t) }, 100*time.Millisecond)
+}
+
+func TestTwoStoresSQLiteFile(t *testing.T) {
+	storetest.RunTwoStores(t, func(t *testing.T) string {
+		return "sqlite://" + filepath.Join(t.TempDir(), "shared.db")
+	}, 100*time.Millisecond)
 }

@@ -105,6 +105,13 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Store, error) {
 		defer s.wg.Done()
 		s.runCommitter()
 	}()
+	if n, ok := d.(notifier); ok {
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			s.hub.runListener(n)
+		}()
+	}
 	if opts.CompactInterval > 0 {
 		s.wg.Add(1)
 		go func() {

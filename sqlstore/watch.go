@@ -54,6 +54,32 @@ func (h *hub) notify() {
 	}
 }
 
+// runListener keeps a LISTEN connection open on databases that notify,
+// reconnecting after failures; notifications wake the poller.
+func (h *hub) runListener(n notifier) {
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		<-h.s.closed
+		cancel()
+	}()
+	backoff := 100 * time.Millisecond
+	for ctx.Err() == nil {
+		err := n.listen(ctx, h.s.read, h.notify)
+		if ctx.Err() != nil {
+			return
+		}
+		h.s.log.Warn("watch listener lost its connection; polling until it is back", "err", err, "retry_in", backoff)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 5*time.Second)
+		// Catch up on anything committed while not listening.
+		h.notify()
+	}
+}
+
 func (h *hub) run() {
 	t := time.NewTicker(h.s.opts.PollInterval)
 	defer t.Stop()

@@ -199,6 +199,11 @@ func (s *Store) runBatch(batch []*writeReq) ([]writeResult, error) {
 	if _, err := tx.ExecContext(ctx, s.q("UPDATE tabula_rev SET rev = ? WHERE id = 1"), rev); err != nil {
 		return nil, unavailable(err)
 	}
+	if n, ok := s.d.(notifier); ok {
+		if _, err := tx.ExecContext(ctx, n.notifySQL()); err != nil {
+			return nil, unavailable(err)
+		}
+	}
 	if err := tx.Commit(); err != nil {
 		return nil, fmt.Errorf("sqlstore: commit: %w", unavailable(err))
 	}
