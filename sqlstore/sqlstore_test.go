@@ -2,6 +2,7 @@ package sqlstore_test
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -33,7 +34,13 @@ func TestSQLiteMemory(t *testing.T) {
 	})
 }
 
-func TestMain(m *testing.M) { dbtest.Main(m) }
+func TestMain(m *testing.M) {
+	if url := os.Getenv(crashWriterEnv); url != "" {
+		runCrashWriter(url)
+		return
+	}
+	dbtest.Main(m)
+}
 
 func TestPostgres(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) *sqlstore.Store { return openURL(t, dbtest.Postgres(t)) })
