@@ -7,8 +7,11 @@ import (
 	"log/slog"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
+
+	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/tabula-dev/tabula/sqlstore"
 	"github.com/tabula-dev/tabula/sqlstore/dbtest"
@@ -56,5 +59,58 @@ func BenchmarkCreate(b *testing.B) {
 				b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "creates/s")
 			})
 		}
+	}
+}
+
+// BenchmarkList measures lists over 20,000 1 KiB objects: the whole
+// collection, one page of 500, and a label selector matching 1%.
+func BenchmarkList(b *testing.B) {
+	const n = 20000
+	s, err := sqlstore.Open(context.Background(), "sqlite://"+filepath.Join(b.TempDir(), "list.db"),
+		sqlstore.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	value := []byte(`{"data":{"k":"` + strings.Repeat("x", 1000) + `"}}`)
+	var wg sync.WaitGroup
+	for w := 0; w < 32; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			for i := w; i < n; i += 32 {
+				sel := "no"
+				if i%100 == 0 {
+					sel = "yes"
+				}
+				if _, err := s.Create(context.Background(), kv.Key{Resource: "configmaps", Namespace: "b", Name: fmt.Sprintf("o%05d", i)},
+					func(int64) (kv.Entry, error) {
+						return kv.Entry{Value: value, Labels: map[string]string{"selected": sel}}, nil
+					}); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		}(w)
+	}
+	wg.Wait()
+	sel, _ := labels.Parse("selected=yes")
+	for _, c := range []struct {
+		name string
+		opts kv.ListOptions
+		want int
+	}{
+		{"whole", kv.ListOptions{Resource: "configmaps", Namespace: "b"}, n},
+		{"page500", kv.ListOptions{Resource: "configmaps", Namespace: "b", Limit: 500}, 500},
+		{"selective1pct", kv.ListOptions{Resource: "configmaps", Namespace: "b", Pred: kv.Predicate{Label: sel}}, n / 100},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				res, err := s.List(context.Background(), c.opts)
+				if err != nil || len(res.Items) != c.want {
+					b.Fatalf("list: %d items, %v; want %d", len(res.Items), err, c.want)
+				}
+			}
+		})
 	}
 }

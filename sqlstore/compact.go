@@ -146,8 +146,19 @@ func (s *Store) compactBatch(ctx context.Context, rev int64) (int, error) {
 	if len(revs) == 0 {
 		return 0, nil
 	}
-	q := "DELETE FROM tabula_log WHERE rev IN (" + strings.TrimSuffix(strings.Repeat("?,", len(revs)), ",") + ")"
-	if _, err := s.write.ExecContext(ctx, s.q(q), revs...); err != nil {
+	in := "(" + strings.TrimSuffix(strings.Repeat("?,", len(revs)), ",") + ")"
+	tx, err := s.write.BeginTx(ctx, nil)
+	if err != nil {
+		return 0, unavailable(err)
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, s.q("DELETE FROM tabula_index WHERE rev IN "+in), revs...); err != nil {
+		return 0, unavailable(err)
+	}
+	if _, err := tx.ExecContext(ctx, s.q("DELETE FROM tabula_log WHERE rev IN "+in), revs...); err != nil {
+		return 0, unavailable(err)
+	}
+	if err := tx.Commit(); err != nil {
 		return 0, unavailable(err)
 	}
 	return len(revs), nil

@@ -141,6 +141,11 @@ func (s *Store) listQuery(opts kv.ListOptions, latest bool, atRev int64, afterNS
 		b.WriteString(" AND (" + t + ".namespace > ? OR (" + t + ".namespace = ? AND " + t + ".name > ?))")
 		args = append(args, afterNS, afterNS, afterName)
 	}
+	if !count && !opts.Pred.Empty() {
+		cond, cargs := predicateSQL(opts.Pred, t+".rev")
+		b.WriteString(cond)
+		args = append(args, cargs...)
+	}
 	if !count {
 		b.WriteString(" ORDER BY " + t + ".namespace, " + t + ".name LIMIT ?")
 		args = append(args, limit)

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/tabula-dev/tabula/sqlstore/kv"
@@ -297,6 +298,19 @@ func (s *Store) appendRow(ctx context.Context, tx *sql.Tx, key kv.Key, rev int64
 		(rev, resource, namespace, name, op, created_rev, prev_rev, next_rev, labels, fields, expires_at, value)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
 		rev, key.Resource, key.Namespace, key.Name, op, created, prev, next, string(labels), string(fields), expiry(e), e.Value)
+	if err != nil || op == opDelete {
+		return err
+	}
+	rows := indexRows(e)
+	if len(rows) == 0 {
+		return nil
+	}
+	args := make([]any, 0, 3*len(rows))
+	for _, r := range rows {
+		args = append(args, rev, r[0], r[1])
+	}
+	_, err = tx.ExecContext(ctx, s.q("INSERT INTO tabula_index (rev, name, value) VALUES "+
+		strings.TrimSuffix(strings.Repeat("(?, ?, ?),", len(rows)), ",")), args...)
 	return err
 }
 

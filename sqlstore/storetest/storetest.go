@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -31,6 +32,7 @@ func Run(t *testing.T, open Factory) {
 		{"ListPagesOneSnapshot", testListPagesOneSnapshot},
 		{"ListSelectors", testListSelectors},
 		{"ListFutureRev", testListFutureRev},
+		{"ListFieldSelectors", testListFieldSelectors},
 		{"WatchReplayThenLive", testWatchReplayThenLive},
 		{"WatchSelectorTransitions", testWatchSelectorTransitions},
 		{"ConcurrentCreatesOneWins", testConcurrentCreatesOneWins},
@@ -236,6 +238,9 @@ func testListSelectors(t *testing.T, s *sqlstore.Store) {
 		{sel: "app!=web", want: "[ns1/o1 ns1/o3]"},
 		{sel: "app in (db,web),tier", want: "[ns1/o2]"},
 		{sel: "!app", want: "[ns1/o3]"},
+		{sel: "app notin (web)", want: "[ns1/o1 ns1/o3]"},
+		{sel: "tier", want: "[ns1/o2]"},
+		{sel: "app=nope", want: "[]"},
 		{sel: "app=web", limit: 1, want: "[ns1/o0]", more: true},
 		{field: "metadata.name=o1", want: "[ns1/o1]"},
 		{field: "metadata.name!=o1", sel: "app", want: "[ns1/o0 ns1/o2]"},
@@ -533,5 +538,44 @@ func testExpired(t *testing.T, s *sqlstore.Store) {
 	}
 	if got, _ := s.Expired(ctx(t), "configmaps", future.Add(time.Second), 10); len(got) != 2 {
 		t.Fatalf("Expired an hour later = %v; want old and new", names(got))
+	}
+}
+
+// testListFieldSelectors: field selectors on indexed fields, including
+// values longer than the index keeps, give exactly the matching objects.
+func testListFieldSelectors(t *testing.T, s *sqlstore.Store) {
+	long := strings.Repeat("x", 300)
+	values := map[string]string{"a": "Opaque", "b": "kubernetes.io/tls", "c": long + "1", "d": long + "2"}
+	for name, v := range values {
+		v := v
+		name := name
+		if _, err := s.Create(ctx(t), key(name), func(rev int64) (kv.Entry, error) {
+			e, _ := enc(name, nil)(rev)
+			e.Fields["type"] = v
+			return e, nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cases := []struct{ sel, want string }{
+		{"type=Opaque", "[ns1/a]"},
+		{"type!=Opaque", "[ns1/b ns1/c ns1/d]"},
+		{"type=" + long + "1", "[ns1/c]"},
+		{"type!=" + long + "1", "[ns1/a ns1/b ns1/d]"},
+		{"type=kubernetes.io/tls,metadata.name=b", "[ns1/b]"},
+		{"metadata.namespace=ns1,metadata.name!=a,type!=kubernetes.io/tls", "[ns1/c ns1/d]"},
+	}
+	for _, c := range cases {
+		f, err := fields.ParseSelector(c.sel)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := s.List(ctx(t), kv.ListOptions{Resource: "configmaps", Pred: kv.Predicate{Field: f}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := fmt.Sprint(names(res.Items)); got != c.want {
+			t.Errorf("fieldSelector %.40q = %s; want %s", c.sel, got, c.want)
+		}
 	}
 }

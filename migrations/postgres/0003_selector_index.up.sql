@@ -1,0 +1,18 @@
+-- Labels and selectable fields of every stored version, one row each, so
+-- label and field selectors run as index lookups in SQL. Names are
+-- "l:<label key>" or "f:<field path>"; values longer than 255 characters
+-- are stored truncated to 255 (queries compare truncated values and the
+-- server confirms every match).
+CREATE TABLE tabula_index (
+  rev BIGINT NOT NULL,
+  name TEXT COLLATE "C" NOT NULL,
+  value TEXT COLLATE "C" NOT NULL,
+  PRIMARY KEY (rev, name)
+);
+CREATE INDEX tabula_index_lookup ON tabula_index (name, value, rev);
+-- Lets a selective latest list go from matching revisions to live rows.
+CREATE INDEX tabula_current_rev ON tabula_current (rev);
+INSERT INTO tabula_index (rev, name, value)
+  SELECT l.rev, 'l:' || j.key, left(j.value, 255) FROM tabula_log l, jsonb_each_text(l.labels::jsonb) j WHERE l.op <> 3;
+INSERT INTO tabula_index (rev, name, value)
+  SELECT l.rev, 'f:' || j.key, left(j.value, 255) FROM tabula_log l, jsonb_each_text(l.fields::jsonb) j WHERE l.op <> 3;
