@@ -12,7 +12,7 @@ CREATE TABLE IF NOT EXISTS tabula_index (
   KEY tabula_index_lookup (name, value, rev)
 ) ENGINE=InnoDB;
 -- Lets a selective latest list go from matching revisions to live rows.
-CREATE INDEX tabula_current_rev ON tabula_current (rev);
+CREATE INDEX IF NOT EXISTS tabula_current_rev ON tabula_current (rev);
 REPLACE INTO tabula_index (rev, name, value)
   SELECT l.rev, CONCAT('l:', j.k), LEFT(JSON_UNQUOTE(JSON_EXTRACT(l.labels, CONCAT('$."', j.k, '"'))), 255)
   FROM tabula_log l, JSON_TABLE(JSON_KEYS(l.labels), '$[*]' COLUMNS (k VARCHAR(320) PATH '$')) j WHERE l.op <> 3;

@@ -11,7 +11,7 @@ CREATE TABLE tabula_index (
 );
 CREATE INDEX tabula_index_lookup ON tabula_index (name, value, rev);
 -- Lets a selective latest list go from matching revisions to live rows.
-CREATE INDEX tabula_current_rev ON tabula_current (rev);
+CREATE INDEX IF NOT EXISTS tabula_current_rev ON tabula_current (rev);
 INSERT INTO tabula_index (rev, name, value)
   SELECT l.rev, 'l:' || j.key, left(j.value, 255) FROM tabula_log l, jsonb_each_text(l.labels::jsonb) j WHERE l.op <> 3;
 INSERT INTO tabula_index (rev, name, value)
