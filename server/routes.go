@@ -28,6 +28,7 @@ func (s *Server) routes() *echo.Echo {
 			return isTrue(c.QueryParam("watch")) || strings.Contains(c.Request().URL.Path, "/watch/")
 		},
 	}))
+	e.Use(exactWriteCounts)
 	if s.cfg.Authenticator != nil {
 		e.Use(auth.Middleware(s.cfg.Authenticator, nil, publicPath))
 	} else {
@@ -231,3 +232,32 @@ func isTrue(v string) bool {
 	}
 	return false
 }
+
+// exactWriteCounts guards against a flaw in Echo's gzip writer: the write
+// that crosses its minimum length reports the whole buffered length, more
+// than it was given, and io.Copy (http.ServeContent, the OpenAPI handler)
+// then stops with a short write, truncating the response.
+func exactWriteCounts(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		c.Response().Writer = &exactWriter{ResponseWriter: c.Response().Writer}
+		return next(c)
+	}
+}
+
+type exactWriter struct{ http.ResponseWriter }
+
+func (w *exactWriter) Write(b []byte) (int, error) {
+	n, err := w.ResponseWriter.Write(b)
+	if err == nil && n > len(b) {
+		n = len(b)
+	}
+	return n, err
+}
+
+func (w *exactWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (w *exactWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }

@@ -40,7 +40,10 @@ func (s *Store) runCompactor() {
 		case <-t.C:
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		// Closing the store cancels a run in progress.
+		stop := context.AfterFunc(s.closedCtx, cancel)
 		err := s.compactOnce(ctx, time.Now())
+		stop()
 		cancel()
 		s.compact.mu.Lock()
 		s.compact.status.LastError = err

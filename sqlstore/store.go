@@ -44,8 +44,11 @@ type Store struct {
 	// committerDone closes when the group commit loop has exited.
 	committerDone chan struct{}
 	closed        chan struct{}
-	wg            sync.WaitGroup
-	once          sync.Once
+	// closedCtx is cancelled when the store closes, for background work.
+	closedCtx   context.Context
+	cancelClose context.CancelFunc
+	wg          sync.WaitGroup
+	once        sync.Once
 }
 
 // Open connects to the database named by rawURL (sqlite:///path/file.db,
@@ -80,6 +83,7 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("sqlstore: open %s: %w", d.name(), err)
 	}
 	s := &Store{d: d, read: r, write: w, opts: opts, log: opts.Logger, closed: make(chan struct{}), writes: make(chan *writeReq, maxBatch), committerDone: make(chan struct{})}
+	s.closedCtx, s.cancelClose = context.WithCancel(context.Background())
 	if err := s.ping(ctx); err != nil {
 		s.closeDBs()
 		return nil, err
@@ -142,7 +146,10 @@ func (s *Store) Ready(ctx context.Context) error {
 
 // Close stops the poller, ends every watch and closes the database.
 func (s *Store) Close() error {
-	s.once.Do(func() { close(s.closed) })
+	s.once.Do(func() {
+		close(s.closed)
+		s.cancelClose()
+	})
 	s.wg.Wait()
 	return s.closeDBs()
 }
