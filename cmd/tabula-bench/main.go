@@ -51,7 +51,7 @@ func main() {
 	var o options
 	var workloads, clients, objects, watchers string
 	flag.StringVar(&o.kubeconfig, "kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig of the server to measure")
-	flag.StringVar(&workloads, "workloads", "create,get,update,list,watch", "comma-separated: create, get, update, list, watch")
+	flag.StringVar(&workloads, "workloads", "create,get,update,list,watch", "comma-separated: create, get, update, list, watch, churn")
 	flag.DurationVar(&o.duration, "duration", 10*time.Second, "how long each timed workload runs")
 	flag.StringVar(&clients, "clients", "1,32", "concurrent clients for create/get/update")
 	flag.StringVar(&objects, "objects", "10000", "collection sizes for the list workloads (e.g. 10000,100000)")
@@ -142,6 +142,8 @@ func run(ctx context.Context, o options) ([]Result, error) {
 			err = b.list(ctx)
 		case "watch":
 			err = b.watch(ctx)
+		case "churn":
+			err = b.churn(ctx)
 		case "":
 		default:
 			err = fmt.Errorf("unknown workload %q", w)

@@ -438,3 +438,35 @@ func readRSS(pid int) int64 {
 	}
 	return 0
 }
+
+// churn turns objects over for the whole duration — each operation
+// creates an object, updates it twice and deletes it — the load under
+// which a store's history and files must stay bounded.
+func (b *bench) churn(ctx context.Context) error {
+	for _, c := range b.o.clients {
+		var lat latencies
+		elapsed, err := b.parallel(ctx, c, func(ctx context.Context) error {
+			t := time.Now()
+			cm, err := b.cs.CoreV1().ConfigMaps(b.ns).Create(ctx, b.configMap("churn", 1024, nil), metav1.CreateOptions{})
+			if err != nil {
+				return err
+			}
+			for i := 0; i < 2; i++ {
+				cm.Data["v"] = strings.Repeat(strconv.Itoa(i), 1024)
+				if cm, err = b.cs.CoreV1().ConfigMaps(b.ns).Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
+					return err
+				}
+			}
+			if err := b.cs.CoreV1().ConfigMaps(b.ns).Delete(ctx, cm.Name, metav1.DeleteOptions{}); err != nil {
+				return err
+			}
+			lat.add(time.Since(t))
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		b.results = append(b.results, lat.result(fmt.Sprintf("churn clients=%d", c), elapsed, "create+2 updates+delete per op"))
+	}
+	return nil
+}

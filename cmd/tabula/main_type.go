@@ -53,6 +53,10 @@ type Config struct {
 	TLSSANs       []string
 	TokenAuthFile string
 	EventTTL      time.Duration
+	// CompactionWindow is how much history is kept for watches and
+	// paginated lists; CompactionInterval how often the compactor runs.
+	CompactionWindow   time.Duration
+	CompactionInterval time.Duration
 	// Kubeconfig is where the admin kubeconfig is written (default
 	// <data-dir>/kubeconfig).
 	Kubeconfig string
@@ -78,10 +82,12 @@ type Main struct {
 // NewMain returns a Main with the defaults.
 func NewMain() *Main {
 	return &Main{Config: Config{
-		Listen:   "127.0.0.1:6443",
-		DataDir:  "tabula-data",
-		EventTTL: time.Hour,
-		LogLevel: "info",
+		Listen:             "127.0.0.1:6443",
+		DataDir:            "tabula-data",
+		EventTTL:           time.Hour,
+		CompactionWindow:   5 * time.Minute,
+		CompactionInterval: time.Minute,
+		LogLevel:           "info",
 	}}
 }
 
@@ -102,6 +108,8 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.Var(sans, "tls-san", "extra DNS name or IP for the serving certificate (repeatable)")
 	fs.StringVar(&c.TokenAuthFile, "token-auth-file", "", "static bearer tokens, in kube-apiserver's CSV format")
 	fs.DurationVar(&c.EventTTL, "event-ttl", c.EventTTL, "how long core Events are kept")
+	fs.DurationVar(&c.CompactionWindow, "compaction-window", c.CompactionWindow, "how much history to keep for watches and paginated lists")
+	fs.DurationVar(&c.CompactionInterval, "compaction-interval", c.CompactionInterval, "how often to compact history")
 	fs.StringVar(&c.Kubeconfig, "kubeconfig", "", "where to write the admin kubeconfig (default <data-dir>/kubeconfig)")
 	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "debug, info, warn or error")
 	var envErr error
@@ -149,7 +157,8 @@ func (m *Main) Run(ctx context.Context) error {
 		}
 		db = "sqlite://" + abs
 	}
-	m.store, err = sqlstore.Open(ctx, db, sqlstore.Options{Logger: m.log})
+	m.store, err = sqlstore.Open(ctx, db, sqlstore.Options{Logger: m.log,
+		CompactWindow: c.CompactionWindow, CompactInterval: c.CompactionInterval})
 	if err != nil {
 		return err
 	}
