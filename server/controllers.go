@@ -120,18 +120,38 @@ func (s *Server) namespaceController(ctx context.Context) error {
 	}
 }
 
-func (s *Server) finalizeTerminating(ctx context.Context) error {
+// storedNamespace is a namespace with the revision it was read at.
+type storedNamespace struct {
+	*corev1.Namespace
+	rev int64
+}
+
+// namespaces reads every namespace.
+func (s *Server) namespaces(ctx context.Context) ([]storedNamespace, error) {
 	nsReq := s.internal(ctx, "", "namespaces", "")
 	res, err := s.store.List(ctx, kv.ListOptions{Resource: "namespaces"})
 	if err != nil {
-		return err
+		return nil, err
 	}
+	out := make([]storedNamespace, 0, len(res.Items))
 	for _, rec := range res.Items {
 		obj, err := nsReq.decodeStored(rec)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		ns := obj.(*corev1.Namespace)
+		out = append(out, storedNamespace{obj.(*corev1.Namespace), rec.Rev})
+	}
+	return out, nil
+}
+
+func (s *Server) finalizeTerminating(ctx context.Context) error {
+	nsReq := s.internal(ctx, "", "namespaces", "")
+	all, err := s.namespaces(ctx)
+	if err != nil {
+		return err
+	}
+	for _, sn := range all {
+		ns := sn.Namespace
 		if ns.DeletionTimestamp == nil {
 			continue
 		}
@@ -142,7 +162,7 @@ func (s *Server) finalizeTerminating(ctx context.Context) error {
 		if !empty || !onlyKubernetesFinalizer(ns) {
 			continue
 		}
-		_, err = s.store.Delete(ctx, kv.Key{Resource: "namespaces", Name: ns.Name}, rec.Rev, nsReq.encoder(ns, nil))
+		_, err = s.store.Delete(ctx, kv.Key{Resource: "namespaces", Name: ns.Name}, sn.rev, nsReq.encoder(ns, nil))
 		if err != nil && !errors.Is(err, kv.ErrConflict) && !errors.Is(err, kv.ErrNotFound) {
 			return err
 		}
@@ -238,17 +258,12 @@ func (s *Server) defaultsController(ctx context.Context) error {
 }
 
 func (s *Server) ensureDefaults(ctx context.Context) error {
-	nsReq := s.internal(ctx, "", "namespaces", "")
-	res, err := s.store.List(ctx, kv.ListOptions{Resource: "namespaces"})
+	all, err := s.namespaces(ctx)
 	if err != nil {
 		return err
 	}
-	for _, rec := range res.Items {
-		obj, err := nsReq.decodeStored(rec)
-		if err != nil {
-			return err
-		}
-		ns := obj.(*corev1.Namespace)
+	for _, sn := range all {
+		ns := sn.Namespace
 		if ns.DeletionTimestamp != nil {
 			continue
 		}

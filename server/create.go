@@ -16,26 +16,34 @@ func (r *request) create() error {
 	if r.ri.Subresource != "" {
 		return methodNotAllowed()
 	}
-	fv, dryRun, err := r.writeOptions()
-	if err != nil {
-		return err
-	}
-	mediaType, ok := codecs.BodyType(r.c.Request().Header.Get("Content-Type"))
-	if !ok || !isObjectMediaType(mediaType) {
-		return requireBody(mediaType, false)
-	}
-	if _, err := r.negotiate(false); err != nil {
-		return err
-	}
-	body, err := r.readBody()
-	if err != nil {
-		return err
-	}
-	obj, err := r.decodeBody(body, mediaType, fv)
+	obj, dryRun, err := r.readObject()
 	if err != nil {
 		return err
 	}
 	return r.createObject(obj, dryRun)
+}
+
+// readObject reads the object a POST or PUT carries: write options, a
+// body in JSON, YAML or Protobuf (415 otherwise), an acceptable answer
+// format (406 otherwise), and fieldValidation applied to the decoding.
+func (r *request) readObject() (obj runtime.Object, dryRun bool, err error) {
+	fv, dryRun, err := r.writeOptions()
+	if err != nil {
+		return nil, false, err
+	}
+	mediaType, ok := codecs.BodyType(r.c.Request().Header.Get("Content-Type"))
+	if !ok || !isObjectMediaType(mediaType) {
+		return nil, false, requireBody(mediaType, false)
+	}
+	if _, err := r.negotiate(false); err != nil {
+		return nil, false, err
+	}
+	body, err := r.readBody()
+	if err != nil {
+		return nil, false, err
+	}
+	obj, err = r.decodeBody(body, mediaType, fv)
+	return obj, dryRun, err
 }
 
 func isObjectMediaType(mt string) bool {

@@ -71,8 +71,8 @@ type refCase struct {
 // kube-apiserver, with the reason.
 var refKnownGaps = map[string]string{
 	// Plain-text answers: Echo's c.String says charset=UTF-8.
-	"health/readyz-etcd":                    "no check named etcd (Tabula's is database): 404 instead of ok; also charset=UTF-8",
-	"discovery/openapi-v3-index":            "kube-apiserver serves the /openapi/v3 index as text/plain; charset=utf-8, Tabula as application/json",
+	"health/readyz-etcd":         "no check named etcd (Tabula's is database): 404 instead of ok; also charset=UTF-8",
+	"discovery/openapi-v3-index": "kube-apiserver serves the /openapi/v3 index as text/plain; charset=utf-8, Tabula as application/json",
 	// Negotiation.
 	"errors/not-acceptable-table-bad-version":          "406 message for an unservable as=Table entry is \"only the following media types are accepted: …\"",
 	"representations/table-without-group-version":      "406 message for an unservable as=Table entry is \"only the following media types are accepted: …\"",
@@ -84,18 +84,18 @@ var refKnownGaps = map[string]string{
 	"errors/wrong-kind":                     "conversion message names (ConfigMap), want the internal type (core.ConfigMap)",
 	"errors/update-invalid-resourceversion": "kube-apiserver answers a non-numeric resourceVersion with 500 \"strconv.ParseUint: …\"; Tabula with 400",
 	// Lists.
-	"lists/rv-0-rvm-unset-continue":         "resourceVersion=0 with continue must return all remaining items (limit ignored)",
+	"lists/rv-0-rvm-unset-continue": "resourceVersion=0 with continue must return all remaining items (limit ignored)",
 	// Writes.
-	"writes/fv-dup-yaml-warn":                  "YAML duplicate-key warning keeps the \"yaml: unmarshal errors:\\n  \" prefix",
-	"writes/fv-unknown-merge-patch-strict":     "Strict problems after a patch are 400 BadRequest; kube-apiserver: 422 Invalid on field patch (message also embeds managedFields)",
-	"writes/fv-unknown-json-patch-strict":      "Strict problems after a patch are 400 BadRequest; kube-apiserver: 422 Invalid on field patch (message also embeds managedFields)",
-	"writes/fv-unknown-smp-strict":             "Strict problems after a patch are 400 BadRequest; kube-apiserver: 422 Invalid on field patch",
-	"writes/fv-dup-merge-patch-strict":         "duplicate keys in a merge patch body are not detected with fieldValidation=Strict (200, want 422)",
-	"writes/jsonpatch-not-array":               "decode message names []map[string]json.RawMessage, want []handlers.jsonPatchOp",
-	"writes/jsonpatch-remove-missing":          "422 message should be the generic \"the server rejected our request due to an error in our request\"",
-	"writes/jsonpatch-test-fails":              "422 message should be the generic \"the server rejected our request due to an error in our request\"",
-	"writes/jsonpatch-test-resourceversion":    "422 message should be the generic \"the server rejected our request due to an error in our request\"",
-	"writes/smp-configmap-bad-directive":       "unknown $patch directive: kube-apiserver answers 500, Tabula 422",
+	"writes/fv-dup-yaml-warn":               "YAML duplicate-key warning keeps the \"yaml: unmarshal errors:\\n  \" prefix",
+	"writes/fv-unknown-merge-patch-strict":  "Strict problems after a patch are 400 BadRequest; kube-apiserver: 422 Invalid on field patch (message also embeds managedFields)",
+	"writes/fv-unknown-json-patch-strict":   "Strict problems after a patch are 400 BadRequest; kube-apiserver: 422 Invalid on field patch (message also embeds managedFields)",
+	"writes/fv-unknown-smp-strict":          "Strict problems after a patch are 400 BadRequest; kube-apiserver: 422 Invalid on field patch",
+	"writes/fv-dup-merge-patch-strict":      "duplicate keys in a merge patch body are not detected with fieldValidation=Strict (200, want 422)",
+	"writes/jsonpatch-not-array":            "decode message names []map[string]json.RawMessage, want []handlers.jsonPatchOp",
+	"writes/jsonpatch-remove-missing":       "422 message should be the generic \"the server rejected our request due to an error in our request\"",
+	"writes/jsonpatch-test-fails":           "422 message should be the generic \"the server rejected our request due to an error in our request\"",
+	"writes/jsonpatch-test-resourceversion": "422 message should be the generic \"the server rejected our request due to an error in our request\"",
+	"writes/smp-configmap-bad-directive":    "unknown $patch directive: kube-apiserver answers 500, Tabula 422",
 	// Discovery.
 	"discovery/aggregated-api":               "subresources not sorted (namespaces: status before finalize); serviceaccounts/token missing (no TokenRequest yet)",
 	"discovery/aggregated-apis-v2beta1":      "apidiscovery v2beta1 is still served; kube-apiserver 1.35 answers 406",

@@ -10,7 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 
-	"github.com/tabula-dev/tabula/codecs"
 	"github.com/tabula-dev/tabula/sqlstore/kv"
 )
 
@@ -20,22 +19,7 @@ const maxUpdateRetries = 10
 
 // update handles PUT of one object (or its status).
 func (r *request) update() error {
-	fv, dryRun, err := r.writeOptions()
-	if err != nil {
-		return err
-	}
-	mediaType, ok := codecs.BodyType(r.c.Request().Header.Get("Content-Type"))
-	if !ok || !isObjectMediaType(mediaType) {
-		return requireBody(mediaType, false)
-	}
-	if _, err := r.negotiate(false); err != nil {
-		return err
-	}
-	body, err := r.readBody()
-	if err != nil {
-		return err
-	}
-	obj, err := r.decodeBody(body, mediaType, fv)
+	obj, dryRun, err := r.readObject()
 	if err != nil {
 		return err
 	}
