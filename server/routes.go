@@ -1,9 +1,11 @@
 package server
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
@@ -117,7 +119,17 @@ func (s *Server) serveResource(c echo.Context, group, version, rest string) erro
 	if err := s.authorize(c, ri, verb); err != nil {
 		return err
 	}
-	r := &request{s: s, ctx: c.Request().Context(), c: c, ri: ri, t: t, verb: verb}
+	ctx := c.Request().Context()
+	if verb != "watch" {
+		d, err := requestTimeout(c.QueryParam("timeout"), s.cfg.RequestTimeout)
+		if err != nil {
+			return err
+		}
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, d)
+		defer cancel()
+	}
+	r := &request{s: s, ctx: ctx, c: c, ri: ri, t: t, verb: verb}
 	switch verb {
 	case "get":
 		return r.get()
@@ -261,3 +273,20 @@ func (w *exactWriter) Flush() {
 }
 
 func (w *exactWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// requestTimeout reads the timeout query parameter of non-long-running
+// requests as kube-apiserver does: unparsable is 400, zero or absent means
+// the server's limit, and nothing may exceed that limit.
+func requestTimeout(v string, limit time.Duration) (time.Duration, error) {
+	if v == "" {
+		return limit, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		return 0, apierrors.NewBadRequest(fmt.Sprintf("invalid timeout specified in the request URL: %v", err))
+	}
+	if d <= 0 || d > limit {
+		return limit, nil
+	}
+	return d, nil
+}

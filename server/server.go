@@ -34,6 +34,9 @@ type Config struct {
 	// MinRequestTimeout bounds watches that name no timeoutSeconds: each
 	// gets a random duration in [1, 2) times this (default 30 minutes).
 	MinRequestTimeout time.Duration
+	// RequestTimeout bounds non-long-running requests (default 60s, like
+	// kube-apiserver's --request-timeout); clients may ask for less.
+	RequestTimeout time.Duration
 	// EventTTL is how long core Events live (default 1 hour).
 	EventTTL time.Duration
 	// CABundle is published in every namespace's kube-root-ca.crt.
@@ -64,6 +67,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.MaxBodyBytes == 0 {
 		cfg.MaxBodyBytes = 3 << 20
+	}
+	if cfg.RequestTimeout == 0 {
+		cfg.RequestTimeout = time.Minute
 	}
 	if cfg.EventTTL == 0 {
 		cfg.EventTTL = time.Hour

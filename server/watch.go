@@ -126,6 +126,13 @@ func (r *request) watch() error {
 		case <-r.s.shutdown:
 			return nil
 		case <-timer.C:
+			// Like kube-apiserver, a watch that allows bookmarks gets one
+			// as it closes, so the client resumes from the newest revision.
+			if p.bookmarks {
+				if err := enc.bookmark(lastRev, false); err == nil {
+					enc.flush()
+				}
+			}
 			return nil
 		case <-tick:
 			if err := enc.bookmark(lastRev, false); err != nil {

@@ -53,6 +53,8 @@ type Config struct {
 	TLSSANs       []string
 	TokenAuthFile string
 	EventTTL      time.Duration
+	// RequestTimeout bounds non-long-running requests.
+	RequestTimeout time.Duration
 	// CompactionWindow is how much history is kept for watches and
 	// paginated lists; CompactionInterval how often the compactor runs.
 	CompactionWindow   time.Duration
@@ -85,6 +87,7 @@ func NewMain() *Main {
 		Listen:             "127.0.0.1:6443",
 		DataDir:            "tabula-data",
 		EventTTL:           time.Hour,
+		RequestTimeout:     time.Minute,
 		CompactionWindow:   5 * time.Minute,
 		CompactionInterval: time.Minute,
 		LogLevel:           "info",
@@ -108,6 +111,7 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.Var(sans, "tls-san", "extra DNS name or IP for the serving certificate (repeatable)")
 	fs.StringVar(&c.TokenAuthFile, "token-auth-file", "", "static bearer tokens, in kube-apiserver's CSV format")
 	fs.DurationVar(&c.EventTTL, "event-ttl", c.EventTTL, "how long core Events are kept")
+	fs.DurationVar(&c.RequestTimeout, "request-timeout", c.RequestTimeout, "the longest a non-watch request may run (clients' ?timeout= may ask for less)")
 	fs.DurationVar(&c.CompactionWindow, "compaction-window", c.CompactionWindow, "how much history to keep for watches and paginated lists")
 	fs.DurationVar(&c.CompactionInterval, "compaction-interval", c.CompactionInterval, "how often to compact history")
 	fs.StringVar(&c.Kubeconfig, "kubeconfig", "", "where to write the admin kubeconfig (default <data-dir>/kubeconfig)")
@@ -176,7 +180,7 @@ func (m *Main) Run(ctx context.Context) error {
 	}
 	m.srv, err = server.New(server.Config{
 		Store: m.store, Registry: reg, Authenticator: authn, Version: v, OpenAPI: oa.Handler(),
-		Logger: m.log, EventTTL: c.EventTTL, CABundle: pki.CAPEM,
+		Logger: m.log, EventTTL: c.EventTTL, RequestTimeout: c.RequestTimeout, CABundle: pki.CAPEM,
 	})
 	if err != nil {
 		m.store.Close()
