@@ -157,6 +157,7 @@ func (r *request) validate(obj, old runtime.Object) error {
 		}
 		oom := objectMetaOf(oacc)
 		errs = append(errs, apivalidation.ValidateObjectMetaUpdate(&om, &oom, field.NewPath("metadata"))...)
+		errs = append(errs, noNewFinalizersWhileDeleting(&om, &oom)...)
 		errs = append(errs, apivalidation.ValidateObjectMeta(&om, r.t.Namespaced, nameFn, field.NewPath("metadata"))...)
 	}
 	if r.t.Validate != nil {
@@ -291,4 +292,27 @@ func (r *request) namespaceAllowsCreate(name string) error {
 		return st
 	}
 	return nil
+}
+
+// noNewFinalizersWhileDeleting refuses finalizers added to an object that
+// is being deleted, as kube-apiserver does.
+func noNewFinalizersWhileDeleting(obj, old *metav1.ObjectMeta) field.ErrorList {
+	if old.DeletionTimestamp == nil {
+		return nil
+	}
+	had := map[string]bool{}
+	for _, f := range old.Finalizers {
+		had[f] = true
+	}
+	var added []string
+	for _, f := range obj.Finalizers {
+		if !had[f] {
+			added = append(added, f)
+		}
+	}
+	if len(added) == 0 {
+		return nil
+	}
+	return field.ErrorList{field.Forbidden(field.NewPath("metadata", "finalizers"),
+		fmt.Sprintf("no new finalizers can be added if the object is being deleted, found new finalizers %#v", added))}
 }
