@@ -230,7 +230,7 @@ func (s *Store) Watch(ctx context.Context, opts kv.WatchOptions) (kv.Watcher, er
 	}
 	w := &watcher{
 		opts: opts,
-		live: make(chan logRow, s.opts.WatchBuffer),
+		live: make(chan kv.Event, s.opts.WatchBuffer),
 		done: make(chan struct{}),
 	}
 	out := &Watch{events: make(chan kv.Event), w: w}
@@ -283,18 +283,16 @@ func (s *Store) Watch(ctx context.Context, opts kv.WatchOptions) (kv.Watcher, er
 			case <-w.done:
 				out.setErr(w.err)
 				return
-			case r := <-w.live:
-				if r.rev <= sent {
-					continue
+			case ev := <-w.live:
+				if ev.Rev <= sent {
+					continue // already sent from history
 				}
-				if ev, ok := w.event(r); ok {
-					select {
-					case out.events <- ev:
-					case <-ctx.Done():
-						return
-					}
+				select {
+				case out.events <- ev:
+				case <-ctx.Done():
+					return
 				}
-				sent = r.rev
+				sent = ev.Rev
 			}
 		}
 	}()
@@ -331,26 +329,23 @@ func (w *Watch) setErr(err error) {
 
 type watcher struct {
 	opts     kv.WatchOptions
-	live     chan logRow
+	live     chan kv.Event
 	done     chan struct{}
 	err      error
 	stopOnce sync.Once
 }
 
-// offer queues r without blocking; false means the watcher is too slow and
-// was stopped (it will re-list), so one slow client never holds up others.
+// offer queues the event r means to this watcher, without blocking; only
+// events that pass the watcher's resource, namespace and selector filters
+// take buffer space. false means the watcher is too slow and was stopped
+// (it will re-list), so one slow client never holds up others.
 func (w *watcher) offer(r logRow) bool {
-	if r.key.Resource != w.opts.Resource {
-		return true
-	}
-	if w.opts.Namespace != "" && r.key.Namespace != w.opts.Namespace {
-		return true
-	}
-	if w.opts.Name != "" && r.key.Name != w.opts.Name {
+	ev, ok := w.event(r)
+	if !ok {
 		return true
 	}
 	select {
-	case w.live <- r:
+	case w.live <- ev:
 		return true
 	default:
 		w.stop(kv.ErrWatchClosed)
