@@ -31,6 +31,7 @@ func (s *Server) routes() *echo.Echo {
 		},
 	}))
 	e.Use(exactWriteCounts)
+	e.Use(s.measure)
 	if s.cfg.Authenticator != nil {
 		e.Use(auth.Middleware(s.cfg.Authenticator, nil, publicPath))
 	} else {
@@ -43,6 +44,7 @@ func (s *Server) routes() *echo.Echo {
 		})
 	}
 	s.healthRoutes(e)
+	s.metricsRoute(e)
 	e.GET("/version", s.getVersion)
 	if s.cfg.OpenAPI != nil {
 		h := echo.WrapHandler(s.cfg.OpenAPI)
@@ -116,6 +118,8 @@ func (s *Server) serveResource(c echo.Context, group, version, rest string) erro
 	if !hasVerb(t.Verbs, verb) && !(verb == "watch" && hasVerb(t.Verbs, "watch")) {
 		return methodNotAllowed()
 	}
+	c.Set(ctxVerb, verb)
+	c.Set(ctxInfo, ri)
 	if err := s.authorize(c, ri, verb); err != nil {
 		return err
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
+	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/version"
 
 	"github.com/tabula-dev/tabula/codecs"
@@ -39,6 +40,9 @@ type Config struct {
 	RequestTimeout time.Duration
 	// EventTTL is how long core Events live (default 1 hour).
 	EventTTL time.Duration
+	// Metrics, when set, receives the request metrics and is served at
+	// /metrics (authenticated, as on kube-apiserver).
+	Metrics *prometheus.Registry
 	// CABundle is published in every namespace's kube-root-ca.crt.
 	CABundle []byte
 }
@@ -52,6 +56,8 @@ type Server struct {
 	log   *slog.Logger
 	echo  *echo.Echo
 	authz auth.Authorizer
+
+	metrics *requestMetrics
 
 	// shutdown closes when the server begins to stop; watches end on it.
 	shutdown     chan struct{}
@@ -86,6 +92,11 @@ func New(cfg Config) (*Server, error) {
 		authz:    cfg.Authorizer,
 		shutdown: make(chan struct{}),
 	}
+	var reg prometheus.Registerer
+	if cfg.Metrics != nil {
+		reg = cfg.Metrics
+	}
+	s.metrics = newRequestMetrics(reg)
 	if s.authz == nil {
 		s.authz = auth.AlwaysAllow{}
 	}

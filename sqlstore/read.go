@@ -6,12 +6,14 @@ import (
 	"encoding/json"
 	"errors"
 	"strings"
+	"time"
 
 	"github.com/tabula-dev/tabula/sqlstore/kv"
 )
 
 // Get returns the live object at key; kv.ErrNotFound if there is none.
 func (s *Store) Get(ctx context.Context, key kv.Key) (kv.Record, error) {
+	defer s.observe("get", time.Now())
 	r := kv.Record{Key: key}
 	err := s.read.QueryRowContext(ctx, s.q(`SELECT l.rev, l.created_rev, l.value FROM tabula_current c
 		JOIN tabula_log l ON l.rev = c.rev
@@ -34,6 +36,7 @@ const listBatch = 500
 // at opts.Rev (or now). Every page of a paginated list passes the first
 // page's revision, so pages form one consistent snapshot.
 func (s *Store) List(ctx context.Context, opts kv.ListOptions) (kv.ListResult, error) {
+	defer s.observe("list", time.Now())
 	var res kv.ListResult
 	tx, err := s.read.BeginTx(ctx, s.d.readTx())
 	if err != nil {

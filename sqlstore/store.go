@@ -28,7 +28,10 @@ type Options struct {
 	// background compactor (tests call Compact directly).
 	CompactWindow   time.Duration
 	CompactInterval time.Duration
-	Logger          *slog.Logger
+	// SlowQuery is the latency from which a query is logged (default
+	// 500ms; negative disables the log).
+	SlowQuery time.Duration
+	Logger    *slog.Logger
 }
 
 // Store is the event log on one database.
@@ -74,6 +77,9 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Store, error) {
 	}
 	if opts.CompactInterval == 0 {
 		opts.CompactInterval = time.Minute
+	}
+	if opts.SlowQuery == 0 {
+		opts.SlowQuery = 500 * time.Millisecond
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
@@ -166,6 +172,7 @@ func (s *Store) q(query string) string { return s.d.rebind(query) }
 
 // revs reads the newest and the compacted revision.
 func (s *Store) revs(ctx context.Context) (current, compacted int64, err error) {
+	defer s.observe("revs", time.Now())
 	err = s.read.QueryRowContext(ctx, s.q("SELECT rev, compact_rev FROM tabula_rev WHERE id = 1")).Scan(&current, &compacted)
 	if err != nil {
 		return 0, 0, unavailable(err)

@@ -179,6 +179,7 @@ func (h *hub) closeAll() {
 // readLog reads up to limit log rows with after < rev (<= upTo when upTo >
 // 0), optionally of one resource, in revision order.
 func (s *Store) readLog(ctx context.Context, resource string, after, upTo int64, limit int) ([]logRow, error) {
+	defer s.observe("read_log", time.Now())
 	q := `SELECT l.rev, l.resource, l.namespace, l.name, l.op, l.created_rev, l.labels, l.fields, l.value, p.labels, p.fields
 		FROM tabula_log l LEFT JOIN tabula_log p ON p.rev = l.prev_rev WHERE l.rev > ?`
 	args := []any{after}

@@ -165,6 +165,8 @@ func (s *Store) commitBatch(batch []*writeReq) {
 // write that fails its precondition consumes no revision, so revisions
 // stay dense.
 func (s *Store) runBatch(batch []*writeReq) ([]writeResult, error) {
+	defer s.observe("write_batch", time.Now())
+	batchSize.Observe(float64(len(batch)))
 	ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
 	defer cancel()
 	tx, err := s.write.BeginTx(ctx, s.d.writeTx())

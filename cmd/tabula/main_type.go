@@ -14,6 +14,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"k8s.io/apimachinery/pkg/version"
 
 	"github.com/tabula-dev/tabula/schema"
@@ -171,6 +173,9 @@ func (m *Main) Run(ctx context.Context) error {
 		m.store.Close()
 		return err
 	}
+	metrics := prometheus.NewRegistry()
+	metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	metrics.MustRegister(sqlstore.Collectors()...)
 	reg := schema.NewBuiltin()
 	v := Version()
 	oa, err := openapi.New(reg, openapi.Info{Title: "Kubernetes", Version: v.GitVersion})
@@ -180,7 +185,7 @@ func (m *Main) Run(ctx context.Context) error {
 	}
 	m.srv, err = server.New(server.Config{
 		Store: m.store, Registry: reg, Authenticator: authn, Version: v, OpenAPI: oa.Handler(),
-		Logger: m.log, EventTTL: c.EventTTL, RequestTimeout: c.RequestTimeout, CABundle: pki.CAPEM,
+		Logger: m.log, Metrics: metrics, EventTTL: c.EventTTL, RequestTimeout: c.RequestTimeout, CABundle: pki.CAPEM,
 	})
 	if err != nil {
 		m.store.Close()

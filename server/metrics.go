@@ -1,0 +1,70 @@
+package server
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// requestMetrics counts and times API requests by verb, resource and
+// code, with the names kube-apiserver uses so dashboards carry over.
+type requestMetrics struct {
+	total    *prometheus.CounterVec
+	duration *prometheus.HistogramVec
+}
+
+func newRequestMetrics(reg prometheus.Registerer) *requestMetrics {
+	m := &requestMetrics{
+		total: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "apiserver_request_total",
+			Help: "Requests by verb, group, resource, subresource and HTTP code.",
+		}, []string{"verb", "group", "resource", "subresource", "code"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "apiserver_request_duration_seconds",
+			Help:    "Request latency by verb, group and resource (watches excluded).",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 4, 10),
+		}, []string{"verb", "group", "resource"}),
+	}
+	if reg != nil {
+		reg.MustRegister(m.total, m.duration)
+	}
+	return m
+}
+
+// Keys under which serveResource leaves what the request was.
+const (
+	ctxVerb = "tabula.verb"
+	ctxInfo = "tabula.info"
+)
+
+func (s *Server) measure(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		start := time.Now()
+		err := next(c)
+		verb, _ := c.Get(ctxVerb).(string)
+		ri, ok := c.Get(ctxInfo).(requestInfo)
+		if !ok {
+			return err
+		}
+		if err != nil {
+			s.errorHandler(err, c) // so the recorded code is the one sent
+			err = nil
+		}
+		code := strconv.Itoa(c.Response().Status)
+		s.metrics.total.WithLabelValues(verb, ri.Group, ri.Resource, ri.Subresource, code).Inc()
+		if verb != "watch" {
+			s.metrics.duration.WithLabelValues(verb, ri.Group, ri.Resource).Observe(time.Since(start).Seconds())
+		}
+		return err
+	}
+}
+
+func (s *Server) metricsRoute(e *echo.Echo) {
+	if s.cfg.Metrics == nil {
+		return
+	}
+	e.GET("/metrics", echo.WrapHandler(promhttp.HandlerFor(s.cfg.Metrics, promhttp.HandlerOpts{})))
+}

@@ -1,0 +1,34 @@
+package sqlstore
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Query latency per named query, for every Store in the process. Names
+// are constants in this package, never request text.
+var queryDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+	Name:    "tabula_sql_query_duration_seconds",
+	Help:    "Latency of Tabula's named SQL queries and transactions.",
+	Buckets: prometheus.ExponentialBuckets(0.0001, 4, 10), // 100µs … 26s
+}, []string{"dialect", "query"})
+
+var batchSize = prometheus.NewHistogram(prometheus.HistogramOpts{
+	Name:    "tabula_sql_write_batch_size",
+	Help:    "Writes committed together by one group-commit transaction.",
+	Buckets: prometheus.ExponentialBuckets(1, 2, 9), // 1 … 256
+})
+
+// Collectors returns the store's metrics for registration by the binary.
+func Collectors() []prometheus.Collector { return []prometheus.Collector{queryDuration, batchSize} }
+
+// observe records one named query's latency and logs it when slow. Use as
+// defer s.observe("name", time.Now()).
+func (s *Store) observe(name string, start time.Time) {
+	d := time.Since(start)
+	queryDuration.WithLabelValues(s.d.name(), name).Observe(d.Seconds())
+	if s.opts.SlowQuery > 0 && d >= s.opts.SlowQuery {
+		s.log.Warn("slow query", "query", name, "dialect", s.d.name(), "duration", d.Round(time.Microsecond))
+	}
+}
