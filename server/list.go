@@ -3,6 +3,7 @@ package server
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 
@@ -100,6 +101,9 @@ func (r *request) writeList(out codecs.Output, res kv.ListResult, p *listParams)
 		resp.WriteHeader(http.StatusOK)
 		return r.streamJSONList(resp, lm, res.Items)
 	}
+	if out.View == codecs.ViewObject && out.MediaType == codecs.Protobuf {
+		return r.writeProtobufList(resp, lm, res.Items)
+	}
 	objs := make([]runtime.Object, 0, len(res.Items))
 	for _, rec := range res.Items {
 		obj, err := r.decodeStored(rec)
@@ -182,4 +186,26 @@ func (r *request) streamJSONList(w *echo.Response, lm metav1.ListMeta, items []k
 	}
 	_, err := w.Write([]byte("]}\n"))
 	return err
+}
+
+// writeProtobufList encodes items one at a time into the Protobuf list,
+// so memory follows the encoded response, not the decoded objects.
+func (r *request) writeProtobufList(w *echo.Response, lm metav1.ListMeta, items []kv.Record) error {
+	var lw codecs.ProtobufListWriter
+	for _, rec := range items {
+		obj, err := r.decodeStored(rec)
+		if err != nil {
+			return err
+		}
+		pm, ok := obj.(codecs.ProtoMarshaler)
+		if !ok {
+			return fmt.Errorf("server: %s has no Protobuf form", r.t.Kind)
+		}
+		if err := lw.Add(pm); err != nil {
+			return err
+		}
+	}
+	w.Header().Set(echo.HeaderContentType, codecs.Protobuf)
+	w.WriteHeader(http.StatusOK)
+	return lw.WriteTo(w, r.t.APIVersion(), r.t.ListKind, &lm)
 }

@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/util/flowcontrol"
 )
 
 // options are the command's flags.
@@ -94,7 +95,9 @@ func client(o options) (*kubernetes.Clientset, error) {
 	if err != nil {
 		return nil, err
 	}
-	cfg.QPS, cfg.Burst = 1e6, 1e6
+	// No client-side rate limiting at all: the server is what is measured
+	// (a limiter also fails requests near a context deadline).
+	cfg.RateLimiter = flowcontrol.NewFakeAlwaysRateLimiter()
 	cfg.Timeout = 2 * time.Minute
 	if o.protobuf {
 		cfg.ContentType = "application/vnd.kubernetes.protobuf"
@@ -105,7 +108,11 @@ func client(o options) (*kubernetes.Clientset, error) {
 
 // restConfig exposes the config for workloads that need several transports.
 func restConfig(o options) (*rest.Config, error) {
-	return clientcmd.BuildConfigFromFlags("", o.kubeconfig)
+	cfg, err := clientcmd.BuildConfigFromFlags("", o.kubeconfig)
+	if err == nil {
+		cfg.RateLimiter = flowcontrol.NewFakeAlwaysRateLimiter()
+	}
+	return cfg, err
 }
 
 func run(ctx context.Context, o options) ([]Result, error) {

@@ -293,7 +293,6 @@ func (b *bench) watchOnce(ctx context.Context, ns string, n int) error {
 	if err != nil {
 		return err
 	}
-	cfg.QPS, cfg.Burst = 1e6, 1e6
 	var clients []*kubernetes.Clientset
 	for i := 0; i < (n+watchersPerConn-1)/watchersPerConn; i++ {
 		c := *cfg
