@@ -38,6 +38,7 @@ func (s *Server) RunControllers(ctx context.Context) error {
 	go s.runLoop(ctx, "namespace controller", s.namespaceController)
 	go s.runLoop(ctx, "namespace defaults controller", s.defaultsController)
 	go s.runLoop(ctx, "event expiry", s.expiryController)
+	go s.runLoop(ctx, "garbage collector", s.gcController)
 	s.MarkControllersStarted()
 	return nil
 }

@@ -139,6 +139,16 @@ func (r *request) deleteOne(name string, opts *metav1.DeleteOptions) (obj runtim
 					fmt.Errorf("the ResourceVersion in the precondition (%s) does not match the ResourceVersion in record (%s). The object might have been modified", *pre.ResourceVersion, acc.GetResourceVersion()))
 			}
 		}
+		if acc.GetDeletionTimestamp() == nil {
+			// Orphan and Foreground deletes wait for the garbage collector
+			// through its finalizers, as on kube-apiserver.
+			switch propagation(opts) {
+			case metav1.DeletePropagationOrphan:
+				addFinalizer(acc, metav1.FinalizerOrphanDependents)
+			case metav1.DeletePropagationForeground:
+				addFinalizer(acc, metav1.FinalizerDeleteDependents)
+			}
+		}
 		graceful := len(acc.GetFinalizers()) > 0
 		if ns, ok := obj.(*corev1.Namespace); ok {
 			// Namespaces are removed by the namespace controller once empty.
@@ -156,6 +166,7 @@ func (r *request) deleteOne(name string, opts *metav1.DeleteOptions) (obj runtim
 			if err != nil {
 				return nil, rec, false, r.storeError(err, name)
 			}
+			r.s.deleted(r.storageType(), acc)
 			return obj, rec, true, nil
 		}
 		if acc.GetDeletionTimestamp() != nil {
@@ -176,6 +187,9 @@ func (r *request) deleteOne(name string, opts *metav1.DeleteOptions) (obj runtim
 		}
 		if err != nil {
 			return nil, rec, false, r.storeError(err, name)
+		}
+		if hasFinalizer(acc, metav1.FinalizerOrphanDependents) || hasFinalizer(acc, metav1.FinalizerDeleteDependents) {
+			r.s.nudgeGC(gcOwner{t: r.storageType(), namespace: acc.GetNamespace(), name: name, uid: acc.GetUID()})
 		}
 		return stored, rec, false, nil
 	}
@@ -225,4 +239,10 @@ func (r *request) deleteCollection() error {
 
 func (s *Server) writeJSONStatus(c echo.Context, code int, st *metav1.Status) error {
 	return s.writeJSON(c, code, st)
+}
+
+func addFinalizer(acc metav1.Object, f string) {
+	if !hasFinalizer(acc, f) {
+		acc.SetFinalizers(append(acc.GetFinalizers(), f))
+	}
 }

@@ -58,6 +58,8 @@ type Server struct {
 	authz auth.Authorizer
 
 	metrics *requestMetrics
+	// gcQueue feeds owners to the garbage collector.
+	gcQueue chan gcOwner
 
 	// shutdown closes when the server begins to stop; watches end on it.
 	shutdown     chan struct{}
@@ -91,6 +93,7 @@ func New(cfg Config) (*Server, error) {
 		log:      cfg.Logger,
 		authz:    cfg.Authorizer,
 		shutdown: make(chan struct{}),
+		gcQueue:  make(chan gcOwner, 1024),
 	}
 	var reg prometheus.Registerer
 	if cfg.Metrics != nil {

@@ -201,6 +201,9 @@ const maxStoredBytes = 1536 * 1024
 
 func (r *request) fieldsOf(obj runtime.Object, acc metav1.Object) map[string]string {
 	f := map[string]string{"metadata.name": acc.GetName(), "metadata.namespace": acc.GetNamespace()}
+	for _, ref := range acc.GetOwnerReferences() {
+		f[ownerField(ref.UID)] = "1" // lets the garbage collector find dependents by index
+	}
 	if r.t.Fields != nil {
 		for k, v := range r.t.Fields(obj) {
 			f[k] = v

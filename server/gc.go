@@ -1,0 +1,351 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	runtimeschema "k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/tabula-dev/tabula/schema"
+	"github.com/tabula-dev/tabula/sqlstore/kv"
+)
+
+// The garbage collector does what kube-controller-manager's does for
+// ownerReferences: dependents of a deleted owner are deleted (background),
+// deleted before the owner (foreground, the foregroundDeletion finalizer),
+// or released (orphan, the orphan finalizer).
+//
+// Dependents are found through an indexed field, ownerref.<owner uid>,
+// that every write records for each of an object's owner references.
+
+// ownerField is the selectable-field key recording one owner reference.
+func ownerField(uid types.UID) string { return "ownerref." + string(uid) }
+
+// gcOwner names an owner the collector should look at.
+type gcOwner struct {
+	t         *schema.Type
+	namespace string
+	name      string
+	uid       types.UID
+}
+
+// gcResync is how often the collector looks for owners waiting on it
+// (objects being deleted with a GC finalizer), which survives restarts.
+const gcResync = 5 * time.Second
+
+// nudgeGC queues an owner for the collector without blocking; the resync
+// catches anything dropped.
+func (s *Server) nudgeGC(o gcOwner) {
+	select {
+	case s.gcQueue <- o:
+	default:
+	}
+}
+
+// deleted tells the collector an object is gone: its dependents may go
+// now, and owners waiting in foreground deletion may be free.
+func (s *Server) deleted(t *schema.Type, acc metav1.Object) {
+	s.nudgeGC(gcOwner{t: t, namespace: acc.GetNamespace(), name: acc.GetName(), uid: acc.GetUID()})
+	for _, ref := range acc.GetOwnerReferences() {
+		gv, err := runtimeschema.ParseGroupVersion(ref.APIVersion)
+		if err != nil {
+			continue
+		}
+		for _, ot := range s.reg.TypesIn(gv) {
+			if ot.Kind == ref.Kind {
+				ns := acc.GetNamespace()
+				if !ot.Namespaced {
+					ns = ""
+				}
+				s.nudgeGC(gcOwner{t: ot, namespace: ns, name: ref.Name, uid: ref.UID})
+			}
+		}
+	}
+}
+
+// propagation is the effective propagation policy of a delete.
+func propagation(opts *metav1.DeleteOptions) metav1.DeletionPropagation {
+	switch {
+	case opts.PropagationPolicy != nil:
+		return *opts.PropagationPolicy
+	case opts.OrphanDependents != nil && *opts.OrphanDependents:
+		return metav1.DeletePropagationOrphan
+	}
+	return metav1.DeletePropagationBackground
+}
+
+func (s *Server) gcController(ctx context.Context) error {
+	t := time.NewTicker(gcResync)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case o := <-s.gcQueue:
+			if err := s.collect(ctx, o); err != nil {
+				return err
+			}
+		case <-t.C:
+			if err := s.gcResyncOnce(ctx); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// gcResyncOnce finds objects being deleted that wait on the collector.
+func (s *Server) gcResyncOnce(ctx context.Context) error {
+	for _, t := range s.storageTypes() {
+		res, err := s.store.List(ctx, kv.ListOptions{Resource: t.StorageResource})
+		if err != nil {
+			return err
+		}
+		r := s.internal(ctx, t.Group, t.Resource, "")
+		for _, rec := range res.Items {
+			obj, err := r.decodeStored(rec)
+			if err != nil {
+				return err
+			}
+			acc, _ := meta.Accessor(obj)
+			if acc.GetDeletionTimestamp() != nil && (hasFinalizer(acc, metav1.FinalizerOrphanDependents) || hasFinalizer(acc, metav1.FinalizerDeleteDependents)) {
+				if err := s.collect(ctx, gcOwner{t: t, namespace: acc.GetNamespace(), name: acc.GetName(), uid: acc.GetUID()}); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// storageTypes lists one served Type per storage resource.
+func (s *Server) storageTypes() []*schema.Type {
+	var out []*schema.Type
+	seen := map[string]bool{}
+	for _, t := range s.reg.Types() {
+		if t.FromStorage == nil && !seen[t.StorageResource] {
+			seen[t.StorageResource] = true
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+func hasFinalizer(acc metav1.Object, f string) bool {
+	for _, x := range acc.GetFinalizers() {
+		if x == f {
+			return true
+		}
+	}
+	return false
+}
+
+// dependent is an object that names an owner.
+type dependent struct {
+	r   *request
+	obj runtime.Object
+	acc metav1.Object
+}
+
+// dependents lists the objects with an owner reference to uid: in the
+// owner's namespace for a namespaced owner, everywhere otherwise.
+func (s *Server) dependents(ctx context.Context, o gcOwner) ([]dependent, error) {
+	sel := fields.OneTermEqualSelector(ownerField(o.uid), "1")
+	var out []dependent
+	for _, t := range s.storageTypes() {
+		ns := o.namespace
+		if !t.Namespaced && ns != "" {
+			continue // a namespaced owner cannot own cluster-scoped objects
+		}
+		res, err := s.store.List(ctx, kv.ListOptions{Resource: t.StorageResource, Namespace: ns, Pred: kv.Predicate{Field: sel}})
+		if err != nil {
+			return nil, err
+		}
+		for _, rec := range res.Items {
+			r := s.internal(ctx, t.Group, t.Resource, rec.Namespace)
+			obj, err := r.decodeStored(rec)
+			if err != nil {
+				return nil, err
+			}
+			acc, _ := meta.Accessor(obj)
+			out = append(out, dependent{r: r, obj: obj, acc: acc})
+		}
+	}
+	return out, nil
+}
+
+// collect acts on one owner according to its state.
+func (s *Server) collect(ctx context.Context, o gcOwner) error {
+	owner := s.internal(ctx, o.t.Group, o.t.Resource, o.namespace)
+	rec, err := s.store.Get(ctx, owner.key(o.name))
+	var acc metav1.Object
+	if err == nil {
+		obj, err := owner.decodeStored(rec)
+		if err != nil {
+			return err
+		}
+		acc, _ = meta.Accessor(obj)
+		if acc.GetUID() != o.uid {
+			acc = nil // a newer object of the same name: the owner is gone
+		}
+	} else if !errors.Is(err, kv.ErrNotFound) {
+		return err
+	}
+	deps, err := s.dependents(ctx, o)
+	if err != nil {
+		return err
+	}
+	switch {
+	case acc == nil:
+		// Background: delete dependents no other live owner holds.
+		for _, d := range deps {
+			if err := s.releaseOrDelete(ctx, d, o.uid, metav1.DeletePropagationBackground); err != nil {
+				return err
+			}
+		}
+	case acc.GetDeletionTimestamp() == nil:
+		return nil
+	case hasFinalizer(acc, metav1.FinalizerOrphanDependents):
+		for _, d := range deps {
+			if err := s.dropOwnerRef(ctx, d, o.uid); err != nil {
+				return err
+			}
+		}
+		return s.removeFinalizer(ctx, owner, o, metav1.FinalizerOrphanDependents)
+	case hasFinalizer(acc, metav1.FinalizerDeleteDependents):
+		blocked := false
+		for _, d := range deps {
+			if err := s.releaseOrDelete(ctx, d, o.uid, metav1.DeletePropagationForeground); err != nil {
+				return err
+			}
+			if blocks(d.acc, o.uid) {
+				blocked = true
+			}
+		}
+		if blocked {
+			return nil // the resync comes back once dependents are gone
+		}
+		return s.removeFinalizer(ctx, owner, o, metav1.FinalizerDeleteDependents)
+	}
+	return nil
+}
+
+// blocks reports whether dependent d holds up its owner's foreground
+// deletion (blockOwnerDeletion on its reference).
+func blocks(d metav1.Object, owner types.UID) bool {
+	for _, ref := range d.GetOwnerReferences() {
+		if ref.UID == owner && ref.BlockOwnerDeletion != nil && *ref.BlockOwnerDeletion {
+			return true
+		}
+	}
+	return false
+}
+
+// releaseOrDelete deletes a dependent whose owners are all gone or going,
+// or drops the reference when another owner still lives.
+func (s *Server) releaseOrDelete(ctx context.Context, d dependent, owner types.UID, policy metav1.DeletionPropagation) error {
+	for _, ref := range d.acc.GetOwnerReferences() {
+		if ref.UID != owner && s.ownerExists(ctx, d.acc.GetNamespace(), ref) {
+			return s.dropOwnerRef(ctx, d, owner)
+		}
+	}
+	if d.acc.GetDeletionTimestamp() != nil {
+		return nil
+	}
+	_, _, _, err := d.r.deleteOne(d.acc.GetName(), &metav1.DeleteOptions{PropagationPolicy: &policy})
+	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+		return nil
+	}
+	return err
+}
+
+// ownerExists looks an owner reference up by kind, name and uid.
+func (s *Server) ownerExists(ctx context.Context, namespace string, ref metav1.OwnerReference) bool {
+	gv, err := runtimeschema.ParseGroupVersion(ref.APIVersion)
+	if err != nil {
+		return false
+	}
+	for _, t := range s.reg.TypesIn(gv) {
+		if t.Kind != ref.Kind {
+			continue
+		}
+		if !t.Namespaced {
+			namespace = ""
+		}
+		r := s.internal(ctx, t.Group, t.Resource, namespace)
+		rec, err := s.store.Get(ctx, r.key(ref.Name))
+		if err != nil {
+			return false
+		}
+		obj, err := r.decodeStored(rec)
+		if err != nil {
+			return false
+		}
+		acc, _ := meta.Accessor(obj)
+		return acc.GetUID() == ref.UID && acc.GetDeletionTimestamp() == nil
+	}
+	return false
+}
+
+// dropOwnerRef removes the reference to owner from a dependent.
+func (s *Server) dropOwnerRef(ctx context.Context, d dependent, owner types.UID) error {
+	return s.mutateInternal(ctx, d.r, d.acc.GetName(), func(acc metav1.Object) bool {
+		var kept []metav1.OwnerReference
+		for _, ref := range acc.GetOwnerReferences() {
+			if ref.UID != owner {
+				kept = append(kept, ref)
+			}
+		}
+		if len(kept) == len(acc.GetOwnerReferences()) {
+			return false
+		}
+		acc.SetOwnerReferences(kept)
+		return true
+	})
+}
+
+// removeFinalizer takes a GC finalizer off the owner; the update path
+// deletes the owner when it was the last one.
+func (s *Server) removeFinalizer(ctx context.Context, owner *request, o gcOwner, f string) error {
+	return s.mutateInternal(ctx, owner, o.name, func(acc metav1.Object) bool {
+		if acc.GetUID() != o.uid || !hasFinalizer(acc, f) {
+			return false
+		}
+		var kept []string
+		for _, x := range acc.GetFinalizers() {
+			if x != f {
+				kept = append(kept, x)
+			}
+		}
+		acc.SetFinalizers(kept)
+		return true
+	})
+}
+
+// mutateInternal applies a metadata change through the update pipeline.
+func (s *Server) mutateInternal(ctx context.Context, r *request, name string, change func(metav1.Object) bool) error {
+	u := *r
+	u.verb = "patch" // never create
+	u.ri.Name = name
+	_, err := u.applyUpdate(func(cur runtime.Object) (runtime.Object, error) {
+		acc, err := meta.Accessor(cur)
+		if err != nil {
+			return nil, err
+		}
+		if !change(acc) {
+			return nil, errNoChange
+		}
+		acc.SetResourceVersion("") // retried on conflict
+		return cur, nil
+	}, false)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}
