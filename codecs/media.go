@@ -51,6 +51,9 @@ type Offer struct {
 	List bool
 	// Views is true where Table/PartialObjectMetadata may be served.
 	Views bool
+	// Kind names the Go type in messages, as kube-apiserver's internal
+	// type name ("*core.ConfigMap" or "*core.ConfigMapList").
+	Kind string
 }
 
 // Available is the list quoted in 406 messages.
@@ -96,9 +99,18 @@ func parseAccept(h string) []accepted {
 // kube-apiserver does: the first acceptable entry by q-value wins; an empty
 // header means JSON; false means 406.
 func Negotiate(accept string, offer Offer) (Output, bool) {
+	out, problem := NegotiateWhy(accept, offer)
+	return out, problem == ""
+}
+
+// NegotiateWhy is Negotiate that, on failure, returns kube-apiserver's 406
+// message: a view (as=Table, PartialObjectMetadata…) that cannot be served
+// is named, anything else gets the generic "Not Acceptable" text.
+func NegotiateWhy(accept string, offer Offer) (Output, string) {
 	if strings.TrimSpace(accept) == "" {
-		return Output{MediaType: JSON}, true
+		return Output{MediaType: JSON}, ""
 	}
+	viewProblem := ""
 	for _, a := range parseAccept(accept) {
 		if a.q <= 0 {
 			continue
@@ -125,34 +137,41 @@ func Negotiate(accept string, offer Offer) (Output, bool) {
 					continue
 				}
 			}
-			return Output{MediaType: mt}, true
+			return Output{MediaType: mt}, ""
 		}
-		if !offer.Views || a.params["g"] != "meta.k8s.io" {
-			continue
-		}
+		generic := "only the following media types are accepted: " + offer.Available()
 		v := a.params["v"]
-		if v != "v1" && v != "v1beta1" {
+		if !offer.Views || a.params["g"] != "meta.k8s.io" || (v != "v1" && v != "v1beta1") || mt == YAML {
+			viewProblem = generic
 			continue
 		}
 		switch as {
 		case "Table":
-			if mt == YAML {
+			if mt == Protobuf {
+				viewProblem = generic // Tables have no Protobuf form
 				continue
 			}
-			return Output{MediaType: mt, View: ViewTable, ViewVersion: v}, true
+			return Output{MediaType: mt, View: ViewTable, ViewVersion: v}, ""
 		case "PartialObjectMetadata":
-			if offer.List || mt == YAML {
+			if offer.List {
+				viewProblem = "you requested PartialObjectMetadata, but the requested object is a list (" + offer.Kind + ")"
 				continue
 			}
-			return Output{MediaType: mt, View: ViewPartialObjectMetadata, ViewVersion: v}, true
+			return Output{MediaType: mt, View: ViewPartialObjectMetadata, ViewVersion: v}, ""
 		case "PartialObjectMetadataList":
-			if !offer.List || mt == YAML {
+			if !offer.List {
+				viewProblem = "you requested PartialObjectMetadataList, but the requested object is not a list (" + offer.Kind + ")"
 				continue
 			}
-			return Output{MediaType: mt, View: ViewPartialObjectMetadataList, ViewVersion: v}, true
+			return Output{MediaType: mt, View: ViewPartialObjectMetadataList, ViewVersion: v}, ""
+		default:
+			viewProblem = generic
 		}
 	}
-	return Output{}, false
+	if viewProblem == "" {
+		viewProblem = "406: Not Acceptable\n\nAvailable representations: " + offer.Available()
+	}
+	return Output{}, viewProblem
 }
 
 // BodyType classifies a request Content-Type; "" means JSON, as

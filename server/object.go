@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/labstack/echo/v4"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -105,12 +106,31 @@ func (r *request) itemJSON(rec kv.Record) ([]byte, error) {
 
 // negotiate picks the answer's representation or fails with 406.
 func (r *request) negotiate(list bool) (codecs.Output, error) {
-	offer := codecs.Offer{Protobuf: r.t.New != nil, List: list, Views: true}
-	out, ok := codecs.Negotiate(r.c.Request().Header.Get("Accept"), offer)
-	if !ok {
+	offer := codecs.Offer{Protobuf: r.t.New != nil, List: list, Views: true, Kind: r.internalKind(list)}
+	out, why := codecs.NegotiateWhy(r.c.Request().Header.Get("Accept"), offer)
+	switch {
+	case why == "":
+		return out, nil
+	case strings.HasPrefix(why, "406:"):
 		return out, notAcceptable(offer.Available())
 	}
-	return out, nil
+	return out, &apierrors.StatusError{ErrStatus: metav1.Status{
+		Status: metav1.StatusFailure, Code: http.StatusNotAcceptable, Reason: metav1.StatusReasonNotAcceptable, Message: why,
+	}}
+}
+
+// internalKind names the Go type the way kube-apiserver's messages do:
+// its internal package ("core" for the legacy group) and kind.
+func (r *request) internalKind(list bool) string {
+	pkg := "core"
+	if g := r.storageType().Group; g != "" {
+		pkg, _, _ = strings.Cut(g, ".")
+	}
+	kind := r.storageType().Kind
+	if list {
+		kind = r.storageType().ListKind
+	}
+	return "*" + pkg + "." + kind
 }
 
 func notAcceptable(available string) error {

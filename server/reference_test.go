@@ -74,11 +74,6 @@ var refKnownGaps = map[string]string{
 	"health/readyz-etcd":         "no check named etcd (Tabula's is database): 404 instead of ok; also charset=UTF-8",
 	"discovery/openapi-v3-index": "kube-apiserver serves the /openapi/v3 index as text/plain; charset=utf-8, Tabula as application/json",
 	// Negotiation.
-	"errors/not-acceptable-table-bad-version":          "406 message for an unservable as=Table entry is \"only the following media types are accepted: …\"",
-	"representations/table-without-group-version":      "406 message for an unservable as=Table entry is \"only the following media types are accepted: …\"",
-	"representations/protobuf-table":                   "Table is negotiated in Protobuf and fails to encode; kube-apiserver refuses it with \"only the following media types are accepted: …\"",
-	"representations/partialobjectmetadata-on-list":    "406 message should say \"you requested PartialObjectMetadata, but the requested object is a list (*core.ConfigMapList)\"",
-	"representations/partialobjectmetadatalist-on-get": "406 message should say \"you requested PartialObjectMetadataList, but the requested object is not a list (*core.ConfigMap)\"",
 	// Decoding messages.
 	"errors/wrong-apiversion":               "scheme name in the message is pkg/runtime/scheme.go:111, want pkg/api/legacyscheme/scheme.go:30",
 	"errors/wrong-kind":                     "conversion message names (ConfigMap), want the internal type (core.ConfigMap)",
