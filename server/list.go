@@ -49,9 +49,18 @@ func (r *request) listPage(p *listParams) (kv.ListResult, error) {
 			opts.AfterNamespace = r.ri.Namespace
 		}
 	case p.rv == "0":
-		// "Any revision": kube-apiserver serves it whole from its cache,
-		// ignoring limit; the latest state is one such revision.
+		// "Any revision": kube-apiserver serves it from its cache,
+		// ignoring limit (and the token's revision); the latest state is
+		// one such revision.
 		opts.Limit = 0
+		if p.cont != nil {
+			opts.AfterNamespace, opts.AfterName = p.cont.position(allNS)
+			if !r.t.Namespaced {
+				opts.AfterNamespace = ""
+			} else if !allNS {
+				opts.AfterNamespace = r.ri.Namespace
+			}
+		}
 	case p.rv == "":
 	default:
 		rv, _ := strconv.ParseInt(p.rv, 10, 64)

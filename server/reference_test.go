@@ -79,7 +79,6 @@ var refKnownGaps = map[string]string{
 	"errors/wrong-kind":                     "conversion message names (ConfigMap), want the internal type (core.ConfigMap)",
 	"errors/update-invalid-resourceversion": "kube-apiserver answers a non-numeric resourceVersion with 500 \"strconv.ParseUint: …\"; Tabula with 400",
 	// Lists.
-	"lists/rv-0-rvm-unset-continue": "resourceVersion=0 with continue must return all remaining items (limit ignored)",
 	// Writes.
 	"writes/fv-dup-yaml-warn":               "YAML duplicate-key warning keeps the \"yaml: unmarshal errors:\\n  \" prefix",
 	"writes/fv-unknown-merge-patch-strict":  "Strict problems after a patch are 400 BadRequest; kube-apiserver: 422 Invalid on field patch (message also embeds managedFields)",

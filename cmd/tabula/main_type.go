@@ -57,6 +57,9 @@ type Config struct {
 	EventTTL      time.Duration
 	// RequestTimeout bounds non-long-running requests.
 	RequestTimeout time.Duration
+	// ShutdownDelay keeps serving, with /readyz failing, this long after
+	// SIGTERM, so load balancers stop sending traffic first.
+	ShutdownDelay time.Duration
 	// CompactionWindow is how much history is kept for watches and
 	// paginated lists; CompactionInterval how often the compactor runs.
 	CompactionWindow   time.Duration
@@ -114,6 +117,7 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.StringVar(&c.TokenAuthFile, "token-auth-file", "", "static bearer tokens, in kube-apiserver's CSV format")
 	fs.DurationVar(&c.EventTTL, "event-ttl", c.EventTTL, "how long core Events are kept")
 	fs.DurationVar(&c.RequestTimeout, "request-timeout", c.RequestTimeout, "the longest a non-watch request may run (clients' ?timeout= may ask for less)")
+	fs.DurationVar(&c.ShutdownDelay, "shutdown-delay-duration", 0, "time to keep serving with /readyz failing after SIGTERM, before the listener closes")
 	fs.DurationVar(&c.CompactionWindow, "compaction-window", c.CompactionWindow, "how much history to keep for watches and paginated lists")
 	fs.DurationVar(&c.CompactionInterval, "compaction-interval", c.CompactionInterval, "how often to compact history")
 	fs.StringVar(&c.Kubeconfig, "kubeconfig", "", "where to write the admin kubeconfig (default <data-dir>/kubeconfig)")
@@ -256,6 +260,10 @@ func (m *Main) Close() error {
 		return nil
 	}
 	m.srv.BeginShutdown()
+	if d := m.Config.ShutdownDelay; d > 0 {
+		m.log.Info("shutting down: readiness is off; serving on for the shutdown delay", "delay", d)
+		time.Sleep(d)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	m.srv.WaitWatches(ctx)
