@@ -3,10 +3,14 @@ package server
 import (
 	"context"
 	"errors"
+	"fmt"
+	"sort"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
@@ -156,11 +160,17 @@ func (s *Server) finalizeTerminating(ctx context.Context) error {
 		if ns.DeletionTimestamp == nil {
 			continue
 		}
-		empty, err := s.deleteNamespaceContents(ctx, ns.Name)
+		left, err := s.deleteNamespaceContents(ctx, ns.Name)
 		if err != nil {
 			return err
 		}
-		if !empty || !onlyKubernetesFinalizer(ns) {
+		if !left.empty() {
+			if err := s.setTerminatingConditions(ctx, ns, left); err != nil {
+				return err
+			}
+			continue
+		}
+		if !onlyKubernetesFinalizer(ns) {
 			continue
 		}
 		_, err = s.store.Delete(ctx, kv.Key{Resource: "namespaces", Name: ns.Name}, sn.rev, nsReq.encoder(ns, nil))
@@ -183,31 +193,93 @@ func onlyKubernetesFinalizer(ns *corev1.Namespace) bool {
 	return len(ns.Finalizers) == 0
 }
 
-// deleteNamespaceContents deletes every object in a namespace; empty
-// reports whether nothing is left (objects with finalizers stay until
-// their finalizers are removed).
-func (s *Server) deleteNamespaceContents(ctx context.Context, namespace string) (empty bool, err error) {
-	empty = true
-	seen := map[string]bool{}
-	for _, t := range s.reg.Types() {
-		if !t.Namespaced || t.FromStorage != nil || seen[t.StorageResource] {
+// remaining is what a terminating namespace still holds.
+type remaining struct {
+	resources  map[string]int // "configmaps." → count, kube's "resource.group"
+	finalizers map[string]int // finalizer → objects holding it
+}
+
+func (r remaining) empty() bool { return len(r.resources) == 0 }
+
+// deleteNamespaceContents deletes every object in a namespace and reports
+// what is left (objects with finalizers stay until those are removed).
+func (s *Server) deleteNamespaceContents(ctx context.Context, namespace string) (remaining, error) {
+	left := remaining{resources: map[string]int{}, finalizers: map[string]int{}}
+	for _, t := range s.storageTypes() {
+		if !t.Namespaced {
 			continue
 		}
-		seen[t.StorageResource] = true
 		res, err := s.store.List(ctx, kv.ListOptions{Resource: t.StorageResource, Namespace: namespace})
 		if err != nil {
-			return false, err
+			return left, err
 		}
 		r := s.internal(ctx, t.Group, t.Resource, namespace)
 		for _, item := range res.Items {
-			empty = false
-			_, _, _, err := r.deleteOne(item.Name, &metav1.DeleteOptions{})
-			if err != nil && !apierrors.IsNotFound(err) {
-				return false, err
+			obj, _, gone, err := r.deleteOne(item.Name, &metav1.DeleteOptions{})
+			if apierrors.IsNotFound(err) || gone {
+				continue
+			}
+			if err != nil {
+				return left, err
+			}
+			left.resources[t.Resource+"."+t.Group]++
+			if acc, err := meta.Accessor(obj); err == nil {
+				for _, f := range acc.GetFinalizers() {
+					left.finalizers[f]++
+				}
 			}
 		}
 	}
-	return empty, nil
+	return left, nil
+}
+
+// setTerminatingConditions reports deletion progress in the namespace's
+// status, with kube-controller-manager's condition types and wording.
+func (s *Server) setTerminatingConditions(ctx context.Context, ns *corev1.Namespace, left remaining) error {
+	describe := func(m map[string]int, join string) string {
+		keys := make([]string, 0, len(m))
+		for k := range m {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		parts := make([]string, 0, len(keys))
+		for _, k := range keys {
+			parts = append(parts, fmt.Sprintf("%s %s %d resource instances", k, join, m[k]))
+		}
+		return strings.Join(parts, ", ")
+	}
+	want := []corev1.NamespaceCondition{
+		{Type: corev1.NamespaceDeletionDiscoveryFailure, Status: corev1.ConditionFalse, Reason: "ResourcesDiscovered", Message: "All resources successfully discovered"},
+		{Type: corev1.NamespaceDeletionGVParsingFailure, Status: corev1.ConditionFalse, Reason: "ParsedGroupVersions", Message: "All legacy kube types successfully parsed"},
+		{Type: corev1.NamespaceDeletionContentFailure, Status: corev1.ConditionFalse, Reason: "ContentDeleted", Message: "All content successfully deleted, may be waiting on finalization"},
+		{Type: corev1.NamespaceContentRemaining, Status: corev1.ConditionTrue, Reason: "SomeResourcesRemain", Message: "Some resources are remaining: " + describe(left.resources, "has")},
+	}
+	if len(left.finalizers) > 0 {
+		want = append(want, corev1.NamespaceCondition{Type: corev1.NamespaceFinalizersRemaining, Status: corev1.ConditionTrue,
+			Reason: "SomeFinalizersRemain", Message: "Some content in the namespace has finalizers remaining: " + describe(left.finalizers, "in")})
+	}
+	same := len(want) == len(ns.Status.Conditions)
+	for i := 0; same && i < len(want); i++ {
+		c := ns.Status.Conditions[i]
+		same = c.Type == want[i].Type && c.Status == want[i].Status && c.Reason == want[i].Reason && c.Message == want[i].Message
+	}
+	if same {
+		return nil
+	}
+	now := metav1.NewTime(time.Now().Truncate(time.Second))
+	for i := range want {
+		want[i].LastTransitionTime = now
+	}
+	r := s.internal(ctx, "", "namespaces", "")
+	r.ri.Subresource = "status"
+	return s.mutateInternal(ctx, r, ns.Name, func(acc metav1.Object) bool {
+		cur, ok := acc.(*corev1.Namespace)
+		if !ok || cur.UID != ns.UID {
+			return false
+		}
+		cur.Status.Conditions = want
+		return true
+	})
 }
 
 // defaultsController keeps the default ServiceAccount and the

@@ -43,3 +43,33 @@ func TestFinalizers(t *testing.T) {
 		t.Fatalf("get after the last finalizer went: %d; want 404", r.Code)
 	}
 }
+
+// TestNamespaceTermination: a namespace whose content is held by a
+// finalizer stays Terminating with kube's progress conditions, and goes
+// away once the content does.
+func TestNamespaceTermination(t *testing.T) {
+	h := gcHarness{refNewHarness(t), t}
+	ct := map[string]string{"Content-Type": "application/json"}
+	if r := h.do("POST", "/api/v1/namespaces", ct, []byte(`{"metadata":{"name":"doomed"}}`)); r.Code != http.StatusCreated {
+		t.Fatalf("create namespace: %d %s", r.Code, r.Body)
+	}
+	if r := h.do("POST", "/api/v1/namespaces/doomed/configmaps", ct, []byte(`{"metadata":{"name":"held","finalizers":["example.com/hold"]}}`)); r.Code != http.StatusCreated {
+		t.Fatalf("create configmap: %d %s", r.Code, r.Body)
+	}
+	del := h.do("DELETE", "/api/v1/namespaces/doomed", nil, nil)
+	if del.Code != http.StatusOK || !strings.Contains(del.Body.String(), `"phase":"Terminating"`) {
+		t.Fatalf("delete namespace: %d %s; want 200 with phase Terminating", del.Code, del.Body)
+	}
+	h.eventually("terminating conditions", func() bool {
+		b := h.do("GET", "/api/v1/namespaces/doomed", nil, nil).Body.String()
+		return strings.Contains(b, "Some resources are remaining: configmaps. has 1 resource instances") &&
+			strings.Contains(b, "Some content in the namespace has finalizers remaining: example.com/hold in 1 resource instances")
+	})
+	if r := h.do("PATCH", "/api/v1/namespaces/doomed/configmaps/held", map[string]string{"Content-Type": "application/merge-patch+json"},
+		[]byte(`{"metadata":{"finalizers":null}}`)); r.Code != http.StatusOK {
+		t.Fatalf("release configmap: %d %s", r.Code, r.Body)
+	}
+	h.eventually("namespace removed", func() bool {
+		return h.do("GET", "/api/v1/namespaces/doomed", nil, nil).Code == http.StatusNotFound
+	})
+}
