@@ -30,6 +30,8 @@ type request struct {
 	ri   requestInfo
 	t    *schema.Type
 	verb string
+	// warned holds the Warning texts already sent.
+	warned map[string]bool
 }
 
 func (r *request) key(name string) kv.Key {

@@ -5,11 +5,15 @@ import (
 	"errors"
 	"mime"
 	"net/http"
+	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	runtimeschema "k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	sigsjson "sigs.k8s.io/json"
 
 	"github.com/tabula-dev/tabula/apply"
 	"github.com/tabula-dev/tabula/codecs"
@@ -40,6 +44,17 @@ func (r *request) patch() error {
 	if err != nil {
 		return err
 	}
+	// Duplicate keys in the patch document itself count as field problems
+	// too (JSON Patch is a list of operations, checked by its decoder).
+	var dups []string
+	if kind != apply.JSONPatch {
+		var doc map[string]any
+		if strictErrs, err := sigsjson.UnmarshalStrict(patch, &doc); err == nil {
+			for _, e := range strictErrs {
+				dups = append(dups, e.Error())
+			}
+		}
+	}
 	return r.updateObject(func(current runtime.Object) (runtime.Object, error) {
 		if current == nil {
 			return nil, r.notFound(r.ri.Name)
@@ -59,6 +74,14 @@ func (r *request) patch() error {
 		obj, strict, err := r.s.codec.Decode(r.t, codecs.JSON, patched)
 		if err != nil {
 			return nil, err
+		}
+		strict = append(append([]string(nil), dups...), strict...)
+		if fv == fvStrict && len(strict) > 0 {
+			// kube-apiserver rejects a strict patch as an invalid patch,
+			// quoting the patched object.
+			return nil, apierrors.NewInvalid(runtimeschema.GroupKind{}, "", field.ErrorList{
+				field.Invalid(field.NewPath("patch"), string(patched), "strict decoding error: "+strings.Join(strict, ", ")),
+			})
 		}
 		if err := r.fieldProblems(strict, fv); err != nil {
 			return nil, err

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -91,7 +92,7 @@ func (r *request) fieldProblems(strict []string, fv fieldValidation) error {
 		return apierrors.NewBadRequest(codecs.StrictMessage(r.t, strict))
 	case fvWarn:
 		for _, p := range strict {
-			r.c.Response().Header().Add("Warning", fmt.Sprintf("299 - %s", strconv.Quote(p)))
+			r.warn(p)
 		}
 	}
 	return nil
@@ -318,4 +319,26 @@ func noNewFinalizersWhileDeleting(obj, old *metav1.ObjectMeta) field.ErrorList {
 	}
 	return field.ErrorList{field.Forbidden(field.NewPath("metadata", "finalizers"),
 		fmt.Sprintf("no new finalizers can be added if the object is being deleted, found new finalizers %#v", added))}
+}
+
+// warn adds a Warning header in kube-apiserver's format once per text
+// (updates retried after a conflict would repeat them). YAML decoding
+// reports all its problems in one error; each line is its own warning.
+func (r *request) warn(text string) {
+	if rest, ok := strings.CutPrefix(text, "yaml: unmarshal errors:\n"); ok {
+		for _, line := range strings.Split(rest, "\n") {
+			if line = strings.TrimSpace(line); line != "" {
+				r.warn(line)
+			}
+		}
+		return
+	}
+	if r.warned == nil {
+		r.warned = map[string]bool{}
+	}
+	if r.warned[text] {
+		return
+	}
+	r.warned[text] = true
+	r.c.Response().Header().Add("Warning", fmt.Sprintf("299 - %s", strconv.Quote(text)))
 }
