@@ -1,6 +1,9 @@
 package server
 
 import (
+	"bytes"
+	"crypto/sha512"
+	"encoding/hex"
 	"net/http"
 	"sort"
 	"strings"
@@ -147,18 +150,30 @@ func (s *Server) writeAggregated(c echo.Context, version, mediaType string, lega
 		obj = toV2beta1(list)
 	}
 	ct := mediaType + ";g=apidiscovery.k8s.io;v=" + version + ";as=APIGroupDiscoveryList"
-	c.Response().Header().Set(echo.HeaderContentType, ct)
-	c.Response().Header().Set("Vary", "Accept")
-	c.Response().WriteHeader(http.StatusOK)
+	var body bytes.Buffer
 	if mediaType == codecs.Protobuf {
 		b, err := s.discoveryProtobuf(obj, version)
 		if err != nil {
 			return err
 		}
-		_, err = c.Response().Write(b)
+		body.Write(b)
+	} else if err := codecs.EncodeJSON(&body, obj, wantsPretty(c)); err != nil {
 		return err
 	}
-	return codecs.EncodeJSON(c.Response(), obj, wantsPretty(c))
+	// Clients cache discovery by ETag, a quoted content hash as on
+	// kube-apiserver, and revalidate with If-None-Match.
+	sum := sha512.Sum512(body.Bytes())
+	etag := `"` + strings.ToUpper(hex.EncodeToString(sum[:])) + `"`
+	h := c.Response().Header()
+	h.Set("ETag", etag)
+	h.Set("Vary", "Accept")
+	if c.Request().Header.Get("If-None-Match") == etag {
+		return c.NoContent(http.StatusNotModified)
+	}
+	h.Set(echo.HeaderContentType, ct)
+	c.Response().WriteHeader(http.StatusOK)
+	_, err := c.Response().Write(body.Bytes())
+	return err
 }
 
 func (s *Server) aggregatedV2(legacy bool) *apidiscoveryv2.APIGroupDiscoveryList {
