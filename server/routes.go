@@ -49,7 +49,7 @@ func (s *Server) routes() *echo.Echo {
 	if s.cfg.OpenAPI != nil {
 		h := echo.WrapHandler(s.cfg.OpenAPI)
 		e.GET("/openapi/v2", h)
-		e.GET("/openapi/v3", h)
+		e.GET("/openapi/v3", echo.WrapHandler(textPlain(s.cfg.OpenAPI)))
 		e.GET("/openapi/v3/*", h)
 	}
 	s.discoveryRoutes(e)
@@ -293,4 +293,35 @@ func requestTimeout(v string, limit time.Duration) (time.Duration, error) {
 		return limit, nil
 	}
 	return d, nil
+}
+
+// textPlain serves a handler's answer as text/plain, as kube-apiserver
+// labels the /openapi/v3 index (clients parse it as JSON regardless).
+func textPlain(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.ServeHTTP(&contentTypeWriter{ResponseWriter: w, ct: "text/plain; charset=utf-8"}, r)
+	})
+}
+
+type contentTypeWriter struct {
+	http.ResponseWriter
+	ct          string
+	wroteHeader bool
+}
+
+func (w *contentTypeWriter) WriteHeader(code int) {
+	if !w.wroteHeader {
+		w.wroteHeader = true
+		if code == http.StatusOK {
+			w.Header().Set("Content-Type", w.ct)
+		}
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *contentTypeWriter) Write(b []byte) (int, error) {
+	if !w.wroteHeader {
+		w.WriteHeader(http.StatusOK)
+	}
+	return w.ResponseWriter.Write(b)
 }
