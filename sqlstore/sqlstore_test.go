@@ -65,3 +65,12 @@ func TestTwoStoresSQLiteFile(t *testing.T) {
 		return "sqlite://" + filepath.Join(t.TempDir(), "shared.db")
 	}, 100*time.Millisecond)
 }
+
+// Behind a transaction-mode pooler (PgBouncer) prepared statements do not
+// survive between transactions; pgx's simple protocol, chosen in the URL,
+// must work for everything.
+func TestPostgresSimpleProtocol(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) *sqlstore.Store {
+		return openURL(t, dbtest.Postgres(t)+"&default_query_exec_mode=simple_protocol")
+	})
+}
