@@ -536,7 +536,7 @@ var refGroupSetup = map[string]func(h *refHarness){
 
 // refHarness is the in-process server and the state of one replay.
 type refHarness struct {
-	t     *testing.T
+	t     testing.TB
 	h     http.Handler
 	store *sqlstore.Store
 	// vars maps the placeholders of the current case to real values.
@@ -547,7 +547,7 @@ type refHarness struct {
 	state map[string]string
 }
 
-func refNewHarness(t *testing.T) *refHarness {
+func refNewHarness(t testing.TB) *refHarness {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -704,7 +704,7 @@ type refFile struct {
 	Notes []string `json:"notes"`
 }
 
-func refLoad(t *testing.T, file string) *refFile {
+func refLoad(t testing.TB, file string) *refFile {
 	t.Helper()
 	raw, err := os.ReadFile(filepath.Join(refDir, file+".json"))
 	if err != nil {

@@ -32,6 +32,11 @@ type dialect interface {
 	// reclaim returns freed space to the operating system where the
 	// database needs telling (SQLite).
 	reclaim(ctx context.Context, db *sql.DB) error
+	// cacheStatements says whether preparing each query once pays: true
+	// for SQLite, which parses SQL in-process on every call. PostgreSQL's
+	// driver caches statements itself (and must not when behind a
+	// transaction-mode pooler); MySQL interpolates parameters client-side.
+	cacheStatements() bool
 	// readTx returns the options for a read-only snapshot transaction.
 	readTx() *sql.TxOptions
 }

@@ -102,3 +102,5 @@ func (postgresDialect) listen(ctx context.Context, db *sql.DB, wake func()) erro
 		}
 	})
 }
+
+func (postgresDialect) cacheStatements() bool { return false }

@@ -15,7 +15,7 @@ import (
 func (s *Store) Get(ctx context.Context, key kv.Key) (kv.Record, error) {
 	defer s.observe("get", time.Now())
 	r := kv.Record{Key: key}
-	err := s.read.QueryRowContext(ctx, s.q(`SELECT l.rev, l.created_rev, l.value FROM tabula_current c
+	err := s.readQueryRow(ctx, s.q(`SELECT l.rev, l.created_rev, l.value FROM tabula_current c
 		JOIN tabula_log l ON l.rev = c.rev
 		WHERE c.resource = ? AND c.namespace = ? AND c.name = ?`), key.Resource, key.Namespace, key.Name).
 		Scan(&r.Rev, &r.CreatedRev, &r.Value)

@@ -100,3 +100,5 @@ func (sqliteDialect) open(ctx context.Context, u *url.URL) (*sql.DB, *sql.DB, er
 	r.SetMaxIdleConns(8)
 	return r, w, nil
 }
+
+func (sqliteDialect) cacheStatements() bool { return true }

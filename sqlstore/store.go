@@ -51,7 +51,10 @@ type Store struct {
 	closedCtx   context.Context
 	cancelClose context.CancelFunc
 	wg          sync.WaitGroup
-	once        sync.Once
+	// stmts caches prepared statements by pool and query text, for
+	// dialects where preparing is the cost (see dialect.cacheStatements).
+	stmts sync.Map
+	once  sync.Once
 }
 
 // Open connects to the database named by rawURL (sqlite:///path/file.db,
@@ -95,6 +98,10 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Store, error) {
 		return nil, err
 	}
 	if err := s.migrate(ctx); err != nil {
+		s.closeDBs()
+		return nil, err
+	}
+	if err := s.prepareWrites(ctx); err != nil {
 		s.closeDBs()
 		return nil, err
 	}
@@ -161,6 +168,10 @@ func (s *Store) Close() error {
 }
 
 func (s *Store) closeDBs() error {
+	s.stmts.Range(func(_, v any) bool {
+		v.(*sql.Stmt).Close()
+		return true
+	})
 	err := s.read.Close()
 	if s.write != s.read {
 		err = errors.Join(err, s.write.Close())
@@ -173,7 +184,7 @@ func (s *Store) q(query string) string { return s.d.rebind(query) }
 // revs reads the newest and the compacted revision.
 func (s *Store) revs(ctx context.Context) (current, compacted int64, err error) {
 	defer s.observe("revs", time.Now())
-	err = s.read.QueryRowContext(ctx, s.q("SELECT rev, compact_rev FROM tabula_rev WHERE id = 1")).Scan(&current, &compacted)
+	err = s.readQueryRow(ctx, s.q("SELECT rev, compact_rev FROM tabula_rev WHERE id = 1")).Scan(&current, &compacted)
 	if err != nil {
 		return 0, 0, unavailable(err)
 	}

@@ -193,7 +193,7 @@ func (s *Store) readLog(ctx context.Context, resource string, after, upTo int64,
 	}
 	q += " ORDER BY l.rev LIMIT ?"
 	args = append(args, limit)
-	rows, err := s.read.QueryContext(ctx, s.q(q), args...)
+	rows, err := s.readQuery(ctx, s.q(q), args...)
 	if err != nil {
 		return nil, unavailable(err)
 	}

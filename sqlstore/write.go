@@ -174,11 +174,11 @@ func (s *Store) runBatch(batch []*writeReq) ([]writeResult, error) {
 		return nil, unavailable(err)
 	}
 	defer tx.Rollback()
-	if _, err := tx.ExecContext(ctx, "UPDATE tabula_rev SET rev = rev WHERE id = 1"); err != nil {
+	if _, err := s.txExec(ctx, tx, "UPDATE tabula_rev SET rev = rev WHERE id = 1"); err != nil {
 		return nil, unavailable(err)
 	}
 	var rev int64
-	if err := tx.QueryRowContext(ctx, "SELECT rev FROM tabula_rev WHERE id = 1").Scan(&rev); err != nil {
+	if err := s.txQueryRow(ctx, tx, "SELECT rev FROM tabula_rev WHERE id = 1").Scan(&rev); err != nil {
 		return nil, unavailable(err)
 	}
 	start := rev
@@ -199,7 +199,7 @@ func (s *Store) runBatch(batch []*writeReq) ([]writeResult, error) {
 	if rev == start {
 		return results, nil
 	}
-	if _, err := tx.ExecContext(ctx, s.q("UPDATE tabula_rev SET rev = ? WHERE id = 1"), rev); err != nil {
+	if _, err := s.txExec(ctx, tx, s.q("UPDATE tabula_rev SET rev = ? WHERE id = 1"), rev); err != nil {
 		return nil, unavailable(err)
 	}
 	if n, ok := s.d.(notifier); ok {
@@ -250,16 +250,16 @@ func (s *Store) apply(ctx context.Context, tx *sql.Tx, r *writeReq, rev int64) (
 	expires := expiry(e)
 	switch r.op {
 	case opCreate:
-		_, err = tx.ExecContext(ctx, s.q("INSERT INTO tabula_current (resource, namespace, name, rev, expires_at) VALUES (?, ?, ?, ?, ?)"),
+		_, err = s.txExec(ctx, tx, s.q("INSERT INTO tabula_current (resource, namespace, name, rev, expires_at) VALUES (?, ?, ?, ?, ?)"),
 			key.Resource, key.Namespace, key.Name, rev, expires)
 	case opUpdate:
-		if _, err = tx.ExecContext(ctx, s.q("UPDATE tabula_log SET next_rev = ? WHERE rev = ?"), rev, cur.rev); err == nil {
-			_, err = tx.ExecContext(ctx, s.q("UPDATE tabula_current SET rev = ?, expires_at = ? WHERE resource = ? AND namespace = ? AND name = ?"),
+		if _, err = s.txExec(ctx, tx, s.q("UPDATE tabula_log SET next_rev = ? WHERE rev = ?"), rev, cur.rev); err == nil {
+			_, err = s.txExec(ctx, tx, s.q("UPDATE tabula_current SET rev = ?, expires_at = ? WHERE resource = ? AND namespace = ? AND name = ?"),
 				rev, expires, key.Resource, key.Namespace, key.Name)
 		}
 	case opDelete:
-		if _, err = tx.ExecContext(ctx, s.q("UPDATE tabula_log SET next_rev = ? WHERE rev = ?"), rev, cur.rev); err == nil {
-			_, err = tx.ExecContext(ctx, s.q("DELETE FROM tabula_current WHERE resource = ? AND namespace = ? AND name = ?"),
+		if _, err = s.txExec(ctx, tx, s.q("UPDATE tabula_log SET next_rev = ? WHERE rev = ?"), rev, cur.rev); err == nil {
+			_, err = s.txExec(ctx, tx, s.q("DELETE FROM tabula_current WHERE resource = ? AND namespace = ? AND name = ?"),
 				key.Resource, key.Namespace, key.Name)
 		}
 	}
@@ -271,10 +271,18 @@ func (s *Store) apply(ctx context.Context, tx *sql.Tx, r *writeReq, rev int64) (
 
 type current struct{ rev, created int64 }
 
+const (
+	currentRevSQL = `SELECT c.rev, l.created_rev FROM tabula_current c JOIN tabula_log l ON l.rev = c.rev
+		WHERE c.resource = ? AND c.namespace = ? AND c.name = ?`
+	insertLogSQL = `INSERT INTO tabula_log
+		(rev, resource, namespace, name, op, created_rev, prev_rev, next_rev, labels, fields, expires_at, value)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	insertIndexRowSQL = "INSERT INTO tabula_index (rev, name, value) VALUES (?, ?, ?)"
+)
+
 func (s *Store) currentRev(ctx context.Context, tx *sql.Tx, key kv.Key) (current, error) {
 	var c current
-	err := tx.QueryRowContext(ctx, s.q(`SELECT c.rev, l.created_rev FROM tabula_current c JOIN tabula_log l ON l.rev = c.rev
-		WHERE c.resource = ? AND c.namespace = ? AND c.name = ?`), key.Resource, key.Namespace, key.Name).Scan(&c.rev, &c.created)
+	err := s.txQueryRow(ctx, tx, s.q(currentRevSQL), key.Resource, key.Namespace, key.Name).Scan(&c.rev, &c.created)
 	if errors.Is(err, sql.ErrNoRows) {
 		return c, kv.ErrNotFound
 	}
@@ -296,9 +304,7 @@ func (s *Store) appendRow(ctx context.Context, tx *sql.Tx, key kv.Key, rev int64
 	if op == opDelete {
 		next = sql.NullInt64{Int64: rev, Valid: true}
 	}
-	_, err = tx.ExecContext(ctx, s.q(`INSERT INTO tabula_log
-		(rev, resource, namespace, name, op, created_rev, prev_rev, next_rev, labels, fields, expires_at, value)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
+	_, err = s.txExec(ctx, tx, s.q(insertLogSQL),
 		rev, key.Resource, key.Namespace, key.Name, op, created, prev, next, string(labels), string(fields), expiry(e), e.Value)
 	if err != nil || op == opDelete {
 		return err
@@ -307,11 +313,21 @@ func (s *Store) appendRow(ctx context.Context, tx *sql.Tx, key kv.Key, rev int64
 	if len(rows) == 0 {
 		return nil
 	}
+	if st := s.prepared(ctx, s.write, s.q(insertIndexRowSQL)); st != nil {
+		// A cached one-row statement beats parsing a multi-row one.
+		txst := tx.StmtContext(ctx, st)
+		for _, r := range rows {
+			if _, err := txst.ExecContext(ctx, rev, r[0], r[1]); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 	args := make([]any, 0, 3*len(rows))
 	for _, r := range rows {
 		args = append(args, rev, r[0], r[1])
 	}
-	_, err = tx.ExecContext(ctx, s.q("INSERT INTO tabula_index (rev, name, value) VALUES "+
+	_, err = s.txExec(ctx, tx, s.q("INSERT INTO tabula_index (rev, name, value) VALUES "+
 		strings.TrimSuffix(strings.Repeat("(?, ?, ?),", len(rows)), ",")), args...)
 	return err
 }

@@ -1,0 +1,100 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+)
+
+// prepared returns a statement prepared once on db for query, or nil when
+// the dialect does not cache statements or preparing failed (the caller
+// then runs the query directly). Queries are constant text, so the cache
+// stays small.
+//
+// Hazard: with one writer connection, preparing on the write pool while a
+// transaction holds that connection would wait forever, so write
+// statements are only ever taken from the cache filled by prepareWrites.
+func (s *Store) prepared(ctx context.Context, db *sql.DB, query string) *sql.Stmt {
+	if !s.d.cacheStatements() {
+		return nil
+	}
+	key := stmtKey{db, query}
+	if v, ok := s.stmts.Load(key); ok {
+		return v.(*sql.Stmt)
+	}
+	if db == s.write {
+		return nil
+	}
+	st, err := db.PrepareContext(ctx, query)
+	if err != nil {
+		return nil
+	}
+	if v, loaded := s.stmts.LoadOrStore(key, st); loaded {
+		st.Close()
+		return v.(*sql.Stmt)
+	}
+	return st
+}
+
+type stmtKey struct {
+	db    *sql.DB
+	query string
+}
+
+func (s *Store) txExec(ctx context.Context, tx *sql.Tx, query string, args ...any) (sql.Result, error) {
+	if st := s.prepared(ctx, s.write, query); st != nil {
+		return tx.StmtContext(ctx, st).ExecContext(ctx, args...)
+	}
+	return tx.ExecContext(ctx, query, args...)
+}
+
+func (s *Store) txQueryRow(ctx context.Context, tx *sql.Tx, query string, args ...any) *sql.Row {
+	if st := s.prepared(ctx, s.write, query); st != nil {
+		return tx.StmtContext(ctx, st).QueryRowContext(ctx, args...)
+	}
+	return tx.QueryRowContext(ctx, query, args...)
+}
+
+func (s *Store) readQueryRow(ctx context.Context, query string, args ...any) *sql.Row {
+	if st := s.prepared(ctx, s.read, query); st != nil {
+		return st.QueryRowContext(ctx, args...)
+	}
+	return s.read.QueryRowContext(ctx, query, args...)
+}
+
+func (s *Store) readQuery(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	if st := s.prepared(ctx, s.read, query); st != nil {
+		return st.QueryContext(ctx, args...)
+	}
+	return s.read.QueryContext(ctx, query, args...)
+}
+
+// writeStatements are the statements of every write transaction.
+var writeStatements = []string{
+	"UPDATE tabula_rev SET rev = rev WHERE id = 1",
+	"SELECT rev FROM tabula_rev WHERE id = 1",
+	"UPDATE tabula_rev SET rev = ? WHERE id = 1",
+	currentRevSQL,
+	insertLogSQL,
+	insertIndexRowSQL,
+	"INSERT INTO tabula_current (resource, namespace, name, rev, expires_at) VALUES (?, ?, ?, ?, ?)",
+	"UPDATE tabula_log SET next_rev = ? WHERE rev = ?",
+	"UPDATE tabula_current SET rev = ?, expires_at = ? WHERE resource = ? AND namespace = ? AND name = ?",
+	"DELETE FROM tabula_current WHERE resource = ? AND namespace = ? AND name = ?",
+}
+
+// prepareWrites fills the statement cache for the write pool before any
+// write transaction runs.
+func (s *Store) prepareWrites(ctx context.Context) error {
+	if !s.d.cacheStatements() {
+		return nil
+	}
+	for _, q := range writeStatements {
+		q = s.q(q)
+		st, err := s.write.PrepareContext(ctx, q)
+		if err != nil {
+			return err
+		}
+		s.stmts.Store(stmtKey{s.write, q}, st)
+	}
+	return nil
+}
