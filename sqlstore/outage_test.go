@@ -5,9 +5,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
-	"net"
 	"net/url"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,76 +13,6 @@ import (
 	"github.com/tabula-dev/tabula/sqlstore/dbtest"
 	"github.com/tabula-dev/tabula/sqlstore/kv"
 )
-
-// cutProxy forwards TCP connections to a database and can cut them all
-// and refuse new ones, simulating a database outage, then come back on
-// the same address.
-type cutProxy struct {
-	target string
-	addr   string
-	mu     sync.Mutex
-	ln     net.Listener
-	conns  map[net.Conn]bool
-}
-
-func newCutProxy(t *testing.T, target string) *cutProxy {
-	p := &cutProxy{target: target, conns: map[net.Conn]bool{}}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.addr = ln.Addr().String()
-	p.serve(ln)
-	t.Cleanup(p.cut)
-	return p
-}
-
-func (p *cutProxy) serve(ln net.Listener) {
-	p.mu.Lock()
-	p.ln = ln
-	p.mu.Unlock()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			d, err := net.Dial("tcp", p.target)
-			if err != nil {
-				c.Close()
-				continue
-			}
-			p.mu.Lock()
-			p.conns[c], p.conns[d] = true, true
-			p.mu.Unlock()
-			go func() { io.Copy(d, c); d.Close() }()
-			go func() { io.Copy(c, d); c.Close() }()
-		}
-	}()
-}
-
-// cut closes the listener and every forwarded connection.
-func (p *cutProxy) cut() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.ln != nil {
-		p.ln.Close()
-		p.ln = nil
-	}
-	for c := range p.conns {
-		c.Close()
-	}
-	p.conns = map[net.Conn]bool{}
-}
-
-// restore listens again on the same address.
-func (p *cutProxy) restore(t *testing.T) {
-	ln, err := net.Listen("tcp", p.addr)
-	if err != nil {
-		t.Fatalf("proxy relisten: %v", err)
-	}
-	p.serve(ln)
-}
 
 // TestDatabaseOutage: while the database is unreachable, reads and writes
 // fail fast with ErrUnavailable and Ready reports it; when it returns, the
@@ -99,8 +27,8 @@ func TestDatabaseOutage(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			proxy := newCutProxy(t, u.Host)
-			u.Host = proxy.addr
+			proxy := dbtest.NewCutProxy(t, u.Host)
+			u.Host = proxy.Addr
 			s, err := sqlstore.Open(context.Background(), u.String(), sqlstore.Options{PollInterval: 50 * time.Millisecond,
 				Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 			if err != nil {
@@ -127,7 +55,7 @@ func TestDatabaseOutage(t *testing.T) {
 				t.Fatalf("first event rev %d; want %d", ev.Rev, first.Rev)
 			}
 
-			proxy.cut()
+			proxy.Cut()
 			start := time.Now()
 			if _, err := put("during"); !errors.Is(err, kv.ErrUnavailable) {
 				t.Fatalf("create during the outage: err %v; want ErrUnavailable", err)
@@ -141,7 +69,7 @@ func TestDatabaseOutage(t *testing.T) {
 				t.Fatalf("failing during the outage took %v; want it fast", took)
 			}
 
-			proxy.restore(t)
+			proxy.Restore(t)
 			var after kv.Record
 			deadline := time.Now().Add(30 * time.Second)
 			for {
