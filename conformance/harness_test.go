@@ -793,7 +793,7 @@ func waitFor(t testing.TB, what string, timeout time.Duration, cond func() (done
 		if time.Now().After(deadline) {
 			t.Fatalf("%s: not done within %v; last state: %s", what, timeout, status)
 		}
-		time.Sleep(interval) // polling interval, not synchronisation
+		<-time.After(interval) // polling with a deadline, not synchronisation
 		if interval < 200*time.Millisecond {
 			interval *= 2
 		}
