@@ -85,6 +85,12 @@ func builtinColumns(t *Type) ([]metav1.TableColumnDefinition, func(runtime.Objec
 		// Both groups print the same columns and cells: kube-apiserver
 		// prints the internal (core) form of either.
 		return eventColumns(), eventRow
+	case gvkEndpoints:
+		return []metav1.TableColumnDefinition{
+			nameColumn(0),
+			column("Endpoints", "", corev1.Endpoints{}.SwaggerDoc()["subsets"], 0),
+			ageColumn(),
+		}, endpointsRow
 	case gvkLease:
 		return []metav1.TableColumnDefinition{
 			nameColumn(0),

@@ -15,6 +15,7 @@ var (
 	gvkServiceAccount = schema.GroupVersionKind{Version: "v1", Kind: "ServiceAccount"}
 	gvkCoreEvent      = schema.GroupVersionKind{Version: "v1", Kind: "Event"}
 	gvkEventsV1Event  = schema.GroupVersionKind{Group: "events.k8s.io", Version: "v1", Kind: "Event"}
+	gvkEndpoints      = schema.GroupVersionKind{Version: "v1", Kind: "Endpoints"}
 	gvkLease          = schema.GroupVersionKind{Group: "coordination.k8s.io", Version: "v1", Kind: "Lease"}
 )
 

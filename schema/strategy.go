@@ -53,6 +53,8 @@ func builtinStrategy(t *Type) (func(runtime.Object), func(obj, old runtime.Objec
 		return noPrepareForCreate, noPrepareForUpdate, validateCoreEvent
 	case gvkEventsV1Event:
 		return noPrepareForCreate, noPrepareForUpdate, validateEventsV1Event
+	case gvkEndpoints:
+		return endpointsPrepare, endpointsPrepareForUpdate, validateEndpoints
 	case gvkLease:
 		return leasePrepareForCreate, leasePrepareForUpdate, validateLease
 	}

@@ -1,6 +1,8 @@
 package schema
 
 import (
+	"fmt"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -67,6 +69,40 @@ type Type struct {
 
 	// Subresources served besides the main resource, such as "status".
 	Subresources []string
+
+	// Deprecation is set for a kind this version serves but deprecates;
+	// every request to it gets a Warning header.
+	Deprecation *Deprecation
+}
+
+// Deprecation says when a served kind was deprecated and what replaces it.
+type Deprecation struct {
+	// In and RemovedIn are Kubernetes releases ("1.33"); RemovedIn may be
+	// empty when no removal is planned.
+	In, RemovedIn string
+	// Replacement names the group-version and kind to use instead
+	// ("discovery.k8s.io/v1 EndpointSlice"), if any.
+	Replacement string
+}
+
+// DeprecationWarning is the Warning text kube-apiserver sends for requests
+// to a deprecated kind, or "" when the Type is not deprecated.
+func (t *Type) DeprecationWarning() string {
+	d := t.Deprecation
+	if d == nil {
+		return ""
+	}
+	msg := fmt.Sprintf("%s %s is deprecated", t.APIVersion(), t.Kind)
+	if d.In != "" {
+		msg += fmt.Sprintf(" in v%s+", d.In)
+	}
+	if d.RemovedIn != "" {
+		msg += fmt.Sprintf(", unavailable in v%s+", d.RemovedIn)
+	}
+	if d.Replacement != "" {
+		msg += "; use " + d.Replacement
+	}
+	return msg
 }
 
 // GroupVersion returns the Type's group-version.

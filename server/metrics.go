@@ -14,6 +14,8 @@ import (
 type requestMetrics struct {
 	total    *prometheus.CounterVec
 	duration *prometheus.HistogramVec
+	// deprecated is 1 for each deprecated API that has been requested.
+	deprecated *prometheus.GaugeVec
 }
 
 func newRequestMetrics(reg prometheus.Registerer) *requestMetrics {
@@ -27,9 +29,13 @@ func newRequestMetrics(reg prometheus.Registerer) *requestMetrics {
 			Help:    "Request latency by verb, group and resource (watches excluded).",
 			Buckets: prometheus.ExponentialBuckets(0.0005, 4, 10),
 		}, []string{"verb", "group", "resource"}),
+		deprecated: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "apiserver_requested_deprecated_apis",
+			Help: "Deprecated APIs that have been requested, by group, version, resource, subresource and removed_release.",
+		}, []string{"group", "version", "resource", "subresource", "removed_release"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.total, m.duration)
+		reg.MustRegister(m.total, m.duration, m.deprecated)
 	}
 	return m
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -122,6 +123,12 @@ func (s *Server) serveResource(c echo.Context, group, version, rest string) erro
 	c.Set(ctxInfo, ri)
 	if err := s.authorize(c, ri, verb); err != nil {
 		return err
+	}
+	if t.Deprecation != nil {
+		// Like kube-apiserver: on every request to the kind, whatever its
+		// outcome, and recorded in apiserver_requested_deprecated_apis.
+		c.Response().Header().Add("Warning", fmt.Sprintf("299 - %s", strconv.Quote(t.DeprecationWarning())))
+		s.metrics.deprecated.WithLabelValues(group, version, ri.Resource, ri.Subresource, t.Deprecation.RemovedIn).Set(1)
 	}
 	ctx := c.Request().Context()
 	if verb != "watch" {
