@@ -409,6 +409,8 @@ type serveOptions struct {
 	DataDir string
 	// Listen is the address to listen on; empty picks a free loopback port.
 	Listen string
+	// Args are more flags for `tabula serve`.
+	Args []string
 }
 
 // tabulaProcess is a running `tabula serve`.
@@ -469,7 +471,8 @@ func launchTabula(bin string, o serveOptions) (*tabulaProcess, error) {
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(bin, "serve", "--db", o.DB, "--data-dir", o.DataDir, "--listen", listen)
+	args := append([]string{"serve", "--db", o.DB, "--data-dir", o.DataDir, "--listen", listen}, o.Args...)
+	cmd := exec.Command(bin, args...)
 	cmd.Stdout = log
 	cmd.Stderr = log
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}

@@ -123,6 +123,13 @@ func printReport(w io.Writer) {
 	results.print(w, "scenario", cols)
 	n := results.counts()
 	fmt.Fprintf(w, "%d pass, %d FAIL, %d n/a, %d not run\n", n[resultPass], n[resultFail], n[resultNA], n[resultNotRun])
+	sec := newTable()
+	sections.fill(sec)
+	if len(sec.rows) > 0 {
+		fmt.Fprintln(w)
+		fmt.Fprintln(w, "=== API concepts (seed section × target; checks are the Concepts/... rows above) ===")
+		sec.print(w, "seed section", cols)
+	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "=== Measurements (target × measure) ===")
 	measurements.print(w, "target", nil)

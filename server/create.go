@@ -1,6 +1,7 @@
 package server
 
 import (
+	"errors"
 	"net/http"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -9,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/tabula-dev/tabula/codecs"
+	"github.com/tabula-dev/tabula/sqlstore/kv"
 )
 
 // create handles POST to a collection.
@@ -68,6 +70,12 @@ func (r *request) createObject(obj runtime.Object, dryRun bool) error {
 	}
 	out, _ := r.negotiate(false)
 	if dryRun {
+		// The store would refuse a name that is taken; so does a dry run.
+		if _, err := r.s.store.Get(r.ctx, r.key(acc.GetName())); err == nil {
+			return apierrors.NewAlreadyExists(r.t.GroupResource(), acc.GetName())
+		} else if !errors.Is(err, kv.ErrNotFound) {
+			return err
+		}
 		return r.writeObject(http.StatusCreated, out, obj)
 	}
 	rec, err := r.s.store.Create(r.ctx, r.key(acc.GetName()), r.encoder(obj, nil))

@@ -77,7 +77,14 @@ func (r *request) listPage(p *listParams) (kv.ListResult, error) {
 	var ce *kv.CompactedError
 	if errors.As(err, &ce) {
 		if p.cont != nil {
-			return res, apierrors.NewResourceExpired("The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.")
+			expired := apierrors.NewResourceExpired("The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.")
+			// The Status carries a token that goes on from the same key
+			// at the newest revision, for clients that accept an
+			// inconsistent list (as kube-apiserver does).
+			if cur, err := r.s.store.CurrentRev(ctx); err == nil {
+				expired.ErrStatus.ListMeta.Continue = (&continueToken{APIVersion: continueVersion, RV: cur, Start: p.cont.Start}).encode()
+			}
+			return res, expired
 		}
 		return res, apierrors.NewResourceExpired("The resourceVersion for the provided list is too old.")
 	}

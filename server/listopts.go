@@ -117,9 +117,6 @@ func (r *request) parseListParams() (*listParams, error) {
 			if p.rvMatch != metav1.ResourceVersionMatchNotOlderThan {
 				errs = append(errs, field.Forbidden(path, "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan"))
 			}
-			if *p.sendInitial && !p.bookmarks {
-				errs = append(errs, field.Forbidden(field.NewPath("allowWatchBookmarks"), "allowWatchBookmarks required when sendInitialEvents is true"))
-			}
 		}
 	}
 	if len(errs) > 0 {
@@ -170,7 +167,11 @@ func encodeContinue(rv int64, namespace, name string, allNamespaces bool) string
 	if allNamespaces {
 		start = "/" + namespace + "/" + name + "\x00"
 	}
-	b, _ := json.Marshal(continueToken{APIVersion: continueVersion, RV: rv, Start: start})
+	return (&continueToken{APIVersion: continueVersion, RV: rv, Start: start}).encode()
+}
+
+func (t *continueToken) encode() string {
+	b, _ := json.Marshal(t)
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 

@@ -29,12 +29,12 @@ func (r *request) watch() error {
 	if err != nil {
 		return err
 	}
-	out, err := r.negotiate(true)
+	// Events carry single objects, so a watch asks for
+	// as=PartialObjectMetadata (as client-go's metadata client does) and
+	// the list form is refused, as kube-apiserver refuses it.
+	out, err := r.negotiate(false)
 	if err != nil {
 		return err
-	}
-	if out.View == codecs.ViewPartialObjectMetadataList {
-		out.View = codecs.ViewPartialObjectMetadata
 	}
 	if r.ri.Name != "" {
 		// A watch on a named path watches that one object.
@@ -104,7 +104,9 @@ func (r *request) watch() error {
 			return nil
 		}
 	}
-	if initial && p.sendInitial != nil && *p.sendInitial {
+	// kube-apiserver accepts sendInitialEvents without allowWatchBookmarks
+	// and then sends no end-of-initial-events bookmark.
+	if initial && p.sendInitial != nil && *p.sendInitial && p.bookmarks {
 		if err := enc.bookmark(state.Rev, true); err != nil {
 			return nil
 		}
