@@ -130,6 +130,8 @@ func (s *Store) Compact(ctx context.Context, rev int64) error {
 // (tombstones are superseded by themselves).
 func (s *Store) compactBatch(ctx context.Context, rev int64) (int, error) {
 	defer s.observe("compact_batch", time.Now())
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	rows, err := s.write.QueryContext(ctx, s.q("SELECT rev FROM tabula_log WHERE next_rev <= ? ORDER BY next_rev LIMIT ?"), rev, compactBatch)
 	if err != nil {
 		return 0, unavailable(err)
@@ -172,6 +174,8 @@ func (s *Store) compactBatch(ctx context.Context, rev int64) (int, error) {
 // has passed, oldest first, for the caller to delete.
 func (s *Store) Expired(ctx context.Context, resource string, now time.Time, limit int) ([]kv.Record, error) {
 	defer s.observe("expired", time.Now())
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	rows, err := s.read.QueryContext(ctx, s.q(`SELECT c.namespace, c.name, l.rev, l.created_rev, l.value
 		FROM tabula_current c JOIN tabula_log l ON l.rev = c.rev
 		WHERE c.expires_at IS NOT NULL AND c.expires_at <= ? AND c.resource = ?

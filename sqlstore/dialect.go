@@ -54,7 +54,7 @@ func dialectFor(u *url.URL) (dialect, error) {
 	case "sqlite":
 		return sqliteDialect{}, nil
 	case "postgres", "postgresql":
-		return postgresDialect{}, nil
+		return &postgresDialect{}, nil
 	case "mysql", "mariadb":
 		return mysqlDialect{}, nil
 	}

@@ -5,25 +5,30 @@ import (
 	"database/sql"
 	"net/url"
 
-	"github.com/jackc/pgx/v5/stdlib" // also registers the "pgx" driver
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
 )
 
-// postgresDialect: one pool for reads and writes; PostgreSQL handles
-// concurrent writers and the counter row lock orders them.
-type postgresDialect struct{}
+// postgresDialect: one pgx pool for reads and writes; PostgreSQL handles
+// concurrent writers and the counter row lock orders them. The pool is
+// pgxpool's (health checks, idle and lifetime limits, pool_* settings
+// from the URL), served to the store through database/sql.
+type postgresDialect struct {
+	pool *pgxpool.Pool
+}
 
-func (postgresDialect) name() string           { return "postgres" }
-func (postgresDialect) rebind(q string) string { return rebindDollar(q) }
-func (postgresDialect) readTx() *sql.TxOptions {
+func (*postgresDialect) name() string           { return "postgres" }
+func (*postgresDialect) rebind(q string) string { return rebindDollar(q) }
+func (*postgresDialect) readTx() *sql.TxOptions {
 	return &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true}
 }
 
-func (postgresDialect) writeTx() *sql.TxOptions { return nil }
+func (*postgresDialect) writeTx() *sql.TxOptions { return nil }
 
 // migrationLockID is an arbitrary constant naming Tabula's advisory lock.
 const migrationLockID = 0x7461_6275_6c61 // "tabula"
 
-func (postgresDialect) lockMigrations(ctx context.Context, conn *sql.Conn) (func(), error) {
+func (*postgresDialect) lockMigrations(ctx context.Context, conn *sql.Conn) (func(), error) {
 	if _, err := conn.ExecContext(ctx, "SELECT pg_advisory_lock($1)", migrationLockID); err != nil {
 		return nil, err
 	}
@@ -35,7 +40,7 @@ func (postgresDialect) lockMigrations(ctx context.Context, conn *sql.Conn) (func
 // compactLockID names the advisory lock held by the one compacting replica.
 const compactLockID = 0x7461_6275_6c62
 
-func (postgresDialect) tryCompactLock(ctx context.Context, db *sql.DB) (func(), bool, error) {
+func (*postgresDialect) tryCompactLock(ctx context.Context, db *sql.DB) (func(), bool, error) {
 	// Session locks live on one connection, held until unlock.
 	conn, err := db.Conn(ctx)
 	if err != nil {
@@ -56,21 +61,37 @@ func (postgresDialect) tryCompactLock(ctx context.Context, db *sql.DB) (func(), 
 	}, true, nil
 }
 
-func (postgresDialect) insertIgnore(table, columns, values string) string {
+func (*postgresDialect) insertIgnore(table, columns, values string) string {
 	return "INSERT INTO " + table + " (" + columns + ") VALUES (" + values + ") ON CONFLICT DO NOTHING"
 }
 
 // reclaim: autovacuum returns space on PostgreSQL.
-func (postgresDialect) reclaim(context.Context, *sql.DB) error { return nil }
+func (*postgresDialect) reclaim(context.Context, *sql.DB) error { return nil }
 
-func (postgresDialect) open(ctx context.Context, u *url.URL) (*sql.DB, *sql.DB, error) {
-	db, err := sql.Open("pgx", u.String())
+// defaultPoolSize is the pool size unless the URL sets pool_max_conns.
+const defaultPoolSize = 32
+
+func (d *postgresDialect) open(ctx context.Context, u *url.URL) (*sql.DB, *sql.DB, error) {
+	cfg, err := pgxpool.ParseConfig(u.String())
 	if err != nil {
 		return nil, nil, err
 	}
-	db.SetMaxOpenConns(32)
-	db.SetMaxIdleConns(16)
+	if !u.Query().Has("pool_max_conns") {
+		cfg.MaxConns = defaultPoolSize
+	}
+	d.pool, err = pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	db := stdlib.OpenDBFromPool(d.pool)
 	return db, db, nil
+}
+
+// close closes the pool, after the store closed its *sql.DB.
+func (d *postgresDialect) close() {
+	if d.pool != nil {
+		d.pool.Close()
+	}
 }
 
 // notifyChannel is the LISTEN/NOTIFY channel that tells other replicas a
@@ -79,11 +100,11 @@ const notifyChannel = "tabula_log"
 
 // notifySQL is run inside every writing transaction; PostgreSQL delivers
 // the notification when (and only if) the transaction commits.
-func (postgresDialect) notifySQL() string { return "SELECT pg_notify('" + notifyChannel + "', '')" }
+func (*postgresDialect) notifySQL() string { return "SELECT pg_notify('" + notifyChannel + "', '')" }
 
 // listen holds one connection in LISTEN and calls wake for every
 // notification until ctx ends or the connection fails.
-func (postgresDialect) listen(ctx context.Context, db *sql.DB, wake func()) error {
+func (*postgresDialect) listen(ctx context.Context, db *sql.DB, wake func()) error {
 	conn, err := db.Conn(ctx)
 	if err != nil {
 		return err
@@ -103,4 +124,4 @@ func (postgresDialect) listen(ctx context.Context, db *sql.DB, wake func()) erro
 	})
 }
 
-func (postgresDialect) cacheStatements() bool { return false }
+func (*postgresDialect) cacheStatements() bool { return false }

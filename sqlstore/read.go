@@ -14,6 +14,8 @@ import (
 // Get returns the live object at key; kv.ErrNotFound if there is none.
 func (s *Store) Get(ctx context.Context, key kv.Key) (kv.Record, error) {
 	defer s.observe("get", time.Now())
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	r := kv.Record{Key: key}
 	err := s.readQueryRow(ctx, s.q(`SELECT l.rev, l.created_rev, l.value FROM tabula_current c
 		JOIN tabula_log l ON l.rev = c.rev
@@ -37,6 +39,8 @@ const listBatch = 500
 // page's revision, so pages form one consistent snapshot.
 func (s *Store) List(ctx context.Context, opts kv.ListOptions) (kv.ListResult, error) {
 	defer s.observe("list", time.Now())
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	var res kv.ListResult
 	tx, err := s.read.BeginTx(ctx, s.d.readTx())
 	if err != nil {

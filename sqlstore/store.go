@@ -31,7 +31,13 @@ type Options struct {
 	// SlowQuery is the latency from which a query is logged (default
 	// 500ms; negative disables the log).
 	SlowQuery time.Duration
-	Logger    *slog.Logger
+	// QueryTimeout bounds each read, write transaction and compaction
+	// batch (default 30s; negative means only the caller's context
+	// bounds it). It is enforced by cancelling the context, which every
+	// driver turns into a cancelled query — unlike a server-side
+	// statement_timeout, it needs no session setting a pooler would drop.
+	QueryTimeout time.Duration
+	Logger       *slog.Logger
 }
 
 // Store is the event log on one database.
@@ -83,6 +89,9 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Store, error) {
 	}
 	if opts.SlowQuery == 0 {
 		opts.SlowQuery = 500 * time.Millisecond
+	}
+	if opts.QueryTimeout == 0 {
+		opts.QueryTimeout = 30 * time.Second
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
@@ -176,14 +185,27 @@ func (s *Store) closeDBs() error {
 	if s.write != s.read {
 		err = errors.Join(err, s.write.Close())
 	}
+	if c, ok := s.d.(interface{ close() }); ok {
+		c.close()
+	}
 	return err
 }
 
 func (s *Store) q(query string) string { return s.d.rebind(query) }
 
+// bound limits ctx to the query timeout.
+func (s *Store) bound(ctx context.Context) (context.Context, context.CancelFunc) {
+	if s.opts.QueryTimeout < 0 {
+		return context.WithCancel(ctx)
+	}
+	return context.WithTimeout(ctx, s.opts.QueryTimeout)
+}
+
 // revs reads the newest and the compacted revision.
 func (s *Store) revs(ctx context.Context) (current, compacted int64, err error) {
 	defer s.observe("revs", time.Now())
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	err = s.readQueryRow(ctx, s.q("SELECT rev, compact_rev FROM tabula_rev WHERE id = 1")).Scan(&current, &compacted)
 	if err != nil {
 		return 0, 0, unavailable(err)

@@ -180,6 +180,8 @@ func (h *hub) closeAll() {
 // 0), optionally of one resource, in revision order.
 func (s *Store) readLog(ctx context.Context, resource string, after, upTo int64, limit int) ([]logRow, error) {
 	defer s.observe("read_log", time.Now())
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	q := `SELECT l.rev, l.resource, l.namespace, l.name, l.op, l.created_rev, l.labels, l.fields, l.value, p.labels, p.fields
 		FROM tabula_log l LEFT JOIN tabula_log p ON p.rev = l.prev_rev WHERE l.rev > ?`
 	args := []any{after}

@@ -21,9 +21,6 @@ const (
 // maxBatch bounds how many writes share one transaction.
 const maxBatch = 256
 
-// writeTimeout bounds one batch transaction.
-const writeTimeout = 30 * time.Second
-
 // writeReq is one write waiting for the committer.
 type writeReq struct {
 	ctx    context.Context
@@ -167,7 +164,7 @@ func (s *Store) commitBatch(batch []*writeReq) {
 func (s *Store) runBatch(batch []*writeReq) ([]writeResult, error) {
 	defer s.observe("write_batch", time.Now())
 	batchSize.Observe(float64(len(batch)))
-	ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
+	ctx, cancel := s.bound(context.Background())
 	defer cancel()
 	tx, err := s.write.BeginTx(ctx, s.d.writeTx())
 	if err != nil {

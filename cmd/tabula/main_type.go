@@ -64,6 +64,8 @@ type Config struct {
 	// paginated lists; CompactionInterval how often the compactor runs.
 	CompactionWindow   time.Duration
 	CompactionInterval time.Duration
+	// QueryTimeout bounds one database query or write transaction.
+	QueryTimeout time.Duration
 	// Kubeconfig is where the admin kubeconfig is written (default
 	// <data-dir>/kubeconfig).
 	Kubeconfig string
@@ -93,6 +95,7 @@ func NewMain() *Main {
 		DataDir:            "tabula-data",
 		EventTTL:           time.Hour,
 		RequestTimeout:     time.Minute,
+		QueryTimeout:       30 * time.Second,
 		CompactionWindow:   5 * time.Minute,
 		CompactionInterval: time.Minute,
 		LogLevel:           "info",
@@ -120,6 +123,7 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.DurationVar(&c.ShutdownDelay, "shutdown-delay-duration", 0, "time to keep serving with /readyz failing after SIGTERM, before the listener closes")
 	fs.DurationVar(&c.CompactionWindow, "compaction-window", c.CompactionWindow, "how much history to keep for watches and paginated lists")
 	fs.DurationVar(&c.CompactionInterval, "compaction-interval", c.CompactionInterval, "how often to compact history")
+	fs.DurationVar(&c.QueryTimeout, "query-timeout", c.QueryTimeout, "the longest one database query or write transaction may run")
 	fs.StringVar(&c.Kubeconfig, "kubeconfig", "", "where to write the admin kubeconfig (default <data-dir>/kubeconfig)")
 	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "debug, info, warn or error")
 	var envErr error
@@ -168,7 +172,7 @@ func (m *Main) Run(ctx context.Context) error {
 		db = "sqlite://" + abs
 	}
 	m.store, err = sqlstore.Open(ctx, db, sqlstore.Options{Logger: m.log,
-		CompactWindow: c.CompactionWindow, CompactInterval: c.CompactionInterval})
+		CompactWindow: c.CompactionWindow, CompactInterval: c.CompactionInterval, QueryTimeout: c.QueryTimeout})
 	if err != nil {
 		return err
 	}
