@@ -82,5 +82,6 @@ func (r *request) createObject(obj runtime.Object, dryRun bool) error {
 	if err != nil {
 		return r.storeError(err, acc.GetName())
 	}
+	r.s.written(r.storageType(), acc)
 	return r.writeRecord(http.StatusCreated, rec)
 }

@@ -28,12 +28,28 @@ import (
 // ownerField is the selectable-field key recording one owner reference.
 func ownerField(uid types.UID) string { return "ownerref." + string(uid) }
 
+// More indexed fields for the collector (clients cannot select on them):
+// gcHasOwners marks objects with owner references, gcWaiting owners being
+// deleted that wait for the collector (orphan or foreground finalizer).
+const (
+	gcHasOwners = "tabula.gc/has-owners"
+	gcWaiting   = "tabula.gc/waiting"
+)
+
+// gcDanglingScan is how often every object with owner references is
+// checked for owners that no longer exist (missed while no replica was
+// running, or dropped from a full queue); writes are checked at once.
+const gcDanglingScan = 10 * time.Minute
+
 // gcOwner names an owner the collector should look at.
 type gcOwner struct {
 	t         *schema.Type
 	namespace string
 	name      string
 	uid       types.UID
+	// checkOwners asks for the object's own owner references to be
+	// verified, instead of for its dependents to be handled.
+	checkOwners bool
 }
 
 // gcResync is how often the collector looks for owners waiting on it
@@ -46,6 +62,14 @@ func (s *Server) nudgeGC(o gcOwner) {
 	select {
 	case s.gcQueue <- o:
 	default:
+	}
+}
+
+// written tells the collector an object with owner references was
+// stored: owners that do not exist make it garbage.
+func (s *Server) written(t *schema.Type, acc metav1.Object) {
+	if len(acc.GetOwnerReferences()) > 0 && acc.GetDeletionTimestamp() == nil {
+		s.nudgeGC(gcOwner{t: t, namespace: acc.GetNamespace(), name: acc.GetName(), uid: acc.GetUID(), checkOwners: true})
 	}
 }
 
@@ -84,26 +108,44 @@ func propagation(opts *metav1.DeleteOptions) metav1.DeletionPropagation {
 func (s *Server) gcController(ctx context.Context) error {
 	t := time.NewTicker(gcResync)
 	defer t.Stop()
+	scan := time.NewTicker(gcDanglingScan)
+	defer scan.Stop()
+	if err := s.gcScan(ctx, gcHasOwners); err != nil {
+		return err
+	}
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
 		case o := <-s.gcQueue:
-			if err := s.collect(ctx, o); err != nil {
+			var err error
+			if o.checkOwners {
+				err = s.checkOwners(ctx, o)
+			} else {
+				err = s.collect(ctx, o)
+			}
+			if err != nil {
 				return err
 			}
 		case <-t.C:
-			if err := s.gcResyncOnce(ctx); err != nil {
+			if err := s.gcScan(ctx, gcWaiting); err != nil {
+				return err
+			}
+		case <-scan.C:
+			if err := s.gcScan(ctx, gcHasOwners); err != nil {
 				return err
 			}
 		}
 	}
 }
 
-// gcResyncOnce finds objects being deleted that wait on the collector.
-func (s *Server) gcResyncOnce(ctx context.Context) error {
+// gcScan visits the objects marked with an indexed collector field:
+// gcWaiting owners get collected, gcHasOwners dependents get their owners
+// checked. The index keeps the scan to the marked rows.
+func (s *Server) gcScan(ctx context.Context, mark string) error {
+	sel := fields.OneTermEqualSelector(mark, "1")
 	for _, t := range s.storageTypes() {
-		res, err := s.store.List(ctx, kv.ListOptions{Resource: t.StorageResource})
+		res, err := s.store.List(ctx, kv.ListOptions{Resource: t.StorageResource, Pred: kv.Predicate{Field: sel}})
 		if err != nil {
 			return err
 		}
@@ -114,14 +156,103 @@ func (s *Server) gcResyncOnce(ctx context.Context) error {
 				return err
 			}
 			acc, _ := meta.Accessor(obj)
-			if acc.GetDeletionTimestamp() != nil && (hasFinalizer(acc, metav1.FinalizerOrphanDependents) || hasFinalizer(acc, metav1.FinalizerDeleteDependents)) {
-				if err := s.collect(ctx, gcOwner{t: t, namespace: acc.GetNamespace(), name: acc.GetName(), uid: acc.GetUID()}); err != nil {
-					return err
-				}
+			o := gcOwner{t: t, namespace: acc.GetNamespace(), name: acc.GetName(), uid: acc.GetUID()}
+			if mark == gcHasOwners {
+				o.checkOwners = true
+				err = s.checkOwners(ctx, o)
+			} else {
+				err = s.collect(ctx, o)
+			}
+			if err != nil {
+				return err
 			}
 		}
 	}
 	return nil
+}
+
+// checkOwners deletes an object whose owners are all gone, or drops the
+// references to the owners that are gone when others remain, as
+// kube-controller-manager's collector does with dangling references.
+// An owner of a kind Tabula does not serve cannot be looked up, so it
+// counts as present: objects owned by, say, Deployments are kept.
+func (s *Server) checkOwners(ctx context.Context, o gcOwner) error {
+	r := s.internal(ctx, o.t.Group, o.t.Resource, o.namespace)
+	rec, err := s.store.Get(ctx, r.key(o.name))
+	if errors.Is(err, kv.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	obj, err := r.decodeStored(rec)
+	if err != nil {
+		return err
+	}
+	acc, _ := meta.Accessor(obj)
+	if acc.GetUID() != o.uid || acc.GetDeletionTimestamp() != nil {
+		return nil
+	}
+	var gone []types.UID
+	for _, ref := range acc.GetOwnerReferences() {
+		absent, err := s.ownerAbsent(ctx, acc.GetNamespace(), ref)
+		if err != nil {
+			return err
+		}
+		if absent {
+			gone = append(gone, ref.UID)
+		}
+	}
+	if len(gone) == 0 {
+		return nil
+	}
+	d := dependent{r: r, obj: obj, acc: acc}
+	if len(gone) == len(acc.GetOwnerReferences()) {
+		policy := metav1.DeletePropagationBackground
+		_, _, _, err := r.deleteOne(acc.GetName(), &metav1.DeleteOptions{PropagationPolicy: &policy})
+		if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+			return nil
+		}
+		return err
+	}
+	for _, uid := range gone {
+		if err := s.dropOwnerRef(ctx, d, uid); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ownerAbsent reports whether an owner reference names an object of a
+// served kind that does not exist (by name and uid).
+func (s *Server) ownerAbsent(ctx context.Context, namespace string, ref metav1.OwnerReference) (bool, error) {
+	gv, err := runtimeschema.ParseGroupVersion(ref.APIVersion)
+	if err != nil {
+		return false, nil
+	}
+	for _, t := range s.reg.TypesIn(gv) {
+		if t.Kind != ref.Kind {
+			continue
+		}
+		if !t.Namespaced {
+			namespace = ""
+		}
+		r := s.internal(ctx, t.Group, t.Resource, namespace)
+		rec, err := s.store.Get(ctx, r.key(ref.Name))
+		if errors.Is(err, kv.ErrNotFound) {
+			return true, nil
+		}
+		if err != nil {
+			return false, err
+		}
+		obj, err := r.decodeStored(rec)
+		if err != nil {
+			return false, err
+		}
+		acc, _ := meta.Accessor(obj)
+		return acc.GetUID() != ref.UID, nil
+	}
+	return false, nil
 }
 
 // storageTypes lists one served Type per storage resource.

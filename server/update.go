@@ -135,6 +135,9 @@ func (r *request) applyUpdate(mutate mutateFunc, dryRun bool) (updateResult, err
 			}
 		} else {
 			rec, err = r.s.store.Update(ctx, r.key(name), cur.Rev, r.encoder(obj, nil))
+			if err == nil {
+				r.s.written(r.storageType(), acc)
+			}
 		}
 		if errors.Is(err, kv.ErrConflict) && !conditional && attempt < maxUpdateRetries {
 			continue

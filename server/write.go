@@ -202,8 +202,15 @@ const maxStoredBytes = 1536 * 1024
 
 func (r *request) fieldsOf(obj runtime.Object, acc metav1.Object) map[string]string {
 	f := map[string]string{"metadata.name": acc.GetName(), "metadata.namespace": acc.GetNamespace()}
+	// Indexed fields the garbage collector finds its work by.
 	for _, ref := range acc.GetOwnerReferences() {
-		f[ownerField(ref.UID)] = "1" // lets the garbage collector find dependents by index
+		f[ownerField(ref.UID)] = "1"
+	}
+	if len(acc.GetOwnerReferences()) > 0 {
+		f[gcHasOwners] = "1"
+	}
+	if acc.GetDeletionTimestamp() != nil && (hasFinalizer(acc, metav1.FinalizerOrphanDependents) || hasFinalizer(acc, metav1.FinalizerDeleteDependents)) {
+		f[gcWaiting] = "1"
 	}
 	if r.t.Fields != nil {
 		for k, v := range r.t.Fields(obj) {
