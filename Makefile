@@ -26,6 +26,11 @@ test: ## Run every test: SQLite, PostgreSQL and MariaDB (started by the tests), 
 test-sqlite: ## Run the tests that need no database server (SQLite only)
 	TABULA_TEST_BACKENDS=sqlite $(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
 
+.PHONY: conformance
+conformance: ## Run the kubectl/client-go conformance suite and print its scenario and seed-section matrices
+	@mkdir -p $(BIN); $(GO) test -count=1 -timeout $(TEST_TIMEOUT) -v ./conformance > $(BIN)/conformance.log 2>&1; st=$$?; \
+	grep -v -e '^=== RUN' -e '^=== PAUSE' -e '^=== CONT' $(BIN)/conformance.log; exit $$st
+
 .PHONY: check
 check: ## go vet, gofmt, and the short test suite under the race detector
 	$(GO) vet ./...
