@@ -12,8 +12,7 @@
 //     lazily, shared by all tests; each test works in namespaces of its own,
 //     so tests do not see each other's objects. PostgreSQL and MariaDB come
 //     from sqlstore/dbtest, which fails (never skips) when their binaries are
-//     missing. TABULA_TEST_BACKENDS (see dbtest) narrows the backends for a
-//     quick local loop.
+//     missing.
 //   - With TABULA_CONFORMANCE_KUBECONFIG=/path/to/kubeconfig the same tests
 //     run once, as subtests named external, against that server — a real
 //     kube-apiserver, for comparison — and nothing is started.

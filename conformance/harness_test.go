@@ -111,25 +111,13 @@ var backends = []backend{
 	{"mariadb", func(tb testing.TB, _ string) string { return dbtest.MariaDB(tb) }},
 }
 
-// selectedBackends are the backends this run covers (all unless a
-// developer narrowed them with dbtest.BackendsEnv).
-func selectedBackends() []backend {
-	var out []backend
-	for _, b := range backends {
-		if dbtest.Selected(b.name) {
-			out = append(out, b)
-		}
-	}
-	return out
-}
-
 // targetNames lists the matrix columns of this run, in order.
 func targetNames() []string {
 	if os.Getenv(kubeconfigEnv) != "" {
 		return []string{externalTarget}
 	}
 	var names []string
-	for _, b := range selectedBackends() {
+	for _, b := range backends {
 		names = append(names, b.name)
 	}
 	return names
@@ -149,7 +137,7 @@ func forEachTarget(t *testing.T, fn func(t *testing.T, tg *target)) {
 		})
 		return
 	}
-	for _, b := range selectedBackends() {
+	for _, b := range backends {
 		t.Run(b.name, func(t *testing.T) {
 			tg := sharedTarget(t, b)
 			t.Cleanup(func() {
@@ -335,11 +323,6 @@ func (b *binaryTB) Fatalf(format string, args ...any) { panic(tbFailure{fmt.Spri
 func (b *binaryTB) Fatal(args ...any)                 { panic(tbFailure{fmt.Sprint(args...)}) }
 func (b *binaryTB) Errorf(format string, args ...any) { b.Fatalf(format, args...) }
 func (b *binaryTB) Error(args ...any)                 { b.Fatal(args...) }
-
-// A deselected backend never gets here (selectedBackends), so a skip is
-// a failure to start the target.
-func (b *binaryTB) Skipf(format string, args ...any) { b.Fatalf("skipped: "+format, args...) }
-func (b *binaryTB) Skip(args ...any)                 { b.Fatal(append([]any{"skipped: "}, args...)...) }
 
 func (b *binaryTB) Cleanup(f func()) {
 	b.mu.Lock()

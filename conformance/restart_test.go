@@ -32,7 +32,7 @@ func TestRestart(t *testing.T) {
 		t.Logf("%s is set: the suite does not own that server, so it cannot restart it", kubeconfigEnv)
 		return
 	}
-	for _, b := range selectedBackends() {
+	for _, b := range backends {
 		t.Run(b.name, func(t *testing.T) {
 			recordOutcome(t, scenarioRow(t, ""), b.name)
 			testRestart(t, b)

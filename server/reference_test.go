@@ -827,9 +827,6 @@ func TestReferenceReplay(t *testing.T) {
 		// without it this test would prove nothing.
 		t.Fatalf("reference recordings not found (want ../shared beside the repository): %v", err)
 	}
-	if testing.Short() {
-		t.Skip("replays the reference recordings (~15 s)")
-	}
 	h := refNewHarness(t)
 	listed := map[string]bool{}
 	for _, rc := range refCases {

@@ -56,9 +56,6 @@ var backends = []backend{
 func forEachBackend(t *testing.T, f func(t *testing.T, b backend)) {
 	for _, b := range backends {
 		t.Run(b.name, func(t *testing.T) {
-			if !dbtest.Selected(strings.ToLower(b.name)) {
-				t.Skipf("%s deselected by %s", b.name, dbtest.BackendsEnv)
-			}
 			t.Parallel()
 			f(t, b)
 		})

@@ -29,7 +29,6 @@ var mariaServer lazyServer
 // github.com/go-sql-driver/mysql.
 func MariaDB(t testing.TB) string {
 	t.Helper()
-	requireBackend(t, "mariadb")
 	s := mariaServer.get(t, startMariaDB)
 	name := databaseName(t)
 	newDatabase(t, s, name, "CREATE DATABASE `"+name+"`", func(ctx context.Context) error {

@@ -34,7 +34,6 @@ var pgServer lazyServer
 // $TABULA_PG_BIN, else the newest /usr/lib/postgresql/*/bin, else $PATH.
 func Postgres(t testing.TB) string {
 	t.Helper()
-	requireBackend(t, "postgres")
 	s := pgServer.get(t, startPostgres)
 	name := databaseName(t)
 	newDatabase(t, s, name, `CREATE DATABASE "`+name+`"`, func(ctx context.Context) error {
