@@ -53,7 +53,7 @@ func resourceVersionChecks() []conceptCheck {
 				if r.hdr.Get("Retry-After") != "1" {
 					t.Errorf("%s: Retry-After %q, want 1", path, r.hdr.Get("Retry-After"))
 				}
-				causes := obj{"c": st.get("details.causes")}.list("c")
+				causes := st.list("details.causes")
 				if len(causes) == 0 || obj(causes[0].(map[string]any)).str("reason") != "ResourceVersionTooLarge" {
 					t.Errorf("%s: causes %v, want reason ResourceVersionTooLarge", path, causes)
 				}

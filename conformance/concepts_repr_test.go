@@ -9,6 +9,11 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/metadata"
 )
 
 // Sections "Receiving resources as Tables", the metadata-only
@@ -138,6 +143,34 @@ func representationChecks() []conceptCheck {
 			ev := w.next(t)
 			if ev.str("type") != "ADDED" || ev.str("object.kind") != "PartialObjectMetadata" || ev.has("object.data") {
 				t.Errorf("watch event: %v", ev)
+			}
+		}},
+		{section: secMetadata, name: "client-go's metadata client lists and watches", run: func(t *testing.T, e *conceptEnv) {
+			ns := e.namespace(t)
+			mc, err := metadata.NewForConfig(e.tg.restConfig())
+			if err != nil {
+				t.Fatal(err)
+			}
+			api := mc.Resource(corev1.SchemeGroupVersion.WithResource("configmaps")).Namespace(ns)
+			ctx := testContext(t, waitDeadline)
+			l, err := api.List(ctx, metav1.ListOptions{})
+			if err != nil {
+				t.Fatalf("metadata list: %v", err)
+			}
+			w, err := api.Watch(ctx, metav1.ListOptions{ResourceVersion: l.ResourceVersion})
+			if err != nil {
+				t.Fatalf("metadata watch: %v", err)
+			}
+			defer w.Stop()
+			e.createCM(t, ns, "a", "app=x")
+			select {
+			case ev := <-w.ResultChan():
+				m, ok := ev.Object.(*metav1.PartialObjectMetadata)
+				if ev.Type != watch.Added || !ok || m.Name != "a" || m.Labels["app"] != "x" {
+					t.Errorf("watch event %s %#v, want ADDED PartialObjectMetadata a", ev.Type, ev.Object)
+				}
+			case <-ctx.Done():
+				t.Fatal("no watch event")
 			}
 		}},
 		{section: secMetadata, name: "406 without an acceptable fallback; q-values respected", run: func(t *testing.T, e *conceptEnv) {

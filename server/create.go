@@ -82,6 +82,6 @@ func (r *request) createObject(obj runtime.Object, dryRun bool) error {
 	if err != nil {
 		return r.storeError(err, acc.GetName())
 	}
-	r.s.written(r.storageType(), acc)
+	r.s.written(r.storageType(), acc, nil)
 	return r.writeRecord(http.StatusCreated, rec)
 }

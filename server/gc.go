@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -65,10 +66,15 @@ func (s *Server) nudgeGC(o gcOwner) {
 	}
 }
 
-// written tells the collector an object with owner references was
-// stored: owners that do not exist make it garbage.
-func (s *Server) written(t *schema.Type, acc metav1.Object) {
-	if len(acc.GetOwnerReferences()) > 0 && acc.GetDeletionTimestamp() == nil {
+// written tells the collector an object was stored with owner references
+// it did not have before (old is nil for a create): owners that do not
+// exist make it garbage. Writes that keep the references cost nothing.
+func (s *Server) written(t *schema.Type, acc, old metav1.Object) {
+	refs := acc.GetOwnerReferences()
+	if len(refs) == 0 || acc.GetDeletionTimestamp() != nil {
+		return
+	}
+	if old == nil || !equality.Semantic.DeepEqual(refs, old.GetOwnerReferences()) {
 		s.nudgeGC(gcOwner{t: t, namespace: acc.GetNamespace(), name: acc.GetName(), uid: acc.GetUID(), checkOwners: true})
 	}
 }
@@ -118,13 +124,7 @@ func (s *Server) gcController(ctx context.Context) error {
 		case <-ctx.Done():
 			return nil
 		case o := <-s.gcQueue:
-			var err error
-			if o.checkOwners {
-				err = s.checkOwners(ctx, o)
-			} else {
-				err = s.collect(ctx, o)
-			}
-			if err != nil {
+			if err := s.handle(ctx, o); err != nil {
 				return err
 			}
 		case <-t.C:
@@ -137,6 +137,14 @@ func (s *Server) gcController(ctx context.Context) error {
 			}
 		}
 	}
+}
+
+// handle does what a queued item asks.
+func (s *Server) handle(ctx context.Context, o gcOwner) error {
+	if o.checkOwners {
+		return s.checkOwners(ctx, o)
+	}
+	return s.collect(ctx, o)
 }
 
 // gcScan visits the objects marked with an indexed collector field:
@@ -156,14 +164,8 @@ func (s *Server) gcScan(ctx context.Context, mark string) error {
 				return err
 			}
 			acc, _ := meta.Accessor(obj)
-			o := gcOwner{t: t, namespace: acc.GetNamespace(), name: acc.GetName(), uid: acc.GetUID()}
-			if mark == gcHasOwners {
-				o.checkOwners = true
-				err = s.checkOwners(ctx, o)
-			} else {
-				err = s.collect(ctx, o)
-			}
-			if err != nil {
+			o := gcOwner{t: t, namespace: acc.GetNamespace(), name: acc.GetName(), uid: acc.GetUID(), checkOwners: mark == gcHasOwners}
+			if err := s.handle(ctx, o); err != nil {
 				return err
 			}
 		}
@@ -221,38 +223,6 @@ func (s *Server) checkOwners(ctx context.Context, o gcOwner) error {
 		}
 	}
 	return nil
-}
-
-// ownerAbsent reports whether an owner reference names an object of a
-// served kind that does not exist (by name and uid).
-func (s *Server) ownerAbsent(ctx context.Context, namespace string, ref metav1.OwnerReference) (bool, error) {
-	gv, err := runtimeschema.ParseGroupVersion(ref.APIVersion)
-	if err != nil {
-		return false, nil
-	}
-	for _, t := range s.reg.TypesIn(gv) {
-		if t.Kind != ref.Kind {
-			continue
-		}
-		if !t.Namespaced {
-			namespace = ""
-		}
-		r := s.internal(ctx, t.Group, t.Resource, namespace)
-		rec, err := s.store.Get(ctx, r.key(ref.Name))
-		if errors.Is(err, kv.ErrNotFound) {
-			return true, nil
-		}
-		if err != nil {
-			return false, err
-		}
-		obj, err := r.decodeStored(rec)
-		if err != nil {
-			return false, err
-		}
-		acc, _ := meta.Accessor(obj)
-		return acc.GetUID() != ref.UID, nil
-	}
-	return false, nil
 }
 
 // storageTypes lists one served Type per storage resource.
@@ -396,11 +366,13 @@ func (s *Server) releaseOrDelete(ctx context.Context, d dependent, owner types.U
 	return err
 }
 
-// ownerExists looks an owner reference up by kind, name and uid.
-func (s *Server) ownerExists(ctx context.Context, namespace string, ref metav1.OwnerReference) bool {
+// lookupOwner reads the object an owner reference names. served is false
+// when Tabula does not serve the reference's kind (it cannot be checked);
+// acc is nil when no object of that name exists.
+func (s *Server) lookupOwner(ctx context.Context, namespace string, ref metav1.OwnerReference) (acc metav1.Object, served bool, err error) {
 	gv, err := runtimeschema.ParseGroupVersion(ref.APIVersion)
 	if err != nil {
-		return false
+		return nil, false, nil
 	}
 	for _, t := range s.reg.TypesIn(gv) {
 		if t.Kind != ref.Kind {
@@ -411,17 +383,36 @@ func (s *Server) ownerExists(ctx context.Context, namespace string, ref metav1.O
 		}
 		r := s.internal(ctx, t.Group, t.Resource, namespace)
 		rec, err := s.store.Get(ctx, r.key(ref.Name))
+		if errors.Is(err, kv.ErrNotFound) {
+			return nil, true, nil
+		}
 		if err != nil {
-			return false
+			return nil, true, err
 		}
 		obj, err := r.decodeStored(rec)
 		if err != nil {
-			return false
+			return nil, true, err
 		}
-		acc, _ := meta.Accessor(obj)
-		return acc.GetUID() == ref.UID && acc.GetDeletionTimestamp() == nil
+		acc, err := meta.Accessor(obj)
+		return acc, true, err
 	}
-	return false
+	return nil, false, nil
+}
+
+// ownerExists reports whether the owner lives and is not being deleted.
+func (s *Server) ownerExists(ctx context.Context, namespace string, ref metav1.OwnerReference) bool {
+	acc, _, err := s.lookupOwner(ctx, namespace, ref)
+	return err == nil && acc != nil && acc.GetUID() == ref.UID && acc.GetDeletionTimestamp() == nil
+}
+
+// ownerAbsent reports whether the owner is of a served kind and no object
+// with its name and uid exists.
+func (s *Server) ownerAbsent(ctx context.Context, namespace string, ref metav1.OwnerReference) (bool, error) {
+	acc, served, err := s.lookupOwner(ctx, namespace, ref)
+	if err != nil || !served {
+		return false, err
+	}
+	return acc == nil || acc.GetUID() != ref.UID, nil
 }
 
 // dropOwnerRef removes the reference to owner from a dependent.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
@@ -127,7 +126,7 @@ func (s *Server) serveResource(c echo.Context, group, version, rest string) erro
 	if t.Deprecation != nil {
 		// Like kube-apiserver: on every request to the kind, whatever its
 		// outcome, and recorded in apiserver_requested_deprecated_apis.
-		c.Response().Header().Add("Warning", fmt.Sprintf("299 - %s", strconv.Quote(t.DeprecationWarning())))
+		addWarning(c.Response().Header(), t.DeprecationWarning())
 		s.metrics.deprecated.WithLabelValues(group, version, ri.Resource, ri.Subresource, t.Deprecation.RemovedIn).Set(1)
 	}
 	ctx := c.Request().Context()

@@ -45,10 +45,9 @@ func (s *Server) writeStatus(c echo.Context, st metav1.Status) {
 		mt = out.MediaType
 	}
 	c.Response().Header().Set(echo.HeaderContentType, mt)
-	// As kube-apiserver: a server-side failure that says when to retry
-	// (a too-large resourceVersion, an unavailable database) says it in
-	// the header clients read too.
-	if st.Details != nil && st.Details.RetryAfterSeconds > 0 && (st.Code == http.StatusTooManyRequests || st.Code >= 500) {
+	// As kube-apiserver: a Status that says when to retry (a too-large
+	// resourceVersion) says it in the header clients read too.
+	if st.Details != nil && st.Details.RetryAfterSeconds > 0 {
 		c.Response().Header().Set("Retry-After", strconv.Itoa(int(st.Details.RetryAfterSeconds)))
 	}
 	c.Response().WriteHeader(int(st.Code))

@@ -136,7 +136,8 @@ func (r *request) applyUpdate(mutate mutateFunc, dryRun bool) (updateResult, err
 		} else {
 			rec, err = r.s.store.Update(ctx, r.key(name), cur.Rev, r.encoder(obj, nil))
 			if err == nil {
-				r.s.written(r.storageType(), acc)
+				oldAcc, _ := meta.Accessor(old)
+				r.s.written(r.storageType(), acc, oldAcc)
 			}
 		}
 		if errors.Is(err, kv.ErrConflict) && !conditional && attempt < maxUpdateRetries {

@@ -29,9 +29,9 @@ func (r *request) watch() error {
 	if err != nil {
 		return err
 	}
-	// Events carry single objects, so a watch asks for
-	// as=PartialObjectMetadata (as client-go's metadata client does) and
-	// the list form is refused, as kube-apiserver refuses it.
+	// Events carry single objects: a watch negotiates the single-object
+	// form, which is what client-go's metadata client asks for
+	// (as=PartialObjectMetadata, protobuf first).
 	out, err := r.negotiate(false)
 	if err != nil {
 		return err

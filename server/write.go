@@ -347,5 +347,11 @@ func (r *request) warn(text string) {
 		return
 	}
 	r.warned[text] = true
-	r.c.Response().Header().Add("Warning", fmt.Sprintf("299 - %s", strconv.Quote(text)))
+	addWarning(r.c.Response().Header(), text)
+}
+
+// addWarning adds a Warning header the way kube-apiserver writes them:
+// code 299, agent "-", the text quoted.
+func addWarning(h http.Header, text string) {
+	h.Add("Warning", "299 - "+strconv.Quote(text))
 }
