@@ -1,6 +1,8 @@
 package server
 
 import (
+	"net/http"
+	"net/http/pprof"
 	"strconv"
 	"time"
 
@@ -66,6 +68,19 @@ func (s *Server) measure(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		return err
 	}
+}
+
+// profilingRoutes serves Go's runtime profiles, as kube-apiserver does
+// under --profiling, so a slow or large server can be diagnosed in place.
+func (s *Server) profilingRoutes(e *echo.Echo) {
+	if !s.cfg.Profiling {
+		return
+	}
+	e.GET("/debug/pprof/*", echo.WrapHandler(http.HandlerFunc(pprof.Index)))
+	e.GET("/debug/pprof/cmdline", echo.WrapHandler(http.HandlerFunc(pprof.Cmdline)))
+	e.GET("/debug/pprof/profile", echo.WrapHandler(http.HandlerFunc(pprof.Profile)))
+	e.GET("/debug/pprof/symbol", echo.WrapHandler(http.HandlerFunc(pprof.Symbol)))
+	e.GET("/debug/pprof/trace", echo.WrapHandler(http.HandlerFunc(pprof.Trace)))
 }
 
 func (s *Server) metricsRoute(e *echo.Echo) {

@@ -49,3 +49,30 @@ func TestMetrics(t *testing.T) {
 		}
 	}
 }
+
+// TestProfiling: with Profiling set, Go's profiles are served under
+// /debug/pprof/ as on kube-apiserver; without it the paths do not exist.
+func TestProfiling(t *testing.T) {
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	st, err := sqlstore.Open(context.Background(), "sqlite://:memory:", sqlstore.Options{Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	for _, on := range []bool{true, false} {
+		srv, err := server.New(server.Config{Store: st, Registry: schema.NewBuiltin(), Version: version.Info{GitVersion: "v1.35.0"}, Logger: quiet, Profiling: on})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for path, want := range map[string]string{"/debug/pprof/": "goroutine", "/debug/pprof/heap?debug=1": "heap profile", "/debug/pprof/goroutine?debug=1": "goroutine profile"} {
+			rec := httptest.NewRecorder()
+			srv.Handler().ServeHTTP(rec, httptest.NewRequest("GET", path, nil))
+			switch {
+			case on && (rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), want)):
+				t.Errorf("profiling on: GET %s = %d %.200s; want 200 with %q", path, rec.Code, rec.Body, want)
+			case !on && rec.Code != http.StatusNotFound:
+				t.Errorf("profiling off: GET %s = %d; want 404", path, rec.Code)
+			}
+		}
+	}
+}

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
-	"github.com/labstack/echo/v4/middleware"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	runtimeschema "k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -21,16 +20,7 @@ func (s *Server) routes() *echo.Echo {
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.errorHandler
 	e.Use(s.recoverPanics)
-	e.Use(middleware.GzipWithConfig(middleware.GzipConfig{
-		// kube-apiserver compresses responses of 128 KiB and more; small
-		// ones are not worth the CPU. Watch streams are never compressed:
-		// each event must reach the client when it is written.
-		MinLength: 128 * 1024,
-		Skipper: func(c echo.Context) bool {
-			return isTrue(c.QueryParam("watch")) || strings.Contains(c.Request().URL.Path, "/watch/")
-		},
-	}))
-	e.Use(exactWriteCounts)
+	e.Use(compressLarge)
 	e.Use(s.measure)
 	if s.cfg.Authenticator != nil {
 		e.Use(auth.Middleware(s.cfg.Authenticator, nil, publicPath))
@@ -45,6 +35,7 @@ func (s *Server) routes() *echo.Echo {
 	}
 	s.healthRoutes(e)
 	s.metricsRoute(e)
+	s.profilingRoutes(e)
 	e.GET("/version", s.getVersion)
 	if s.cfg.OpenAPI != nil {
 		h := echo.WrapHandler(s.cfg.OpenAPI)
@@ -254,35 +245,6 @@ func isTrue(v string) bool {
 	}
 	return false
 }
-
-// exactWriteCounts guards against a flaw in Echo's gzip writer: the write
-// that crosses its minimum length reports the whole buffered length, more
-// than it was given, and io.Copy (http.ServeContent, the OpenAPI handler)
-// then stops with a short write, truncating the response.
-func exactWriteCounts(next echo.HandlerFunc) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		c.Response().Writer = &exactWriter{ResponseWriter: c.Response().Writer}
-		return next(c)
-	}
-}
-
-type exactWriter struct{ http.ResponseWriter }
-
-func (w *exactWriter) Write(b []byte) (int, error) {
-	n, err := w.ResponseWriter.Write(b)
-	if err == nil && n > len(b) {
-		n = len(b)
-	}
-	return n, err
-}
-
-func (w *exactWriter) Flush() {
-	if f, ok := w.ResponseWriter.(http.Flusher); ok {
-		f.Flush()
-	}
-}
-
-func (w *exactWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // requestTimeout reads the timeout query parameter of non-long-running
 // requests as kube-apiserver does: unparsable is 400, zero or absent means

@@ -43,6 +43,8 @@ type Config struct {
 	// Metrics, when set, receives the request metrics and is served at
 	// /metrics (authenticated, as on kube-apiserver).
 	Metrics *prometheus.Registry
+	// Profiling serves net/http/pprof at /debug/pprof/ (authenticated).
+	Profiling bool
 	// CABundle is published in every namespace's kube-root-ca.crt.
 	CABundle []byte
 }

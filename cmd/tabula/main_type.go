@@ -70,6 +70,9 @@ type Config struct {
 	// <data-dir>/kubeconfig).
 	Kubeconfig string
 	LogLevel   string
+	// Profiling serves Go's profiles at /debug/pprof to authenticated
+	// clients, as kube-apiserver's --profiling does (on by default there).
+	Profiling bool
 }
 
 // Main is one Tabula server process: flags in, server up, clean close.
@@ -99,6 +102,7 @@ func NewMain() *Main {
 		CompactionWindow:   5 * time.Minute,
 		CompactionInterval: time.Minute,
 		LogLevel:           "info",
+		Profiling:          true,
 	}}
 }
 
@@ -126,6 +130,7 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.DurationVar(&c.QueryTimeout, "query-timeout", c.QueryTimeout, "the longest one database query or write transaction may run")
 	fs.StringVar(&c.Kubeconfig, "kubeconfig", "", "where to write the admin kubeconfig (default <data-dir>/kubeconfig)")
 	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "debug, info, warn or error")
+	fs.BoolVar(&c.Profiling, "profiling", c.Profiling, "serve Go profiles at /debug/pprof/ to authenticated clients")
 	var envErr error
 	fs.VisitAll(func(f *flag.Flag) {
 		env := "TABULA_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
@@ -194,6 +199,7 @@ func (m *Main) Run(ctx context.Context) error {
 	m.srv, err = server.New(server.Config{
 		Store: m.store, Registry: reg, Authenticator: authn, Version: v, OpenAPI: oa.Handler(),
 		Logger: m.log, Metrics: metrics, EventTTL: c.EventTTL, RequestTimeout: c.RequestTimeout, CABundle: pki.CAPEM,
+		Profiling: c.Profiling,
 	})
 	if err != nil {
 		m.store.Close()

@@ -1,0 +1,153 @@
+package server
+
+import (
+	"compress/gzip"
+	"net/http"
+	"strings"
+	"sync"
+
+	"github.com/labstack/echo/v4"
+)
+
+// gzipMinLength is kube-apiserver's threshold: responses of 128 KiB and more
+// are compressed for clients that accept gzip; smaller ones are not worth
+// the CPU.
+const gzipMinLength = 128 * 1024
+
+var gzipWriters = sync.Pool{New: func() any {
+	w, _ := gzip.NewWriterLevel(nil, gzip.DefaultCompression)
+	return w
+}}
+
+// compressLarge gzips large responses. A compressor is taken only once a
+// response crosses the threshold: resetting one costs more than serving a
+// small request, and nearly every response is small. Watch streams are
+// never compressed: each event must reach the client when it is written.
+func compressLarge(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		req := c.Request()
+		if isTrue(c.QueryParam("watch")) || strings.Contains(req.URL.Path, "/watch/") {
+			return next(c)
+		}
+		res := c.Response()
+		res.Header().Add(echo.HeaderVary, echo.HeaderAcceptEncoding)
+		if !acceptsGzip(req.Header.Get(echo.HeaderAcceptEncoding)) {
+			return next(c)
+		}
+		w := &gzipWriter{ResponseWriter: res.Writer}
+		res.Writer = w
+		defer func() {
+			w.finish()
+			res.Writer = w.ResponseWriter
+		}()
+		return next(c)
+	}
+}
+
+func acceptsGzip(h string) bool {
+	for part := range strings.SplitSeq(h, ",") {
+		coding, _, _ := strings.Cut(part, ";")
+		if strings.TrimSpace(coding) == "gzip" {
+			return true
+		}
+	}
+	return false
+}
+
+// gzipWriter holds back the status and the first bytes of a response until
+// it knows whether the body reaches gzipMinLength.
+type gzipWriter struct {
+	http.ResponseWriter
+	code int
+	buf  []byte
+	gz   *gzip.Writer
+	// plain is set once the response went out uncompressed (a flush came
+	// before the threshold): the rest follows it as is.
+	plain bool
+}
+
+func (w *gzipWriter) WriteHeader(code int) {
+	if w.code == 0 {
+		w.code = code
+	}
+}
+
+func (w *gzipWriter) Write(b []byte) (int, error) {
+	switch {
+	case w.gz != nil:
+		return w.gz.Write(b)
+	case w.plain:
+		return w.ResponseWriter.Write(b)
+	case len(w.buf)+len(b) < gzipMinLength:
+		w.buf = append(w.buf, b...)
+		return len(b), nil
+	}
+	h := w.Header()
+	if h.Get(echo.HeaderContentEncoding) != "" {
+		// Already encoded by the handler: pass it through untouched.
+		if err := w.sendPlain(); err != nil {
+			return 0, err
+		}
+		return w.ResponseWriter.Write(b)
+	}
+	h.Set(echo.HeaderContentEncoding, "gzip")
+	h.Del(echo.HeaderContentLength)
+	w.ResponseWriter.WriteHeader(w.status())
+	w.gz = gzipWriters.Get().(*gzip.Writer)
+	w.gz.Reset(w.ResponseWriter)
+	if _, err := w.gz.Write(w.buf); err != nil {
+		return 0, err
+	}
+	w.buf = nil
+	return w.gz.Write(b)
+}
+
+func (w *gzipWriter) status() int {
+	if w.code == 0 {
+		return http.StatusOK
+	}
+	return w.code
+}
+
+// sendPlain commits to an uncompressed response and sends what was held.
+func (w *gzipWriter) sendPlain() error {
+	w.plain = true
+	w.ResponseWriter.WriteHeader(w.status())
+	if len(w.buf) == 0 {
+		return nil
+	}
+	_, err := w.ResponseWriter.Write(w.buf)
+	w.buf = nil
+	return err
+}
+
+// Flush sends what is held: a handler that flushes wants the bytes now.
+func (w *gzipWriter) Flush() {
+	switch {
+	case w.gz != nil:
+		w.gz.Flush()
+	case !w.plain:
+		if w.sendPlain() != nil {
+			return
+		}
+	}
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// finish ends the response: closes the gzip stream, or sends a small
+// response as it was written.
+func (w *gzipWriter) finish() {
+	switch {
+	case w.gz != nil:
+		w.gz.Close()
+		// Not reset here: a reset is the expensive part, done on reuse.
+		gzipWriters.Put(w.gz)
+		w.gz = nil
+	case !w.plain && (w.code != 0 || len(w.buf) > 0):
+		w.sendPlain()
+	}
+}
+
+func (w *gzipWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
