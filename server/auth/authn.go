@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/labstack/echo/v4"
 )
@@ -43,6 +44,9 @@ type Authenticator struct {
 	// kube-apiserver without --token-auth-file.
 	tokenAuth bool
 	tokens    []tokenEntry
+	// verified remembers client certificate chains already checked, so
+	// each request costs a hash instead of an ECDSA verification.
+	verified certCache
 }
 
 // Errors returned by Authenticate when a request carries credentials that do
@@ -95,6 +99,11 @@ func (a *Authenticator) authenticateCert(r *http.Request) (*User, bool, error) {
 		return nil, false, nil
 	}
 	leaf := r.TLS.VerifiedChains[0][0]
+	key := chainKey(r.TLS.PeerCertificates)
+	now := time.Now()
+	if u, ok := a.verified.get(key, now); ok {
+		return u, true, nil
+	}
 	// Verify again against our own pool, as kube-apiserver does: the server's
 	// tls.Config might trust more CAs than the authenticator should (or be
 	// configured elsewhere), and only this check ties identity to ClientCA.
@@ -104,20 +113,24 @@ func (a *Authenticator) authenticateCert(r *http.Request) (*User, bool, error) {
 			intermediates.AddCert(c)
 		}
 	}
-	if _, err := leaf.Verify(x509.VerifyOptions{
+	chains, err := leaf.Verify(x509.VerifyOptions{
 		Roots:         a.clientCA,
 		Intermediates: intermediates,
+		CurrentTime:   now,
 		KeyUsages:     []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-	}); err != nil {
+	})
+	if err != nil {
 		return nil, false, errors.Join(ErrInvalidClientCert, err)
 	}
 	if leaf.Subject.CommonName == "" {
 		return nil, false, errors.Join(ErrInvalidClientCert, errors.New("empty common name"))
 	}
-	return &User{
+	u := &User{
 		Name:   leaf.Subject.CommonName,
 		Groups: slices.Clone(leaf.Subject.Organization),
-	}, true, nil
+	}
+	a.verified.put(key, u, chainExpiry(chains))
+	return u, true, nil
 }
 
 func (a *Authenticator) authenticateToken(r *http.Request) (*User, bool, error) {
