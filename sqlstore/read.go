@@ -61,6 +61,13 @@ func (s *Store) List(ctx context.Context, opts kv.ListOptions) (kv.ListResult, e
 	}
 	res.Rev = atRev
 	afterNS, afterName, started := opts.AfterNamespace, opts.AfterName, opts.AfterNamespace != "" || opts.AfterName != ""
+	if !opts.Pred.Empty() {
+		byIndex, ok, err := s.listByIndex(ctx, tx, opts, atRev, afterNS, afterName, started)
+		if ok || err != nil {
+			byIndex.Rev = atRev
+			return byIndex, err
+		}
+	}
 	for {
 		want := listBatch
 		if opts.Limit > 0 && opts.Pred.Empty() {

@@ -44,35 +44,19 @@ func truncateIndexValue(v string) string {
 	return string(r[:indexValueLen])
 }
 
-// predicateSQL compiles what it can of a selector into conditions on the
-// log row aliased l, as constant SQL fragments with bound arguments. It
-// narrows the rows read; the caller still checks every row with the
-// predicate itself, so a condition may match too much but never too
-// little.
-//
-// Positive conditions are written as "<rev> IN (SELECT rev FROM
-// tabula_index …)" so the database can drive the query from the index
-// (a selective list reads only matching rows); revCol names the revision
-// column to constrain (c.rev for latest lists, which tabula_current_rev
-// indexes, l.rev for history).
-func predicateSQL(p kv.Predicate, revCol string) (string, []any) {
-	var b strings.Builder
-	var args []any
-	exists := func(negate bool, name string, values []string) {
-		if negate {
-			b.WriteString(" AND NOT EXISTS (SELECT 1 FROM tabula_index x WHERE x.rev = l.rev AND x.name = ?")
-		} else {
-			b.WriteString(" AND " + revCol + " IN (SELECT x.rev FROM tabula_index x WHERE x.name = ?")
-		}
-		args = append(args, name)
-		if len(values) > 0 {
-			b.WriteString(" AND x.value IN (" + strings.TrimSuffix(strings.Repeat("?,", len(values)), ",") + ")")
-			for _, v := range values {
-				args = append(args, truncateIndexValue(v))
-			}
-		}
-		b.WriteString(")")
-	}
+// indexTerm is one condition a selector puts on tabula_index: the entry
+// name must be present (negate: absent), with one of values if any.
+type indexTerm struct {
+	negate bool
+	name   string
+	values []string
+}
+
+// indexTerms lists what of a selector tabula_index can answer. Terms may
+// match too much but never too little: callers still check every row with
+// the predicate itself.
+func indexTerms(p kv.Predicate) []indexTerm {
+	var out []indexTerm
 	// A negated condition on a truncated value could exclude an object
 	// whose full value differs: only push it down for short values.
 	short := func(values []string) bool {
@@ -91,20 +75,50 @@ func predicateSQL(p kv.Predicate, revCol string) (string, []any) {
 			name := "l:" + r.Key()
 			switch r.Operator() {
 			case selection.Equals, selection.DoubleEquals, selection.In:
-				exists(false, name, vals)
+				out = append(out, indexTerm{name: name, values: vals})
 			case selection.NotEquals, selection.NotIn:
 				if short(vals) {
-					exists(true, name, vals)
+					out = append(out, indexTerm{negate: true, name: name, values: vals})
 				}
 			case selection.Exists:
-				exists(false, name, nil)
+				out = append(out, indexTerm{name: name})
 			case selection.DoesNotExist:
-				exists(true, name, nil)
+				out = append(out, indexTerm{negate: true, name: name})
 			case selection.GreaterThan, selection.LessThan:
-				exists(false, name, nil) // the label must exist; the value is checked in Go
+				out = append(out, indexTerm{name: name}) // the label must exist; the value is checked in Go
 			}
 		}
 	}
+	if p.Field != nil {
+		for _, r := range p.Field.Requirements() {
+			if r.Field == "metadata.name" || r.Field == "metadata.namespace" {
+				continue // columns of the log row, see predicateSQL
+			}
+			switch r.Operator {
+			case selection.Equals, selection.DoubleEquals:
+				out = append(out, indexTerm{name: "f:" + r.Field, values: []string{r.Value}})
+			case selection.NotEquals:
+				if short([]string{r.Value}) {
+					out = append(out, indexTerm{negate: true, name: "f:" + r.Field, values: []string{r.Value}})
+				}
+			}
+		}
+	}
+	return out
+}
+
+// predicateSQL compiles what it can of a selector into conditions on the
+// log row aliased l, as constant SQL fragments with bound arguments. It
+// narrows the rows read; the caller still checks every row with the
+// predicate itself, so a condition may match too much but never too
+// little.
+//
+// Positive conditions are written as "<rev> IN (SELECT rev FROM
+// tabula_index …)"; revCol names the revision column to constrain (c.rev
+// for latest lists, l.rev for history).
+func predicateSQL(p kv.Predicate, revCol string) (string, []any) {
+	var b strings.Builder
+	var args []any
 	if p.Field != nil {
 		for _, r := range p.Field.Requirements() {
 			col := ""
@@ -113,21 +127,38 @@ func predicateSQL(p kv.Predicate, revCol string) (string, []any) {
 				col = "l.name"
 			case "metadata.namespace":
 				col = "l.namespace"
+			default:
+				continue
 			}
-			eq := r.Operator == selection.Equals || r.Operator == selection.DoubleEquals
-			switch {
-			case col != "" && eq:
+			switch r.Operator {
+			case selection.Equals, selection.DoubleEquals:
 				b.WriteString(" AND " + col + " = ?")
 				args = append(args, r.Value)
-			case col != "" && r.Operator == selection.NotEquals:
+			case selection.NotEquals:
 				b.WriteString(" AND " + col + " <> ?")
 				args = append(args, r.Value)
-			case eq:
-				exists(false, "f:"+r.Field, []string{r.Value})
-			case r.Operator == selection.NotEquals && short([]string{r.Value}):
-				exists(true, "f:"+r.Field, []string{r.Value})
 			}
 		}
 	}
+	for _, t := range indexTerms(p) {
+		if t.negate {
+			b.WriteString(" AND NOT EXISTS (SELECT 1 FROM tabula_index x WHERE x.rev = l.rev AND x.name = ?")
+		} else {
+			b.WriteString(" AND " + revCol + " IN (SELECT x.rev FROM tabula_index x WHERE x.name = ?")
+		}
+		args = append(args, t.name)
+		if len(t.values) > 0 {
+			b.WriteString(" AND x.value IN (" + placeholders(len(t.values)) + ")")
+			for _, v := range t.values {
+				args = append(args, truncateIndexValue(v))
+			}
+		}
+		b.WriteString(")")
+	}
 	return b.String(), args
+}
+
+// placeholders returns n comma-separated bind markers.
+func placeholders(n int) string {
+	return strings.TrimSuffix(strings.Repeat("?,", n), ",")
 }

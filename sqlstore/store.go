@@ -61,6 +61,8 @@ type Store struct {
 	// dialects where preparing is the cost (see dialect.cacheStatements).
 	stmts sync.Map
 	once  sync.Once
+	// indexMax is indexDrivenMax; tests lower it to compare both list paths.
+	indexMax int
 }
 
 // Open connects to the database named by rawURL (sqlite:///path/file.db,
@@ -100,7 +102,7 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sqlstore: open %s: %w", d.name(), err)
 	}
-	s := &Store{d: d, read: r, write: w, opts: opts, log: opts.Logger, closed: make(chan struct{}), writes: make(chan *writeReq, maxBatch), committerDone: make(chan struct{})}
+	s := &Store{d: d, read: r, write: w, opts: opts, log: opts.Logger, closed: make(chan struct{}), writes: make(chan *writeReq, maxBatch), committerDone: make(chan struct{}), indexMax: indexDrivenMax}
 	s.closedCtx, s.cancelClose = context.WithCancel(context.Background())
 	if err := s.ping(ctx); err != nil {
 		s.closeDBs()

@@ -1,0 +1,203 @@
+package sqlstore
+
+import (
+	"cmp"
+	"context"
+	"database/sql"
+	"slices"
+
+	"github.com/tabula-dev/tabula/sqlstore/kv"
+)
+
+// indexDrivenMax is the most index entries a selector term may match for a
+// list to be answered from tabula_index instead of a scan in key order.
+// Below it, reading every match and sorting them costs less than walking
+// the key range until a page of matches turns up; above it, matches are
+// dense enough for the walk. The garbage collector's lookup of an owner's
+// dependents is the extreme case: nearly always no match at all.
+const indexDrivenMax = 2000
+
+// listByIndex answers a list whose selector has a positive term matching at
+// most indexMax index entries, reading only those entries' rows. It
+// does not depend on the planner choosing the index (SQLite prefers the key
+// order that ORDER BY asks for, and scans), so the cost is the same on
+// every database. ok is false when no term is selective enough.
+func (s *Store) listByIndex(ctx context.Context, tx *sql.Tx, opts kv.ListOptions, atRev int64,
+	afterNS, afterName string, started bool) (res kv.ListResult, ok bool, err error) {
+	var revs []int64
+	found := false
+	for _, t := range indexTerms(opts.Pred) {
+		if t.negate {
+			continue
+		}
+		got, err := s.termRevs(ctx, tx, t)
+		if err != nil {
+			return res, false, err
+		}
+		if len(got) > s.indexMax {
+			continue
+		}
+		if !found {
+			revs, found = got, true
+		} else {
+			revs = intersectSorted(revs, got)
+		}
+	}
+	if !found {
+		return res, false, nil
+	}
+
+	// The candidates' keys, labels and fields; values only for the page.
+	type candidate struct {
+		rec            kv.Record
+		labels, fields string
+	}
+	var cands []candidate
+	err = s.forRevs(ctx, tx, `SELECT l.rev, l.created_rev, l.resource, l.namespace, l.name, l.op, l.next_rev, l.labels, l.fields
+		FROM tabula_log l WHERE l.rev IN `, revs, func(rows *sql.Rows) error {
+		var c candidate
+		var op int
+		var next sql.NullInt64
+		if err := rows.Scan(&c.rec.Rev, &c.rec.CreatedRev, &c.rec.Resource, &c.rec.Namespace, &c.rec.Name, &op, &next, &c.labels, &c.fields); err != nil {
+			return err
+		}
+		// Visible at atRev: written by then, not yet replaced, not a
+		// deletion; the same rule as the history scan's.
+		if c.rec.Resource != opts.Resource || c.rec.Rev > atRev || (next.Valid && next.Int64 <= atRev) || op == opDelete {
+			return nil
+		}
+		if opts.Namespace != "" && c.rec.Namespace != opts.Namespace {
+			return nil
+		}
+		if started && cmp.Or(cmp.Compare(c.rec.Namespace, afterNS), cmp.Compare(c.rec.Name, afterName)) <= 0 {
+			return nil
+		}
+		if !matchesRaw(opts.Pred, c.labels, c.fields) {
+			return nil
+		}
+		cands = append(cands, c)
+		return nil
+	})
+	if err != nil {
+		return res, true, err
+	}
+	// Keys compare bytewise on every database (binary collations), as here.
+	slices.SortFunc(cands, func(a, b candidate) int {
+		return cmp.Or(cmp.Compare(a.rec.Namespace, b.rec.Namespace), cmp.Compare(a.rec.Name, b.rec.Name))
+	})
+	if opts.Limit > 0 && len(cands) > opts.Limit {
+		cands, res.More = cands[:opts.Limit], true
+	}
+	res.Items = make([]kv.Record, len(cands))
+	at := make(map[int64]int, len(cands))
+	page := make([]int64, len(cands))
+	for i, c := range cands {
+		res.Items[i] = c.rec
+		at[c.rec.Rev] = i
+		page[i] = c.rec.Rev
+	}
+	err = s.forRevs(ctx, tx, `SELECT l.rev, l.value FROM tabula_log l WHERE l.rev IN `, page, func(rows *sql.Rows) error {
+		var rev int64
+		var value []byte
+		if err := rows.Scan(&rev, &value); err != nil {
+			return err
+		}
+		if i, ok := at[rev]; ok {
+			res.Items[i].Value = value
+		}
+		return nil
+	})
+	return res, true, err
+}
+
+// termRevs returns, in order, the revisions whose index entries satisfy t,
+// reading at most s.indexMax+1 of them.
+func (s *Store) termRevs(ctx context.Context, tx *sql.Tx, t indexTerm) ([]int64, error) {
+	q := "SELECT x.rev FROM tabula_index x WHERE x.name = ?"
+	args := []any{t.name}
+	if len(t.values) > 0 {
+		q += " AND x.value IN (" + placeholders(len(t.values)) + ")"
+		for _, v := range t.values {
+			args = append(args, truncateIndexValue(v))
+		}
+	}
+	q += " LIMIT ?"
+	args = append(args, s.indexMax+1)
+	rows, err := tx.QueryContext(ctx, s.q(q), args...)
+	if err != nil {
+		return nil, unavailable(err)
+	}
+	defer rows.Close()
+	var revs []int64
+	for rows.Next() {
+		var rev int64
+		if err := rows.Scan(&rev); err != nil {
+			return nil, err
+		}
+		revs = append(revs, rev)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, unavailable(err)
+	}
+	slices.Sort(revs)
+	return slices.Compact(revs), nil
+}
+
+// revChunks are the sizes "rev IN (…)" lists are padded to, so a handful
+// of statement texts serve every candidate count.
+var revChunks = []int{1, 16, 128}
+
+// forRevs runs prefix + "(?, …)" over revs in padded chunks, calling each
+// for every row.
+func (s *Store) forRevs(ctx context.Context, tx *sql.Tx, prefix string, revs []int64, each func(*sql.Rows) error) error {
+	for len(revs) > 0 {
+		size := revChunks[len(revChunks)-1]
+		for _, c := range revChunks {
+			if c >= len(revs) {
+				size = c
+				break
+			}
+		}
+		n := min(size, len(revs))
+		args := make([]any, size)
+		for i := range size {
+			// Padding repeats the last revision; IN ignores duplicates.
+			args[i] = revs[min(i, n-1)]
+		}
+		revs = revs[n:]
+		rows, err := tx.QueryContext(ctx, s.q(prefix+"("+placeholders(size)+")"), args...)
+		if err != nil {
+			return unavailable(err)
+		}
+		for rows.Next() {
+			if err := each(rows); err != nil {
+				rows.Close()
+				return err
+			}
+		}
+		err = rows.Err()
+		rows.Close()
+		if err != nil {
+			return unavailable(err)
+		}
+	}
+	return nil
+}
+
+// intersectSorted returns the values present in both sorted slices.
+func intersectSorted(a, b []int64) []int64 {
+	var out []int64
+	for i, j := 0, 0; i < len(a) && j < len(b); {
+		switch {
+		case a[i] < b[j]:
+			i++
+		case a[i] > b[j]:
+			j++
+		default:
+			out = append(out, a[i])
+			i++
+			j++
+		}
+	}
+	return out
+}
