@@ -203,31 +203,44 @@ func (r remaining) empty() bool { return len(r.resources) == 0 }
 
 // deleteNamespaceContents deletes every object in a namespace and reports
 // what is left (objects with finalizers stay until those are removed).
+// namespaceDeletePage is how many objects the namespace controller reads at
+// a time while deleting a namespace's contents.
+const namespaceDeletePage = 500
+
 func (s *Server) deleteNamespaceContents(ctx context.Context, namespace string) (remaining, error) {
 	left := remaining{resources: map[string]int{}, finalizers: map[string]int{}}
 	for _, t := range s.storageTypes() {
 		if !t.Namespaced {
 			continue
 		}
-		res, err := s.store.List(ctx, kv.ListOptions{Resource: t.StorageResource, Namespace: namespace})
-		if err != nil {
-			return left, err
-		}
 		r := s.internal(ctx, t.Group, t.Resource, namespace)
-		for _, item := range res.Items {
-			obj, _, gone, err := r.deleteOne(item.Name, &metav1.DeleteOptions{})
-			if apierrors.IsNotFound(err) || gone {
-				continue
-			}
+		// Page through the namespace, so a namespace of any size is
+		// deleted with bounded memory.
+		opts := kv.ListOptions{Resource: t.StorageResource, Namespace: namespace, Limit: namespaceDeletePage}
+		for {
+			res, err := s.store.List(ctx, opts)
 			if err != nil {
 				return left, err
 			}
-			left.resources[t.Resource+"."+t.Group]++
-			if acc, err := meta.Accessor(obj); err == nil {
-				for _, f := range acc.GetFinalizers() {
-					left.finalizers[f]++
+			for _, item := range res.Items {
+				obj, _, gone, err := r.deleteOne(item.Name, &metav1.DeleteOptions{})
+				if apierrors.IsNotFound(err) || gone {
+					continue
+				}
+				if err != nil {
+					return left, err
+				}
+				left.resources[t.Resource+"."+t.Group]++
+				if acc, err := meta.Accessor(obj); err == nil {
+					for _, f := range acc.GetFinalizers() {
+						left.finalizers[f]++
+					}
 				}
 			}
+			if !res.More {
+				break
+			}
+			opts.AfterNamespace, opts.AfterName = namespace, res.Items[len(res.Items)-1].Name
 		}
 	}
 	return left, nil

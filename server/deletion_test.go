@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -72,4 +73,29 @@ func TestNamespaceTermination(t *testing.T) {
 	h.eventually("namespace removed", func() bool {
 		return h.do("GET", "/api/v1/namespaces/doomed", nil, nil).Code == http.StatusNotFound
 	})
+}
+
+// TestNamespaceTerminationLarge: a namespace holding more objects than the
+// namespace controller reads at a time is emptied and removed.
+func TestNamespaceTerminationLarge(t *testing.T) {
+	h := gcHarness{refNewHarness(t), t}
+	ct := map[string]string{"Content-Type": "application/json"}
+	if r := h.do("POST", "/api/v1/namespaces", ct, []byte(`{"metadata":{"name":"big"}}`)); r.Code != http.StatusCreated {
+		t.Fatalf("create namespace: %d %s", r.Code, r.Body)
+	}
+	const n = 1001 // two full pages of 500 and one more
+	for i := range n {
+		if r := h.do("POST", "/api/v1/namespaces/big/configmaps", ct, []byte(fmt.Sprintf(`{"metadata":{"name":"cm-%04d"}}`, i))); r.Code != http.StatusCreated {
+			t.Fatalf("create configmap %d: %d %s", i, r.Code, r.Body)
+		}
+	}
+	if r := h.do("DELETE", "/api/v1/namespaces/big", nil, nil); r.Code != http.StatusOK {
+		t.Fatalf("delete namespace: %d %s", r.Code, r.Body)
+	}
+	h.eventually("namespace removed", func() bool {
+		return h.do("GET", "/api/v1/namespaces/big", nil, nil).Code == http.StatusNotFound
+	})
+	if b := h.do("GET", "/api/v1/namespaces/big/configmaps", nil, nil).Body.String(); !strings.Contains(b, `"items":[]`) {
+		t.Fatalf("configmaps left in the removed namespace: %.300s", b)
+	}
 }

@@ -153,25 +153,37 @@ func (s *Server) handle(ctx context.Context, o gcOwner) error {
 func (s *Server) gcScan(ctx context.Context, mark string) error {
 	sel := fields.OneTermEqualSelector(mark, "1")
 	for _, t := range s.storageTypes() {
-		res, err := s.store.List(ctx, kv.ListOptions{Resource: t.StorageResource, Pred: kv.Predicate{Field: sel}})
-		if err != nil {
-			return err
-		}
 		r := s.internal(ctx, t.Group, t.Resource, "")
-		for _, rec := range res.Items {
-			obj, err := r.decodeStored(rec)
+		// In pages, so memory stays bounded however many objects are marked.
+		opts := kv.ListOptions{Resource: t.StorageResource, Pred: kv.Predicate{Field: sel}, Limit: gcScanPage}
+		for {
+			res, err := s.store.List(ctx, opts)
 			if err != nil {
 				return err
 			}
-			acc, _ := meta.Accessor(obj)
-			o := gcOwner{t: t, namespace: acc.GetNamespace(), name: acc.GetName(), uid: acc.GetUID(), checkOwners: mark == gcHasOwners}
-			if err := s.handle(ctx, o); err != nil {
-				return err
+			for _, rec := range res.Items {
+				obj, err := r.decodeStored(rec)
+				if err != nil {
+					return err
+				}
+				acc, _ := meta.Accessor(obj)
+				o := gcOwner{t: t, namespace: acc.GetNamespace(), name: acc.GetName(), uid: acc.GetUID(), checkOwners: mark == gcHasOwners}
+				if err := s.handle(ctx, o); err != nil {
+					return err
+				}
 			}
+			if !res.More {
+				break
+			}
+			last := res.Items[len(res.Items)-1]
+			opts.AfterNamespace, opts.AfterName = last.Namespace, last.Name
 		}
 	}
 	return nil
 }
+
+// gcScanPage is how many marked objects gcScan reads at a time.
+const gcScanPage = 500
 
 // checkOwners deletes an object whose owners are all gone, or drops the
 // references to the owners that are gone when others remain, as
