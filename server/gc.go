@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"slices"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -270,8 +271,15 @@ type dependent struct {
 // owner's namespace for a namespaced owner, everywhere otherwise.
 func (s *Server) dependents(ctx context.Context, o gcOwner) ([]dependent, error) {
 	sel := fields.OneTermEqualSelector(ownerField(o.uid), "1")
+	holders, err := s.store.ResourcesWithField(ctx, ownerField(o.uid), "1")
+	if err != nil || len(holders) == 0 {
+		return nil, err
+	}
 	var out []dependent
 	for _, t := range s.storageTypes() {
+		if !slices.Contains(holders, t.StorageResource) {
+			continue
+		}
 		ns := o.namespace
 		if !t.Namespaced && ns != "" {
 			continue // a namespaced owner cannot own cluster-scoped objects

@@ -11,6 +11,9 @@ import (
 type Store interface {
 	Get(ctx context.Context, key kv.Key) (kv.Record, error)
 	List(ctx context.Context, opts kv.ListOptions) (kv.ListResult, error)
+	// ResourcesWithField names the resources with a live object whose
+	// selectable field equals value.
+	ResourcesWithField(ctx context.Context, field, value string) ([]string, error)
 	Create(ctx context.Context, key kv.Key, enc kv.Encoder) (kv.Record, error)
 	Update(ctx context.Context, key kv.Key, expect int64, enc kv.Encoder) (kv.Record, error)
 	Delete(ctx context.Context, key kv.Key, expect int64, enc kv.Encoder) (kv.Record, error)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"database/sql"
 	"slices"
+	"time"
 
 	"github.com/tabula-dev/tabula/sqlstore/kv"
 )
@@ -200,4 +201,34 @@ func intersectSorted(a, b []int64) []int64 {
 		}
 	}
 	return out
+}
+
+// ResourcesWithField returns the resources that have a live object whose
+// indexed field equals value, in one index lookup. The garbage collector
+// asks it which resources hold an owner's dependents before listing them,
+// instead of asking every resource (nearly always none holds any).
+func (s *Store) ResourcesWithField(ctx context.Context, field, value string) ([]string, error) {
+	defer s.observe("resources_with_field", time.Now())
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	// Driven by tabula_index (name, value): nothing constrains the log rows
+	// but their primary key, so every planner starts from the index.
+	rows, err := s.readQuery(ctx, s.q(`SELECT DISTINCT l.resource FROM tabula_index x JOIN tabula_log l ON l.rev = x.rev
+		WHERE x.name = ? AND x.value = ? AND l.next_rev IS NULL AND l.op <> ?`), "f:"+field, truncateIndexValue(value), opDelete)
+	if err != nil {
+		return nil, unavailable(err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var r string
+		if err := rows.Scan(&r); err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, unavailable(err)
+	}
+	return out, nil
 }

@@ -149,3 +149,47 @@ func testListByIndexMatchesScan(t *testing.T, url string) {
 		t.Fatal("no object carries the updated label")
 	}
 }
+
+// TestResourcesWithField: only resources with a live object carrying the
+// field value are named; updated-away, deleted and other values are not.
+func TestResourcesWithField(t *testing.T) {
+	for name, url := range map[string]func(t *testing.T) string{
+		"sqlite":   func(t *testing.T) string { return "sqlite://" + filepath.Join(t.TempDir(), "state.db") },
+		"postgres": func(t *testing.T) string { return dbtest.Postgres(t) },
+		"mariadb":  func(t *testing.T) string { return dbtest.MariaDB(t) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			s, err := Open(ctx, url(t), Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			with := func(v string) kv.Encoder {
+				return func(int64) (kv.Entry, error) {
+					return kv.Entry{Value: []byte("{}"), Fields: map[string]string{"ownerref.u1": v}}, nil
+				}
+			}
+			mustRev := func(rec kv.Record, err error) int64 {
+				t.Helper()
+				if err != nil {
+					t.Fatal(err)
+				}
+				return rec.Rev
+			}
+			mustRev(s.Create(ctx, kv.Key{Resource: "pods", Namespace: "a", Name: "p"}, with("1")))
+			mustRev(s.Create(ctx, kv.Key{Resource: "pods", Namespace: "b", Name: "p"}, with("1")))
+			r := mustRev(s.Create(ctx, kv.Key{Resource: "secrets", Namespace: "a", Name: "s"}, with("1")))
+			mustRev(s.Update(ctx, kv.Key{Resource: "secrets", Namespace: "a", Name: "s"}, r, with("0")))
+			r = mustRev(s.Create(ctx, kv.Key{Resource: "configmaps", Namespace: "a", Name: "c"}, with("1")))
+			mustRev(s.Delete(ctx, kv.Key{Resource: "configmaps", Namespace: "a", Name: "c"}, r, with("1")))
+			got, err := s.ResourcesWithField(ctx, "ownerref.u1", "1")
+			if err != nil || fmt.Sprint(got) != "[pods]" {
+				t.Fatalf("ResourcesWithField = %v, %v; want [pods]", got, err)
+			}
+			if got, err := s.ResourcesWithField(ctx, "ownerref.u2", "1"); err != nil || len(got) != 0 {
+				t.Fatalf("unknown uid: %v, %v; want none", got, err)
+			}
+		})
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -60,7 +61,19 @@ func main() {
 	flag.IntVar(&o.pid, "pid", 0, "server process id, to sample its RSS (same machine only)")
 	flag.StringVar(&o.jsonOut, "json", "", "write results as JSON to this file")
 	flag.BoolVar(&o.protobuf, "protobuf", true, "send Protobuf like client-go's typed clients")
+	cpuProfile := flag.String("cpuprofile", "", "write the load generator's own CPU profile here (it shares the machine with a local server)")
 	flag.Parse()
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err == nil {
+			err = pprof.StartCPUProfile(f)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "tabula-bench:", err)
+			os.Exit(2)
+		}
+		defer pprof.StopCPUProfile()
+	}
 	var err error
 	o.workloads = strings.Split(workloads, ",")
 	if o.clients, err = parseInts(clients); err == nil {
@@ -84,6 +97,7 @@ func main() {
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "tabula-bench:", err)
+		pprof.StopCPUProfile()
 		os.Exit(1)
 	}
 }
