@@ -31,9 +31,15 @@ func (l *ProtobufListWriter) Add(item ProtoMarshaler) error {
 	if err != nil {
 		return err
 	}
+	l.AddEncoded(b)
+	return nil
+}
+
+// AddEncoded appends an item already in Protobuf form; b is not modified
+// and must not change until WriteTo returns.
+func (l *ProtobufListWriter) AddEncoded(b []byte) {
 	l.items = append(l.items, b)
 	l.size += protowire.SizeTag(2) + protowire.SizeBytes(len(b))
-	return nil
 }
 
 // WriteTo writes runtime.Unknown{TypeMeta, Raw: <list>, "", ""} after the

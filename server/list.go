@@ -204,22 +204,38 @@ func (r *request) streamJSONList(w *echo.Response, lm metav1.ListMeta, items []k
 	return err
 }
 
+// protobufItem returns a stored object's Protobuf encoding, from the cache
+// when this revision was encoded before.
+func (r *request) protobufItem(rec kv.Record) ([]byte, error) {
+	if b, ok := r.s.protoCache.get(rec.Rev, r.t); ok {
+		return b, nil
+	}
+	obj, err := r.decodeStored(rec)
+	if err != nil {
+		return nil, err
+	}
+	pm, ok := obj.(codecs.ProtoMarshaler)
+	if !ok {
+		return nil, fmt.Errorf("server: %s has no Protobuf form", r.t.Kind)
+	}
+	b, err := pm.Marshal()
+	if err != nil {
+		return nil, err
+	}
+	r.s.protoCache.put(rec.Rev, r.t, b)
+	return b, nil
+}
+
 // writeProtobufList encodes items one at a time into the Protobuf list,
 // so memory follows the encoded response, not the decoded objects.
 func (r *request) writeProtobufList(w *echo.Response, lm metav1.ListMeta, items []kv.Record) error {
 	var lw codecs.ProtobufListWriter
 	for _, rec := range items {
-		obj, err := r.decodeStored(rec)
+		b, err := r.protobufItem(rec)
 		if err != nil {
 			return err
 		}
-		pm, ok := obj.(codecs.ProtoMarshaler)
-		if !ok {
-			return fmt.Errorf("server: %s has no Protobuf form", r.t.Kind)
-		}
-		if err := lw.Add(pm); err != nil {
-			return err
-		}
+		lw.AddEncoded(b)
 	}
 	w.Header().Set(echo.HeaderContentType, codecs.Protobuf)
 	w.WriteHeader(http.StatusOK)

@@ -60,6 +60,8 @@ type Server struct {
 	authz auth.Authorizer
 
 	metrics *requestMetrics
+	// protoCache holds Protobuf encodings of stored objects by revision.
+	protoCache *protoCache
 	// gcQueue feeds owners to the garbage collector.
 	gcQueue chan gcOwner
 
@@ -96,6 +98,8 @@ func New(cfg Config) (*Server, error) {
 		authz:    cfg.Authorizer,
 		shutdown: make(chan struct{}),
 		gcQueue:  make(chan gcOwner, 1024),
+
+		protoCache: newProtoCache(protoCacheBytes),
 	}
 	var reg prometheus.Registerer
 	if cfg.Metrics != nil {
