@@ -37,6 +37,10 @@ type dialect interface {
 	// driver caches statements itself (and must not when behind a
 	// transaction-mode pooler); MySQL interpolates parameters client-side.
 	cacheStatements() bool
+	// unindexed wraps a column in a comparison so the planner cannot use an
+	// index for it, where a planner without statistics would pick the
+	// wrong one (SQLite); elsewhere it is the column itself.
+	unindexed(col string) string
 	// readTx returns the options for a read-only snapshot transaction.
 	readTx() *sql.TxOptions
 }

@@ -35,6 +35,12 @@
 // rev <= S AND (next_rev IS NULL OR next_rev > S), no GROUP BY over
 // history. Lists are keyset-paginated on (namespace, name).
 //
+// Label and field selectors use tabula_index, one (rev, name, value) row
+// per label and selectable field of each stored version. When a selector
+// term matches few index rows (listindex.go), the list reads just those
+// rows and sorts them itself, whatever the planner would have chosen;
+// otherwise it walks the key range with the conditions pushed into SQL.
+//
 // # Watch
 //
 // One poller per Store tails the log and fans events out to watchers

@@ -120,3 +120,6 @@ func trimSlash(s string) string {
 }
 
 func (mysqlDialect) cacheStatements() bool { return false }
+
+// unindexed is the column itself: the planner's statistics pick the index.
+func (mysqlDialect) unindexed(col string) string { return col }

@@ -125,3 +125,6 @@ func (*postgresDialect) listen(ctx context.Context, db *sql.DB, wake func()) err
 }
 
 func (*postgresDialect) cacheStatements() bool { return false }
+
+// unindexed is the column itself: the planner's statistics pick the index.
+func (*postgresDialect) unindexed(col string) string { return col }

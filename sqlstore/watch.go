@@ -110,7 +110,7 @@ func (h *hub) poll() (int, error) {
 	h.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	rows, err := h.s.readLog(ctx, "", last, 0, pollBatch)
+	rows, err := h.s.readLog(ctx, kv.Key{}, last, 0, pollBatch)
 	if err != nil {
 		return 0, err
 	}
@@ -177,8 +177,9 @@ func (h *hub) closeAll() {
 }
 
 // readLog reads up to limit log rows with after < rev (<= upTo when upTo >
-// 0), optionally of one resource, in revision order.
-func (s *Store) readLog(ctx context.Context, resource string, after, upTo int64, limit int) ([]logRow, error) {
+// 0), optionally only those of one resource, namespace or name, in
+// revision order.
+func (s *Store) readLog(ctx context.Context, key kv.Key, after, upTo int64, limit int) ([]logRow, error) {
 	defer s.observe("read_log", time.Now())
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
@@ -189,9 +190,18 @@ func (s *Store) readLog(ctx context.Context, resource string, after, upTo int64,
 		q += " AND l.rev <= ?"
 		args = append(args, upTo)
 	}
-	if resource != "" {
-		q += " AND l.resource = ?"
-		args = append(args, resource)
+	// The revision range drives the query; the key only filters it.
+	if key.Resource != "" {
+		q += " AND " + s.d.unindexed("l.resource") + " = ?"
+		args = append(args, key.Resource)
+	}
+	if key.Namespace != "" {
+		q += " AND " + s.d.unindexed("l.namespace") + " = ?"
+		args = append(args, key.Namespace)
+	}
+	if key.Name != "" {
+		q += " AND " + s.d.unindexed("l.name") + " = ?"
+		args = append(args, key.Name)
 	}
 	q += " ORDER BY l.rev LIMIT ?"
 	args = append(args, limit)
@@ -257,7 +267,9 @@ func (s *Store) Watch(ctx context.Context, opts kv.WatchOptions) (kv.Watcher, er
 		sent := opts.After
 		// History first: (After, upTo].
 		for sent < upTo {
-			rows, err := s.readLog(ctx, opts.Resource, sent, upTo, pollBatch)
+			// Only this watch's rows: a busy neighbour namespace
+			// must not make every watch start read its writes.
+			rows, err := s.readLog(ctx, kv.Key{Resource: opts.Resource, Namespace: opts.Namespace, Name: opts.Name}, sent, upTo, pollBatch)
 			if err != nil {
 				out.setErr(err)
 				return

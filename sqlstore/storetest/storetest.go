@@ -34,6 +34,7 @@ func Run(t *testing.T, open Factory) {
 		{"ListFutureRev", testListFutureRev},
 		{"ListFieldSelectors", testListFieldSelectors},
 		{"WatchReplayThenLive", testWatchReplayThenLive},
+		{"WatchReplayOneNamespaceOrName", testWatchReplayOneNamespaceOrName},
 		{"WatchSelectorTransitions", testWatchSelectorTransitions},
 		{"ConcurrentCreatesOneWins", testConcurrentCreatesOneWins},
 		{"ConcurrentWritersDenseRevisions", testConcurrentWritersDense},
@@ -320,6 +321,59 @@ func testWatchReplayThenLive(t *testing.T, s *sqlstore.Store) {
 		ev := recv(t, w)
 		if ev.Type != wnt.typ || ev.Rev != wnt.rev {
 			t.Fatalf("event %d = %s@%d; want %s@%d", i, ev.Type, ev.Rev, wnt.typ, wnt.rev)
+		}
+	}
+}
+
+// testWatchReplayOneNamespaceOrName: a watch from a past revision on one
+// namespace (or one name) replays exactly that key range's history among
+// other namespaces' and resources' writes, then goes on live.
+func testWatchReplayOneNamespaceOrName(t *testing.T, s *sqlstore.Store) {
+	start, err := s.CurrentRev(ctx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := func(name string) kv.Key { return kv.Key{Resource: "configmaps", Namespace: "ns2", Name: name} }
+	var wantNS, wantName []int64
+	for i := range 5 {
+		mustCreate(t, s, other(fmt.Sprint("x", i)), nil)
+		mustCreate(t, s, kv.Key{Resource: "secrets", Namespace: "ns1", Name: fmt.Sprint("s", i)}, nil)
+		r := mustCreate(t, s, key(fmt.Sprint("r", i)), nil)
+		wantNS = append(wantNS, r.Rev)
+		if i == 3 {
+			wantName = append(wantName, r.Rev)
+		}
+	}
+	byNS, err := s.Watch(ctx(t), kv.WatchOptions{Resource: "configmaps", Namespace: "ns1", After: start})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer byNS.Stop()
+	byName, err := s.Watch(ctx(t), kv.WatchOptions{Resource: "configmaps", Namespace: "ns1", Name: "r3", After: start})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer byName.Stop()
+	mustCreate(t, s, other("live"), nil)
+	live := mustCreate(t, s, key("live"), nil)
+	wantNS = append(wantNS, live.Rev)
+	for i, rev := range wantNS {
+		if ev := recv(t, byNS); ev.Rev != rev || ev.Namespace != "ns1" {
+			t.Fatalf("namespace watch, event %d: %s/%s@%d; want ns1@%d", i, ev.Namespace, ev.Name, ev.Rev, rev)
+		}
+	}
+	r3, err := s.Get(ctx(t), key("r3"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, err := s.Update(ctx(t), key("r3"), r3.Rev, enc("r3", nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantName = append(wantName, u.Rev)
+	for i, rev := range wantName {
+		if ev := recv(t, byName); ev.Rev != rev || ev.Name != "r3" {
+			t.Fatalf("name watch, event %d: %s@%d; want r3@%d", i, ev.Name, ev.Rev, rev)
 		}
 	}
 }
