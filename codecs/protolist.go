@@ -25,18 +25,8 @@ type ProtobufListWriter struct {
 	size  int
 }
 
-// Add appends one item's Protobuf encoding.
-func (l *ProtobufListWriter) Add(item ProtoMarshaler) error {
-	b, err := item.Marshal()
-	if err != nil {
-		return err
-	}
-	l.AddEncoded(b)
-	return nil
-}
-
-// AddEncoded appends an item already in Protobuf form; b is not modified
-// and must not change until WriteTo returns.
+// AddEncoded appends one item's Protobuf encoding (a ProtoMarshaler's
+// output); b is not modified and must not change until WriteTo returns.
 func (l *ProtobufListWriter) AddEncoded(b []byte) {
 	l.items = append(l.items, b)
 	l.size += protowire.SizeTag(2) + protowire.SizeBytes(len(b))

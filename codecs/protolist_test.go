@@ -25,9 +25,11 @@ func TestProtobufListWriterMatchesSerializer(t *testing.T) {
 		}
 		var lw codecs.ProtobufListWriter
 		for i := range items {
-			if err := lw.Add(&items[i]); err != nil {
+			b, err := items[i].Marshal()
+			if err != nil {
 				t.Fatal(err)
 			}
+			lw.AddEncoded(b)
 		}
 		var got bytes.Buffer
 		if err := lw.WriteTo(&got, "v1", "ConfigMapList", &lm); err != nil {

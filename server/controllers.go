@@ -47,6 +47,33 @@ func (s *Server) RunControllers(ctx context.Context) error {
 	return nil
 }
 
+// controllerPage is how many objects a controller reads at a time, so its
+// memory stays bounded however many objects it walks through.
+const controllerPage = 500
+
+// eachStored calls each for every live object opts lists, reading them in
+// pages of controllerPage at the latest revision (not one snapshot: a
+// controller acts on current state, and may change it as it goes).
+func (s *Server) eachStored(ctx context.Context, opts kv.ListOptions, each func(kv.Record) error) error {
+	opts.Limit = controllerPage
+	for {
+		res, err := s.store.List(ctx, opts)
+		if err != nil {
+			return err
+		}
+		for _, rec := range res.Items {
+			if err := each(rec); err != nil {
+				return err
+			}
+		}
+		if !res.More {
+			return nil
+		}
+		last := res.Items[len(res.Items)-1]
+		opts.AfterNamespace, opts.AfterName = last.Namespace, last.Name
+	}
+}
+
 // runLoop restarts a controller after an error until ctx ends, so a
 // database outage does not stop it for good.
 func (s *Server) runLoop(ctx context.Context, name string, fn func(context.Context) error) {
@@ -203,10 +230,6 @@ func (r remaining) empty() bool { return len(r.resources) == 0 }
 
 // deleteNamespaceContents deletes every object in a namespace and reports
 // what is left (objects with finalizers stay until those are removed).
-// namespaceDeletePage is how many objects the namespace controller reads at
-// a time while deleting a namespace's contents.
-const namespaceDeletePage = 500
-
 func (s *Server) deleteNamespaceContents(ctx context.Context, namespace string) (remaining, error) {
 	left := remaining{resources: map[string]int{}, finalizers: map[string]int{}}
 	for _, t := range s.storageTypes() {
@@ -214,33 +237,24 @@ func (s *Server) deleteNamespaceContents(ctx context.Context, namespace string) 
 			continue
 		}
 		r := s.internal(ctx, t.Group, t.Resource, namespace)
-		// Page through the namespace, so a namespace of any size is
-		// deleted with bounded memory.
-		opts := kv.ListOptions{Resource: t.StorageResource, Namespace: namespace, Limit: namespaceDeletePage}
-		for {
-			res, err := s.store.List(ctx, opts)
+		err := s.eachStored(ctx, kv.ListOptions{Resource: t.StorageResource, Namespace: namespace}, func(item kv.Record) error {
+			obj, _, gone, err := r.deleteOne(item.Name, &metav1.DeleteOptions{})
+			if apierrors.IsNotFound(err) || gone {
+				return nil
+			}
 			if err != nil {
-				return left, err
+				return err
 			}
-			for _, item := range res.Items {
-				obj, _, gone, err := r.deleteOne(item.Name, &metav1.DeleteOptions{})
-				if apierrors.IsNotFound(err) || gone {
-					continue
-				}
-				if err != nil {
-					return left, err
-				}
-				left.resources[t.Resource+"."+t.Group]++
-				if acc, err := meta.Accessor(obj); err == nil {
-					for _, f := range acc.GetFinalizers() {
-						left.finalizers[f]++
-					}
+			left.resources[t.Resource+"."+t.Group]++
+			if acc, err := meta.Accessor(obj); err == nil {
+				for _, f := range acc.GetFinalizers() {
+					left.finalizers[f]++
 				}
 			}
-			if !res.More {
-				break
-			}
-			opts.AfterNamespace, opts.AfterName = namespace, res.Items[len(res.Items)-1].Name
+			return nil
+		})
+		if err != nil {
+			return left, err
 		}
 	}
 	return left, nil

@@ -155,36 +155,20 @@ func (s *Server) gcScan(ctx context.Context, mark string) error {
 	sel := fields.OneTermEqualSelector(mark, "1")
 	for _, t := range s.storageTypes() {
 		r := s.internal(ctx, t.Group, t.Resource, "")
-		// In pages, so memory stays bounded however many objects are marked.
-		opts := kv.ListOptions{Resource: t.StorageResource, Pred: kv.Predicate{Field: sel}, Limit: gcScanPage}
-		for {
-			res, err := s.store.List(ctx, opts)
+		err := s.eachStored(ctx, kv.ListOptions{Resource: t.StorageResource, Pred: kv.Predicate{Field: sel}}, func(rec kv.Record) error {
+			obj, err := r.decodeStored(rec)
 			if err != nil {
 				return err
 			}
-			for _, rec := range res.Items {
-				obj, err := r.decodeStored(rec)
-				if err != nil {
-					return err
-				}
-				acc, _ := meta.Accessor(obj)
-				o := gcOwner{t: t, namespace: acc.GetNamespace(), name: acc.GetName(), uid: acc.GetUID(), checkOwners: mark == gcHasOwners}
-				if err := s.handle(ctx, o); err != nil {
-					return err
-				}
-			}
-			if !res.More {
-				break
-			}
-			last := res.Items[len(res.Items)-1]
-			opts.AfterNamespace, opts.AfterName = last.Namespace, last.Name
+			acc, _ := meta.Accessor(obj)
+			return s.handle(ctx, gcOwner{t: t, namespace: acc.GetNamespace(), name: acc.GetName(), uid: acc.GetUID(), checkOwners: mark == gcHasOwners})
+		})
+		if err != nil {
+			return err
 		}
 	}
 	return nil
 }
-
-// gcScanPage is how many marked objects gcScan reads at a time.
-const gcScanPage = 500
 
 // checkOwners deletes an object whose owners are all gone, or drops the
 // references to the owners that are gone when others remain, as

@@ -437,23 +437,16 @@ func testConcurrentCreatesOneWins(t *testing.T, s *sqlstore.Store) {
 	}
 }
 
-// testConcurrentWritersDense: many writers at once; a watcher started
-// before them must see every revision exactly once, in order, with no gap.
-func testConcurrentWritersDense(t *testing.T, s *sqlstore.Store) {
-	start, _ := s.CurrentRev(ctx(t))
-	w, err := s.Watch(ctx(t), kv.WatchOptions{Resource: "configmaps", After: start})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Stop()
-	const writers, each = 8, 25
+// createAndUpdate runs one writer per entry of stores at once; each creates
+// and then updates each objects of its own.
+func createAndUpdate(t *testing.T, stores []*sqlstore.Store, prefix string, each int) {
 	var wg sync.WaitGroup
-	for i := 0; i < writers; i++ {
+	for i, s := range stores {
 		wg.Add(1)
-		go func(i int) {
+		go func(i int, s *sqlstore.Store) {
 			defer wg.Done()
 			for j := 0; j < each; j++ {
-				k := key(fmt.Sprintf("w%d-%d", i, j))
+				k := key(fmt.Sprintf("%s%d-%d", prefix, i, j))
 				r, err := s.Create(ctx(t), k, enc(k.Name, nil))
 				if err != nil {
 					t.Errorf("create: %v", err)
@@ -464,9 +457,26 @@ func testConcurrentWritersDense(t *testing.T, s *sqlstore.Store) {
 					return
 				}
 			}
-		}(i)
+		}(i, s)
 	}
 	wg.Wait()
+}
+
+// testConcurrentWritersDense: many writers at once; a watcher started
+// before them must see every revision exactly once, in order, with no gap.
+func testConcurrentWritersDense(t *testing.T, s *sqlstore.Store) {
+	start, _ := s.CurrentRev(ctx(t))
+	w, err := s.Watch(ctx(t), kv.WatchOptions{Resource: "configmaps", After: start})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	const writers, each = 8, 25
+	stores := make([]*sqlstore.Store, writers)
+	for i := range stores {
+		stores[i] = s
+	}
+	createAndUpdate(t, stores, "w", each)
 	for i := int64(1); i <= writers*each*2; i++ {
 		ev := recv(t, w)
 		if ev.Rev != start+i {

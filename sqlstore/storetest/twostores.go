@@ -3,7 +3,6 @@ package storetest
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"sync"
@@ -41,26 +40,7 @@ func RunTwoStores(t *testing.T, newURL func(t *testing.T) string, pollInterval t
 		}
 		defer w.Stop()
 		const writers, each = 4, 25
-		var wg sync.WaitGroup
-		for i, s := range []*sqlstore.Store{a, b, a, b, a, b, a, b}[:writers*2] {
-			wg.Add(1)
-			go func(i int, s *sqlstore.Store) {
-				defer wg.Done()
-				for j := 0; j < each; j++ {
-					k := key(fmt.Sprintf("p%d-%d", i, j))
-					r, err := s.Create(ctx(t), k, enc(k.Name, nil))
-					if err != nil {
-						t.Errorf("create: %v", err)
-						return
-					}
-					if _, err := s.Update(ctx(t), k, r.Rev, enc(k.Name, nil)); err != nil {
-						t.Errorf("update: %v", err)
-						return
-					}
-				}
-			}(i, s)
-		}
-		wg.Wait()
+		createAndUpdate(t, []*sqlstore.Store{a, b, a, b, a, b, a, b}[:writers*2], "p", each)
 		total := int64(writers * 2 * each * 2)
 		for i := int64(1); i <= total; i++ {
 			ev := recv(t, w)
