@@ -33,7 +33,10 @@ func TestCompressLarge(t *testing.T) {
 			for i := 0; i < len(big); i += 1000 {
 				w.Write(big[i:min(i+1000, len(big))])
 			}
-		}, "deflate, gzip;q=1.0", http.StatusOK, true, big},
+		}, "deflate, gzip", http.StatusOK, true, big},
+		{"gzip with parameters is not taken, as on kube-apiserver", func(w http.ResponseWriter) {
+			w.Write(big)
+		}, "gzip;q=1.0", http.StatusOK, false, big},
 		{"no gzip without Accept-Encoding", func(w http.ResponseWriter) {
 			w.Write(big)
 		}, "", http.StatusOK, false, big},
@@ -70,6 +73,10 @@ func TestCompressLarge(t *testing.T) {
 			body := rec.Body.Bytes()
 			if enc := rec.Header().Get("Content-Encoding"); (enc == "gzip") != tc.gzipped {
 				t.Fatalf("Content-Encoding %q, want gzip: %v", enc, tc.gzipped)
+			}
+			// kube-apiserver sends Vary only with a compressed body.
+			if vary := rec.Header().Get("Vary"); (vary == "Accept-Encoding") != tc.gzipped {
+				t.Fatalf("Vary %q, want Accept-Encoding: %v", vary, tc.gzipped)
 			}
 			if tc.gzipped {
 				zr, err := gzip.NewReader(bytes.NewReader(body))
