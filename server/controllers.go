@@ -39,6 +39,7 @@ func (s *Server) RunControllers(ctx context.Context) error {
 			return err
 		}
 	}
+	go s.runLoop(ctx, "namespace cache", s.watchNamespaces)
 	go s.runLoop(ctx, "namespace controller", s.namespaceController)
 	go s.runLoop(ctx, "namespace defaults controller", s.defaultsController)
 	go s.runLoop(ctx, "event expiry", s.expiryController)

@@ -62,6 +62,8 @@ type Server struct {
 	metrics *requestMetrics
 	// protoCache holds Protobuf encodings of stored objects by revision.
 	protoCache *protoCache
+	// nsCache answers which namespaces are Active without a read.
+	nsCache *namespaceCache
 	// gcQueue feeds owners to the garbage collector.
 	gcQueue chan gcOwner
 
@@ -100,6 +102,7 @@ func New(cfg Config) (*Server, error) {
 		gcQueue:  make(chan gcOwner, 1024),
 
 		protoCache: newProtoCache(protoCacheBytes),
+		nsCache:    newNamespaceCache(),
 	}
 	var reg prometheus.Registerer
 	if cfg.Metrics != nil {

@@ -182,6 +182,9 @@ func (r *request) encoder(obj runtime.Object, out *runtime.Object) kv.Encoder {
 			return kv.Entry{}, err
 		}
 		acc.SetResourceVersion(strconv.FormatInt(rev, 10))
+		if r.t.Group == "" && r.t.Resource == "namespaces" {
+			r.s.nsCache.wrote(acc.GetName(), rev)
+		}
 		b, err := r.storedBytes(obj)
 		if err != nil {
 			return kv.Entry{}, err
@@ -286,6 +289,9 @@ func (r *request) prepareUpdate(obj, old runtime.Object) error {
 // and is not terminating, as kube-apiserver's NamespaceLifecycle does.
 func (r *request) namespaceAllowsCreate(name string) error {
 	if !r.t.Namespaced {
+		return nil
+	}
+	if r.s.nsCache.isActive(r.ri.Namespace) {
 		return nil
 	}
 	ns, err := r.s.getNamespace(r.ctx, r.ri.Namespace)

@@ -1,0 +1,140 @@
+package server
+
+import (
+	"context"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/tabula-dev/tabula/codecs"
+	"github.com/tabula-dev/tabula/sqlstore/kv"
+)
+
+// namespaceCache knows which namespaces are Active from a watch, so a
+// create need not read its namespace from the database. kube-apiserver's
+// NamespaceLifecycle admission does the same with an informer.
+//
+// It only ever answers "Active"; an unknown name, a namespace in any other
+// state or a cache not (yet) synced sends the caller to a live read. A
+// namespace written through this server is read live until the watch has
+// delivered that write, so this server's own deletes are seen at once.
+// Another replica's delete is seen when the watch delivers it (NOTIFY or
+// the poll interval), the window an informer gives kube-apiserver.
+type namespaceCache struct {
+	mu     sync.Mutex
+	synced bool
+	active map[string]bool
+	// seen is the newest revision the watch delivered.
+	seen int64
+	// floor holds, per namespace written here, the revision the watch must
+	// deliver before the cache may answer for it again.
+	floor map[string]int64
+}
+
+func newNamespaceCache() *namespaceCache {
+	return &namespaceCache{floor: map[string]int64{}}
+}
+
+// isActive reports whether the cache knows name to be Active.
+func (c *namespaceCache) isActive(name string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.synced {
+		return false
+	}
+	if f, ok := c.floor[name]; ok {
+		if f > c.seen {
+			return false
+		}
+		delete(c.floor, name)
+	}
+	return c.active[name]
+}
+
+// wrote records a write of namespace name at rev made through this server.
+func (c *namespaceCache) wrote(name string, rev int64) {
+	c.mu.Lock()
+	if rev > c.floor[name] {
+		c.floor[name] = rev
+	}
+	c.mu.Unlock()
+}
+
+// reset replaces the cache's content with a list read at rev.
+func (c *namespaceCache) reset(active map[string]bool, rev int64) {
+	c.mu.Lock()
+	c.active, c.seen, c.synced = active, rev, true
+	c.mu.Unlock()
+}
+
+// observe applies one watched change at rev.
+func (c *namespaceCache) observe(name string, active bool, rev int64) {
+	c.mu.Lock()
+	if active {
+		c.active[name] = true
+	} else {
+		delete(c.active, name)
+	}
+	c.seen = rev
+	c.mu.Unlock()
+}
+
+// unsync makes every lookup live until the next reset.
+func (c *namespaceCache) unsync() {
+	c.mu.Lock()
+	c.synced, c.active = false, nil
+	c.mu.Unlock()
+}
+
+// watchNamespaces fills the namespace cache and keeps it current until
+// ctx ends or the watch fails (the caller restarts it).
+func (s *Server) watchNamespaces(ctx context.Context) error {
+	defer s.nsCache.unsync()
+	res, err := s.store.List(ctx, kv.ListOptions{Resource: "namespaces"})
+	if err != nil {
+		return err
+	}
+	active := make(map[string]bool, len(res.Items))
+	for _, rec := range res.Items {
+		ok, err := namespaceActive(rec)
+		if err != nil {
+			return err
+		}
+		if ok {
+			active[rec.Name] = true
+		}
+	}
+	w, err := s.store.Watch(ctx, kv.WatchOptions{Resource: "namespaces", After: res.Rev})
+	if err != nil {
+		return err
+	}
+	defer w.Stop()
+	s.nsCache.reset(active, res.Rev)
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case ev, ok := <-w.Events():
+			if !ok {
+				return w.Err()
+			}
+			ok, err := namespaceActive(ev.Record)
+			if err != nil {
+				return err
+			}
+			s.nsCache.observe(ev.Name, ok && ev.Type != kv.Deleted, ev.Rev)
+		}
+	}
+}
+
+// namespaceActive reports whether a stored namespace is Active and not
+// being deleted.
+func namespaceActive(rec kv.Record) (bool, error) {
+	obj, err := codecs.FromStorage(func() runtime.Object { return &corev1.Namespace{} }, corev1.SchemeGroupVersion.WithKind("Namespace"), rec.Value)
+	if err != nil {
+		return false, err
+	}
+	ns := obj.(*corev1.Namespace)
+	return ns.Status.Phase == corev1.NamespaceActive && ns.DeletionTimestamp == nil, nil
+}
