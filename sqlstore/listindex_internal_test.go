@@ -193,3 +193,15 @@ func TestResourcesWithField(t *testing.T) {
 		})
 	}
 }
+
+// TestIndexRowsLeaveOutKeyColumns: name and namespace are queried on the
+// log row's own columns, so they get no tabula_index rows.
+func TestIndexRowsLeaveOutKeyColumns(t *testing.T) {
+	got := indexRows(kv.Entry{
+		Labels: map[string]string{"app": "web"},
+		Fields: map[string]string{"metadata.name": "a", "metadata.namespace": "ns", "type": "Opaque"},
+	})
+	if fmt.Sprint(got) != "[[l:app web] [f:type Opaque]]" {
+		t.Fatalf("indexRows = %v; want only the label and the type field", got)
+	}
+}

@@ -19,6 +19,12 @@ func indexRows(e kv.Entry) [][2]string {
 	add := func(prefix string, m map[string]string) {
 		keys := make([]string, 0, len(m))
 		for k := range m {
+			// Name and namespace are the log row's own key columns, which
+			// predicateSQL queries directly: index rows would only cost
+			// writes.
+			if prefix == "f:" && (k == "metadata.name" || k == "metadata.namespace") {
+				continue
+			}
 			keys = append(keys, k)
 		}
 		sort.Strings(keys)
