@@ -29,6 +29,9 @@ type dialect interface {
 	tryCompactLock(ctx context.Context, db *sql.DB) (unlock func(), ok bool, err error)
 	// insertIgnore is an INSERT that does nothing when the key exists.
 	insertIgnore(table, columns, values string) string
+	// upsert is the clause that ends an INSERT so that, where a row with
+	// the same key exists, its update columns take the new values instead.
+	upsert(key string, update []string) string
 	// reclaim returns freed space to the operating system where the
 	// database needs telling (SQLite).
 	reclaim(ctx context.Context, db *sql.DB) error
@@ -63,6 +66,15 @@ func dialectFor(u *url.URL) (dialect, error) {
 		return mysqlDialect{}, nil
 	}
 	return nil, fmt.Errorf("sqlstore: unsupported database URL scheme %q (want sqlite, postgres or mysql)", u.Scheme)
+}
+
+// onConflictUpsert is the upsert clause of SQLite and PostgreSQL.
+func onConflictUpsert(key string, update []string) string {
+	set := make([]string, len(update))
+	for i, c := range update {
+		set[i] = c + " = excluded." + c
+	}
+	return "ON CONFLICT (" + key + ") DO UPDATE SET " + strings.Join(set, ", ")
 }
 
 // rebindDollar numbers placeholders as $1, $2, … for PostgreSQL.

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"net/url"
+	"strings"
 
 	"github.com/go-sql-driver/mysql"
 )
@@ -61,6 +62,15 @@ func (mysqlDialect) tryCompactLock(ctx context.Context, db *sql.DB) (func(), boo
 
 func (mysqlDialect) insertIgnore(table, columns, values string) string {
 	return "INSERT IGNORE INTO " + table + " (" + columns + ") VALUES (" + values + ")"
+}
+
+// upsert uses VALUES(), which MariaDB and MySQL both accept.
+func (mysqlDialect) upsert(_ string, update []string) string {
+	set := make([]string, len(update))
+	for i, c := range update {
+		set[i] = c + " = VALUES(" + c + ")"
+	}
+	return "ON DUPLICATE KEY UPDATE " + strings.Join(set, ", ")
 }
 
 // reclaim: InnoDB reuses freed pages itself.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"net/url"
+	"strings"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
@@ -63,6 +64,22 @@ func (*postgresDialect) tryCompactLock(ctx context.Context, db *sql.DB) (func(),
 
 func (*postgresDialect) insertIgnore(table, columns, values string) string {
 	return "INSERT INTO " + table + " (" + columns + ") VALUES (" + values + ") ON CONFLICT DO NOTHING"
+}
+
+func (*postgresDialect) upsert(key string, update []string) string {
+	return onConflictUpsert(key, update)
+}
+
+func (*postgresDialect) keysTable() string {
+	return "unnest(CAST(? AS text[]), CAST(? AS text[]), CAST(? AS text[])) AS k(resource, namespace, name)"
+}
+
+func (*postgresDialect) unnest(types []string) string {
+	casts := make([]string, len(types))
+	for i, t := range types {
+		casts[i] = "CAST(? AS " + t + "[])"
+	}
+	return "unnest(" + strings.Join(casts, ", ") + ")"
 }
 
 // reclaim: autovacuum returns space on PostgreSQL.

@@ -33,6 +33,8 @@ func (sqliteDialect) insertIgnore(table, columns, values string) string {
 	return "INSERT OR IGNORE INTO " + table + " (" + columns + ") VALUES (" + values + ")"
 }
 
+func (sqliteDialect) upsert(key string, update []string) string { return onConflictUpsert(key, update) }
+
 // reclaim checkpoints the WAL into the main file and truncates it, then
 // returns free pages to the file system (incremental auto-vacuum), so the
 // files stay bounded under steady churn without a blocking VACUUM.

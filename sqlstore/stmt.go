@@ -3,6 +3,8 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
+
+	"github.com/tabula-dev/tabula/sqlstore/kv"
 )
 
 // prepared returns a statement prepared once on db for query, or nil when
@@ -68,18 +70,22 @@ func (s *Store) readQuery(ctx context.Context, query string, args ...any) (*sql.
 	return s.read.QueryContext(ctx, query, args...)
 }
 
-// writeStatements are the statements of every write transaction.
-var writeStatements = []string{
-	"UPDATE tabula_rev SET rev = rev WHERE id = 1",
-	"SELECT rev FROM tabula_rev WHERE id = 1",
-	"UPDATE tabula_rev SET rev = ? WHERE id = 1",
-	currentRevSQL,
-	insertLogSQL,
-	insertIndexRowSQL,
-	"INSERT INTO tabula_current (resource, namespace, name, rev, expires_at) VALUES (?, ?, ?, ?, ?)",
-	"UPDATE tabula_log SET next_rev = ? WHERE rev = ?",
-	"UPDATE tabula_current SET rev = ?, expires_at = ? WHERE resource = ? AND namespace = ? AND name = ?",
-	"DELETE FROM tabula_current WHERE resource = ? AND namespace = ? AND name = ?",
+// writeStatements are the statements of a one-write transaction, the
+// common case worth preparing ahead.
+func (s *Store) writeStatements() []string {
+	oneKey, _ := keysCondition("", []kv.Key{{}})
+	oneKeyC, _ := keysCondition("c", []kv.Key{{}})
+	return []string{
+		"UPDATE tabula_rev SET rev = rev WHERE id = 1",
+		"SELECT rev FROM tabula_rev WHERE id = 1",
+		"UPDATE tabula_rev SET rev = ? WHERE id = 1",
+		liveRowsSQL(oneKeyC),
+		insertValuesSQL("tabula_log", logColumns, 1, ""),
+		insertValuesSQL("tabula_index", indexColumns, 1, ""),
+		insertValuesSQL("tabula_current", currentColumns, 1, s.putCurrentSuffix()),
+		supersedeSQL(1),
+		"DELETE FROM tabula_current WHERE " + oneKey,
+	}
 }
 
 // prepareWrites fills the statement cache for the write pool before any
@@ -88,7 +94,7 @@ func (s *Store) prepareWrites(ctx context.Context) error {
 	if !s.d.cacheStatements() {
 		return nil
 	}
-	for _, q := range writeStatements {
+	for _, q := range s.writeStatements() {
 		q = s.q(q)
 		st, err := s.write.PrepareContext(ctx, q)
 		if err != nil {

@@ -3,10 +3,8 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
-	"errors"
+
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/tabula-dev/tabula/sqlstore/kv"
@@ -35,12 +33,6 @@ type writeResult struct {
 	rec kv.Record
 	err error
 }
-
-// requestError is a failure that belongs to one request (a failed
-// precondition, an encoder error) rather than to the transaction.
-type requestError struct{ err error }
-
-func (e *requestError) Error() string { return e.err.Error() }
 
 // Create stores a new object; kv.ErrExists if the key is live.
 func (s *Store) Create(ctx context.Context, key kv.Key, enc kv.Encoder) (kv.Record, error) {
@@ -154,13 +146,18 @@ func (s *Store) commitBatch(batch []*writeReq) {
 	}
 }
 
-// runBatch applies the writes in order inside one transaction.
+// runBatch applies the writes in order inside one transaction. It reads
+// the batch's keys once, works out every row in Go, then writes each table
+// with one statement per batch (in chunks for large batches): the number
+// of round trips does not grow with the batch, which is what lets a
+// networked database approach its batched-insert rate.
 //
 // Invariant: the counter row is locked first, before any other row is read
 // or written, and stays locked until commit; this gives every writer the
-// same lock order (no deadlocks) and makes revisions commit-ordered. A
-// write that fails its precondition consumes no revision, so revisions
-// stay dense.
+// same lock order (no deadlocks) and makes revisions commit-ordered. Since
+// no other writer can run meanwhile, the keys read at the start stay true
+// for the whole transaction. A write that fails its precondition consumes
+// no revision, so revisions stay dense.
 func (s *Store) runBatch(batch []*writeReq) ([]writeResult, error) {
 	defer s.observe("write_batch", time.Now())
 	batchSize.Observe(float64(len(batch)))
@@ -178,25 +175,22 @@ func (s *Store) runBatch(batch []*writeReq) ([]writeResult, error) {
 	if err := s.txQueryRow(ctx, tx, "SELECT rev FROM tabula_rev WHERE id = 1").Scan(&rev); err != nil {
 		return nil, unavailable(err)
 	}
-	start := rev
-	results := make([]writeResult, len(batch))
+	keys := make([]kv.Key, len(batch))
 	for i, r := range batch {
-		rec, err := s.apply(ctx, tx, r, rev+1)
-		var re *requestError
-		switch {
-		case errors.As(err, &re):
-			results[i] = writeResult{err: re.err}
-		case err != nil:
-			return nil, err
-		default:
-			rev++
-			results[i] = writeResult{rec: rec}
-		}
+		keys[i] = r.key
 	}
-	if rev == start {
+	live, err := s.liveRows(ctx, tx, keys)
+	if err != nil {
+		return nil, err
+	}
+	p, results := planBatch(batch, live, rev)
+	if len(p.log) == 0 {
 		return results, nil
 	}
-	if _, err := s.txExec(ctx, tx, s.q("UPDATE tabula_rev SET rev = ? WHERE id = 1"), rev); err != nil {
+	if err := s.writePlan(ctx, tx, p); err != nil {
+		return nil, err
+	}
+	if _, err := s.txExec(ctx, tx, s.q("UPDATE tabula_rev SET rev = ? WHERE id = 1"), p.log[len(p.log)-1].rev); err != nil {
 		return nil, unavailable(err)
 	}
 	if n, ok := s.d.(notifier); ok {
@@ -211,122 +205,15 @@ func (s *Store) runBatch(batch []*writeReq) ([]writeResult, error) {
 	return results, nil
 }
 
-// apply performs one write at revision rev inside tx.
-func (s *Store) apply(ctx context.Context, tx *sql.Tx, r *writeReq, rev int64) (rec kv.Record, err error) {
+// encode calls a write's encoder; a panicking encoder fails its own
+// request, not the committer.
+func encode(r *writeReq, rev int64) (e kv.Entry, err error) {
 	defer func() {
-		// A panicking encoder fails its own request, not the committer.
 		if p := recover(); p != nil {
-			err = &requestError{fmt.Errorf("sqlstore: encoder panic: %v", p)}
+			err = fmt.Errorf("sqlstore: encoder panic: %v", p)
 		}
 	}()
-	key := r.key
-	cur, err := s.currentRev(ctx, tx, key)
-	exists := err == nil
-	if err != nil && !errors.Is(err, kv.ErrNotFound) {
-		return kv.Record{}, err
-	}
-	switch {
-	case r.op == opCreate && exists:
-		return kv.Record{}, &requestError{kv.ErrExists}
-	case r.op != opCreate && !exists:
-		return kv.Record{}, &requestError{kv.ErrNotFound}
-	case r.op != opCreate && cur.rev != r.expect:
-		return kv.Record{}, &requestError{kv.ErrConflict}
-	}
-	e, err := r.enc(rev)
-	if err != nil {
-		return kv.Record{}, &requestError{err}
-	}
-	created := rev
-	if exists {
-		created = cur.created
-	}
-	if err := s.appendRow(ctx, tx, key, rev, r.op, created, cur.rev, e); err != nil {
-		return kv.Record{}, err
-	}
-	expires := expiry(e)
-	switch r.op {
-	case opCreate:
-		_, err = s.txExec(ctx, tx, s.q("INSERT INTO tabula_current (resource, namespace, name, rev, expires_at) VALUES (?, ?, ?, ?, ?)"),
-			key.Resource, key.Namespace, key.Name, rev, expires)
-	case opUpdate:
-		if _, err = s.txExec(ctx, tx, s.q("UPDATE tabula_log SET next_rev = ? WHERE rev = ?"), rev, cur.rev); err == nil {
-			_, err = s.txExec(ctx, tx, s.q("UPDATE tabula_current SET rev = ?, expires_at = ? WHERE resource = ? AND namespace = ? AND name = ?"),
-				rev, expires, key.Resource, key.Namespace, key.Name)
-		}
-	case opDelete:
-		if _, err = s.txExec(ctx, tx, s.q("UPDATE tabula_log SET next_rev = ? WHERE rev = ?"), rev, cur.rev); err == nil {
-			_, err = s.txExec(ctx, tx, s.q("DELETE FROM tabula_current WHERE resource = ? AND namespace = ? AND name = ?"),
-				key.Resource, key.Namespace, key.Name)
-		}
-	}
-	if err != nil {
-		return kv.Record{}, err
-	}
-	return kv.Record{Key: key, Rev: rev, CreatedRev: created, Value: e.Value}, nil
-}
-
-type current struct{ rev, created int64 }
-
-const (
-	currentRevSQL = `SELECT c.rev, l.created_rev FROM tabula_current c JOIN tabula_log l ON l.rev = c.rev
-		WHERE c.resource = ? AND c.namespace = ? AND c.name = ?`
-	insertLogSQL = `INSERT INTO tabula_log
-		(rev, resource, namespace, name, op, created_rev, prev_rev, next_rev, labels, fields, expires_at, value)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
-	insertIndexRowSQL = "INSERT INTO tabula_index (rev, name, value) VALUES (?, ?, ?)"
-)
-
-func (s *Store) currentRev(ctx context.Context, tx *sql.Tx, key kv.Key) (current, error) {
-	var c current
-	err := s.txQueryRow(ctx, tx, s.q(currentRevSQL), key.Resource, key.Namespace, key.Name).Scan(&c.rev, &c.created)
-	if errors.Is(err, sql.ErrNoRows) {
-		return c, kv.ErrNotFound
-	}
-	return c, err
-}
-
-func (s *Store) appendRow(ctx context.Context, tx *sql.Tx, key kv.Key, rev int64, op int, created, prev int64, e kv.Entry) error {
-	labels, err := json.Marshal(nonNil(e.Labels))
-	if err != nil {
-		return err
-	}
-	fields, err := json.Marshal(nonNil(e.Fields))
-	if err != nil {
-		return err
-	}
-	// A tombstone is superseded by itself: compaction then finds every
-	// removable row through next_rev alone.
-	var next sql.NullInt64
-	if op == opDelete {
-		next = sql.NullInt64{Int64: rev, Valid: true}
-	}
-	_, err = s.txExec(ctx, tx, s.q(insertLogSQL),
-		rev, key.Resource, key.Namespace, key.Name, op, created, prev, next, string(labels), string(fields), expiry(e), e.Value)
-	if err != nil || op == opDelete {
-		return err
-	}
-	rows := indexRows(e)
-	if len(rows) == 0 {
-		return nil
-	}
-	if st := s.prepared(ctx, s.write, s.q(insertIndexRowSQL)); st != nil {
-		// A cached one-row statement beats parsing a multi-row one.
-		txst := tx.StmtContext(ctx, st)
-		for _, r := range rows {
-			if _, err := txst.ExecContext(ctx, rev, r[0], r[1]); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	args := make([]any, 0, 3*len(rows))
-	for _, r := range rows {
-		args = append(args, rev, r[0], r[1])
-	}
-	_, err = s.txExec(ctx, tx, s.q("INSERT INTO tabula_index (rev, name, value) VALUES "+
-		strings.TrimSuffix(strings.Repeat("(?, ?, ?),", len(rows)), ",")), args...)
-	return err
+	return r.enc(rev)
 }
 
 func expiry(e kv.Entry) sql.NullInt64 {

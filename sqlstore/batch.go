@@ -1,0 +1,439 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/tabula-dev/tabula/sqlstore/kv"
+)
+
+// A batch is planned in Go and then written table by table. Statements
+// take at most these many rows, and a log insert at most logChunkBytes of
+// values (MySQL sends parameters inside the statement text, which
+// max_allowed_packet bounds); one row alone always goes through.
+const (
+	chunkRows     = 500
+	logChunkBytes = 4 << 20
+)
+
+// liveRow is a key's live revision before the batch.
+type liveRow struct{ rev, created int64 }
+
+// liveRows reads the live revision of each key that has one.
+func (s *Store) liveRows(ctx context.Context, tx *sql.Tx, keys []kv.Key) (map[kv.Key]liveRow, error) {
+	out := make(map[kv.Key]liveRow, len(keys))
+	for start := 0; start < len(keys); start += chunkRows {
+		chunk := keys[start:min(start+chunkRows, len(keys))]
+		var query string
+		var args []any
+		if a, ok := s.d.(arrayBinder); ok {
+			query = "SELECT c.resource, c.namespace, c.name, c.rev, l.created_rev FROM " + a.keysTable() +
+				" JOIN tabula_current c ON " + keysJoin + " JOIN tabula_log l ON l.rev = c.rev"
+			args = keyArrays(chunk)
+		} else {
+			var cond string
+			cond, args = keysCondition("c", chunk)
+			query = liveRowsSQL(cond)
+		}
+		rows, err := s.txQuery(ctx, tx, s.q(query), args...)
+		if err != nil {
+			return nil, err
+		}
+		for rows.Next() {
+			var k kv.Key
+			var r liveRow
+			if err := rows.Scan(&k.Resource, &k.Namespace, &k.Name, &r.rev, &r.created); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			out[k] = r
+		}
+		if err := rows.Close(); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+func liveRowsSQL(cond string) string {
+	return `SELECT c.resource, c.namespace, c.name, c.rev, l.created_rev
+		FROM tabula_current c JOIN tabula_log l ON l.rev = c.rev WHERE ` + cond
+}
+
+// arrayBinder is the optional power of databases that bind arrays
+// (PostgreSQL). A batch's keys then go as three arrays joined to
+// tabula_current, so each is a primary-key lookup even before the planner
+// has statistics: PostgreSQL reads an IN list on the last key column of a
+// young table as a filter over the whole namespace. Rows to insert go as
+// one array per column.
+type arrayBinder interface {
+	// keysTable is a FROM item k(resource, namespace, name) over three
+	// bound arrays.
+	keysTable() string
+	// unnest is a FROM item over one bound array per column type.
+	unnest(types []string) string
+}
+
+const keysJoin = "c.resource = k.resource AND c.namespace = k.namespace AND c.name = k.name"
+
+func keyArrays(keys []kv.Key) []any {
+	r, ns, n := make([]string, len(keys)), make([]string, len(keys)), make([]string, len(keys))
+	for i, k := range keys {
+		r[i], ns[i], n[i] = k.Resource, k.Namespace, k.Name
+	}
+	return []any{r, ns, n}
+}
+
+// keysCondition matches the rows of keys on the key columns of alias
+// (empty: unqualified), grouped by resource and namespace so each group is
+// an IN list on the primary key.
+func keysCondition(alias string, keys []kv.Key) (string, []any) {
+	col := func(c string) string {
+		if alias == "" {
+			return c
+		}
+		return alias + "." + c
+	}
+	type group struct{ resource, namespace string }
+	var order []group
+	names := map[group][]any{}
+	seen := map[kv.Key]bool{}
+	for _, k := range keys {
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		g := group{k.Resource, k.Namespace}
+		if _, ok := names[g]; !ok {
+			order = append(order, g)
+		}
+		names[g] = append(names[g], k.Name)
+	}
+	var b strings.Builder
+	var args []any
+	for i, g := range order {
+		if i > 0 {
+			b.WriteString(" OR ")
+		}
+		b.WriteString("(" + col("resource") + " = ? AND " + col("namespace") + " = ? AND " + col("name") + " IN (" + placeholders(len(names[g])) + "))")
+		args = append(args, g.resource, g.namespace)
+		args = append(args, names[g]...)
+	}
+	return b.String(), args
+}
+
+// batchPlan is every row a batch writes.
+type batchPlan struct {
+	log []newRow
+	// superseded: rows written before this batch that a write replaced,
+	// with the revision that replaced them.
+	superseded [][2]int64
+	// put: live rows to insert or repoint; drop: live rows to delete.
+	put  []newRow
+	drop []kv.Key
+}
+
+// newRow is a row the batch adds to tabula_log.
+type newRow struct {
+	key          kv.Key
+	rev, created int64
+	prev         int64
+	op           int
+	next         sql.NullInt64
+	e            kv.Entry
+	expires      sql.NullInt64
+}
+
+// planBatch applies the writes in order against the keys' live rows,
+// starting after revision rev, and returns what to write and each write's
+// answer. Later writes in the batch see earlier ones.
+func planBatch(batch []*writeReq, live map[kv.Key]liveRow, rev int64) (batchPlan, []writeResult) {
+	type keyState struct {
+		live         bool
+		rev, created int64
+		inDB         bool // a tabula_current row existed before the batch
+		logIdx       int  // the live row's index in p.log if written here, else -1
+		changed      bool
+	}
+	var p batchPlan
+	results := make([]writeResult, len(batch))
+	states := make(map[kv.Key]*keyState, len(batch))
+	var touched []kv.Key
+	for i, r := range batch {
+		st := states[r.key]
+		if st == nil {
+			l, ok := live[r.key]
+			st = &keyState{live: ok, rev: l.rev, created: l.created, inDB: ok, logIdx: -1}
+			states[r.key] = st
+		}
+		switch {
+		case r.op == opCreate && st.live:
+			results[i].err = kv.ErrExists
+			continue
+		case r.op != opCreate && !st.live:
+			results[i].err = kv.ErrNotFound
+			continue
+		case r.op != opCreate && st.rev != r.expect:
+			results[i].err = kv.ErrConflict
+			continue
+		}
+		e, err := encode(r, rev+1)
+		if err != nil {
+			results[i].err = err
+			continue
+		}
+		rev++
+		row := newRow{key: r.key, rev: rev, created: rev, op: r.op, e: e, expires: expiry(e)}
+		if st.live {
+			row.created, row.prev = st.created, st.rev
+			if st.logIdx >= 0 {
+				p.log[st.logIdx].next = sql.NullInt64{Int64: rev, Valid: true}
+			} else {
+				p.superseded = append(p.superseded, [2]int64{st.rev, rev})
+			}
+		}
+		if r.op == opDelete {
+			// A tombstone is superseded by itself: compaction then finds
+			// every removable row through next_rev alone.
+			row.next = sql.NullInt64{Int64: rev, Valid: true}
+			st.live, st.rev, st.logIdx = false, 0, -1
+		} else {
+			st.live, st.rev, st.created, st.logIdx = true, rev, row.created, len(p.log)
+		}
+		p.log = append(p.log, row)
+		if !st.changed {
+			st.changed = true
+			touched = append(touched, r.key)
+		}
+		results[i].rec = kv.Record{Key: r.key, Rev: rev, CreatedRev: row.created, Value: e.Value}
+	}
+	for _, k := range touched {
+		st := states[k]
+		switch {
+		case st.live:
+			p.put = append(p.put, p.log[st.logIdx])
+		case st.inDB:
+			p.drop = append(p.drop, k)
+		}
+	}
+	return p, results
+}
+
+// writePlan writes a planned batch: log rows, their index rows, the
+// superseded rows' next_rev, and the live rows.
+func (s *Store) writePlan(ctx context.Context, tx *sql.Tx, p batchPlan) error {
+	for start := 0; start < len(p.log); {
+		end, size := start, 0
+		for end < len(p.log) && end-start < chunkRows && (end == start || size+len(p.log[end].e.Value) <= logChunkBytes) {
+			size += len(p.log[end].e.Value)
+			end++
+		}
+		t := tableRows{table: "tabula_log", cols: logColumns, types: logTypes}
+		for _, r := range p.log[start:end] {
+			labels, err := json.Marshal(nonNil(r.e.Labels))
+			if err != nil {
+				return err
+			}
+			fields, err := json.Marshal(nonNil(r.e.Fields))
+			if err != nil {
+				return err
+			}
+			t.add(r.rev, r.key.Resource, r.key.Namespace, r.key.Name, int64(r.op), r.created, r.prev, r.next,
+				string(labels), string(fields), r.expires, r.e.Value)
+		}
+		if err := s.insertRows(ctx, tx, t, ""); err != nil {
+			return err
+		}
+		start = end
+	}
+	index := tableRows{table: "tabula_index", cols: indexColumns, types: indexTypes}
+	for _, r := range p.log {
+		if r.op == opDelete {
+			continue
+		}
+		for _, x := range indexRows(r.e) {
+			if index.add(r.rev, x[0], x[1]); len(index.rows) == chunkRows {
+				if err := s.insertRows(ctx, tx, index, ""); err != nil {
+					return err
+				}
+				index.rows = index.rows[:0]
+			}
+		}
+	}
+	if err := s.insertRows(ctx, tx, index, ""); err != nil {
+		return err
+	}
+	for start := 0; start < len(p.superseded); start += chunkRows {
+		if err := s.supersede(ctx, tx, p.superseded[start:min(start+chunkRows, len(p.superseded))]); err != nil {
+			return err
+		}
+	}
+	put := tableRows{table: "tabula_current", cols: currentColumns, types: currentTypes}
+	upsert := s.putCurrentSuffix()
+	for _, r := range p.put {
+		if put.add(r.key.Resource, r.key.Namespace, r.key.Name, r.rev, r.expires); len(put.rows) == chunkRows {
+			if err := s.insertRows(ctx, tx, put, upsert); err != nil {
+				return err
+			}
+			put.rows = put.rows[:0]
+		}
+	}
+	if err := s.insertRows(ctx, tx, put, upsert); err != nil {
+		return err
+	}
+	for start := 0; start < len(p.drop); start += chunkRows {
+		chunk := p.drop[start:min(start+chunkRows, len(p.drop))]
+		var query string
+		var args []any
+		if a, ok := s.d.(arrayBinder); ok {
+			query, args = "DELETE FROM tabula_current c USING "+a.keysTable()+" WHERE "+keysJoin, keyArrays(chunk)
+		} else {
+			var cond string
+			cond, args = keysCondition("", chunk)
+			query = "DELETE FROM tabula_current WHERE " + cond
+		}
+		if _, err := s.txExec(ctx, tx, s.q(query), args...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// The columns a batch writes, with their types for array binding.
+var (
+	logColumns     = []string{"rev", "resource", "namespace", "name", "op", "created_rev", "prev_rev", "next_rev", "labels", "fields", "expires_at", "value"}
+	logTypes       = []string{"bigint", "text", "text", "text", "bigint", "bigint", "bigint", "bigint", "text", "text", "bigint", "bytea"}
+	indexColumns   = []string{"rev", "name", "value"}
+	indexTypes     = []string{"bigint", "text", "text"}
+	currentColumns = []string{"resource", "namespace", "name", "rev", "expires_at"}
+	currentTypes   = []string{"text", "text", "text", "bigint", "bigint"}
+)
+
+// putCurrentSuffix makes the insert of live rows repoint the rows of
+// keys that already have one.
+func (s *Store) putCurrentSuffix() string {
+	return s.d.upsert("resource, namespace, name", []string{"rev", "expires_at"})
+}
+
+// tableRows is rows for one INSERT. types are the columns' SQL types
+// (bigint, text or bytea), for databases that bind a column as an array.
+type tableRows struct {
+	table       string
+	cols, types []string
+	rows        [][]any
+}
+
+func (t *tableRows) add(vals ...any) { t.rows = append(t.rows, vals) }
+
+// insertRows inserts t's rows, if any, with one statement; suffix follows
+// the rows (an upsert clause).
+//
+// Where the database binds arrays (PostgreSQL) each column goes as one
+// array through unnest, so the statement's text is the same whatever the
+// number of rows and the driver's prepared statement is reused; elsewhere
+// it is a multi-row VALUES.
+func (s *Store) insertRows(ctx context.Context, tx *sql.Tx, t tableRows, suffix string) error {
+	if len(t.rows) == 0 {
+		return nil
+	}
+	if a, ok := s.d.(arrayBinder); ok {
+		query := "INSERT INTO " + t.table + " (" + strings.Join(t.cols, ", ") + ") SELECT * FROM " + a.unnest(t.types) + " " + suffix
+		_, err := s.txExec(ctx, tx, s.q(query), columnArrays(t.types, t.rows)...)
+		return err
+	}
+	args := make([]any, 0, len(t.cols)*len(t.rows))
+	for _, r := range t.rows {
+		args = append(args, r...)
+	}
+	_, err := s.txExec(ctx, tx, s.q(insertValuesSQL(t.table, t.cols, len(t.rows), suffix)), args...)
+	return err
+}
+
+// insertValuesSQL inserts n rows as a multi-row VALUES.
+func insertValuesSQL(table string, cols []string, n int, suffix string) string {
+	return "INSERT INTO " + table + " (" + strings.Join(cols, ", ") + ") VALUES " +
+		repeatRows("("+placeholders(len(cols))+")", n) + " " + suffix
+}
+
+// supersede points rows written before this batch at the rows that
+// replaced them: pairs of (rev, next).
+func (s *Store) supersede(ctx context.Context, tx *sql.Tx, pairs [][2]int64) error {
+	if a, ok := s.d.(arrayBinder); ok {
+		revs, nexts := make([]int64, len(pairs)), make([]int64, len(pairs))
+		for i, p := range pairs {
+			revs[i], nexts[i] = p[0], p[1]
+		}
+		_, err := s.txExec(ctx, tx, s.q("UPDATE tabula_log l SET next_rev = v.next FROM "+
+			a.unnest([]string{"bigint", "bigint"})+" AS v(rev, next) WHERE l.rev = v.rev"), revs, nexts)
+		return err
+	}
+	args := make([]any, 0, 3*len(pairs))
+	for _, p := range pairs {
+		args = append(args, p[0], p[1])
+	}
+	for _, p := range pairs {
+		args = append(args, p[0])
+	}
+	_, err := s.txExec(ctx, tx, s.q(supersedeSQL(len(pairs))), args...)
+	return err
+}
+
+// supersedeSQL is supersede's statement for n pairs; its arguments are
+// the n (rev, next) pairs, then the n revs again.
+func supersedeSQL(n int) string {
+	return "UPDATE tabula_log SET next_rev = CASE rev" + strings.Repeat(" WHEN ? THEN ?", n) +
+		" END WHERE rev IN (" + placeholders(n) + ")"
+}
+
+func repeatRows(row string, n int) string {
+	return strings.TrimSuffix(strings.Repeat(row+", ", n), ", ")
+}
+
+// columnArrays turns rows into one typed slice per column, NULLs included.
+func columnArrays(types []string, rows [][]any) []any {
+	out := make([]any, len(types))
+	for j, typ := range types {
+		switch typ {
+		case "bigint":
+			col := make([]*int64, len(rows))
+			for i, r := range rows {
+				switch v := r[j].(type) {
+				case int64:
+					col[i] = &v
+				case sql.NullInt64:
+					if v.Valid {
+						col[i] = &v.Int64
+					}
+				default:
+					panic(fmt.Sprintf("sqlstore: bigint column given %T", v))
+				}
+			}
+			out[j] = col
+		case "text":
+			col := make([]string, len(rows))
+			for i, r := range rows {
+				col[i] = r[j].(string)
+			}
+			out[j] = col
+		case "bytea":
+			col := make([][]byte, len(rows))
+			for i, r := range rows {
+				col[i] = r[j].([]byte)
+			}
+			out[j] = col
+		}
+	}
+	return out
+}
+
+// txQuery runs a query inside tx, prepared when the dialect caches
+// statements.
+func (s *Store) txQuery(ctx context.Context, tx *sql.Tx, query string, args ...any) (*sql.Rows, error) {
+	if st := s.prepared(ctx, s.write, query); st != nil {
+		return tx.StmtContext(ctx, st).QueryContext(ctx, args...)
+	}
+	return tx.QueryContext(ctx, query, args...)
+}

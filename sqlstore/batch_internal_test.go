@@ -1,0 +1,164 @@
+package sqlstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/tabula-dev/tabula/sqlstore/dbtest"
+	"github.com/tabula-dev/tabula/sqlstore/kv"
+)
+
+// TestBatchSeesItsOwnWrites: one transaction holding creates, updates and
+// deletes of the same keys gives every write the answer it would get alone
+// and in order, and leaves the log, its history and the live rows as
+// separate transactions would.
+func TestBatchSeesItsOwnWrites(t *testing.T) {
+	for name, url := range map[string]func(t *testing.T) string{
+		"sqlite":   func(*testing.T) string { return "sqlite://:memory:" },
+		"postgres": func(t *testing.T) string { return dbtest.Postgres(t) },
+		"mariadb":  func(t *testing.T) string { return dbtest.MariaDB(t) },
+	} {
+		t.Run(name, func(t *testing.T) { testBatchSeesItsOwnWrites(t, url(t)) })
+	}
+}
+
+func testBatchSeesItsOwnWrites(t *testing.T, url string) {
+	ctx := context.Background()
+	s, err := Open(ctx, url, Options{CompactInterval: -1, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	key := func(n string) kv.Key { return kv.Key{Resource: "configmaps", Namespace: "ns", Name: n} }
+	val := func(v string) kv.Encoder {
+		return func(int64) (kv.Entry, error) {
+			return kv.Entry{Value: []byte(v), Labels: map[string]string{"v": v}}, nil
+		}
+	}
+	b0, err := s.Create(ctx, key("b"), val("b0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c0, err := s.Create(ctx, key("c"), val("c0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := c0.Rev
+	boom := errors.New("encoder failed")
+	req := func(op int, n string, expect int64, enc kv.Encoder) *writeReq {
+		return &writeReq{ctx: ctx, op: op, key: key(n), expect: expect, enc: enc}
+	}
+	r := start
+	batch := []*writeReq{
+		req(opCreate, "a", 0, val("a1")),         // r+1
+		req(opUpdate, "a", r+1, val("a2")),       // r+2, supersedes a row of this batch
+		req(opCreate, "a", 0, val("dup")),        // exists
+		req(opDelete, "a", r+2, val("a2")),       // r+3
+		req(opUpdate, "a", r+3, val("gone")),     // not found
+		req(opCreate, "a", 0, val("a3")),         // r+4, re-created
+		req(opUpdate, "b", b0.Rev, val("b1")),    // r+5, supersedes an older row
+		req(opUpdate, "b", b0.Rev, val("stale")), // conflict
+		req(opDelete, "c", c0.Rev, val("c0")),    // r+6
+		req(opCreate, "d", 0, func(int64) (kv.Entry, error) { return kv.Entry{}, boom }),
+		req(opCreate, "c", 0, val("c1")),   // r+7, re-created after a delete in the batch
+		req(opCreate, "e", 0, val("e1")),   // r+8
+		req(opDelete, "e", r+8, val("e1")), // r+9, created and deleted in the batch
+	}
+	results, err := s.runBatch(batch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, res := range results {
+		switch {
+		case res.err != nil:
+			got = append(got, res.err.Error())
+		default:
+			got = append(got, fmt.Sprintf("%d/%d", res.rec.Rev-r, res.rec.CreatedRev-r))
+		}
+	}
+	want := []string{"1/1", "2/1", kv.ErrExists.Error(), "3/1", kv.ErrNotFound.Error(), "4/4",
+		fmt.Sprintf("5/%d", b0.Rev-r), kv.ErrConflict.Error(), fmt.Sprintf("6/%d", c0.Rev-r), boom.Error(), "7/7", "8/8", "9/8"}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Fatalf("answers (revision/created, relative to %d):\n got %v\nwant %v", r, got, want)
+	}
+	if cur, _ := s.CurrentRev(ctx); cur != r+9 {
+		t.Fatalf("current revision %d; want %d (failed writes take none)", cur, r+9)
+	}
+
+	// Every revision of the batch reads as the state after that write.
+	snapshots := map[int64]string{
+		r:     "[b=b0 c=c0]",
+		r + 1: "[a=a1 b=b0 c=c0]",
+		r + 2: "[a=a2 b=b0 c=c0]",
+		r + 3: "[b=b0 c=c0]",
+		r + 4: "[a=a3 b=b0 c=c0]",
+		r + 5: "[a=a3 b=b1 c=c0]",
+		r + 6: "[a=a3 b=b1]",
+		r + 7: "[a=a3 b=b1 c=c1]",
+		r + 8: "[a=a3 b=b1 c=c1 e=e1]",
+		r + 9: "[a=a3 b=b1 c=c1]",
+		0:     "[a=a3 b=b1 c=c1]",
+	}
+	for at, want := range snapshots {
+		res, err := s.List(ctx, kv.ListOptions{Resource: "configmaps", Namespace: "ns", Rev: at})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var items []string
+		for _, it := range res.Items {
+			items = append(items, it.Name+"="+string(it.Value))
+		}
+		if fmt.Sprint(items) != want {
+			t.Errorf("list at %d: %v; want %s", at, items, want)
+		}
+	}
+	// The label index holds the batch's rows: a3 is found, a1 is not live.
+	for sel, want := range map[string]string{"v=a3": "[a]", "v=a1": "[]", "v=e1": "[]", "v in (b1,c1)": "[b c]"} {
+		ls, _ := labels.Parse(sel)
+		res, err := s.List(ctx, kv.ListOptions{Resource: "configmaps", Namespace: "ns", Pred: kv.Predicate{Label: ls}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, it := range res.Items {
+			names = append(names, it.Name)
+		}
+		if fmt.Sprint(names) != want {
+			t.Errorf("list %s: %v; want %s", sel, names, want)
+		}
+	}
+	// Watchers replay the batch as separate events, in order.
+	w, err := s.Watch(ctx, kv.WatchOptions{Resource: "configmaps", After: r})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	var events []string
+	for len(events) < 9 {
+		ev := <-w.Events()
+		events = append(events, fmt.Sprintf("%s %s=%s", ev.Type, ev.Name, ev.Value))
+	}
+	wantEvents := "[ADDED a=a1 MODIFIED a=a2 DELETED a=a2 ADDED a=a3 MODIFIED b=b1 DELETED c=c0 ADDED c=c1 ADDED e=e1 DELETED e=e1]"
+	if fmt.Sprint(events) != wantEvents {
+		t.Fatalf("events:\n got %v\nwant %s", events, wantEvents)
+	}
+	// Compacting to the batch's last revision leaves only the live rows.
+	if err := s.Compact(ctx, r+9); err != nil {
+		t.Fatal(err)
+	}
+	var rows int
+	if err := s.read.QueryRowContext(ctx, "SELECT COUNT(*) FROM tabula_log").Scan(&rows); err != nil {
+		t.Fatal(err)
+	}
+	if rows != 3 {
+		t.Fatalf("%d log rows after compaction; want the 3 live objects' rows", rows)
+	}
+}
