@@ -222,9 +222,27 @@ func planBatch(batch []*writeReq, live map[kv.Key]liveRow, rev int64) (batchPlan
 	return p, results
 }
 
+// execer runs a batch's write statements: at once inside a database/sql
+// transaction, or queued to go in one round trip (postgres.go).
+type execer interface {
+	exec(query string, args ...any) error
+}
+
+// txExecer runs statements in a database/sql transaction.
+type txExecer struct {
+	s   *Store
+	ctx context.Context
+	tx  *sql.Tx
+}
+
+func (x txExecer) exec(query string, args ...any) error {
+	_, err := x.s.txExec(x.ctx, x.tx, query, args...)
+	return err
+}
+
 // writePlan writes a planned batch: log rows, their index rows, the
 // superseded rows' next_rev, and the live rows.
-func (s *Store) writePlan(ctx context.Context, tx *sql.Tx, p batchPlan) error {
+func (s *Store) writePlan(x execer, p batchPlan) error {
 	for start := 0; start < len(p.log); {
 		end, size := start, 0
 		for end < len(p.log) && end-start < chunkRows && (end == start || size+len(p.log[end].e.Value) <= logChunkBytes) {
@@ -244,7 +262,7 @@ func (s *Store) writePlan(ctx context.Context, tx *sql.Tx, p batchPlan) error {
 			t.add(r.rev, r.key.Resource, r.key.Namespace, r.key.Name, int64(r.op), r.created, r.prev, r.next,
 				string(labels), string(fields), r.expires, r.e.Value)
 		}
-		if err := s.insertRows(ctx, tx, t, ""); err != nil {
+		if err := s.insertRows(x, t, ""); err != nil {
 			return err
 		}
 		start = end
@@ -254,20 +272,20 @@ func (s *Store) writePlan(ctx context.Context, tx *sql.Tx, p batchPlan) error {
 		if r.op == opDelete {
 			continue
 		}
-		for _, x := range indexRows(r.e) {
-			if index.add(r.rev, x[0], x[1]); len(index.rows) == chunkRows {
-				if err := s.insertRows(ctx, tx, index, ""); err != nil {
+		for _, row := range indexRows(r.e) {
+			if index.add(r.rev, row[0], row[1]); len(index.rows) == chunkRows {
+				if err := s.insertRows(x, index, ""); err != nil {
 					return err
 				}
 				index.rows = index.rows[:0]
 			}
 		}
 	}
-	if err := s.insertRows(ctx, tx, index, ""); err != nil {
+	if err := s.insertRows(x, index, ""); err != nil {
 		return err
 	}
 	for start := 0; start < len(p.superseded); start += chunkRows {
-		if err := s.supersede(ctx, tx, p.superseded[start:min(start+chunkRows, len(p.superseded))]); err != nil {
+		if err := s.supersede(x, p.superseded[start:min(start+chunkRows, len(p.superseded))]); err != nil {
 			return err
 		}
 	}
@@ -275,13 +293,13 @@ func (s *Store) writePlan(ctx context.Context, tx *sql.Tx, p batchPlan) error {
 	upsert := s.putCurrentSuffix()
 	for _, r := range p.put {
 		if put.add(r.key.Resource, r.key.Namespace, r.key.Name, r.rev, r.expires); len(put.rows) == chunkRows {
-			if err := s.insertRows(ctx, tx, put, upsert); err != nil {
+			if err := s.insertRows(x, put, upsert); err != nil {
 				return err
 			}
 			put.rows = put.rows[:0]
 		}
 	}
-	if err := s.insertRows(ctx, tx, put, upsert); err != nil {
+	if err := s.insertRows(x, put, upsert); err != nil {
 		return err
 	}
 	for start := 0; start < len(p.drop); start += chunkRows {
@@ -295,7 +313,7 @@ func (s *Store) writePlan(ctx context.Context, tx *sql.Tx, p batchPlan) error {
 			cond, args = keysCondition("", chunk)
 			query = "DELETE FROM tabula_current WHERE " + cond
 		}
-		if _, err := s.txExec(ctx, tx, s.q(query), args...); err != nil {
+		if err := x.exec(s.q(query), args...); err != nil {
 			return err
 		}
 	}
@@ -335,21 +353,19 @@ func (t *tableRows) add(vals ...any) { t.rows = append(t.rows, vals) }
 // array through unnest, so the statement's text is the same whatever the
 // number of rows and the driver's prepared statement is reused; elsewhere
 // it is a multi-row VALUES.
-func (s *Store) insertRows(ctx context.Context, tx *sql.Tx, t tableRows, suffix string) error {
+func (s *Store) insertRows(x execer, t tableRows, suffix string) error {
 	if len(t.rows) == 0 {
 		return nil
 	}
 	if a, ok := s.d.(arrayBinder); ok {
 		query := "INSERT INTO " + t.table + " (" + strings.Join(t.cols, ", ") + ") SELECT * FROM " + a.unnest(t.types) + " " + suffix
-		_, err := s.txExec(ctx, tx, s.q(query), columnArrays(t.types, t.rows)...)
-		return err
+		return x.exec(s.q(query), columnArrays(t.types, t.rows)...)
 	}
 	args := make([]any, 0, len(t.cols)*len(t.rows))
 	for _, r := range t.rows {
 		args = append(args, r...)
 	}
-	_, err := s.txExec(ctx, tx, s.q(insertValuesSQL(t.table, t.cols, len(t.rows), suffix)), args...)
-	return err
+	return x.exec(s.q(insertValuesSQL(t.table, t.cols, len(t.rows), suffix)), args...)
 }
 
 // insertValuesSQL inserts n rows as a multi-row VALUES.
@@ -360,15 +376,14 @@ func insertValuesSQL(table string, cols []string, n int, suffix string) string {
 
 // supersede points rows written before this batch at the rows that
 // replaced them: pairs of (rev, next).
-func (s *Store) supersede(ctx context.Context, tx *sql.Tx, pairs [][2]int64) error {
+func (s *Store) supersede(x execer, pairs [][2]int64) error {
 	if a, ok := s.d.(arrayBinder); ok {
 		revs, nexts := make([]int64, len(pairs)), make([]int64, len(pairs))
 		for i, p := range pairs {
 			revs[i], nexts[i] = p[0], p[1]
 		}
-		_, err := s.txExec(ctx, tx, s.q("UPDATE tabula_log l SET next_rev = v.next FROM "+
+		return x.exec(s.q("UPDATE tabula_log l SET next_rev = v.next FROM "+
 			a.unnest([]string{"bigint", "bigint"})+" AS v(rev, next) WHERE l.rev = v.rev"), revs, nexts)
-		return err
 	}
 	args := make([]any, 0, 3*len(pairs))
 	for _, p := range pairs {
@@ -377,8 +392,7 @@ func (s *Store) supersede(ctx context.Context, tx *sql.Tx, pairs [][2]int64) err
 	for _, p := range pairs {
 		args = append(args, p[0])
 	}
-	_, err := s.txExec(ctx, tx, s.q(supersedeSQL(len(pairs))), args...)
-	return err
+	return x.exec(s.q(supersedeSQL(len(pairs))), args...)
 }
 
 // supersedeSQL is supersede's statement for n pairs; its arguments are

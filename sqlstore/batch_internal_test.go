@@ -162,3 +162,55 @@ func testBatchSeesItsOwnWrites(t *testing.T, url string) {
 		t.Fatalf("%d log rows after compaction; want the 3 live objects' rows", rows)
 	}
 }
+
+// TestPipelinedBatchFailure: on PostgreSQL, where a batch goes in two
+// pipelined round trips, a write the database rejects (a NUL byte in
+// text) fails alone: the batch is rolled back and retried write by write,
+// the others commit with dense revisions, and the connection stays usable.
+func TestPipelinedBatchFailure(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(ctx, dbtest.Postgres(t), Options{CompactInterval: -1, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	start, err := s.CurrentRev(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mk := func(name, label string) *writeReq {
+		return &writeReq{ctx: ctx, op: opCreate, key: kv.Key{Resource: "configmaps", Namespace: "ns", Name: name},
+			enc: func(int64) (kv.Entry, error) {
+				return kv.Entry{Value: []byte(`{}`), Labels: map[string]string{"l": label}}, nil
+			}, done: make(chan writeResult, 1)}
+	}
+	batch := []*writeReq{mk("a", "ok"), mk("b", "bad\x00"), mk("c", "ok")}
+	s.commitBatch(batch)
+	var got []string
+	for _, r := range batch {
+		res := <-r.done
+		if res.err != nil {
+			got = append(got, "error")
+			continue
+		}
+		got = append(got, fmt.Sprint(res.rec.Rev-start))
+	}
+	if fmt.Sprint(got) != "[1 error 2]" {
+		t.Fatalf("results %v; want [1 error 2] (revisions relative to %d)", got, start)
+	}
+	if _, err := s.Create(ctx, kv.Key{Resource: "configmaps", Namespace: "ns", Name: "d"},
+		func(int64) (kv.Entry, error) { return kv.Entry{Value: []byte(`{}`)}, nil }); err != nil {
+		t.Fatalf("a write after the failed batch: %v", err)
+	}
+	res, err := s.List(ctx, kv.ListOptions{Resource: "configmaps", Namespace: "ns"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, it := range res.Items {
+		names = append(names, it.Name)
+	}
+	if fmt.Sprint(names) != "[a c d]" {
+		t.Fatalf("stored %v; want [a c d]", names)
+	}
+}

@@ -3,11 +3,17 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"fmt"
 	"net/url"
 	"strings"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
+
+	"github.com/tabula-dev/tabula/sqlstore/kv"
 )
 
 // postgresDialect: one pgx pool for reads and writes; PostgreSQL handles
@@ -145,3 +151,118 @@ func (*postgresDialect) cacheStatements() bool { return false }
 
 // unindexed is the column itself: the planner's statistics pick the index.
 func (*postgresDialect) unindexed(col string) string { return col }
+
+// runBatchPipelined is runBatch on PostgreSQL in two round trips, with
+// pgx sending each group of statements at once: the first begins, locks
+// the counter and reads the keys' live rows; the second writes every
+// table, moves the counter, notifies and commits. The statements and the
+// invariant are runBatch's.
+func (s *Store) runBatchPipelined(ctx context.Context, a arrayBinder, batch []*writeReq) ([]writeResult, error) {
+	conn, err := s.write.Conn(ctx)
+	if err != nil {
+		return nil, unavailable(err)
+	}
+	defer conn.Close()
+	var results []writeResult
+	err = conn.Raw(func(dc any) error {
+		pc := dc.(*stdlib.Conn).Conn()
+		var live map[kv.Key]liveRow
+		var rev int64
+		err := func() error {
+			keys := make([]kv.Key, len(batch))
+			for i, r := range batch {
+				keys[i] = r.key
+			}
+			b := &pgx.Batch{}
+			b.Queue("BEGIN")
+			b.Queue("UPDATE tabula_rev SET rev = rev WHERE id = 1 RETURNING rev")
+			chunks := 0
+			for start := 0; start < len(keys); start += chunkRows {
+				b.Queue(s.q("SELECT c.resource, c.namespace, c.name, c.rev, l.created_rev FROM "+a.keysTable()+
+					" JOIN tabula_current c ON "+keysJoin+" JOIN tabula_log l ON l.rev = c.rev"),
+					keyArrays(keys[start:min(start+chunkRows, len(keys))])...)
+				chunks++
+			}
+			br := pc.SendBatch(ctx, b)
+			defer br.Close()
+			if _, err := br.Exec(); err != nil {
+				return unavailable(err)
+			}
+			if err := br.QueryRow().Scan(&rev); err != nil {
+				return unavailable(err)
+			}
+			live = make(map[kv.Key]liveRow, len(keys))
+			for range chunks {
+				rows, err := br.Query()
+				if err != nil {
+					return err
+				}
+				for rows.Next() {
+					var k kv.Key
+					var r liveRow
+					if err := rows.Scan(&k.Resource, &k.Namespace, &k.Name, &r.rev, &r.created); err != nil {
+						rows.Close()
+						return err
+					}
+					live[k] = r
+				}
+				if rows.Close(); rows.Err() != nil {
+					return rows.Err()
+				}
+			}
+			return br.Close()
+		}()
+		if err != nil {
+			return rollback(ctx, pc, err)
+		}
+		p, res := planBatch(batch, live, rev)
+		results = res
+		if len(p.log) == 0 {
+			return rollback(ctx, pc, nil)
+		}
+		q := &pgxQueue{b: &pgx.Batch{}}
+		if err := s.writePlan(q, p); err != nil {
+			return rollback(ctx, pc, err)
+		}
+		q.b.Queue(s.q("UPDATE tabula_rev SET rev = ? WHERE id = 1"), p.log[len(p.log)-1].rev)
+		q.b.Queue(s.d.(notifier).notifySQL())
+		q.b.Queue("COMMIT")
+		br := pc.SendBatch(ctx, q.b)
+		for range q.b.Len() {
+			if _, err := br.Exec(); err != nil {
+				br.Close()
+				return rollback(ctx, pc, fmt.Errorf("sqlstore: commit: %w", unavailable(err)))
+			}
+		}
+		if err := br.Close(); err != nil {
+			return rollback(ctx, pc, fmt.Errorf("sqlstore: commit: %w", unavailable(err)))
+		}
+		s.hub.notify()
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return results, nil
+}
+
+// pgxQueue queues a batch's write statements for one round trip.
+type pgxQueue struct{ b *pgx.Batch }
+
+func (q *pgxQueue) exec(query string, args ...any) error {
+	q.b.Queue(query, args...)
+	return nil
+}
+
+// rollback ends a pipelined transaction that failed (or wrote nothing)
+// and returns err. A connection that cannot roll back is dropped from the
+// pool rather than handed on mid-transaction.
+func rollback(ctx context.Context, pc *pgx.Conn, err error) error {
+	if _, rerr := pc.Exec(ctx, "ROLLBACK"); rerr != nil {
+		if err == nil {
+			err = unavailable(rerr)
+		}
+		return errors.Join(err, driver.ErrBadConn)
+	}
+	return err
+}

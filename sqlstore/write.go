@@ -163,6 +163,9 @@ func (s *Store) runBatch(batch []*writeReq) ([]writeResult, error) {
 	batchSize.Observe(float64(len(batch)))
 	ctx, cancel := s.bound(context.Background())
 	defer cancel()
+	if a, ok := s.d.(arrayBinder); ok {
+		return s.runBatchPipelined(ctx, a, batch)
+	}
 	tx, err := s.write.BeginTx(ctx, s.d.writeTx())
 	if err != nil {
 		return nil, unavailable(err)
@@ -187,7 +190,7 @@ func (s *Store) runBatch(batch []*writeReq) ([]writeResult, error) {
 	if len(p.log) == 0 {
 		return results, nil
 	}
-	if err := s.writePlan(ctx, tx, p); err != nil {
+	if err := s.writePlan(txExecer{s, ctx, tx}, p); err != nil {
 		return nil, err
 	}
 	if _, err := s.txExec(ctx, tx, s.q("UPDATE tabula_rev SET rev = ? WHERE id = 1"), p.log[len(p.log)-1].rev); err != nil {
