@@ -40,18 +40,7 @@ func (l *ProtobufListWriter) WriteTo(w io.Writer, apiVersion, kind string, lm *m
 		return err
 	}
 	listSize := protowire.SizeTag(1) + protowire.SizeBytes(len(meta)) + l.size
-
-	var typeMeta []byte
-	typeMeta = protowire.AppendTag(typeMeta, 1, protowire.BytesType)
-	typeMeta = protowire.AppendString(typeMeta, apiVersion)
-	typeMeta = protowire.AppendTag(typeMeta, 2, protowire.BytesType)
-	typeMeta = protowire.AppendString(typeMeta, kind)
-
-	head := append([]byte(nil), protobufPrefix...)
-	head = protowire.AppendTag(head, 1, protowire.BytesType)
-	head = protowire.AppendBytes(head, typeMeta)
-	head = protowire.AppendTag(head, 2, protowire.BytesType)
-	head = protowire.AppendVarint(head, uint64(listSize))
+	head := envelopeHead(apiVersion, kind, listSize)
 	head = protowire.AppendTag(head, 1, protowire.BytesType)
 	head = protowire.AppendBytes(head, meta)
 	if _, err := w.Write(head); err != nil {
@@ -68,11 +57,41 @@ func (l *ProtobufListWriter) WriteTo(w io.Writer, apiVersion, kind string, lm *m
 			return err
 		}
 	}
-	// contentEncoding and contentType, empty, as the serializer writes them.
+	_, err = w.Write(envelopeTail())
+	return err
+}
+
+// WriteProtobufObject writes one object in the Kubernetes Protobuf
+// envelope from its own encoding (a ProtoMarshaler's output), byte for
+// byte what the apimachinery serializer writes for the object.
+func WriteProtobufObject(w io.Writer, apiVersion, kind string, raw []byte) error {
+	b := envelopeHead(apiVersion, kind, len(raw))
+	b = append(b, raw...)
+	_, err := w.Write(append(b, envelopeTail()...))
+	return err
+}
+
+// envelopeHead starts runtime.Unknown{TypeMeta, Raw} after the envelope
+// prefix, up to the length of Raw; rawLen bytes of Raw follow it.
+func envelopeHead(apiVersion, kind string, rawLen int) []byte {
+	var typeMeta []byte
+	typeMeta = protowire.AppendTag(typeMeta, 1, protowire.BytesType)
+	typeMeta = protowire.AppendString(typeMeta, apiVersion)
+	typeMeta = protowire.AppendTag(typeMeta, 2, protowire.BytesType)
+	typeMeta = protowire.AppendString(typeMeta, kind)
+
+	head := append([]byte(nil), protobufPrefix...)
+	head = protowire.AppendTag(head, 1, protowire.BytesType)
+	head = protowire.AppendBytes(head, typeMeta)
+	head = protowire.AppendTag(head, 2, protowire.BytesType)
+	return protowire.AppendVarint(head, uint64(rawLen))
+}
+
+// envelopeTail ends runtime.Unknown: contentEncoding and contentType,
+// empty, as the serializer writes them.
+func envelopeTail() []byte {
 	tail := protowire.AppendTag(nil, 3, protowire.BytesType)
 	tail = protowire.AppendString(tail, "")
 	tail = protowire.AppendTag(tail, 4, protowire.BytesType)
-	tail = protowire.AppendString(tail, "")
-	_, err = w.Write(tail)
-	return err
+	return protowire.AppendString(tail, "")
 }

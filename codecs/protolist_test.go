@@ -40,3 +40,28 @@ func TestProtobufListWriterMatchesSerializer(t *testing.T) {
 		}
 	}
 }
+
+// One object written from its own encoding matches the serializer too.
+func TestWriteProtobufObjectMatchesSerializer(t *testing.T) {
+	for _, cm := range []*corev1.ConfigMap{
+		{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"}},
+		{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"}, ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: "ns", ResourceVersion: "7"},
+			Data: map[string]string{"k": string(bytes.Repeat([]byte("v"), 300))}},
+	} {
+		want, err := codecs.New(schema.NewScheme()).ProtobufBytes(cm)
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, err := cm.Marshal()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got bytes.Buffer
+		if err := codecs.WriteProtobufObject(&got, "v1", "ConfigMap", raw); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got.Bytes(), want) {
+			t.Fatalf("written\n%x\nwant\n%x", got.Bytes(), want)
+		}
+	}
+}

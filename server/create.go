@@ -83,5 +83,5 @@ func (r *request) createObject(obj runtime.Object, dryRun bool) error {
 		return r.storeError(err, acc.GetName())
 	}
 	r.s.written(r.storageType(), acc, nil)
-	return r.writeRecord(http.StatusCreated, rec)
+	return r.writeStored(http.StatusCreated, rec, obj)
 }

@@ -147,6 +147,13 @@ func notAcceptable(available string) error {
 
 // writeRecord answers with one stored object.
 func (r *request) writeRecord(code int, rec kv.Record) error {
+	return r.writeStored(code, rec, nil)
+}
+
+// writeStored answers with one stored object. written, when set, is the
+// object the request just stored as rec, of a type stored as served: its
+// Protobuf form is encoded from it instead of decoding rec again.
+func (r *request) writeStored(code int, rec kv.Record, written runtime.Object) error {
 	out, err := r.negotiate(false)
 	if err != nil {
 		return err
@@ -159,6 +166,21 @@ func (r *request) writeRecord(code int, rec kv.Record) error {
 		r.c.Response().Header().Set(echo.HeaderContentType, out.ContentType())
 		r.c.Response().WriteHeader(code)
 		return codecs.EncodeRawJSON(r.c.Response(), out.MediaType, j, wantsPretty(r.c))
+	}
+	if out.View == codecs.ViewObject {
+		var raw []byte
+		if pm, ok := written.(codecs.ProtoMarshaler); ok && r.t.ToStorage == nil {
+			raw, err = pm.Marshal()
+		} else {
+			raw, err = r.protobufItem(rec)
+		}
+		if err != nil {
+			return err
+		}
+		gvk := r.t.GroupVersionKind()
+		r.c.Response().Header().Set(echo.HeaderContentType, out.ContentType())
+		r.c.Response().WriteHeader(code)
+		return codecs.WriteProtobufObject(r.c.Response(), gvk.GroupVersion().String(), gvk.Kind, raw)
 	}
 	obj, err := r.decodeStored(rec)
 	if err != nil {

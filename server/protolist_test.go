@@ -1,10 +1,12 @@
 package server_test
 
 import (
+	"bytes"
 	"net/http"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	clientscheme "k8s.io/client-go/kubernetes/scheme"
 )
 
@@ -42,5 +44,46 @@ func TestProtobufListAfterUpdate(t *testing.T) {
 	}
 	if got := list(); got != "two" {
 		t.Fatalf("list after the update: v = %q; want two", got)
+	}
+}
+
+// TestProtobufObjectResponses: a Protobuf create, get and update answer
+// with the bytes the apimachinery serializer writes for the stored object
+// (read back as JSON), whether encoded from the request's object, from
+// the stored bytes or from the encoding cache.
+func TestProtobufObjectResponses(t *testing.T) {
+	h := refNewHarness(t)
+	pb := map[string]string{"Accept": "application/vnd.kubernetes.protobuf", "Content-Type": "application/json"}
+	const path = "/api/v1/namespaces/default/configmaps"
+	stored := func() []byte {
+		t.Helper()
+		r := h.do("GET", path+"/pbo", nil, nil)
+		obj, _, err := clientscheme.Codecs.UniversalDeserializer().Decode(r.Body.Bytes(), nil, nil)
+		if err != nil {
+			t.Fatalf("decode JSON get (%d): %v", r.Code, err)
+		}
+		info, _ := runtime.SerializerInfoForMediaType(clientscheme.Codecs.SupportedMediaTypes(), "application/vnd.kubernetes.protobuf")
+		var buf bytes.Buffer
+		if err := info.Serializer.Encode(obj, &buf); err != nil {
+			t.Fatal(err)
+		}
+		return buf.Bytes()
+	}
+	created := h.do("POST", path, pb, []byte(`{"metadata":{"name":"pbo","labels":{"a":"b"},"annotations":{"x":"y"}},"data":{"v":"one"},"binaryData":{"b":"AAE="}}`))
+	if created.Code != http.StatusCreated {
+		t.Fatalf("create: %d %s", created.Code, created.Body)
+	}
+	want := stored()
+	if !bytes.Equal(created.Body.Bytes(), want) {
+		t.Fatalf("create answered\n%x\nwant\n%x", created.Body.Bytes(), want)
+	}
+	for i := range 2 { // encoded from storage, then from the cache
+		if r := h.do("GET", path+"/pbo", pb, nil); !bytes.Equal(r.Body.Bytes(), want) {
+			t.Fatalf("get %d answered %d\n%x\nwant\n%x", i, r.Code, r.Body.Bytes(), want)
+		}
+	}
+	updated := h.do("PATCH", path+"/pbo", map[string]string{"Accept": "application/vnd.kubernetes.protobuf", "Content-Type": "application/merge-patch+json"}, []byte(`{"data":{"v":"two"}}`))
+	if want := stored(); updated.Code != http.StatusOK || !bytes.Equal(updated.Body.Bytes(), want) {
+		t.Fatalf("patch answered %d\n%x\nwant\n%x", updated.Code, updated.Body.Bytes(), want)
 	}
 }
