@@ -26,36 +26,49 @@ type liveRow struct{ rev, created int64 }
 func (s *Store) liveRows(ctx context.Context, tx *sql.Tx, keys []kv.Key) (map[kv.Key]liveRow, error) {
 	out := make(map[kv.Key]liveRow, len(keys))
 	for start := 0; start < len(keys); start += chunkRows {
-		chunk := keys[start:min(start+chunkRows, len(keys))]
-		var query string
-		var args []any
-		if a, ok := s.d.(arrayBinder); ok {
-			query = "SELECT c.resource, c.namespace, c.name, c.rev, l.created_rev FROM " + a.keysTable() +
-				" JOIN tabula_current c ON " + keysJoin + " JOIN tabula_log l ON l.rev = c.rev"
-			args = keyArrays(chunk)
-		} else {
-			var cond string
-			cond, args = keysCondition("c", chunk)
-			query = liveRowsSQL(cond)
-		}
-		rows, err := s.txQuery(ctx, tx, s.q(query), args...)
+		query, args := s.liveRowsQuery(keys[start:min(start+chunkRows, len(keys))])
+		rows, err := s.txQuery(ctx, tx, query, args...)
 		if err != nil {
 			return nil, err
 		}
-		for rows.Next() {
-			var k kv.Key
-			var r liveRow
-			if err := rows.Scan(&k.Resource, &k.Namespace, &k.Name, &r.rev, &r.created); err != nil {
-				rows.Close()
-				return nil, err
-			}
-			out[k] = r
+		err = scanLive(rows, out)
+		if cerr := rows.Close(); err == nil {
+			err = cerr
 		}
-		if err := rows.Close(); err != nil {
+		if err != nil {
 			return nil, err
 		}
 	}
 	return out, nil
+}
+
+// liveRowsQuery reads the live rows of up to chunkRows keys.
+func (s *Store) liveRowsQuery(keys []kv.Key) (string, []any) {
+	if a, ok := s.d.(arrayBinder); ok {
+		return s.q("SELECT c.resource, c.namespace, c.name, c.rev, l.created_rev FROM " + a.keysTable() +
+			" JOIN tabula_current c ON " + keysJoin + " JOIN tabula_log l ON l.rev = c.rev"), keyArrays(keys)
+	}
+	cond, args := keysCondition("c", keys)
+	return s.q(liveRowsSQL(cond)), args
+}
+
+// rowScanner is what database/sql's and pgx's result rows share.
+type rowScanner interface {
+	Next() bool
+	Scan(dest ...any) error
+}
+
+// scanLive adds liveRowsQuery's rows to out.
+func scanLive(rows rowScanner, out map[kv.Key]liveRow) error {
+	for rows.Next() {
+		var k kv.Key
+		var r liveRow
+		if err := rows.Scan(&k.Resource, &k.Namespace, &k.Name, &r.rev, &r.created); err != nil {
+			return err
+		}
+		out[k] = r
+	}
+	return nil
 }
 
 func liveRowsSQL(cond string) string {

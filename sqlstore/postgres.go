@@ -157,7 +157,7 @@ func (*postgresDialect) unindexed(col string) string { return col }
 // the counter and reads the keys' live rows; the second writes every
 // table, moves the counter, notifies and commits. The statements and the
 // invariant are runBatch's.
-func (s *Store) runBatchPipelined(ctx context.Context, a arrayBinder, batch []*writeReq) ([]writeResult, error) {
+func (s *Store) runBatchPipelined(ctx context.Context, batch []*writeReq) ([]writeResult, error) {
 	conn, err := s.write.Conn(ctx)
 	if err != nil {
 		return nil, unavailable(err)
@@ -178,9 +178,8 @@ func (s *Store) runBatchPipelined(ctx context.Context, a arrayBinder, batch []*w
 			b.Queue("UPDATE tabula_rev SET rev = rev WHERE id = 1 RETURNING rev")
 			chunks := 0
 			for start := 0; start < len(keys); start += chunkRows {
-				b.Queue(s.q("SELECT c.resource, c.namespace, c.name, c.rev, l.created_rev FROM "+a.keysTable()+
-					" JOIN tabula_current c ON "+keysJoin+" JOIN tabula_log l ON l.rev = c.rev"),
-					keyArrays(keys[start:min(start+chunkRows, len(keys))])...)
+				query, args := s.liveRowsQuery(keys[start:min(start+chunkRows, len(keys))])
+				b.Queue(query, args...)
 				chunks++
 			}
 			br := pc.SendBatch(ctx, b)
@@ -197,17 +196,12 @@ func (s *Store) runBatchPipelined(ctx context.Context, a arrayBinder, batch []*w
 				if err != nil {
 					return err
 				}
-				for rows.Next() {
-					var k kv.Key
-					var r liveRow
-					if err := rows.Scan(&k.Resource, &k.Namespace, &k.Name, &r.rev, &r.created); err != nil {
-						rows.Close()
-						return err
-					}
-					live[k] = r
+				err = scanLive(rows, live)
+				if rows.Close(); err == nil {
+					err = rows.Err()
 				}
-				if rows.Close(); rows.Err() != nil {
-					return rows.Err()
+				if err != nil {
+					return err
 				}
 			}
 			return br.Close()

@@ -3,7 +3,6 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
-
 	"fmt"
 	"time"
 
@@ -163,8 +162,8 @@ func (s *Store) runBatch(batch []*writeReq) ([]writeResult, error) {
 	batchSize.Observe(float64(len(batch)))
 	ctx, cancel := s.bound(context.Background())
 	defer cancel()
-	if a, ok := s.d.(arrayBinder); ok {
-		return s.runBatchPipelined(ctx, a, batch)
+	if _, ok := s.d.(*postgresDialect); ok {
+		return s.runBatchPipelined(ctx, batch)
 	}
 	tx, err := s.write.BeginTx(ctx, s.d.writeTx())
 	if err != nil {
