@@ -194,7 +194,7 @@ func (b *bench) list(ctx context.Context) error {
 		if _, err := b.cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 			return err
 		}
-		defer b.cs.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{})
+		defer b.dropNamespace(ns)
 		var made atomic.Int64
 		var wg sync.WaitGroup
 		errs := make(chan error, 32)
@@ -279,9 +279,33 @@ func (b *bench) watch(ctx context.Context) error {
 		if err := b.watchOnce(ctx, ns, n); err != nil {
 			return err
 		}
-		_ = b.cs.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{})
+		b.dropNamespace(ns)
 	}
 	return nil
+}
+
+// drainTimeout bounds the wait for a deleted namespace to go.
+const drainTimeout = 5 * time.Minute
+
+// dropNamespace deletes a workload's namespace and waits until the server
+// has removed it with its contents, so the next workload is not measured
+// against a background deletion. The wait is not measured.
+func (b *bench) dropNamespace(ns string) {
+	ctx, cancel := context.WithTimeout(context.Background(), drainTimeout)
+	defer cancel()
+	if err := b.cs.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}); err != nil {
+		return
+	}
+	for {
+		if _, err := b.cs.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{}); apierrors.IsNotFound(err) || ctx.Err() != nil {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
 }
 
 // watchersPerConn spreads watchers over connections so no connection
