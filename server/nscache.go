@@ -5,9 +5,7 @@ import (
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 
-	"github.com/tabula-dev/tabula/codecs"
 	"github.com/tabula-dev/tabula/sqlstore/kv"
 )
 
@@ -30,10 +28,26 @@ type namespaceCache struct {
 	// floor holds, per namespace written here, the revision the watch must
 	// deliver before the cache may answer for it again.
 	floor map[string]int64
+	// changedCh is closed and replaced whenever the content changes.
+	changedCh chan struct{}
 }
 
 func newNamespaceCache() *namespaceCache {
-	return &namespaceCache{floor: map[string]int64{}}
+	return &namespaceCache{floor: map[string]int64{}, changedCh: make(chan struct{})}
+}
+
+// changed returns a channel closed at the cache's next change, for
+// callers waiting to see a namespace.
+func (c *namespaceCache) changed() <-chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.changedCh
+}
+
+// signal wakes changed's waiters; c.mu is held.
+func (c *namespaceCache) signal() {
+	close(c.changedCh)
+	c.changedCh = make(chan struct{})
 }
 
 // isActive reports whether the cache knows name to be Active.
@@ -65,6 +79,7 @@ func (c *namespaceCache) wrote(name string, rev int64) {
 func (c *namespaceCache) reset(active map[string]bool, rev int64) {
 	c.mu.Lock()
 	c.active, c.seen, c.synced = active, rev, true
+	c.signal()
 	c.mu.Unlock()
 }
 
@@ -77,6 +92,7 @@ func (c *namespaceCache) observe(name string, active bool, rev int64) {
 		delete(c.active, name)
 	}
 	c.seen = rev
+	c.signal()
 	c.mu.Unlock()
 }
 
@@ -131,10 +147,9 @@ func (s *Server) watchNamespaces(ctx context.Context) error {
 // namespaceActive reports whether a stored namespace is Active and not
 // being deleted.
 func namespaceActive(rec kv.Record) (bool, error) {
-	obj, err := codecs.FromStorage(func() runtime.Object { return &corev1.Namespace{} }, corev1.SchemeGroupVersion.WithKind("Namespace"), rec.Value)
+	ns, err := decodeNamespace(rec.Value)
 	if err != nil {
 		return false, err
 	}
-	ns := obj.(*corev1.Namespace)
 	return ns.Status.Phase == corev1.NamespaceActive && ns.DeletionTimestamp == nil, nil
 }

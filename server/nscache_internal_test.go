@@ -94,12 +94,17 @@ func TestCreatesUseTheNamespaceCache(t *testing.T) {
 	if r := do("POST", "/api/v1/namespaces", `{"metadata":{"name":"cached"}}`); r.Code != http.StatusCreated {
 		t.Fatalf("create namespace: %d %s", r.Code, r.Body)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for !srv.nsCache.isActive("cached") {
-		if time.Now().After(deadline) {
+	deadline := time.After(10 * time.Second)
+	for {
+		changed := srv.nsCache.changed() // taken before the check, so no change is missed
+		if srv.nsCache.isActive("cached") {
+			break
+		}
+		select {
+		case <-changed:
+		case <-deadline:
 			t.Fatal("the namespace cache never saw namespace cached")
 		}
-		time.Sleep(time.Millisecond)
 	}
 	before := cs.namespaceGets.Load()
 	for _, name := range []string{"a", "b", "c"} {
