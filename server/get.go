@@ -48,7 +48,12 @@ func (s *Server) getNamespace(ctx context.Context, name string) (*corev1.Namespa
 	if err != nil {
 		return nil, err
 	}
-	obj, err := codecs.FromStorage(func() runtime.Object { return &corev1.Namespace{} }, corev1.SchemeGroupVersion.WithKind("Namespace"), rec.Value)
+	return decodeNamespace(rec.Value)
+}
+
+// decodeNamespace decodes a stored namespace.
+func decodeNamespace(value []byte) (*corev1.Namespace, error) {
+	obj, err := codecs.FromStorage(func() runtime.Object { return &corev1.Namespace{} }, corev1.SchemeGroupVersion.WithKind("Namespace"), value)
 	if err != nil {
 		return nil, err
 	}

@@ -22,6 +22,15 @@ const (
 // liveRow is a key's live revision before the batch.
 type liveRow struct{ rev, created int64 }
 
+// batchKeys lists the keys a batch writes, in order.
+func batchKeys(batch []*writeReq) []kv.Key {
+	keys := make([]kv.Key, len(batch))
+	for i, r := range batch {
+		keys[i] = r.key
+	}
+	return keys
+}
+
 // liveRows reads the live revision of each key that has one.
 func (s *Store) liveRows(ctx context.Context, tx *sql.Tx, keys []kv.Key) (map[kv.Key]liveRow, error) {
 	out := make(map[kv.Key]liveRow, len(keys))

@@ -169,10 +169,7 @@ func (s *Store) runBatchPipelined(ctx context.Context, batch []*writeReq) ([]wri
 		var live map[kv.Key]liveRow
 		var rev int64
 		err := func() error {
-			keys := make([]kv.Key, len(batch))
-			for i, r := range batch {
-				keys[i] = r.key
-			}
+			keys := batchKeys(batch)
 			b := &pgx.Batch{}
 			b.Queue("BEGIN")
 			b.Queue("UPDATE tabula_rev SET rev = rev WHERE id = 1 RETURNING rev")

@@ -177,11 +177,7 @@ func (s *Store) runBatch(batch []*writeReq) ([]writeResult, error) {
 	if err := s.txQueryRow(ctx, tx, "SELECT rev FROM tabula_rev WHERE id = 1").Scan(&rev); err != nil {
 		return nil, unavailable(err)
 	}
-	keys := make([]kv.Key, len(batch))
-	for i, r := range batch {
-		keys[i] = r.key
-	}
-	live, err := s.liveRows(ctx, tx, keys)
+	live, err := s.liveRows(ctx, tx, batchKeys(batch))
 	if err != nil {
 		return nil, err
 	}
