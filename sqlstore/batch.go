@@ -19,8 +19,13 @@ const (
 	logChunkBytes = 4 << 20
 )
 
-// liveRow is a key's live revision before the batch.
-type liveRow struct{ rev, created int64 }
+// liveRow is a key's live revision before the batch, with that row's
+// labels and fields as stored (JSON), which its watch event needs when the
+// batch changes the key.
+type liveRow struct {
+	rev, created   int64
+	labels, fields string
+}
 
 // batchKeys lists the keys a batch writes, in order.
 func batchKeys(batch []*writeReq) []kv.Key {
@@ -54,7 +59,7 @@ func (s *Store) liveRows(ctx context.Context, tx *sql.Tx, keys []kv.Key) (map[kv
 // liveRowsQuery reads the live rows of up to chunkRows keys.
 func (s *Store) liveRowsQuery(keys []kv.Key) (string, []any) {
 	if a, ok := s.d.(arrayBinder); ok {
-		return s.q("SELECT c.resource, c.namespace, c.name, c.rev, l.created_rev FROM " + a.keysTable() +
+		return s.q("SELECT c.resource, c.namespace, c.name, c.rev, l.created_rev, l.labels, l.fields FROM " + a.keysTable() +
 			" JOIN tabula_current c ON " + keysJoin + " JOIN tabula_log l ON l.rev = c.rev"), keyArrays(keys)
 	}
 	cond, args := keysCondition("c", keys)
@@ -72,7 +77,7 @@ func scanLive(rows rowScanner, out map[kv.Key]liveRow) error {
 	for rows.Next() {
 		var k kv.Key
 		var r liveRow
-		if err := rows.Scan(&k.Resource, &k.Namespace, &k.Name, &r.rev, &r.created); err != nil {
+		if err := rows.Scan(&k.Resource, &k.Namespace, &k.Name, &r.rev, &r.created, &r.labels, &r.fields); err != nil {
 			return err
 		}
 		out[k] = r
@@ -81,7 +86,7 @@ func scanLive(rows rowScanner, out map[kv.Key]liveRow) error {
 }
 
 func liveRowsSQL(cond string) string {
-	return `SELECT c.resource, c.namespace, c.name, c.rev, l.created_rev
+	return `SELECT c.resource, c.namespace, c.name, c.rev, l.created_rev, l.labels, l.fields
 		FROM tabula_current c JOIN tabula_log l ON l.rev = c.rev WHERE ` + cond
 }
 
@@ -242,6 +247,33 @@ func planBatch(batch []*writeReq, live map[kv.Key]liveRow, rev int64) (batchPlan
 		}
 	}
 	return p, results
+}
+
+// events are the log rows a committed plan added, as the watch poller
+// would read them back: each with the labels and fields of the key's
+// previous row, taken from the batch itself or from the live row read
+// before it.
+func (p batchPlan) events(live map[kv.Key]liveRow) []logRow {
+	out := make([]logRow, len(p.log))
+	first := p.log[0].rev
+	for i, r := range p.log {
+		out[i] = logRow{rev: r.rev, key: r.key, op: r.op, created: r.created, value: r.e.Value,
+			labels: r.e.Labels, fields: r.e.Fields}
+		switch {
+		case r.prev == 0:
+		case r.prev >= first:
+			// Revisions in a batch are dense: the previous row is this
+			// batch's row r.prev-first.
+			prev := p.log[r.prev-first].e
+			out[i].hasPrev, out[i].prevLabels, out[i].prevFs = true, prev.Labels, prev.Fields
+		default:
+			l := live[r.key]
+			out[i].hasPrev = true
+			_ = json.Unmarshal([]byte(l.labels), &out[i].prevLabels)
+			_ = json.Unmarshal([]byte(l.fields), &out[i].prevFs)
+		}
+	}
+	return out
 }
 
 // execer runs a batch's write statements: at once inside a database/sql

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
+	"time"
 
 	"k8s.io/apimachinery/pkg/labels"
 
@@ -71,9 +72,28 @@ func testBatchSeesItsOwnWrites(t *testing.T, url string) {
 		req(opCreate, "e", 0, val("e1")),   // r+8
 		req(opDelete, "e", r+8, val("e1")), // r+9, created and deleted in the batch
 	}
+	// Watchers open before the batch get its events from the committer;
+	// the selector's events depend on the labels of each key's previous
+	// row, read before the batch (b, c) or written in it (a).
+	sel, _ := labels.Parse("v in (a2,b0,c0)")
+	watch := func(p kv.Predicate) kv.Watcher {
+		w, err := s.Watch(ctx, kv.WatchOptions{Resource: "configmaps", After: r, Pred: p})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(w.Stop)
+		return w
+	}
+	liveAll, liveSel := watch(kv.Predicate{}), watch(kv.Predicate{Label: sel})
 	results, err := s.runBatch(batch)
 	if err != nil {
 		t.Fatal(err)
+	}
+	s.hub.mu.Lock()
+	delivered := s.hub.last
+	s.hub.mu.Unlock()
+	if delivered != r+9 {
+		t.Fatalf("hub delivered up to %d after the commit; want %d (the committer hands over its rows)", delivered, r+9)
 	}
 	var got []string
 	for _, res := range results {
@@ -135,20 +155,37 @@ func testBatchSeesItsOwnWrites(t *testing.T, url string) {
 			t.Errorf("list %s: %v; want %s", sel, names, want)
 		}
 	}
-	// Watchers replay the batch as separate events, in order.
-	w, err := s.Watch(ctx, kv.WatchOptions{Resource: "configmaps", After: r})
-	if err != nil {
-		t.Fatal(err)
+	// Watchers see the batch as separate events, in order, whether they
+	// were open during the commit or replay it from history.
+	events := func(w kv.Watcher, n int) string {
+		var got []string
+		// The bound only turns a missing event into a failure.
+		timeout := time.After(10 * time.Second)
+		for len(got) < n {
+			select {
+			case ev := <-w.Events():
+				got = append(got, fmt.Sprintf("%s %s=%s", ev.Type, ev.Name, ev.Value))
+			case <-timeout:
+				return fmt.Sprint(got) + " and then nothing"
+			}
+		}
+		return fmt.Sprint(got)
 	}
-	defer w.Stop()
-	var events []string
-	for len(events) < 9 {
-		ev := <-w.Events()
-		events = append(events, fmt.Sprintf("%s %s=%s", ev.Type, ev.Name, ev.Value))
-	}
-	wantEvents := "[ADDED a=a1 MODIFIED a=a2 DELETED a=a2 ADDED a=a3 MODIFIED b=b1 DELETED c=c0 ADDED c=c1 ADDED e=e1 DELETED e=e1]"
-	if fmt.Sprint(events) != wantEvents {
-		t.Fatalf("events:\n got %v\nwant %s", events, wantEvents)
+	wantAll := "[ADDED a=a1 MODIFIED a=a2 DELETED a=a2 ADDED a=a3 MODIFIED b=b1 DELETED c=c0 ADDED c=c1 ADDED e=e1 DELETED e=e1]"
+	wantSel := "[ADDED a=a2 DELETED a=a2 DELETED b=b1 DELETED c=c0]"
+	for name, c := range map[string]struct {
+		w    kv.Watcher
+		n    int
+		want string
+	}{
+		"live":              {liveAll, 9, wantAll},
+		"live selector":     {liveSel, 4, wantSel},
+		"replayed":          {watch(kv.Predicate{}), 9, wantAll},
+		"replayed selector": {watch(kv.Predicate{Label: sel}), 4, wantSel},
+	} {
+		if got := events(c.w, c.n); got != c.want {
+			t.Errorf("%s events:\n got %s\nwant %s", name, got, c.want)
+		}
 	}
 	// Compacting to the batch's last revision leaves only the live rows.
 	if err := s.Compact(ctx, r+9); err != nil {

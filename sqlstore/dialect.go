@@ -52,8 +52,10 @@ type dialect interface {
 // replicas' pollers the moment a write commits (PostgreSQL LISTEN/NOTIFY).
 // Without it, other processes see commits at the next poll.
 type notifier interface {
+	// notifySQL takes one argument, the batch's newest revision, which
+	// listen passes to wake (0 when a notification carries none).
 	notifySQL() string
-	listen(ctx context.Context, db *sql.DB, wake func()) error
+	listen(ctx context.Context, db *sql.DB, wake func(rev int64)) error
 }
 
 func dialectFor(u *url.URL) (dialect, error) {

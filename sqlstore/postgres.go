@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"strconv"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
@@ -123,11 +124,15 @@ const notifyChannel = "tabula_log"
 
 // notifySQL is run inside every writing transaction; PostgreSQL delivers
 // the notification when (and only if) the transaction commits.
-func (*postgresDialect) notifySQL() string { return "SELECT pg_notify('" + notifyChannel + "', '')" }
+// The payload is the batch's newest revision, so that the process that
+// wrote it, which delivers its own commits, can ignore it.
+func (*postgresDialect) notifySQL() string {
+	return "SELECT pg_notify('" + notifyChannel + "', $1)"
+}
 
 // listen holds one connection in LISTEN and calls wake for every
 // notification until ctx ends or the connection fails.
-func (*postgresDialect) listen(ctx context.Context, db *sql.DB, wake func()) error {
+func (*postgresDialect) listen(ctx context.Context, db *sql.DB, wake func(rev int64)) error {
 	conn, err := db.Conn(ctx)
 	if err != nil {
 		return err
@@ -139,10 +144,12 @@ func (*postgresDialect) listen(ctx context.Context, db *sql.DB, wake func()) err
 			return err
 		}
 		for {
-			if _, err := pc.WaitForNotification(ctx); err != nil {
+			n, err := pc.WaitForNotification(ctx)
+			if err != nil {
 				return err
 			}
-			wake()
+			rev, _ := strconv.ParseInt(n.Payload, 10, 64)
+			wake(rev)
 		}
 	})
 }
@@ -216,7 +223,7 @@ func (s *Store) runBatchPipelined(ctx context.Context, batch []*writeReq) ([]wri
 			return rollback(ctx, pc, err)
 		}
 		q.b.Queue(s.q("UPDATE tabula_rev SET rev = ? WHERE id = 1"), p.log[len(p.log)-1].rev)
-		q.b.Queue(s.d.(notifier).notifySQL())
+		q.b.Queue(s.d.(notifier).notifySQL(), strconv.FormatInt(p.log[len(p.log)-1].rev, 10))
 		q.b.Queue("COMMIT")
 		br := pc.SendBatch(ctx, q.b)
 		for range q.b.Len() {
@@ -228,7 +235,7 @@ func (s *Store) runBatchPipelined(ctx context.Context, batch []*writeReq) ([]wri
 		if err := br.Close(); err != nil {
 			return rollback(ctx, pc, fmt.Errorf("sqlstore: commit: %w", unavailable(err)))
 		}
-		s.hub.notify()
+		s.hub.committed(p.log[0].rev, p.log[len(p.log)-1].rev, func() []logRow { return p.events(live) })
 		return nil
 	})
 	if err != nil {

@@ -46,7 +46,52 @@ func newHub(s *Store, last int64) *hub {
 	return &hub{s: s, wake: make(chan struct{}, 1), last: last, watchers: map[*watcher]struct{}{}}
 }
 
-// notify wakes the poller after a local commit.
+// committed hands the hub the rows of a batch this process just
+// committed, revisions first..last. When first directly follows the
+// newest delivered revision, no other commit can lie between them
+// (revisions are dense), so the rows are delivered as they are and the
+// poller need not read them back; otherwise (another replica wrote in
+// between) the poller is woken to read the log in order.
+func (h *hub) committed(first, last int64, rows func() []logRow) {
+	h.mu.Lock()
+	if first != h.last+1 {
+		h.mu.Unlock()
+		h.notify()
+		return
+	}
+	if len(h.watchers) > 0 {
+		for _, r := range rows() {
+			h.offer(r)
+		}
+	}
+	h.last = last
+	h.mu.Unlock()
+}
+
+// offer gives one row to every watcher; h.mu is held.
+func (h *hub) offer(r logRow) {
+	for w := range h.watchers {
+		if !w.offer(r) {
+			delete(h.watchers, w)
+		}
+	}
+}
+
+// notifiedUpTo wakes the poller for another process's commit of revision
+// rev (0: unknown), unless this process has already delivered it.
+func (h *hub) notifiedUpTo(rev int64) {
+	if rev > 0 {
+		h.mu.Lock()
+		seen := rev <= h.last
+		h.mu.Unlock()
+		if seen {
+			return
+		}
+	}
+	h.notify()
+}
+
+// notify wakes the poller.
 func (h *hub) notify() {
 	select {
 	case h.wake <- struct{}{}:
@@ -64,7 +109,7 @@ func (h *hub) runListener(n notifier) {
 	}()
 	backoff := 100 * time.Millisecond
 	for ctx.Err() == nil {
-		err := n.listen(ctx, h.s.read, h.notify)
+		err := n.listen(ctx, h.s.read, h.notifiedUpTo)
 		if ctx.Err() != nil {
 			return
 		}
@@ -117,6 +162,9 @@ func (h *hub) poll() (int, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for _, r := range rows {
+		if r.rev <= h.last {
+			continue // delivered by committed while this poll read
+		}
 		if r.rev != h.last+1 {
 			// Revisions are dense, so a hole is either compacted history
 			// (rows this poller had not delivered yet were deleted) or a
@@ -137,11 +185,7 @@ func (h *hub) poll() (int, error) {
 				delete(h.watchers, w)
 			}
 		}
-		for w := range h.watchers {
-			if !w.offer(r) {
-				delete(h.watchers, w)
-			}
-		}
+		h.offer(r)
 		h.last = r.rev
 	}
 	return len(rows), nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/tabula-dev/tabula/sqlstore/kv"
@@ -192,14 +193,14 @@ func (s *Store) runBatch(batch []*writeReq) ([]writeResult, error) {
 		return nil, unavailable(err)
 	}
 	if n, ok := s.d.(notifier); ok {
-		if _, err := tx.ExecContext(ctx, n.notifySQL()); err != nil {
+		if _, err := tx.ExecContext(ctx, n.notifySQL(), strconv.FormatInt(p.log[len(p.log)-1].rev, 10)); err != nil {
 			return nil, unavailable(err)
 		}
 	}
 	if err := tx.Commit(); err != nil {
 		return nil, fmt.Errorf("sqlstore: commit: %w", unavailable(err))
 	}
-	s.hub.notify()
+	s.hub.committed(p.log[0].rev, p.log[len(p.log)-1].rev, func() []logRow { return p.events(live) })
 	return results, nil
 }
 

@@ -156,9 +156,17 @@ func startMariaDB() (_ *server, err error) {
 	// datadir) out of it. --auth-root-authentication-method=normal gives
 	// root a passwordless login over TCP instead of Debian's unix_socket
 	// authentication.
+	// Temporary tables go to a folder of this server's own: in a shared
+	// /tmp, install-db runs of parallel test binaries have failed to find
+	// their own temporary tables.
+	tmp := filepath.Join(dir, "tmp")
+	if err := os.Mkdir(tmp, 0o700); err != nil {
+		return nil, err
+	}
 	args := append([]string{
 		"--no-defaults",
 		"--datadir=" + data,
+		"--tmpdir=" + tmp,
 		"--auth-root-authentication-method=normal",
 		"--skip-test-db",
 	}, asUser...)
@@ -188,6 +196,7 @@ func startMariaDB() (_ *server, err error) {
 	args = append([]string{
 		"--no-defaults",
 		"--datadir=" + data,
+		"--tmpdir=" + tmp,
 		"--port=" + strconv.Itoa(port),
 		"--bind-address=127.0.0.1",
 		"--socket=" + filepath.Join(dir, "sock"),
