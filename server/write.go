@@ -1,7 +1,9 @@
 package server
 
 import (
+	"bytes"
 	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -175,29 +177,64 @@ func (r *request) validate(obj, old runtime.Object) error {
 
 // encoder returns the store encoder for obj: it stamps the revision into
 // the object and extracts labels and selectable fields.
+//
+// The store calls encoders one after another inside its single writer, so
+// the object is serialized here, on the request's goroutine, with a
+// placeholder resourceVersion; the encoder only splices the revision into
+// those bytes.
 func (r *request) encoder(obj runtime.Object, out *runtime.Object) kv.Encoder {
+	acc, err := meta.Accessor(obj)
+	if err != nil {
+		return func(int64) (kv.Entry, error) { return kv.Entry{}, err }
+	}
+	orig := acc.GetResourceVersion()
+	acc.SetResourceVersion(rvPlaceholder)
+	b, err := r.storedBytes(obj)
+	acc.SetResourceVersion(orig)
+	if err != nil {
+		return func(int64) (kv.Entry, error) { return kv.Entry{}, err }
+	}
+	// The placeholder is random, so it is found once, in the metadata,
+	// unless a client guessed it; then the object is encoded in the writer.
+	at := bytes.Index(b, rvPlaceholderJSON)
+	if at < 0 || bytes.Index(b[at+1:], rvPlaceholderJSON) >= 0 {
+		b = nil
+	}
+	entry := kv.Entry{Labels: acc.GetLabels(), Fields: r.fieldsOf(obj, acc), ExpiresAt: r.expiry(obj)}
 	return func(rev int64) (kv.Entry, error) {
-		acc, err := meta.Accessor(obj)
-		if err != nil {
-			return kv.Entry{}, err
-		}
-		acc.SetResourceVersion(strconv.FormatInt(rev, 10))
+		rv := strconv.FormatInt(rev, 10)
+		acc.SetResourceVersion(rv)
 		if r.t.Group == "" && r.t.Resource == "namespaces" {
 			r.s.nsCache.wrote(acc.GetName(), rev)
 		}
-		b, err := r.storedBytes(obj)
-		if err != nil {
+		e := entry
+		var err error
+		if b != nil {
+			start := at + len(rvPlaceholderJSON) - len(rvPlaceholder) - 1
+			e.Value = make([]byte, 0, len(b)-len(rvPlaceholder)+len(rv))
+			e.Value = append(append(append(e.Value, b[:start]...), rv...), b[start+len(rvPlaceholder):]...)
+		} else if e.Value, err = r.storedBytes(obj); err != nil {
 			return kv.Entry{}, err
 		}
-		if len(b) > maxStoredBytes {
+		if len(e.Value) > maxStoredBytes {
 			return kv.Entry{}, apierrors.NewRequestEntityTooLargeError("limit is 1572864")
 		}
 		if out != nil {
 			*out = obj
 		}
-		return kv.Entry{Value: b, Labels: acc.GetLabels(), Fields: r.fieldsOf(obj, acc), ExpiresAt: r.expiry(obj)}, nil
+		return e, nil
 	}
 }
+
+// rvPlaceholder stands for the resourceVersion while an object is
+// serialized ahead of its write; it is random so that no stored content
+// contains it by accident.
+var rvPlaceholder, rvPlaceholderJSON = func() (string, []byte) {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	ph := "tabula-rv-" + hex.EncodeToString(b[:])
+	return ph, []byte(`"resourceVersion":"` + ph + `"`)
+}()
 
 // maxStoredBytes is etcd's default request limit that kube-apiserver
 // inherits for one object.
