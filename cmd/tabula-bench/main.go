@@ -144,7 +144,7 @@ func run(ctx context.Context, o options) ([]Result, error) {
 	b := &bench{o: o, cs: cs, ns: ns}
 	b.rss = startRSS(o.pid)
 	defer b.rss.stop()
-	if r, ok := b.rss.result("rss idle"); ok {
+	if r, ok := b.rss.idle(); ok {
 		b.results = append(b.results, r)
 	}
 	for _, w := range o.workloads {
@@ -172,9 +172,9 @@ func run(ctx context.Context, o options) ([]Result, error) {
 		if err != nil {
 			return b.results, fmt.Errorf("%s: %w", w, err)
 		}
-	}
-	if r, ok := b.rss.result("rss peak"); ok {
-		b.results = append(b.results, r)
+		if r, ok := b.rss.peakSince(strings.TrimSpace(w)); ok {
+			b.results = append(b.results, r)
+		}
 	}
 	return b.results, nil
 }

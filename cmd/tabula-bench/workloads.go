@@ -431,19 +431,29 @@ func (s *rssSampler) stop() {
 	}
 }
 
-// result reports the idle RSS (first sample) or the peak so far.
-func (s *rssSampler) result(name string) (Result, bool) {
+// idle reports the RSS before the first workload.
+func (s *rssSampler) idle() (Result, bool) {
+	if s.pid <= 0 {
+		return Result{}, false
+	}
+	return Result{Name: "rss idle", Note: mib(s.first)}, true
+}
+
+// peakSince reports the highest RSS since the previous call (or the
+// start), named after the workload that ran meanwhile, and starts a new
+// period.
+func (s *rssSampler) peakSince(workload string) (Result, bool) {
 	if s.pid <= 0 {
 		return Result{}, false
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	v := s.first
-	if strings.Contains(name, "peak") {
-		v = s.peak
-	}
-	return Result{Name: name, Note: fmt.Sprintf("%.1f MiB", float64(v)/(1<<20))}, true
+	v := s.peak
+	s.peak = readRSS(s.pid)
+	return Result{Name: "rss peak during " + workload, Note: mib(v)}, true
 }
+
+func mib(b int64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }
 
 func readRSS(pid int) int64 {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))

@@ -1,0 +1,98 @@
+package main
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/version"
+
+	"github.com/tabula-dev/tabula/schema"
+	"github.com/tabula-dev/tabula/server"
+	"github.com/tabula-dev/tabula/sqlstore"
+)
+
+// TestEveryWorkloadReports runs each workload briefly against an
+// in-process Tabula on SQLite and checks that each reports the rows the
+// issue asks for, with operations counted and the RSS sampled.
+func TestEveryWorkloadReports(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	st, err := sqlstore.Open(ctx, "sqlite://"+filepath.Join(t.TempDir(), "bench.db"), sqlstore.Options{Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	srv, err := server.New(server.Config{Store: st, Registry: schema.NewBuiltin(), Version: version.Info{GitVersion: "v1.35.0"}, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The namespace controller empties the namespaces each workload drops.
+	if err := srv.RunControllers(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer srv.BeginShutdown()
+	hs := httptest.NewServer(srv.Handler())
+	defer hs.Close()
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(kubeconfig, []byte(`apiVersion: v1
+kind: Config
+clusters: [{name: t, cluster: {server: "`+hs.URL+`"}}]
+contexts: [{name: t, context: {cluster: t, user: t}}]
+users: [{name: t, user: {}}]
+current-context: t
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	results, err := run(ctx, options{
+		kubeconfig: kubeconfig,
+		workloads:  []string{"create", "get", "update", "list", "watch", "churn"},
+		duration:   300 * time.Millisecond,
+		clients:    []int{2},
+		objects:    []int{600},
+		watchers:   []int{2},
+		pid:        os.Getpid(),
+		protobuf:   true,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]Result{}
+	for _, r := range results {
+		got[r.Name] = r
+	}
+	for _, name := range []string{
+		"create 1KiB clients=2", "create 10KiB clients=2", "get clients=2", "update 1 object clients=2",
+		"fill 600 objects clients=32", "list 600 whole", "list 600 in pages of 500", "list 600: one page of 500",
+		"list 600 selective 1%", "watch delivery watchers=2", "churn clients=2",
+	} {
+		r, ok := got[name]
+		if !ok {
+			t.Errorf("no result %q", name)
+			continue
+		}
+		if r.Ops == 0 {
+			t.Errorf("%s: no operations", name)
+		}
+	}
+	// 2 watchers × 50 events, every one delivered.
+	if r := got["watch delivery watchers=2"]; r.Ops != 100 {
+		t.Errorf("watch delivered %d events; want 100", r.Ops)
+	}
+	// Two pages of 500 per paged run, five runs.
+	if r := got["list 600: one page of 500"]; r.Ops != 10 {
+		t.Errorf("%d pages timed; want 10", r.Ops)
+	}
+	for _, name := range []string{"rss idle", "rss peak during create", "rss peak during list", "rss peak during churn"} {
+		if r, ok := got[name]; !ok || !strings.HasSuffix(r.Note, " MiB") || strings.HasPrefix(r.Note, "0.0") {
+			t.Errorf("%s: %+v; want a sampled size", name, r)
+		}
+	}
+}
