@@ -26,18 +26,33 @@ func (r *request) list() error {
 	if err != nil {
 		return err
 	}
-	res, err := r.listPage(p)
+	var encode func(kv.Record) ([]byte, error)
+	if protobufObjects(out) {
+		// Items are turned into Protobuf as they are read, so the
+		// stored JSON of a large list is not held beside its encoding.
+		encode = r.protobufItem
+	}
+	res, err := r.listPage(p, encode)
 	if err != nil {
 		return err
+	}
+	if encode != nil {
+		return r.writeProtobufList(r.c.Response(), r.listMeta(res, p), res.Items, true)
 	}
 	return r.writeList(out, res, p)
 }
 
+// protobufObjects says whether out is a Protobuf list of the objects
+// themselves (not a Table or metadata view).
+func protobufObjects(out codecs.Output) bool {
+	return out.View == codecs.ViewObject && out.MediaType == codecs.Protobuf
+}
+
 // listPage reads the page a list request names, honouring resourceVersion,
 // resourceVersionMatch, limit and continue.
-func (r *request) listPage(p *listParams) (kv.ListResult, error) {
+func (r *request) listPage(p *listParams, encode func(kv.Record) ([]byte, error)) (kv.ListResult, error) {
 	ctx := r.ctx
-	opts := kv.ListOptions{Resource: r.t.StorageResource, Namespace: r.ri.Namespace, Limit: int(p.limit), Pred: p.pred}
+	opts := kv.ListOptions{Resource: r.t.StorageResource, Namespace: r.ri.Namespace, Limit: int(p.limit), Pred: p.pred, Encode: encode}
 	allNS := r.t.Namespaced && r.ri.Namespace == ""
 	switch {
 	case p.cont != nil && p.rv != "0":
@@ -106,19 +121,15 @@ func (r *request) continueFor(res kv.ListResult) string {
 // writeList answers with a list in the negotiated representation. Plain
 // JSON lists are written from the stored bytes without decoding them.
 func (r *request) writeList(out codecs.Output, res kv.ListResult, p *listParams) error {
-	lm := metav1.ListMeta{ResourceVersion: strconv.FormatInt(res.Rev, 10), Continue: r.continueFor(res)}
-	if res.More && p.pred.Empty() {
-		n := res.Remaining
-		lm.RemainingItemCount = &n
-	}
+	lm := r.listMeta(res, p)
 	resp := r.c.Response()
 	if out.View == codecs.ViewObject && out.MediaType == codecs.JSON && !wantsPretty(r.c) {
 		resp.Header().Set(echo.HeaderContentType, codecs.JSON)
 		resp.WriteHeader(http.StatusOK)
 		return r.streamJSONList(resp, lm, res.Items)
 	}
-	if out.View == codecs.ViewObject && out.MediaType == codecs.Protobuf {
-		return r.writeProtobufList(resp, lm, res.Items)
+	if protobufObjects(out) {
+		return r.writeProtobufList(resp, lm, res.Items, false)
 	}
 	objs := make([]runtime.Object, 0, len(res.Items))
 	for _, rec := range res.Items {
@@ -175,6 +186,15 @@ func (r *request) writeList(out codecs.Output, res kv.ListResult, p *listParams)
 	return err
 }
 
+func (r *request) listMeta(res kv.ListResult, p *listParams) metav1.ListMeta {
+	lm := metav1.ListMeta{ResourceVersion: strconv.FormatInt(res.Rev, 10), Continue: r.continueFor(res)}
+	if res.More && p.pred.Empty() {
+		n := res.Remaining
+		lm.RemainingItemCount = &n
+	}
+	return lm
+}
+
 // streamJSONList writes {"kind":…,"items":[…]} around the stored items.
 func (r *request) streamJSONList(w *echo.Response, lm metav1.ListMeta, items []kv.Record) error {
 	var head bytes.Buffer
@@ -196,6 +216,8 @@ func (r *request) streamJSONList(w *echo.Response, lm metav1.ListMeta, items []k
 				return err
 			}
 		}
+		// Written: the stored bytes can go before the rest is sent.
+		items[i].Value = nil
 		if _, err := w.Write(b); err != nil {
 			return err
 		}
@@ -226,14 +248,20 @@ func (r *request) protobufItem(rec kv.Record) ([]byte, error) {
 	return b, nil
 }
 
-// writeProtobufList encodes items one at a time into the Protobuf list,
-// so memory follows the encoded response, not the decoded objects.
-func (r *request) writeProtobufList(w *echo.Response, lm metav1.ListMeta, items []kv.Record) error {
+// writeProtobufList writes items as a Protobuf list; encoded says their
+// values are Protobuf already (see list), else each is encoded here and
+// its stored bytes let go, so a large list holds about one form of itself
+// (the envelope needs every item's size before it is written).
+func (r *request) writeProtobufList(w *echo.Response, lm metav1.ListMeta, items []kv.Record, encoded bool) error {
 	var lw codecs.ProtobufListWriter
-	for _, rec := range items {
-		b, err := r.protobufItem(rec)
-		if err != nil {
-			return err
+	for i, rec := range items {
+		b := rec.Value
+		if !encoded {
+			var err error
+			if b, err = r.protobufItem(rec); err != nil {
+				return err
+			}
+			items[i].Value = nil
 		}
 		lw.AddEncoded(b)
 	}

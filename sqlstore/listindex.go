@@ -99,12 +99,16 @@ func (s *Store) listByIndex(ctx context.Context, tx *sql.Tx, opts kv.ListOptions
 	}
 	err = s.forRevs(ctx, tx, `SELECT l.rev, l.value FROM tabula_log l WHERE l.rev IN `, page, func(rows *sql.Rows) error {
 		var rev int64
-		var value []byte
+		var value sql.RawBytes
 		if err := rows.Scan(&rev, &value); err != nil {
 			return err
 		}
 		if i, ok := at[rev]; ok {
-			res.Items[i].Value = value
+			r := res.Items[i]
+			r.Value = value
+			v, err := encodeItem(opts, r)
+			res.Items[i].Value = v
+			return err
 		}
 		return nil
 	})

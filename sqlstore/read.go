@@ -1,6 +1,7 @@
 package sqlstore
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -83,7 +84,8 @@ func (s *Store) List(ctx context.Context, opts kv.ListOptions) (kv.ListResult, e
 			n++
 			var r kv.Record
 			var labels, fields string
-			if err := rows.Scan(&r.Rev, &r.CreatedRev, &r.Namespace, &r.Name, &labels, &fields, &r.Value); err != nil {
+			var value sql.RawBytes // copied or encoded below, not kept
+			if err := rows.Scan(&r.Rev, &r.CreatedRev, &r.Namespace, &r.Name, &labels, &fields, &value); err != nil {
 				rows.Close()
 				return res, err
 			}
@@ -106,6 +108,11 @@ func (s *Store) List(ctx context.Context, opts kv.ListOptions) (kv.ListResult, e
 				}
 				return res, nil
 			}
+			r.Value = value
+			if r.Value, err = encodeItem(opts, r); err != nil {
+				rows.Close()
+				return res, err
+			}
 			res.Items = append(res.Items, r)
 		}
 		if err := rows.Err(); err != nil {
@@ -117,6 +124,15 @@ func (s *Store) List(ctx context.Context, opts kv.ListOptions) (kv.ListResult, e
 			return res, nil
 		}
 	}
+}
+
+// encodeItem is the value a list keeps for r, whose Value the driver
+// owns: opts.Encode's bytes, or a copy.
+func encodeItem(opts kv.ListOptions, r kv.Record) ([]byte, error) {
+	if opts.Encode != nil {
+		return opts.Encode(r)
+	}
+	return bytes.Clone(r.Value), nil
 }
 
 // listQuery builds the page query from constant fragments; every value

@@ -77,6 +77,11 @@ type ListOptions struct {
 	// Limit caps the number of items; 0 means no limit.
 	Limit int
 	Pred  Predicate
+	// Encode, if set, turns each item's stored value into the bytes the
+	// caller will send, as the row is read; the items then hold only
+	// those. A large list so holds one form of its items, not two. The
+	// value passed is valid only during the call.
+	Encode func(Record) ([]byte, error)
 }
 
 // ListResult is one page of a list.

@@ -33,6 +33,7 @@ func Run(t *testing.T, open Factory) {
 		{"ListSelectors", testListSelectors},
 		{"ListFutureRev", testListFutureRev},
 		{"ListFieldSelectors", testListFieldSelectors},
+		{"ListValuesAndEncode", testListValuesAndEncode},
 		{"WatchReplayThenLive", testWatchReplayThenLive},
 		{"WatchReplayOneNamespaceOrName", testWatchReplayOneNamespaceOrName},
 		{"WatchSelectorTransitions", testWatchSelectorTransitions},
@@ -641,5 +642,73 @@ func testListFieldSelectors(t *testing.T, s *sqlstore.Store) {
 		if got := fmt.Sprint(names(res.Items)); got != c.want {
 			t.Errorf("fieldSelector %.40q = %s; want %s", c.sel, got, c.want)
 		}
+	}
+}
+
+// testListValuesAndEncode: list items hold their stored values intact
+// (the driver's buffers are copied out, across many rows), and with
+// Encode they hold exactly Encode's bytes, computed from each returned
+// item's stored value and only for returned items, on the scan and the
+// index paths alike.
+func testListValuesAndEncode(t *testing.T, s *sqlstore.Store) {
+	const n = 300
+	revs := map[string]int64{}
+	for i := range n {
+		l := map[string]string{"app": "db"}
+		if i%100 == 0 {
+			l["app"] = "web"
+		}
+		name := fmt.Sprintf("o%03d", i)
+		revs[name] = mustCreate(t, s, key(name), l).Rev
+	}
+	stored := func(name string) string { return fmt.Sprintf(`{"name":%q,"rev":%d}`, name, revs[name]) }
+	res, err := s.List(ctx(t), kv.ListOptions{Resource: "configmaps", Namespace: "ns1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Items) != n {
+		t.Fatalf("%d items; want %d", len(res.Items), n)
+	}
+	for _, it := range res.Items {
+		if string(it.Value) != stored(it.Name) {
+			t.Fatalf("item %s holds %s; want %s", it.Name, it.Value, stored(it.Name))
+		}
+	}
+	web, _ := labels.Parse("app=web")
+	for _, c := range []struct {
+		name  string
+		opts  kv.ListOptions
+		calls int
+	}{
+		{"all", kv.ListOptions{}, n},
+		{"page", kv.ListOptions{Limit: 7}, 7},
+		{"selector", kv.ListOptions{Pred: kv.Predicate{Label: web}}, 3},
+	} {
+		calls := 0
+		c.opts.Resource, c.opts.Namespace = "configmaps", "ns1"
+		c.opts.Encode = func(r kv.Record) ([]byte, error) {
+			calls++
+			if string(r.Value) != stored(r.Name) {
+				t.Errorf("%s: Encode got %s for %s; want %s", c.name, r.Value, r.Name, stored(r.Name))
+			}
+			return []byte("encoded " + string(r.Value)), nil
+		}
+		res, err := s.List(ctx(t), c.opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if calls != c.calls || len(res.Items) != c.calls {
+			t.Fatalf("%s: %d Encode calls, %d items; want %d of each", c.name, calls, len(res.Items), c.calls)
+		}
+		for _, it := range res.Items {
+			if string(it.Value) != "encoded "+stored(it.Name) {
+				t.Fatalf("%s: item %s holds %s", c.name, it.Name, it.Value)
+			}
+		}
+	}
+	boom := errors.New("encode failed")
+	if _, err := s.List(ctx(t), kv.ListOptions{Resource: "configmaps", Namespace: "ns1",
+		Encode: func(kv.Record) ([]byte, error) { return nil, boom }}); !errors.Is(err, boom) {
+		t.Fatalf("a failing Encode: list error %v; want %v", err, boom)
 	}
 }
