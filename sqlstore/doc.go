@@ -58,9 +58,11 @@
 //
 // # Watch
 //
-// One poller per Store tails the log and fans events out to watchers
-// (see watch.go). Local commits wake it at once; other processes' commits
-// are found by polling.
+// One hub per Store fans the log out to watchers (see watch.go). A local
+// batch whose first revision directly follows the newest delivered one is
+// handed over by the committer as it is: revisions are dense, so nothing
+// can lie between. Anything else (another process's commits) is read by
+// the hub's poller, woken by PostgreSQL's NOTIFY or its poll interval.
 //
 // sqlstore imports nothing of Tabula's but migrations and its own kv
 // vocabulary; it stores bytes plus the labels and fields handed to it.
