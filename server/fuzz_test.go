@@ -5,8 +5,6 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
-	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -19,8 +17,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/version"
 
-	"github.com/tabula-dev/tabula/schema"
 	"github.com/tabula-dev/tabula/server"
+	"github.com/tabula-dev/tabula/server/servertest"
 	"github.com/tabula-dev/tabula/sqlstore"
 )
 
@@ -47,29 +45,8 @@ type fzServer struct {
 // namespaces; it is closed when tb ends.
 func fzNewServer(tb testing.TB) *fzServer {
 	tb.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	st, err := sqlstore.Open(ctx, "sqlite://:memory:", sqlstore.Options{Logger: quiet})
-	if err != nil {
-		cancel()
-		tb.Fatal(err)
-	}
-	srv, err := server.New(server.Config{Store: st, Registry: schema.NewBuiltin(), Version: fzVersion, Logger: quiet})
-	if err != nil {
-		cancel()
-		st.Close()
-		tb.Fatal(err)
-	}
-	if err := srv.RunControllers(ctx); err != nil {
-		cancel()
-		st.Close()
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() {
-		srv.BeginShutdown()
-		cancel()
-		st.Close()
-	})
+	st := servertest.Store(tb, "sqlite://:memory:")
+	srv := servertest.Server(tb, server.Config{Store: st, Version: fzVersion})
 	return &fzServer{h: srv.Handler(), store: st}
 }
 

@@ -1,10 +1,7 @@
 package server_test
 
 import (
-	"context"
 	"encoding/json"
-	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -12,11 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"k8s.io/apimachinery/pkg/version"
-
-	"github.com/tabula-dev/tabula/schema"
 	"github.com/tabula-dev/tabula/server"
-	"github.com/tabula-dev/tabula/sqlstore"
+	"github.com/tabula-dev/tabula/server/servertest"
 	"github.com/tabula-dev/tabula/sqlstore/dbtest"
 )
 
@@ -32,21 +26,7 @@ func TestDatabaseOutageHTTP(t *testing.T) {
 	}
 	proxy := dbtest.NewCutProxy(t, u.Host)
 	u.Host = proxy.Addr
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	st, err := sqlstore.Open(context.Background(), u.String(), sqlstore.Options{Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	srv, err := server.New(server.Config{Store: st, Registry: schema.NewBuiltin(), Version: version.Info{GitVersion: "v1.35.0"}, Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	if err := srv.RunControllers(ctx); err != nil {
-		t.Fatal(err)
-	}
+	srv := servertest.Server(t, server.Config{Store: servertest.Store(t, u.String())})
 	do := func(method, path, body string) *httptest.ResponseRecorder {
 		req := httptest.NewRequest(method, path, strings.NewReader(body))
 		req.Header.Set("Content-Type", "application/json")

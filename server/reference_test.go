@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -25,6 +24,7 @@ import (
 	"github.com/tabula-dev/tabula/schema"
 	"github.com/tabula-dev/tabula/server"
 	"github.com/tabula-dev/tabula/server/openapi"
+	"github.com/tabula-dev/tabula/server/servertest"
 	"github.com/tabula-dev/tabula/sqlstore"
 )
 
@@ -549,37 +549,14 @@ type refHarness struct {
 
 func refNewHarness(t testing.TB) *refHarness {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	st, err := sqlstore.Open(ctx, "sqlite://:memory:", sqlstore.Options{Logger: quiet})
-	if err != nil {
-		cancel()
-		t.Fatal(err)
-	}
+	st := servertest.Store(t, "sqlite://:memory:")
 	reg := schema.NewBuiltin()
 	v := version.Info{Major: "1", Minor: "35", GitVersion: "v1.35.0+tabula", GitTreeState: "clean", Platform: "linux/amd64"}
 	oa, err := openapi.New(reg, openapi.Info{Title: "Kubernetes", Version: v.GitVersion})
 	if err != nil {
-		cancel()
-		st.Close()
 		t.Fatal(err)
 	}
-	srv, err := server.New(server.Config{Store: st, Registry: reg, Version: v, OpenAPI: oa.Handler(), Logger: quiet})
-	if err != nil {
-		cancel()
-		st.Close()
-		t.Fatal(err)
-	}
-	if err := srv.RunControllers(ctx); err != nil {
-		cancel()
-		st.Close()
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		srv.BeginShutdown()
-		cancel()
-		st.Close()
-	})
+	srv := servertest.Server(t, server.Config{Store: st, Registry: reg, Version: v, OpenAPI: oa.Handler()})
 	h := &refHarness{t: t, h: srv.Handler(), store: st, state: map[string]string{}}
 	h.waitFor("namespace default", func() bool {
 		return h.do("GET", "/api/v1/namespaces/default/serviceaccounts/default", nil, nil).Code == http.StatusOK

@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -11,11 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"k8s.io/apimachinery/pkg/version"
-
-	"github.com/tabula-dev/tabula/schema"
 	"github.com/tabula-dev/tabula/server"
-	"github.com/tabula-dev/tabula/sqlstore"
+	"github.com/tabula-dev/tabula/server/servertest"
 )
 
 // TestEveryWorkloadReports runs each workload briefly against an
@@ -24,21 +19,8 @@ import (
 func TestEveryWorkloadReports(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	st, err := sqlstore.Open(ctx, "sqlite://"+filepath.Join(t.TempDir(), "bench.db"), sqlstore.Options{Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	srv, err := server.New(server.Config{Store: st, Registry: schema.NewBuiltin(), Version: version.Info{GitVersion: "v1.35.0"}, Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
 	// The namespace controller empties the namespaces each workload drops.
-	if err := srv.RunControllers(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer srv.BeginShutdown()
+	srv := servertest.Server(t, server.Config{Store: servertest.Store(t, "sqlite://"+filepath.Join(t.TempDir(), "bench.db"))})
 	hs := httptest.NewServer(srv.Handler())
 	defer hs.Close()
 	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
