@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
@@ -132,27 +131,15 @@ func (s *Store) compactBatch(ctx context.Context, rev int64) (int, error) {
 	defer s.observe("compact_batch", time.Now())
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
-	rows, err := s.write.QueryContext(ctx, s.q("SELECT rev FROM tabula_log WHERE next_rev <= ? ORDER BY next_rev LIMIT ?"), rev, compactBatch)
-	if err != nil {
-		return 0, unavailable(err)
-	}
-	var revs []any
-	for rows.Next() {
-		var r int64
-		if err := rows.Scan(&r); err != nil {
-			rows.Close()
-			return 0, err
-		}
-		revs = append(revs, r)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
+	found, err := column[int64](s.write.QueryContext(ctx, s.q("SELECT rev FROM tabula_log WHERE next_rev <= ? ORDER BY next_rev LIMIT ?"), rev, compactBatch))
+	if err != nil || len(found) == 0 {
 		return 0, err
 	}
-	if len(revs) == 0 {
-		return 0, nil
+	revs := make([]any, len(found))
+	for i, r := range found {
+		revs[i] = r
 	}
-	in := "(" + strings.TrimSuffix(strings.Repeat("?,", len(revs)), ",") + ")"
+	in := "(" + placeholders(len(revs)) + ")"
 	tx, err := s.write.BeginTx(ctx, nil)
 	if err != nil {
 		return 0, unavailable(err)

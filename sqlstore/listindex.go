@@ -128,21 +128,9 @@ func (s *Store) termRevs(ctx context.Context, tx *sql.Tx, t indexTerm) ([]int64,
 	}
 	q += " LIMIT ?"
 	args = append(args, s.indexMax+1)
-	rows, err := tx.QueryContext(ctx, s.q(q), args...)
+	revs, err := column[int64](tx.QueryContext(ctx, s.q(q), args...))
 	if err != nil {
-		return nil, unavailable(err)
-	}
-	defer rows.Close()
-	var revs []int64
-	for rows.Next() {
-		var rev int64
-		if err := rows.Scan(&rev); err != nil {
-			return nil, err
-		}
-		revs = append(revs, rev)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, unavailable(err)
+		return nil, err
 	}
 	slices.Sort(revs)
 	return slices.Compact(revs), nil
@@ -217,22 +205,24 @@ func (s *Store) ResourcesWithField(ctx context.Context, field, value string) ([]
 	defer cancel()
 	// Driven by tabula_index (name, value): nothing constrains the log rows
 	// but their primary key, so every planner starts from the index.
-	rows, err := s.readQuery(ctx, s.q(`SELECT DISTINCT l.resource FROM tabula_index x JOIN tabula_log l ON l.rev = x.rev
-		WHERE x.name = ? AND x.value = ? AND l.next_rev IS NULL AND l.op <> ?`), "f:"+field, truncateIndexValue(value), opDelete)
+	return column[string](s.readQuery(ctx, s.q(`SELECT DISTINCT l.resource FROM tabula_index x JOIN tabula_log l ON l.rev = x.rev
+		WHERE x.name = ? AND x.value = ? AND l.next_rev IS NULL AND l.op <> ?`), "f:"+field, truncateIndexValue(value), opDelete))
+}
+
+// column reads a one-column result; it takes a query's two results so a
+// call reads as the query it runs.
+func column[T any](rows *sql.Rows, err error) ([]T, error) {
 	if err != nil {
 		return nil, unavailable(err)
 	}
 	defer rows.Close()
-	var out []string
+	var out []T
 	for rows.Next() {
-		var r string
-		if err := rows.Scan(&r); err != nil {
+		var v T
+		if err := rows.Scan(&v); err != nil {
 			return nil, err
 		}
-		out = append(out, r)
+		out = append(out, v)
 	}
-	if err := rows.Err(); err != nil {
-		return nil, unavailable(err)
-	}
-	return out, nil
+	return out, unavailable(rows.Err())
 }
