@@ -20,6 +20,7 @@ import (
 	"github.com/tabula-dev/tabula/server"
 	"github.com/tabula-dev/tabula/server/servertest"
 	"github.com/tabula-dev/tabula/sqlstore"
+	"github.com/tabula-dev/tabula/sqlstore/storetest"
 )
 
 // HTTP-level fuzzers: random bodies and query parameters against an
@@ -45,7 +46,7 @@ type fzServer struct {
 // namespaces; it is closed when tb ends.
 func fzNewServer(tb testing.TB) *fzServer {
 	tb.Helper()
-	st := servertest.Store(tb, "sqlite://:memory:")
+	st := storetest.Open(tb, "sqlite://:memory:")
 	srv := servertest.Server(tb, server.Config{Store: st, Version: fzVersion})
 	return &fzServer{h: srv.Handler(), store: st}
 }

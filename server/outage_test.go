@@ -12,6 +12,7 @@ import (
 	"github.com/tabula-dev/tabula/server"
 	"github.com/tabula-dev/tabula/server/servertest"
 	"github.com/tabula-dev/tabula/sqlstore/dbtest"
+	"github.com/tabula-dev/tabula/sqlstore/storetest"
 )
 
 func TestMain(m *testing.M) { dbtest.Main(m) }
@@ -26,7 +27,7 @@ func TestDatabaseOutageHTTP(t *testing.T) {
 	}
 	proxy := dbtest.NewCutProxy(t, u.Host)
 	u.Host = proxy.Addr
-	srv := servertest.Server(t, server.Config{Store: servertest.Store(t, u.String())})
+	srv := servertest.Server(t, server.Config{Store: storetest.Open(t, u.String())})
 	do := func(method, path, body string) *httptest.ResponseRecorder {
 		req := httptest.NewRequest(method, path, strings.NewReader(body))
 		req.Header.Set("Content-Type", "application/json")

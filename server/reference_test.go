@@ -26,6 +26,7 @@ import (
 	"github.com/tabula-dev/tabula/server/openapi"
 	"github.com/tabula-dev/tabula/server/servertest"
 	"github.com/tabula-dev/tabula/sqlstore"
+	"github.com/tabula-dev/tabula/sqlstore/storetest"
 )
 
 // TestReferenceReplay replays single-request cases recorded against a real
@@ -549,7 +550,7 @@ type refHarness struct {
 
 func refNewHarness(t testing.TB) *refHarness {
 	t.Helper()
-	st := servertest.Store(t, "sqlite://:memory:")
+	st := storetest.Open(t, "sqlite://:memory:")
 	reg := schema.NewBuiltin()
 	v := version.Info{Major: "1", Minor: "35", GitVersion: "v1.35.0+tabula", GitTreeState: "clean", Platform: "linux/amd64"}
 	oa, err := openapi.New(reg, openapi.Info{Title: "Kubernetes", Version: v.GitVersion})

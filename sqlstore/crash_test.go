@@ -17,6 +17,7 @@ import (
 	"github.com/tabula-dev/tabula/sqlstore"
 	"github.com/tabula-dev/tabula/sqlstore/dbtest"
 	"github.com/tabula-dev/tabula/sqlstore/kv"
+	"github.com/tabula-dev/tabula/sqlstore/storetest"
 )
 
 // crashWriterEnv makes the test binary act as a writer process for
@@ -75,7 +76,7 @@ func TestCrashSafety(t *testing.T) {
 			for round := 0; round < 4; round++ {
 				acked = append(acked, crashRound(t, url, round, time.Duration(100+round*150)*time.Millisecond)...)
 			}
-			s := openURL(t, url)
+			s := storetest.Open(t, url)
 			for _, n := range acked {
 				r, err := s.Get(context.Background(), kv.Key{Resource: "configmaps", Namespace: "crash", Name: n})
 				if err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/tabula-dev/tabula/sqlstore"
 	"github.com/tabula-dev/tabula/sqlstore/dbtest"
 	"github.com/tabula-dev/tabula/sqlstore/kv"
+	"github.com/tabula-dev/tabula/sqlstore/storetest"
 )
 
 // TestSelectorIndexBackfill: a database written before migration 0003
@@ -43,7 +44,7 @@ func TestSelectorIndexBackfill(t *testing.T) {
 	for name, b := range backends {
 		t.Run(name, func(t *testing.T) {
 			url := b.url(t)
-			s := openURL(t, url)
+			s := storetest.Open(t, url)
 			for i, app := range []string{"web", "db", "web"} {
 				n := fmt.Sprintf("o%d", i)
 				if _, err := s.Create(context.Background(), kv.Key{Resource: "configmaps", Namespace: "ns", Name: n},

@@ -1,7 +1,6 @@
 package sqlstore_test
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"testing"
@@ -12,25 +11,15 @@ import (
 	"github.com/tabula-dev/tabula/sqlstore/storetest"
 )
 
-func openURL(t *testing.T, url string) *sqlstore.Store {
-	t.Helper()
-	s, err := sqlstore.Open(context.Background(), url, sqlstore.Options{})
-	if err != nil {
-		t.Fatalf("open %s: %v", url, err)
-	}
-	t.Cleanup(func() { s.Close() })
-	return s
-}
-
 func TestSQLiteFile(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) *sqlstore.Store {
-		return openURL(t, "sqlite://"+filepath.Join(t.TempDir(), "state.db"))
+		return storetest.Open(t, "sqlite://"+filepath.Join(t.TempDir(), "state.db"))
 	})
 }
 
 func TestSQLiteMemory(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) *sqlstore.Store {
-		return openURL(t, "sqlite://:memory:")
+		return storetest.Open(t, "sqlite://:memory:")
 	})
 }
 
@@ -43,11 +32,11 @@ func TestMain(m *testing.M) {
 }
 
 func TestPostgres(t *testing.T) {
-	storetest.Run(t, func(t *testing.T) *sqlstore.Store { return openURL(t, dbtest.Postgres(t)) })
+	storetest.Run(t, func(t *testing.T) *sqlstore.Store { return storetest.Open(t, dbtest.Postgres(t)) })
 }
 
 func TestMariaDB(t *testing.T) {
-	storetest.Run(t, func(t *testing.T) *sqlstore.Store { return openURL(t, dbtest.MariaDB(t)) })
+	storetest.Run(t, func(t *testing.T) *sqlstore.Store { return storetest.Open(t, dbtest.MariaDB(t)) })
 }
 
 // Two processes on one database. PostgreSQL's second store polls only
@@ -71,6 +60,6 @@ func TestTwoStoresSQLiteFile(t *testing.T) {
 // must work for everything.
 func TestPostgresSimpleProtocol(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) *sqlstore.Store {
-		return openURL(t, dbtest.Postgres(t)+"&default_query_exec_mode=simple_protocol")
+		return storetest.Open(t, dbtest.Postgres(t)+"&default_query_exec_mode=simple_protocol")
 	})
 }

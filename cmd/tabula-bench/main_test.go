@@ -11,6 +11,7 @@ import (
 
 	"github.com/tabula-dev/tabula/server"
 	"github.com/tabula-dev/tabula/server/servertest"
+	"github.com/tabula-dev/tabula/sqlstore/storetest"
 )
 
 // TestEveryWorkloadReports runs each workload briefly against an
@@ -20,7 +21,7 @@ func TestEveryWorkloadReports(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	// The namespace controller empties the namespaces each workload drops.
-	srv := servertest.Server(t, server.Config{Store: servertest.Store(t, "sqlite://"+filepath.Join(t.TempDir(), "bench.db"))})
+	srv := servertest.Server(t, server.Config{Store: storetest.Open(t, "sqlite://"+filepath.Join(t.TempDir(), "bench.db"))})
 	hs := httptest.NewServer(srv.Handler())
 	defer hs.Close()
 	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"strings"
 	"sync"
 	"testing"
@@ -15,6 +17,18 @@ import (
 	"github.com/tabula-dev/tabula/sqlstore"
 	"github.com/tabula-dev/tabula/sqlstore/kv"
 )
+
+// Open opens a Store on url for a test, logging nothing; it closes when t
+// ends.
+func Open(t testing.TB, url string) *sqlstore.Store {
+	t.Helper()
+	s, err := sqlstore.Open(context.Background(), url, sqlstore.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatalf("open %s: %v", url, err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
 
 // Factory opens a Store on a fresh, empty database for one test.
 type Factory func(t *testing.T) *sqlstore.Store
