@@ -35,7 +35,10 @@ func kindFor(b uint8) apply.Kind { return fuzzKinds[int(b)%len(fuzzKinds)] }
 func FuzzApply(f *testing.F) {
 	// Patches recorded against a real kube-apiserver (writes/, errors/).
 	for _, dir := range []string{"writes", "errors", "deletion"} {
-		files, _ := filepath.Glob(filepath.Join("../../shared/reference", dir, "*.json"))
+		files, _ := filepath.Glob(filepath.Join("../testdata/reference", dir, "*.json"))
+		if len(files) == 0 {
+			f.Fatalf("no recorded cases in ../testdata/reference/%s", dir)
+		}
 		for _, file := range files {
 			raw, err := os.ReadFile(file)
 			if err != nil {

@@ -2,19 +2,25 @@ package cmd
 
 import (
 	"encoding/json"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
 
 // pkg is what `go list -json` says of one package of this module.
 type pkg struct {
-	ImportPath string
-	Dir        string
-	Imports    []string
-	Deps       []string
+	ImportPath   string
+	Dir          string
+	Imports      []string
+	Deps         []string
+	TestGoFiles  []string
+	XTestGoFiles []string
 }
 
 func listPackages(t *testing.T) []pkg {
@@ -75,4 +81,80 @@ func TestImportRules(t *testing.T) {
 			}
 		}
 	}
+}
+
+// A fresh clone must pass on its own: no test reads a path that climbs out
+// of the repository (recorded answers live in testdata/reference). Every
+// string literal of a test file that starts with "..", and every
+// filepath.Join or path.Join of literals, is resolved from the package's
+// directory and must stay below the module root.
+func TestTestsReadOnlyInsideRepository(t *testing.T) {
+	root, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	checked := 0
+	for _, p := range listPackages(t) {
+		for _, name := range append(append([]string(nil), p.TestGoFiles...), p.XTestGoFiles...) {
+			file := filepath.Join(p.Dir, name)
+			fset := token.NewFileSet()
+			f, err := parser.ParseFile(fset, file, nil, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checked++
+			check := func(pos token.Pos, path string) {
+				if path != ".." && !strings.HasPrefix(path, "../") {
+					return
+				}
+				rel, err := filepath.Rel(root, filepath.Join(p.Dir, path))
+				if err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
+					t.Errorf("%s: %q leaves the repository; copy what the test needs into testdata/", fset.Position(pos), path)
+				}
+			}
+			ast.Inspect(f, func(n ast.Node) bool {
+				switch n := n.(type) {
+				case *ast.BasicLit:
+					if s, ok := stringLit(n); ok {
+						check(n.Pos(), s)
+					}
+				case *ast.CallExpr:
+					sel, ok := n.Fun.(*ast.SelectorExpr)
+					if !ok || sel.Sel.Name != "Join" {
+						return true
+					}
+					if x, ok := sel.X.(*ast.Ident); !ok || (x.Name != "filepath" && x.Name != "path") {
+						return true
+					}
+					var parts []string
+					for _, a := range n.Args {
+						lit, ok := a.(*ast.BasicLit)
+						if !ok {
+							break
+						}
+						s, ok := stringLit(lit)
+						if !ok {
+							break
+						}
+						parts = append(parts, s)
+					}
+					if len(parts) > 0 {
+						check(n.Pos(), filepath.Join(parts...))
+					}
+				}
+				return true
+			})
+		}
+	}
+	if checked < 20 {
+		t.Fatalf("checked %d test files; want the whole module's", checked)
+	}
+}
+
+func stringLit(l *ast.BasicLit) (string, bool) {
+	if l.Kind != token.STRING {
+		return "", false
+	}
+	s, err := strconv.Unquote(l.Value)
+	return s, err == nil
 }

@@ -24,13 +24,13 @@ import (
 // (the server turns anything else into a 500), and it must never panic.
 //
 // Seeds come from the request bodies recorded against a real kube-apiserver
-// in /work/shared/reference (see its README.md) plus a few hand-made edge
+// in the repository's testdata/reference (see RECORDING.md there) plus a few hand-made edge
 // cases; run one with e.g.
 //
 //	GOFLAGS=-mod=mod go test ./codecs -run '^$' -fuzz '^FuzzDecodeJSON$' -fuzztime 20s
 
-// fuzzReferenceDir is /work/shared/reference seen from the package directory.
-const fuzzReferenceDir = "../../shared/reference"
+// fuzzReferenceDir is the repository's testdata/reference seen from the package directory.
+const fuzzReferenceDir = "../testdata/reference"
 
 func fuzzCodec(tb testing.TB) (*codecs.Codec, *schema.Type) {
 	tb.Helper()
@@ -50,6 +50,9 @@ func referenceBodies(tb testing.TB, contentTypePrefix string) [][]byte {
 	var out [][]byte
 	for _, dir := range []string{"errors", "crud", "writes", "representations"} {
 		files, _ := filepath.Glob(filepath.Join(fuzzReferenceDir, dir, "*.json"))
+		if len(files) == 0 {
+			tb.Fatalf("no recorded cases in %s/%s", fuzzReferenceDir, dir)
+		}
 		for _, f := range files {
 			raw, err := os.ReadFile(f)
 			if err != nil {
@@ -215,20 +218,25 @@ func FuzzDecodeYAML(f *testing.F) {
 func FuzzDecodeProtobuf(f *testing.F) {
 	c, ct := fuzzCodec(f)
 	// The recorded protobuf answer of a real kube-apiserver (a ConfigMap).
-	if raw, err := os.ReadFile(filepath.Join(fuzzReferenceDir, "representations", "protobuf-get-configmap.json")); err == nil {
-		var rc struct {
-			Response struct {
-				Body struct {
-					B64 string `json:"$base64"`
-				} `json:"body"`
-			} `json:"response"`
-		}
-		if json.Unmarshal(raw, &rc) == nil {
-			if b, err := base64.StdEncoding.DecodeString(rc.Response.Body.B64); err == nil {
-				f.Add(b)
-			}
-		}
+	raw, err := os.ReadFile(filepath.Join(fuzzReferenceDir, "representations", "protobuf-get-configmap.json"))
+	if err != nil {
+		f.Fatal(err)
 	}
+	var rc struct {
+		Response struct {
+			Body struct {
+				B64 string `json:"$base64"`
+			} `json:"body"`
+		} `json:"response"`
+	}
+	if err := json.Unmarshal(raw, &rc); err != nil {
+		f.Fatal(err)
+	}
+	recorded, err := base64.StdEncoding.DecodeString(rc.Response.Body.B64)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(recorded)
 	// Protobuf encodings of a few ConfigMaps and of other kinds.
 	for _, cm := range []*corev1.ConfigMap{
 		{},

@@ -77,7 +77,7 @@ func resourceVersionChecks() []conceptCheck {
 }
 
 // testListRVTable checks each cell of the seed's table (as kube-apiserver
-// v1.35 answers it, see ../shared/reference/README.md): RV_A is a list
+// v1.35 answers it, see testdata/reference/RECORDING.md): RV_A is a list
 // revision taken before the last of 7 ConfigMaps was created.
 func testListRVTable(t *testing.T, e *conceptEnv) {
 	ns := e.namespace(t)

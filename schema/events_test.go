@@ -14,8 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
-// referenceDir is /work/shared/reference seen from the package directory.
-const referenceDir = "../../shared/reference"
+// referenceDir is the repository's testdata/reference seen from the package directory.
+const referenceDir = "../testdata/reference"
 
 // referenceCase is the part of a recorded reference case the tests use.
 type referenceCase struct {

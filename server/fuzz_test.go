@@ -30,8 +30,8 @@ import (
 //
 //	GOFLAGS=-mod=mod go test ./server -run '^$' -fuzz '^FuzzCreateBody$' -fuzztime 20s
 
-// fzReferenceDir is /work/shared/reference seen from the package directory.
-const fzReferenceDir = "../../shared/reference"
+// fzReferenceDir is the repository's testdata/reference seen from the package directory.
+const fzReferenceDir = "../testdata/reference"
 
 // fzVersion is what /version reports (kube-apiserver's API level).
 var fzVersion = version.Info{Major: "1", Minor: "35", GitVersion: "v1.35.0+tabula", Platform: "linux/amd64"}
@@ -107,6 +107,9 @@ func fzReferenceBodies(tb testing.TB) (bodies [][]byte, types []string) {
 	tb.Helper()
 	for _, dir := range []string{"errors", "crud", "writes", "representations"} {
 		files, _ := filepath.Glob(filepath.Join(fzReferenceDir, dir, "*.json"))
+		if len(files) == 0 {
+			tb.Fatalf("no recorded cases in %s/%s", fzReferenceDir, dir)
+		}
 		for _, f := range files {
 			raw, err := os.ReadFile(f)
 			if err != nil {

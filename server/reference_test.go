@@ -30,11 +30,11 @@ import (
 )
 
 // TestReferenceReplay replays single-request cases recorded against a real
-// kube-apiserver v1.35 (/work/shared/reference, README.md there explains the
-// format) against an in-process Tabula and compares the answers: status
+// kube-apiserver v1.35 (testdata/reference at the repository root;
+// RECORDING.md there explains the format) against an in-process Tabula and compares the answers: status
 // code, Content-Type, Content-Encoding and Warning headers; for Status
 // bodies status, reason, code, message and details name/kind (after the
-// placeholder normalisation of the README); for other bodies kind and
+// placeholder normalisation of RECORDING.md); for other bodies kind and
 // apiVersion, list item names, continue presence and remainingItemCount,
 // Table columns and cells, discovery entries, and the JSON layout of the
 // raw-text cases.
@@ -47,8 +47,8 @@ import (
 // listed case that matches fails the test too, so the list stays honest.
 // Run with -v to see the summary table.
 
-// refDir is /work/shared/reference seen from the package directory.
-const refDir = "../../shared/reference"
+// refDir is the repository's testdata/reference seen from the package directory.
+const refDir = "../testdata/reference"
 
 // refCase is one recorded case to replay.
 type refCase struct {
@@ -143,7 +143,7 @@ var refCases = []refCase{
 	{file: "errors/wrong-kind"},
 
 	// lists/: ref-lists holds cm-01..cm-05 (+ kube-root-ca.crt) first; cm-06
-	// is created after RV_A is taken (see the README's rv table).
+	// is created after RV_A is taken (see RECORDING.md's rv table).
 	{file: "lists/list-all"},
 	{file: "lists/limit-zero"},
 	{file: "lists/limit-negative"},
@@ -801,9 +801,7 @@ type refResult struct {
 
 func TestReferenceReplay(t *testing.T) {
 	if _, err := os.Stat(refDir); err != nil {
-		// shared/ sits beside the repository in every checkout and in CI;
-		// without it this test would prove nothing.
-		t.Fatalf("reference recordings not found (want ../shared beside the repository): %v", err)
+		t.Fatalf("reference recordings not found in the repository: %v", err)
 	}
 	h := refNewHarness(t)
 	listed := map[string]bool{}
@@ -913,7 +911,7 @@ var (
 	refGenerated = regexp.MustCompile(`-gen-[0-9a-z]{5}$`)
 )
 
-// normalise applies the README's placeholders to a message of ours.
+// normalise applies RECORDING.md's placeholders to a message of ours.
 func refNormalise(s string) string {
 	s = refUUID.ReplaceAllString(s, "<uid>")
 	s = refTime.ReplaceAllStringFunc(s, func(t string) string {

@@ -10,9 +10,9 @@ import (
 )
 
 // referenceDir holds the recordings of a real kube-apiserver v1.35.4
-// (/work/shared/reference/discovery seen from the package directory; see
-// its README.md).
-const referenceDir = "../../../shared/reference/discovery/"
+// (the repository's testdata/reference/discovery seen from the package
+// directory; see RECORDING.md there).
+const referenceDir = "../../testdata/reference/discovery/"
 
 func referenceDoc(t *testing.T, file string) map[string]interface{} {
 	t.Helper()
