@@ -58,10 +58,10 @@ type notifier interface {
 	listen(ctx context.Context, db *sql.DB, wake func(rev int64)) error
 }
 
-func dialectFor(u *url.URL) (dialect, error) {
+func dialectFor(u *url.URL, opts Options) (dialect, error) {
 	switch u.Scheme {
 	case "sqlite":
-		return sqliteDialect{}, nil
+		return sqliteDialect{dir: opts.Dir}, nil
 	case "postgres", "postgresql":
 		return &postgresDialect{}, nil
 	case "mysql", "mariadb":

@@ -15,7 +15,10 @@ import (
 
 // sqliteDialect: WAL mode, one writer connection (SQLite has one writer at
 // a time; queuing in Go beats SQLITE_BUSY retries), a pool of readers.
-type sqliteDialect struct{}
+type sqliteDialect struct {
+	// dir is what a relative file path is relative to (Options.Dir).
+	dir string
+}
 
 func (sqliteDialect) name() string           { return "sqlite" }
 func (sqliteDialect) rebind(q string) string { return q }
@@ -52,16 +55,27 @@ func (sqliteDialect) lockMigrations(context.Context, *sql.Conn) (func(), error) 
 	return func() {}, nil
 }
 
+// sqlitePath is the file a sqlite:// URL names: sqlite:///abs/file.db is
+// absolute, sqlite://file.db and sqlite://sub/file.db are relative to dir.
+// ":memory:" and "" stand for an in-memory database.
+func sqlitePath(u *url.URL, dir string) string {
+	path := u.Host + u.Path
+	if u.Opaque != "" {
+		path = u.Opaque
+	}
+	if path == ":memory:" || path == "" || filepath.IsAbs(path) || dir == "" {
+		return path
+	}
+	return filepath.Join(dir, path)
+}
+
 // sqlitePragmas: WAL for concurrent readers, FULL sync for durability of
 // acknowledged writes, and incremental auto-vacuum (effective for files
 // created with it) so compaction can give space back.
 const sqlitePragmas = "_pragma=auto_vacuum(INCREMENTAL)&_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_pragma=foreign_keys(ON)"
 
-func (sqliteDialect) open(ctx context.Context, u *url.URL) (*sql.DB, *sql.DB, error) {
-	path := u.Host + u.Path
-	if u.Opaque != "" {
-		path = u.Opaque
-	}
+func (d sqliteDialect) open(ctx context.Context, u *url.URL) (*sql.DB, *sql.DB, error) {
+	path := sqlitePath(u, d.dir)
 	if path == ":memory:" || path == "" {
 		// A named shared-cache in-memory database lives as long as one
 		// connection is open; a single connection also avoids shared-cache

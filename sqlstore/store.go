@@ -37,7 +37,11 @@ type Options struct {
 	// driver turns into a cancelled query — unlike a server-side
 	// statement_timeout, it needs no session setting a pooler would drop.
 	QueryTimeout time.Duration
-	Logger       *slog.Logger
+	// Dir is the directory a relative SQLite file path is resolved
+	// against (tabula serve passes --data-dir, so sqlite://state.db is
+	// <data-dir>/state.db); empty means the working directory.
+	Dir    string
+	Logger *slog.Logger
 }
 
 // Store is the event log on one database.
@@ -73,7 +77,7 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sqlstore: parse database URL: %w", err)
 	}
-	d, err := dialectFor(u)
+	d, err := dialectFor(u, opts)
 	if err != nil {
 		return nil, err
 	}

@@ -2,7 +2,10 @@ package main
 
 import (
 	"context"
+	"errors"
+	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"syscall"
@@ -10,7 +13,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		usage()
+		usage(os.Stderr)
 		os.Exit(2)
 	}
 	switch os.Args[1] {
@@ -19,16 +22,21 @@ func main() {
 		return
 	case "serve":
 	case "help", "-h", "--help":
-		usage()
+		usage(os.Stdout)
 		return
 	default:
 		fmt.Fprintf(os.Stderr, "tabula: unknown command %q\n", os.Args[1])
-		usage()
+		usage(os.Stderr)
 		os.Exit(2)
 	}
 	m := NewMain()
 	if err := m.ParseFlags(os.Args[2:]); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			m.WriteUsage(os.Stdout)
+			return
+		}
 		fmt.Fprintln(os.Stderr, "tabula:", err)
+		fmt.Fprintln(os.Stderr, "Run 'tabula serve --help' for the flags.")
 		os.Exit(2)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -44,8 +52,8 @@ func main() {
 	}
 }
 
-func usage() {
-	fmt.Fprint(os.Stderr, `Usage: tabula <command> [flags]
+func usage(w io.Writer) {
+	fmt.Fprint(w, `Usage: tabula <command> [flags]
 
 Commands:
   serve     serve the Kubernetes API (tabula serve --help for flags)

@@ -1,7 +1,13 @@
 package main
 
 import (
+	"context"
+	"errors"
+	"flag"
+	"os"
+	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 )
@@ -48,5 +54,61 @@ func TestClientAddr(t *testing.T) {
 		if got := clientAddr(in); got != want {
 			t.Errorf("clientAddr(%q) = %q; want %q", in, got, want)
 		}
+	}
+}
+
+// tabula serve --help lists every flag with its environment variable and
+// its default, and ParseFlags reports the request as flag.ErrHelp (main
+// prints the help and exits 0).
+func TestServeHelp(t *testing.T) {
+	for _, arg := range []string{"--help", "-h"} {
+		m := NewMain()
+		if err := m.ParseFlags([]string{arg}); !errors.Is(err, flag.ErrHelp) {
+			t.Fatalf("ParseFlags(%s) = %v; want flag.ErrHelp", arg, err)
+		}
+	}
+	m := NewMain()
+	var out strings.Builder
+	m.WriteUsage(&out)
+	help := out.String()
+	n := 0
+	m.flags.VisitAll(func(f *flag.Flag) {
+		n++
+		for _, want := range []string{"--" + f.Name + " ", envName(f.Name)} {
+			if !strings.Contains(help, want) {
+				t.Errorf("help does not mention %q:\n%s", want, help)
+			}
+		}
+	})
+	if n < 14 {
+		t.Fatalf("help covered %d flags; want every flag of tabula serve", n)
+	}
+	for _, want := range []string{"TABULA_DATA_DIR, default tabula-data", "TABULA_LISTEN, default 127.0.0.1:6443", "relative to --data-dir"} {
+		if !strings.Contains(help, want) {
+			t.Errorf("help does not say %q:\n%s", want, help)
+		}
+	}
+}
+
+// A relative SQLite path in --db is relative to --data-dir, not to the
+// directory tabula was started in.
+func TestRelativeSQLitePathIsInDataDir(t *testing.T) {
+	t.Chdir(t.TempDir())
+	dataDir := t.TempDir()
+	m := NewMain()
+	if err := m.ParseFlags([]string{"--db", "sqlite://sub/rel.db", "--data-dir", dataDir, "--listen", "127.0.0.1:0", "--log-level", "error"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dataDir, "sub", "rel.db")); err != nil {
+		t.Errorf("database not in --data-dir: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join("sub", "rel.db")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("stat of sub/rel.db in the working directory = %v; want it missing", err)
 	}
 }

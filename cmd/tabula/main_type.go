@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -83,6 +84,7 @@ type Main struct {
 	// KubeconfigPath is the kubeconfig written by Run.
 	KubeconfigPath string
 
+	flags  *flag.FlagSet
 	log    *slog.Logger
 	store  *sqlstore.Store
 	srv    *server.Server
@@ -111,16 +113,29 @@ type stringList []string
 func (s *stringList) String() string     { return strings.Join(*s, ",") }
 func (s *stringList) Set(v string) error { *s = append(*s, strings.Split(v, ",")...); return nil }
 
+// envName is the environment variable that sets a flag: TABULA_ and the
+// flag's name in upper case, dashes as underscores (--data-dir is
+// TABULA_DATA_DIR).
+func envName(flagName string) string {
+	return "TABULA_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
+}
+
 // ParseFlags reads flags, with TABULA_<FLAG> environment variables
-// (TABULA_DB, TABULA_LISTEN, …) as defaults.
+// (TABULA_DB, TABULA_LISTEN, …) as defaults. -h and --help return
+// flag.ErrHelp; WriteUsage then prints the help.
 func (m *Main) ParseFlags(args []string) error {
 	fs := flag.NewFlagSet("tabula serve", flag.ContinueOnError)
+	// Errors are returned, and help printed by WriteUsage, not by the flag
+	// package on its own.
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	m.flags = fs
 	c := &m.Config
-	fs.StringVar(&c.DB, "db", "", "database URL: sqlite:///path/file.db, sqlite://:memory:, postgres://…, mysql://… (default sqlite in --data-dir)")
+	fs.StringVar(&c.DB, "db", "", "database `URL`: sqlite:///abs/path.db, sqlite://rel/path.db (relative to --data-dir), sqlite://:memory:, postgres://…, mysql://… (default sqlite://state.db)")
 	fs.StringVar(&c.Listen, "listen", c.Listen, "HTTPS listen address")
 	fs.StringVar(&c.DataDir, "data-dir", c.DataDir, "directory for the SQLite database, certificates and kubeconfig")
 	sans := (*stringList)(&c.TLSSANs)
-	fs.Var(sans, "tls-san", "extra DNS name or IP for the serving certificate (repeatable)")
+	fs.Var(sans, "tls-san", "extra DNS `names` or IPs for the serving certificate (repeatable, comma-separated)")
 	fs.StringVar(&c.TokenAuthFile, "token-auth-file", "", "static bearer tokens, in kube-apiserver's CSV format")
 	fs.DurationVar(&c.EventTTL, "event-ttl", c.EventTTL, "how long core Events are kept")
 	fs.DurationVar(&c.RequestTimeout, "request-timeout", c.RequestTimeout, "the longest a non-watch request may run (clients' ?timeout= may ask for less)")
@@ -133,7 +148,7 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.BoolVar(&c.Profiling, "profiling", c.Profiling, "serve Go profiles at /debug/pprof/ to authenticated clients")
 	var envErr error
 	fs.VisitAll(func(f *flag.Flag) {
-		env := "TABULA_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
+		env := envName(f.Name)
 		if v, ok := os.LookupEnv(env); ok {
 			if err := f.Value.Set(v); err != nil && envErr == nil {
 				envErr = fmt.Errorf("%s: %w", env, err)
@@ -150,6 +165,35 @@ func (m *Main) ParseFlags(args []string) error {
 		return fmt.Errorf("unexpected arguments: %v", fs.Args())
 	}
 	return nil
+}
+
+// WriteUsage prints `tabula serve --help`: every flag with its
+// environment variable, default and meaning.
+func (m *Main) WriteUsage(w io.Writer) {
+	if m.flags == nil {
+		_ = m.ParseFlags(nil)
+	}
+	fmt.Fprint(w, `Usage: tabula serve [flags]
+
+Serves the Kubernetes API from a SQL database (SQLite in --data-dir unless
+--db names another). Every flag can also be set by its environment
+variable; a flag on the command line wins over the variable.
+
+Flags:
+`)
+	m.flags.VisitAll(func(f *flag.Flag) {
+		kind, usage := flag.UnquoteUsage(f)
+		if kind == "" {
+			kind = "bool"
+		}
+		fmt.Fprintf(w, "  --%s %s\n", f.Name, kind)
+		fmt.Fprintf(w, "        %s\n", usage)
+		line := "        env " + envName(f.Name)
+		if def := f.DefValue; def != "" && def != "[]" {
+			line += ", default " + def
+		}
+		fmt.Fprintln(w, line)
+	})
 }
 
 // Run starts the server and returns once it is listening.
@@ -170,13 +214,13 @@ func (m *Main) Run(ctx context.Context) error {
 	}
 	db := c.DB
 	if db == "" {
-		abs, err := filepath.Abs(filepath.Join(c.DataDir, "state.db"))
-		if err != nil {
-			return err
-		}
-		db = "sqlite://" + abs
+		db = "sqlite://state.db"
 	}
-	m.store, err = sqlstore.Open(ctx, db, sqlstore.Options{Logger: m.log,
+	dataDir, err := filepath.Abs(c.DataDir)
+	if err != nil {
+		return err
+	}
+	m.store, err = sqlstore.Open(ctx, db, sqlstore.Options{Logger: m.log, Dir: dataDir,
 		CompactWindow: c.CompactionWindow, CompactInterval: c.CompactionInterval, QueryTimeout: c.QueryTimeout})
 	if err != nil {
 		return err
