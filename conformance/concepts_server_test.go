@@ -19,6 +19,7 @@ const (
 	secTimeouts   = "Request timeouts"
 	secNSDefaults = "Namespace defaults"
 	secHealth     = "Health endpoints"
+	secSystemNS   = "System namespaces"
 )
 
 func serverChecks() []conceptCheck {
@@ -79,6 +80,35 @@ func serverChecks() []conceptCheck {
 			waitFor(t, "the default ServiceAccount to come back", waitDeadline, func() (bool, string) {
 				r := e.req(t, "GET", saPath, nil)
 				return r.code == http.StatusOK && r.obj(t).str("metadata.uid") != uid, fmt.Sprintf("status %d", r.code)
+			})
+		}},
+		{section: secSystemNS, name: "default, kube-system and kube-public may not be deleted: 403, and they stay", run: func(t *testing.T, e *conceptEnv) {
+			for _, name := range []string{"default", "kube-system", "kube-public"} {
+				path := "/api/v1/namespaces/" + name
+				for _, q := range []string{"", "?dryRun=All"} {
+					st := e.req(t, "DELETE", path+q, nil).expectStatus(t, http.StatusForbidden, "Forbidden",
+						fmt.Sprintf(`namespaces %q is forbidden: this namespace may not be deleted`, name))
+					if got := st.str("details.name") + "/" + st.str("details.kind"); got != name+"/namespaces" {
+						t.Errorf("DELETE %s: details %s; want %s/namespaces", path, got, name)
+					}
+				}
+				got := e.req(t, "GET", path, nil).expect(t, http.StatusOK)
+				if ts := got.str("metadata.deletionTimestamp"); ts != "" || got.str("status.phase") != "Active" {
+					t.Errorf("%s after the refused delete: deletionTimestamp %q, phase %q; want untouched and Active", name, ts, got.str("status.phase"))
+				}
+			}
+		}},
+		{section: secSystemNS, name: "kube-node-lease may be deleted and comes back", run: func(t *testing.T, e *conceptEnv) {
+			path := "/api/v1/namespaces/kube-node-lease"
+			uid := e.req(t, "GET", path, nil).expect(t, http.StatusOK).str("metadata.uid")
+			e.req(t, "DELETE", path, nil).expect(t, http.StatusOK)
+			waitFor(t, "kube-node-lease to be recreated", 2*waitDeadline, func() (bool, string) {
+				r := e.req(t, "GET", path, nil)
+				if r.code != http.StatusOK {
+					return false, fmt.Sprintf("status %d", r.code)
+				}
+				o := r.obj(t)
+				return o.str("metadata.uid") != uid && o.str("status.phase") == "Active", "uid " + o.str("metadata.uid") + ", phase " + o.str("status.phase")
 			})
 		}},
 		{section: secHealth, name: "livez and readyz: named checks, verbose, exclude, single checks", run: func(t *testing.T, e *conceptEnv) {

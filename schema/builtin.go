@@ -42,10 +42,11 @@ func builtinTypes() []*Type {
 		{
 			Version: "v1", Kind: "Namespace", ListKind: "NamespaceList",
 			Resource: "namespaces", Singular: "namespace", ShortNames: []string{"ns"},
-			Verbs:        verbsNamespaces,
-			New:          func() runtime.Object { return &corev1.Namespace{} },
-			NewList:      func() runtime.Object { return &corev1.NamespaceList{} },
-			Subresources: []string{"status", "finalize"},
+			Verbs:          verbsNamespaces,
+			New:            func() runtime.Object { return &corev1.Namespace{} },
+			NewList:        func() runtime.Object { return &corev1.NamespaceList{} },
+			Subresources:   []string{"status", "finalize"},
+			ValidateDelete: namespaceValidateDelete,
 		},
 		{
 			Version: "v1", Kind: "ConfigMap", ListKind: "ConfigMapList",

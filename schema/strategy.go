@@ -2,6 +2,7 @@ package schema
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/validate/content"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -138,6 +140,22 @@ var standardFinalizers = map[string]bool{
 	string(corev1.FinalizerKubernetes): true,
 	metav1.FinalizerOrphanDependents:   true,
 	metav1.FinalizerDeleteDependents:   true,
+}
+
+// immortalNamespaces may never be deleted: kube-apiserver's
+// NamespaceLifecycle admission refuses them. kube-node-lease is not among
+// them there either; it is recreated once its deletion completes.
+var immortalNamespaces = map[string]bool{
+	metav1.NamespaceDefault: true,
+	metav1.NamespaceSystem:  true,
+	metav1.NamespacePublic:  true,
+}
+
+func namespaceValidateDelete(name string) error {
+	if immortalNamespaces[name] {
+		return apierrors.NewForbidden(schema.GroupResource{Resource: "namespaces"}, name, errors.New("this namespace may not be deleted"))
+	}
+	return nil
 }
 
 func validateNamespace(obj, old runtime.Object) field.ErrorList {

@@ -48,6 +48,10 @@ type Type struct {
 	// ObjectMeta checks are done by the generic path.
 	Validate func(obj, old runtime.Object) field.ErrorList
 
+	// ValidateDelete may refuse to delete the named object (nil allows it),
+	// as kube-apiserver's admission does for the system namespaces.
+	ValidateDelete func(name string) error
+
 	// Fields returns the selectable fields of obj (metadata.name and
 	// metadata.namespace are always included by the generic path).
 	Fields func(obj runtime.Object) map[string]string

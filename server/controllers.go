@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -206,6 +207,14 @@ func (s *Server) finalizeTerminating(ctx context.Context) error {
 		_, err = s.store.Delete(ctx, kv.Key{Resource: "namespaces", Name: ns.Name}, sn.rev, nsReq.encoder(ns, nil))
 		if err != nil && !errors.Is(err, kv.ErrConflict) && !errors.Is(err, kv.ErrNotFound) {
 			return err
+		}
+		if err == nil && slices.Contains(systemNamespaces, ns.Name) {
+			// kube-apiserver's system namespaces controller recreates a
+			// deleted kube-node-lease (the others may not be deleted).
+			fresh := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns.Name}}
+			if err := s.internal(ctx, "", "namespaces", "").createInternal(fresh); err != nil && !apierrors.IsAlreadyExists(err) {
+				return err
+			}
 		}
 	}
 	return nil

@@ -139,6 +139,11 @@ func (r *request) deleteOne(name string, opts *metav1.DeleteOptions) (obj runtim
 					fmt.Errorf("the ResourceVersion in the precondition (%s) does not match the ResourceVersion in record (%s). The object might have been modified", *pre.ResourceVersion, acc.GetResourceVersion()))
 			}
 		}
+		if v := r.t.ValidateDelete; v != nil {
+			if err := v(name); err != nil {
+				return nil, rec, false, err
+			}
+		}
 		if acc.GetDeletionTimestamp() == nil {
 			// Orphan and Foreground deletes wait for the garbage collector
 			// through its finalizers, as on kube-apiserver.
