@@ -15,8 +15,12 @@ build: ## Build the tabula binary into bin/ (static: pure-Go SQLite, no cgo)
 	CGO_ENABLED=0 $(GO) build -o $(BIN)/tabula ./cmd/tabula
 
 .PHONY: run
-run: build ## Run Tabula on its embedded SQLite default (./tabula-data)
-	$(BIN)/tabula serve
+run: build ## Run Tabula on its embedded SQLite default (./tabula-data); flags in ARGS='--listen … --data-dir …'
+	$(BIN)/tabula serve $(ARGS)
+
+.PHONY: install
+install: ## Install the static tabula binary into $(go env GOBIN), or $(go env GOPATH)/bin
+	CGO_ENABLED=0 $(GO) install ./cmd/tabula
 
 .PHONY: test
 test: ## Run every test: SQLite, PostgreSQL and MariaDB (started by the tests), kubectl and client-go

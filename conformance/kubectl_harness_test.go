@@ -33,7 +33,8 @@ func kubectlBinary() (string, error) {
 	kubectlPath.once.Do(func() {
 		p, err := exec.LookPath("kubectl")
 		if err != nil {
-			kubectlPath.err = errors.New("kubectl not found on $PATH")
+			kubectlPath.err = errors.New("kubectl not found on $PATH: install the kubectl package from the Kubernetes or Google Cloud apt repository " +
+				"(Debian's own kubernetes-client is v1.20, too old); the suite prefers kubectl." + kubectlVersion + " beside it")
 			return
 		}
 		real, err := filepath.EvalSymlinks(p)
