@@ -91,7 +91,10 @@ func TestCreatesUseTheNamespaceCache(t *testing.T) {
 		srv.Handler().ServeHTTP(rec, req)
 		return rec
 	}
-	if r := do("POST", "/api/v1/namespaces", `{"metadata":{"name":"cached"}}`); r.Code != http.StatusCreated {
+	// The finalizer keeps the namespace Terminating after the namespace
+	// controller has emptied it, so the last create below cannot race the
+	// namespace's removal and see 404.
+	if r := do("POST", "/api/v1/namespaces", `{"metadata":{"name":"cached","finalizers":["tabula.test/hold"]}}`); r.Code != http.StatusCreated {
 		t.Fatalf("create namespace: %d %s", r.Code, r.Body)
 	}
 	deadline := time.After(10 * time.Second)
