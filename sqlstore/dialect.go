@@ -55,7 +55,9 @@ type notifier interface {
 	// notifySQL takes one argument, the batch's newest revision, which
 	// listen passes to wake (0 when a notification carries none).
 	notifySQL() string
-	listen(ctx context.Context, db *sql.DB, wake func(rev int64)) error
+	// listen calls listening once the subscription is in place (commits
+	// before it are not notified, so the caller polls then).
+	listen(ctx context.Context, db *sql.DB, listening func(), wake func(rev int64)) error
 }
 
 func dialectFor(u *url.URL, opts Options) (dialect, error) {

@@ -132,7 +132,7 @@ func (*postgresDialect) notifySQL() string {
 
 // listen holds one connection in LISTEN and calls wake for every
 // notification until ctx ends or the connection fails.
-func (*postgresDialect) listen(ctx context.Context, db *sql.DB, wake func(rev int64)) error {
+func (*postgresDialect) listen(ctx context.Context, db *sql.DB, listening func(), wake func(rev int64)) error {
 	conn, err := db.Conn(ctx)
 	if err != nil {
 		return err
@@ -143,6 +143,7 @@ func (*postgresDialect) listen(ctx context.Context, db *sql.DB, wake func(rev in
 		if _, err := pc.Exec(ctx, "LISTEN "+notifyChannel); err != nil {
 			return err
 		}
+		listening()
 		for {
 			n, err := pc.WaitForNotification(ctx)
 			if err != nil {

@@ -109,7 +109,9 @@ func (h *hub) runListener(n notifier) {
 	}()
 	backoff := 100 * time.Millisecond
 	for ctx.Err() == nil {
-		err := n.listen(ctx, h.s.read, h.notifiedUpTo)
+		// Once subscribed, poll: a commit made before the LISTEN took
+		// effect (at start or while reconnecting) sent no notification.
+		err := n.listen(ctx, h.s.read, h.notify, h.notifiedUpTo)
 		if ctx.Err() != nil {
 			return
 		}
@@ -120,8 +122,6 @@ func (h *hub) runListener(n notifier) {
 		case <-time.After(backoff):
 		}
 		backoff = min(2*backoff, 5*time.Second)
-		// Catch up on anything committed while not listening.
-		h.notify()
 	}
 }
 
