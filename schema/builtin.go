@@ -1,9 +1,20 @@
 package schema
 
 import (
+	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	batchv1 "k8s.io/api/batch/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	nodev1 "k8s.io/api/node/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -19,9 +30,14 @@ var (
 // WatchEvent, …) that travel with them.
 func NewScheme() *runtime.Scheme {
 	s := runtime.NewScheme()
-	utilruntime.Must(corev1.AddToScheme(s))
-	utilruntime.Must(coordinationv1.AddToScheme(s))
-	utilruntime.Must(eventsv1.AddToScheme(s))
+	for _, add := range []func(*runtime.Scheme) error{
+		corev1.AddToScheme, coordinationv1.AddToScheme, eventsv1.AddToScheme,
+		appsv1.AddToScheme, autoscalingv1.AddToScheme, autoscalingv2.AddToScheme, batchv1.AddToScheme,
+		discoveryv1.AddToScheme, networkingv1.AddToScheme, nodev1.AddToScheme, policyv1.AddToScheme,
+		rbacv1.AddToScheme, schedulingv1.AddToScheme, storagev1.AddToScheme,
+	} {
+		utilruntime.Must(add(s))
+	}
 	utilruntime.Must(metav1.AddMetaToScheme(s))
 	metav1.AddToGroupVersion(s, metav1.SchemeGroupVersion)
 	return s
@@ -33,6 +49,9 @@ func NewBuiltin() *Registry {
 	for _, t := range builtinTypes() {
 		decorate(t)
 		r.Add(t)
+	}
+	for _, k := range kubeKinds() {
+		r.Add(k.build(r.Scheme))
 	}
 	return r
 }

@@ -360,7 +360,12 @@ func TestRowWrongType(t *testing.T) {
 	for _, typ := range NewBuiltin().Types() {
 		t.Run(typ.GroupVersionKind().String(), func(t *testing.T) {
 			if typ.Row == nil {
-				t.Fatalf("Row: got nil, want a row function")
+				// Kinds kube prints with the default Name / Created At
+				// columns have neither.
+				if typ.Columns != nil {
+					t.Fatalf("Row: got nil with %d columns, want a row function", len(typ.Columns))
+				}
+				return
 			}
 			if _, err := typ.Row(&metav1.Status{}); err == nil {
 				t.Errorf("Row(Status): got no error, want one")

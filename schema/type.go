@@ -48,6 +48,12 @@ type Type struct {
 	// ObjectMeta checks are done by the generic path.
 	Validate func(obj, old runtime.Object) field.ErrorList
 
+	// ValidatesMeta says Validate checks ObjectMeta itself, with the
+	// kind's own name rules (kube's validation functions do); the generic
+	// ObjectMeta checks then run only when Validate found nothing, in
+	// kube-apiserver's order.
+	ValidatesMeta bool
+
 	// ValidateDelete may refuse to delete the named object (nil allows it),
 	// as kube-apiserver's admission does for the system namespaces.
 	ValidateDelete func(name string) error

@@ -115,7 +115,7 @@ func TestGarbageCollection(t *testing.T) {
 		})
 
 		// An owner of a kind Tabula does not serve cannot be checked: kept.
-		h.create("dep-foreign", `{"metadata":{"name":"dep-foreign","ownerReferences":[{"apiVersion":"apps/v1","kind":"Deployment","name":"web","uid":"00000000-0000-0000-0000-0000000000a1"}]}}`)
+		h.create("dep-foreign", `{"metadata":{"name":"dep-foreign","ownerReferences":[{"apiVersion":"example.com/v1","kind":"Widget","name":"web","uid":"00000000-0000-0000-0000-0000000000a1"}]}}`)
 		// A later dangling object is collected after it; by then the
 		// collector has looked at dep-foreign (one queue, in order).
 		h.owned("dep-marker", "never-existed", "00000000-0000-0000-0000-00000000dea1", false)

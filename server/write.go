@@ -151,7 +151,19 @@ func (r *request) validate(obj, old runtime.Object) error {
 		nameFn = apivalidation.NameIsDNSLabel
 	}
 	om := objectMetaOf(acc)
-	if old == nil {
+	if r.t.ValidatesMeta {
+		if old != nil {
+			oacc, err := meta.Accessor(old)
+			if err != nil {
+				return err
+			}
+			oom := objectMetaOf(oacc)
+			errs = append(errs, noNewFinalizersWhileDeleting(&om, &oom)...)
+		}
+		// kube's validation functions check ObjectMeta with the kind's own
+		// name rule, which is stricter than kube-apiserver's common check.
+		errs = append(errs, r.t.Validate(obj, old)...)
+	} else if old == nil {
 		errs = append(errs, apivalidation.ValidateObjectMeta(&om, r.t.Namespaced, nameFn, field.NewPath("metadata"))...)
 	} else {
 		oacc, err := meta.Accessor(old)
@@ -163,7 +175,7 @@ func (r *request) validate(obj, old runtime.Object) error {
 		errs = append(errs, noNewFinalizersWhileDeleting(&om, &oom)...)
 		errs = append(errs, apivalidation.ValidateObjectMeta(&om, r.t.Namespaced, nameFn, field.NewPath("metadata"))...)
 	}
-	if r.t.Validate != nil {
+	if r.t.Validate != nil && !r.t.ValidatesMeta {
 		errs = append(errs, r.t.Validate(obj, old)...)
 	}
 	if len(errs) > 0 {

@@ -10,4 +10,4 @@
 // upstream types are known and not reported (--report-filename=/dev/null).
 package openapi
 
-//go:generate go tool openapi-gen --output-dir . --output-pkg github.com/tabula-dev/tabula/schema/openapi --output-file zz_generated.openapi.go --report-filename /dev/null k8s.io/api/core/v1 k8s.io/api/coordination/v1 k8s.io/api/events/v1 k8s.io/apimachinery/pkg/apis/meta/v1 k8s.io/apimachinery/pkg/runtime k8s.io/apimachinery/pkg/util/intstr k8s.io/apimachinery/pkg/api/resource k8s.io/apimachinery/pkg/version
+//go:generate go tool openapi-gen --output-dir . --output-pkg github.com/tabula-dev/tabula/schema/openapi --output-file zz_generated.openapi.go --report-filename /dev/null k8s.io/api/core/v1 k8s.io/api/coordination/v1 k8s.io/api/events/v1 k8s.io/api/apps/v1 k8s.io/api/autoscaling/v1 k8s.io/api/autoscaling/v2 k8s.io/api/batch/v1 k8s.io/api/discovery/v1 k8s.io/api/networking/v1 k8s.io/api/node/v1 k8s.io/api/policy/v1 k8s.io/api/rbac/v1 k8s.io/api/scheduling/v1 k8s.io/api/storage/v1 k8s.io/apimachinery/pkg/apis/meta/v1 k8s.io/apimachinery/pkg/runtime k8s.io/apimachinery/pkg/util/intstr k8s.io/apimachinery/pkg/api/resource k8s.io/apimachinery/pkg/version

@@ -23,14 +23,6 @@ var (
 	mediaJSON = []string{"application/json"}
 )
 
-// deleteReturnsObject lists the resources whose DELETE answers with the
-// deleted object instead of a Status, as kube-apiserver documents them.
-var deleteReturnsObject = map[schema.GroupResource]bool{
-	{Resource: "serviceaccounts"}:        true,
-	{Resource: "pods"}:                   true,
-	{Resource: "persistentvolumeclaims"}: true,
-}
-
 // route is one documented operation (common.Route).
 type route struct {
 	method, path, id, description string
@@ -199,7 +191,7 @@ func typeRoutes(gv schema.GroupVersion, t *tschema.Type, obj, list interface{}) 
 	}
 	if verbs["delete"] {
 		var deleted interface{} = &metav1.Status{}
-		if deleteReturnsObject[t.GroupResource()] {
+		if t.ReturnDeletedObject {
 			deleted = obj
 		}
 		add("DELETE", item, "delete"+gvid+scope+kind, "delete "+article(kind)+kind, "delete",

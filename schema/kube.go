@@ -1,0 +1,253 @@
+package schema
+
+import (
+	"fmt"
+	"reflect"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/kubernetes/pkg/api/legacyscheme"
+	"k8s.io/kubernetes/pkg/printers"
+	printersinternal "k8s.io/kubernetes/pkg/printers/internalversion"
+
+	// Conversions and defaults of every built-in group, registered into
+	// legacyscheme as kube-apiserver registers them.
+	_ "k8s.io/kubernetes/pkg/apis/apps/install"
+	_ "k8s.io/kubernetes/pkg/apis/autoscaling/install"
+	_ "k8s.io/kubernetes/pkg/apis/batch/install"
+	_ "k8s.io/kubernetes/pkg/apis/core/install"
+	_ "k8s.io/kubernetes/pkg/apis/discovery/install"
+	_ "k8s.io/kubernetes/pkg/apis/networking/install"
+	_ "k8s.io/kubernetes/pkg/apis/node/install"
+	_ "k8s.io/kubernetes/pkg/apis/policy/install"
+	_ "k8s.io/kubernetes/pkg/apis/rbac/install"
+	_ "k8s.io/kubernetes/pkg/apis/scheduling/install"
+	_ "k8s.io/kubernetes/pkg/apis/storage/install"
+)
+
+// A kubeKind is a built-in kind whose defaults, conversions, validation
+// and Table come from kube's own packages (k8s.io/kubernetes/pkg/apis/...
+// and pkg/printers/internalversion): the served object is converted to
+// kube's internal type, validated by the function kube-apiserver's
+// strategy calls, and printed by kube-apiserver's printer. The server-owned
+// parts of kube's strategies (status reset, generation) are the rules
+// below, written once for every kind; kube's pkg/registry strategies are
+// not imported because they link the etcd client (see README, "Built-in
+// kinds").
+type kubeKind struct {
+	Type
+
+	// generation: metadata.generation is 1 on create and moves on when
+	// anything but metadata and status changes (kube's strategies compare
+	// the spec; kinds without a spec compare the rest of the object).
+	generation bool
+	// annotationsBumpGeneration: an annotation change moves the generation
+	// too (Deployments, for the legacy rollback annotation).
+	annotationsBumpGeneration bool
+
+	// validate and validateUpdate receive kube's internal objects.
+	validate       func(obj runtime.Object) field.ErrorList
+	validateUpdate func(obj, old runtime.Object) field.ErrorList
+
+	// prepareCreate adds what a kind's strategy sets on create beyond the
+	// generic rules (kube's internal object).
+	prepareCreate func(obj runtime.Object)
+
+	// returnsDeleted: DELETE answers with the deleted object, as
+	// kube-apiserver's storage for the kind is configured to.
+	returnsDeleted bool
+
+	// storageVersion is the version objects are stored in when it is not
+	// the served one (autoscaling/v1 HPAs are stored as v2).
+	storageVersion string
+}
+
+// validator adapts kube's typed validation functions; T is the internal
+// type (a pointer).
+func validator[T runtime.Object](create func(T) field.ErrorList, update func(obj, old T) field.ErrorList) (func(runtime.Object) field.ErrorList, func(obj, old runtime.Object) field.ErrorList) {
+	return func(obj runtime.Object) field.ErrorList {
+			o, ok := obj.(T)
+			if !ok {
+				return unexpectedType(obj, fmt.Sprintf("%T", *new(T)))
+			}
+			return create(o)
+		}, func(obj, old runtime.Object) field.ErrorList {
+			o, ok1 := obj.(T)
+			p, ok2 := old.(T)
+			if !ok1 || !ok2 {
+				return unexpectedType(obj, fmt.Sprintf("%T", *new(T)))
+			}
+			return update(o, p)
+		}
+}
+
+// tables is kube-apiserver's Table generator with every built-in printer.
+var tables = sync.OnceValue(func() *printers.HumanReadableGenerator {
+	return printers.NewTableGenerator().With(printersinternal.AddHandlers)
+})
+
+// build turns the description into a Type whose hooks call kube's packages.
+func (k *kubeKind) build(scheme *runtime.Scheme) *Type {
+	t := k.Type
+	gvk := t.GroupVersionKind()
+	internal := schema.GroupVersionKind{Group: t.Group, Version: runtime.APIVersionInternal, Kind: t.Kind}
+	t.New = func() runtime.Object { o, _ := scheme.New(gvk); return o }
+	t.NewList = func() runtime.Object { o, _ := scheme.New(gvk.GroupVersion().WithKind(t.ListKind)); return o }
+	if t.StorageResource == "" {
+		t.StorageResource = t.GroupResource().String()
+	}
+	t.ValidatesMeta = true
+	t.ReturnDeletedObject = k.returnsDeleted
+	toInternal := func(obj runtime.Object) (runtime.Object, error) {
+		in, err := legacyscheme.Scheme.New(internal)
+		if err != nil {
+			return nil, err
+		}
+		if err := legacyscheme.Scheme.Convert(obj, in, nil); err != nil {
+			return nil, err
+		}
+		return in, nil
+	}
+	hasStatus := t.hasSubresource("status")
+	if k.storageVersion != "" {
+		stored := schema.GroupVersionKind{Group: t.Group, Version: k.storageVersion, Kind: t.Kind}
+		convert := func(obj runtime.Object, to schema.GroupVersionKind) (runtime.Object, error) {
+			in, err := toInternal(obj)
+			if err != nil {
+				return nil, err
+			}
+			out, err := scheme.New(to)
+			if err != nil {
+				return nil, err
+			}
+			if err := legacyscheme.Scheme.Convert(in, out, nil); err != nil {
+				return nil, err
+			}
+			out.GetObjectKind().SetGroupVersionKind(to)
+			return out, nil
+		}
+		t.ToStorage = func(obj runtime.Object) (runtime.Object, error) { return convert(obj, stored) }
+		t.FromStorage = func(obj runtime.Object) (runtime.Object, error) { return convert(obj, gvk) }
+	}
+
+	t.PrepareForCreate = func(obj runtime.Object) {
+		legacyscheme.Scheme.Default(obj)
+		in, err := toInternal(obj)
+		if err != nil {
+			return
+		}
+		if hasStatus {
+			setField(in, "Status", nil)
+		}
+		if k.generation {
+			if acc, err := meta.Accessor(in); err == nil {
+				acc.SetGeneration(1)
+			}
+		}
+		if k.prepareCreate != nil {
+			k.prepareCreate(in)
+		}
+		if err := legacyscheme.Scheme.Convert(in, obj, nil); err != nil {
+			return
+		}
+		// kube-apiserver defaults again when it reads the object back, so
+		// what the status reset removed is defaulted in the answer.
+		legacyscheme.Scheme.Default(obj)
+	}
+	t.PrepareForUpdate = func(obj, old runtime.Object) {
+		legacyscheme.Scheme.Default(obj)
+		if hasStatus {
+			setField(obj, "Status", old)
+		}
+		if k.generation {
+			acc, err1 := meta.Accessor(obj)
+			oacc, err2 := meta.Accessor(old)
+			if err1 == nil && err2 == nil && (!sameBesidesMeta(obj, old) ||
+				k.annotationsBumpGeneration && !equality.Semantic.DeepEqual(acc.GetAnnotations(), oacc.GetAnnotations())) {
+				acc.SetGeneration(oacc.GetGeneration() + 1)
+			}
+		}
+	}
+	t.Validate = func(obj, old runtime.Object) field.ErrorList {
+		in, err := toInternal(obj)
+		if err != nil {
+			return field.ErrorList{field.InternalError(nil, err)}
+		}
+		if old == nil || k.validateUpdate == nil {
+			if k.validate == nil {
+				return nil
+			}
+			return k.validate(in)
+		}
+		oin, err := toInternal(old)
+		if err != nil {
+			return field.ErrorList{field.InternalError(nil, err)}
+		}
+		return k.validateUpdate(in, oin)
+	}
+
+	// The columns are those kube's printer declares for the kind.
+	if empty, err := legacyscheme.Scheme.New(internal); err == nil {
+		if tbl, err := tables().GenerateTable(empty, printers.GenerateOptions{Wide: true}); err == nil {
+			t.Columns = tbl.ColumnDefinitions
+			t.Row = func(obj runtime.Object) ([]interface{}, error) {
+				in, err := toInternal(obj)
+				if err != nil {
+					return nil, err
+				}
+				tbl, err := tables().GenerateTable(in, printers.GenerateOptions{Wide: true})
+				if err != nil {
+					return nil, err
+				}
+				if len(tbl.Rows) != 1 {
+					return nil, fmt.Errorf("printer for %s made %d rows", t.Kind, len(tbl.Rows))
+				}
+				return tbl.Rows[0].Cells, nil
+			}
+		}
+	}
+	return &t
+}
+
+// hasSubresource reports whether t serves the named subresource.
+func (t *Type) hasSubresource(name string) bool {
+	for _, s := range t.Subresources {
+		if s == name {
+			return true
+		}
+	}
+	return false
+}
+
+// setField sets the named top-level field of obj to its value in from, or
+// to its zero value when from is nil.
+func setField(obj runtime.Object, name string, from runtime.Object) {
+	dst := reflect.ValueOf(obj).Elem().FieldByName(name)
+	if !dst.IsValid() || !dst.CanSet() {
+		return
+	}
+	if from == nil {
+		dst.Set(reflect.Zero(dst.Type()))
+		return
+	}
+	if src := reflect.ValueOf(from).Elem().FieldByName(name); src.IsValid() && src.Type() == dst.Type() {
+		dst.Set(src)
+	}
+}
+
+// sameBesidesMeta reports whether a and b are equal once their metadata,
+// type metadata and status are set aside.
+func sameBesidesMeta(a, b runtime.Object) bool {
+	strip := func(o runtime.Object) runtime.Object {
+		c := o.DeepCopyObject()
+		setField(c, "TypeMeta", nil)
+		setField(c, "ObjectMeta", nil)
+		setField(c, "Status", nil)
+		return c
+	}
+	return equality.Semantic.DeepEqual(strip(a), strip(b))
+}
