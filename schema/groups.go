@@ -123,6 +123,7 @@ func coreKinds() []*kubeKind {
 			return append(corevalidation.ValidatePersistentVolume(v, opts), corevalidation.ValidatePersistentVolumeUpdate(v, old, opts)...)
 		})
 	pv.prepareCreate = persistentVolumePrepareForCreate
+	pvc.prepareCreate = persistentVolumeClaimPrepareForCreate
 
 	lr := &kubeKind{Type: namespaced("", "v1", "LimitRange", "limitranges", []string{"limits"}, nil)}
 	lr.validate, lr.validateUpdate = validator(corevalidation.ValidateLimitRange,
@@ -176,6 +177,8 @@ func appsKinds() []*kubeKind {
 			opts := podTemplateOpts(&d.Spec.Template, &old.Spec.Template)
 			return append(appsvalidation.ValidateDaemonSet(d, opts), appsvalidation.ValidateDaemonSetUpdate(d, old, opts)...)
 		})
+
+	ds.prepareCreate = daemonSetPrepareForCreate
 
 	cr := &kubeKind{Type: namespaced("apps", "v1", "ControllerRevision", "controllerrevisions", nil, nil)}
 	cr.validate, cr.validateUpdate = validator(appsvalidation.ValidateControllerRevisionCreate, appsvalidation.ValidateControllerRevisionUpdate)

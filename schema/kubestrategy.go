@@ -7,6 +7,7 @@ import (
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/runtime"
 	podutil "k8s.io/kubernetes/pkg/api/pod"
+	"k8s.io/kubernetes/pkg/apis/apps"
 	"k8s.io/kubernetes/pkg/apis/batch"
 	batchvalidation "k8s.io/kubernetes/pkg/apis/batch/validation"
 	"k8s.io/kubernetes/pkg/apis/core"
@@ -24,12 +25,40 @@ func podPrepareForCreate(obj runtime.Object) {
 	}
 }
 
-// persistentVolumePrepareForCreate: a new volume is Pending since now.
+// persistentVolumePrepareForCreate: a new volume is Pending since now,
+// and protected while in use (kube-apiserver's StorageObjectInUseProtection
+// admission adds the finalizer).
 func persistentVolumePrepareForCreate(obj runtime.Object) {
 	if pv, ok := obj.(*core.PersistentVolume); ok {
 		t := metav1.NewTime(now().Truncate(time.Second))
 		pv.Status = core.PersistentVolumeStatus{Phase: core.VolumePending, LastPhaseTransitionTime: &t}
+		addFinalizer(&pv.ObjectMeta, "kubernetes.io/pv-protection")
 	}
+}
+
+// persistentVolumeClaimPrepareForCreate: a claim is protected while a pod
+// uses it (StorageObjectInUseProtection admission).
+func persistentVolumeClaimPrepareForCreate(obj runtime.Object) {
+	if pvc, ok := obj.(*core.PersistentVolumeClaim); ok {
+		addFinalizer(&pvc.ObjectMeta, "kubernetes.io/pvc-protection")
+	}
+}
+
+// daemonSetPrepareForCreate: the first template generation is 1 (apps/v1
+// carries it in the deprecated.daemonset.template.generation annotation).
+func daemonSetPrepareForCreate(obj runtime.Object) {
+	if ds, ok := obj.(*apps.DaemonSet); ok {
+		ds.Spec.TemplateGeneration = 1
+	}
+}
+
+func addFinalizer(m *metav1.ObjectMeta, f string) {
+	for _, have := range m.Finalizers {
+		if have == f {
+			return
+		}
+	}
+	m.Finalizers = append(m.Finalizers, f)
 }
 
 // jobPrepareForCreate: unless the Job asks for a manual selector, its pods
