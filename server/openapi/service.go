@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/version"
 	"k8s.io/kube-openapi/pkg/builder"
 	"k8s.io/kube-openapi/pkg/builder3"
+	"k8s.io/kube-openapi/pkg/cached"
 	"k8s.io/kube-openapi/pkg/common"
 	"k8s.io/kube-openapi/pkg/handler"
 	"k8s.io/kube-openapi/pkg/handler3"
@@ -47,28 +48,27 @@ type Service struct {
 	reg  *schema.Registry
 	info Info
 
-	mu  sync.Mutex // serialises Rebuild
-	v2  *handler.OpenAPIService
-	v2h http.Handler
-	v3  *handler3.OpenAPIService
-	v3n map[string]bool // document names currently in v3
+	mu         sync.Mutex // serialises Rebuild
+	generation int        // of the documents, their ETag
+	v2         *handler.OpenAPIService
+	v2h        http.Handler
+	v3         *handler3.OpenAPIService
+	v3n        map[string]bool // document names currently in v3
 }
 
-// New builds the documents for every group-version served by reg.
+// New serves the documents of every group-version served by reg; they are
+// built on the first request for one.
 func New(reg *schema.Registry, info Info) (*Service, error) {
 	if reg == nil {
 		return nil, fmt.Errorf("openapi: nil registry")
 	}
 	s := &Service{reg: reg, info: info, v3: handler3.NewOpenAPIService(), v3n: map[string]bool{}}
-	docs, v2, err := s.build()
-	if err != nil {
-		return nil, err
-	}
-	s.v2 = handler.NewOpenAPIService(v2)
+	all, names := s.lazy()
+	s.v2 = handler.NewOpenAPIServiceLazy(v2Of(all))
 	var mux singleHandler
 	s.v2.RegisterOpenAPIVersionedService("/openapi/v2", &mux)
 	s.v2h = mux.h
-	s.publishV3(docs)
+	s.publishV3(all, names)
 	return s, nil
 }
 
@@ -76,29 +76,85 @@ func New(reg *schema.Registry, info Info) (*Service, error) {
 // document whose content did not change keeps its hash, so clients' caches
 // stay valid.
 func (s *Service) Rebuild() error {
-	docs, v2, err := s.build()
-	if err != nil {
-		return err
-	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.publishV3(docs)
-	return s.v2.UpdateSpec(v2)
+	all, names := s.lazy()
+	s.publishV3(all, names)
+	s.v2.UpdateSpecLazy(v2Of(all))
+	return nil
 }
 
-func (s *Service) publishV3(docs map[string]*spec3.OpenAPI) {
-	for name, doc := range docs {
-		s.v3.UpdateGroupVersion(name, doc)
+// documents are the v3 documents, keyed by their /openapi/v3 name, and the
+// v2 document holding all of them.
+type documents struct {
+	v3 map[string]*spec3.OpenAPI
+	v2 *spec.Swagger
+}
+
+// lazy returns the documents of the registry as it is now, built on the
+// first request that needs one: they hold every schema of every served
+// kind (about 15 MB of heap for the built-in API), which an idle server
+// need not keep. It also returns the v3 document names, known without
+// building.
+func (s *Service) lazy() (cached.Value[*documents], []string) {
+	s.generation++
+	etag := fmt.Sprint(s.generation)
+	all := cached.Once(cached.Func(func() (*documents, string, error) {
+		v3, v2, err := s.build()
+		if err != nil {
+			return nil, "", err
+		}
+		return &documents{v3: v3, v2: v2}, etag, nil
+	}))
+	var names []string
+	for _, gv := range s.reg.GroupVersions() {
+		names = append(names, strings.TrimPrefix(gvPath(gv), "/"))
+	}
+	for name := range discoveryRoutes(groupsOf(s.reg)) {
+		names = append(names, name)
+	}
+	return all, names
+}
+
+func v2Of(all cached.Value[*documents]) cached.Value[*spec.Swagger] {
+	return cached.Transform(func(d *documents, etag string, err error) (*spec.Swagger, string, error) {
+		if err != nil {
+			return nil, "", err
+		}
+		return d.v2, etag, nil
+	}, all)
+}
+
+func (s *Service) publishV3(all cached.Value[*documents], names []string) {
+	current := map[string]bool{}
+	for _, name := range names {
+		current[name] = true
+		s.v3.UpdateGroupVersionLazy(name, cached.Transform(func(d *documents, etag string, err error) (*spec3.OpenAPI, string, error) {
+			if err != nil {
+				return nil, "", err
+			}
+			return d.v3[name], etag, nil
+		}, all))
 	}
 	for name := range s.v3n {
-		if docs[name] == nil {
+		if !current[name] {
 			s.v3.DeleteGroupVersion(name)
 		}
 	}
-	s.v3n = map[string]bool{}
-	for name := range docs {
-		s.v3n[name] = true
+	s.v3n = current
+}
+
+// groupsOf lists the named groups served, in registration order.
+func groupsOf(reg *schema.Registry) []string {
+	var groups []string
+	seen := map[string]bool{}
+	for _, gv := range reg.GroupVersions() {
+		if gv.Group != "" && !seen[gv.Group] {
+			seen[gv.Group] = true
+			groups = append(groups, gv.Group)
+		}
 	}
+	return groups
 }
 
 // Handler serves /openapi/v2, /openapi/v3 and /openapi/v3/<path>; other
