@@ -796,3 +796,16 @@ func testContext(t testing.TB, timeout time.Duration) context.Context {
 func formatBytes(n int64) string {
 	return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
 }
+
+// ownServerOnly reports whether the suite runs its own Tabula servers; a
+// test that needs one (to restart it, to run its binary) calls it first,
+// and against an external kubeconfig it records n/a, saying why.
+func ownServerOnly(t *testing.T, why string) bool {
+	t.Helper()
+	if os.Getenv(kubeconfigEnv) == "" {
+		return true
+	}
+	results.set(scenarioRow(t, ""), externalTarget, resultNA)
+	t.Logf("%s is set: %s", kubeconfigEnv, why)
+	return false
+}

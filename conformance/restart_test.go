@@ -27,9 +27,7 @@ import (
 // It needs servers of its own, so against an external kubeconfig it has
 // nothing to restart and records n/a.
 func TestRestart(t *testing.T) {
-	if os.Getenv(kubeconfigEnv) != "" {
-		results.set(scenarioRow(t, ""), externalTarget, resultNA)
-		t.Logf("%s is set: the suite does not own that server, so it cannot restart it", kubeconfigEnv)
+	if !ownServerOnly(t, "the suite does not own that server, so it cannot restart it") {
 		return
 	}
 	for _, b := range backends {

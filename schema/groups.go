@@ -1,6 +1,8 @@
 package schema
 
 import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	podutil "k8s.io/kubernetes/pkg/api/pod"
 	"k8s.io/kubernetes/pkg/apis/apps"
@@ -68,15 +70,36 @@ func singularOf(kind string) string {
 
 var all = []string{"all"}
 
-func podTemplateOpts(t, old *core.PodTemplateSpec) corevalidation.PodValidationOptions {
-	return podutil.GetValidationOptionsFromPodTemplate(t, old)
+// podTemplated adapts the validation functions of a kind that embeds a
+// pod template: their options come from the template, as kube's strategies
+// compute them.
+func podTemplated[T runtime.Object](template func(T) *core.PodTemplateSpec,
+	create func(T, corevalidation.PodValidationOptions) field.ErrorList,
+	update func(obj, old T, opts corevalidation.PodValidationOptions) field.ErrorList,
+) (func(runtime.Object) field.ErrorList, func(obj, old runtime.Object) field.ErrorList) {
+	return validator(
+		func(o T) field.ErrorList {
+			return create(o, podutil.GetValidationOptionsFromPodTemplate(template(o), nil))
+		},
+		func(o, old T) field.ErrorList {
+			return update(o, old, podutil.GetValidationOptionsFromPodTemplate(template(o), template(old)))
+		})
+}
+
+// alsoCreate is an update validation that runs the create validation
+// first, as the strategies do for kinds whose update function checks only
+// what may not change.
+func alsoCreate[T, O any](create func(T, O) field.ErrorList, update func(obj, old T, opts O) field.ErrorList) func(obj, old T, opts O) field.ErrorList {
+	return func(obj, old T, opts O) field.ErrorList {
+		return append(create(obj, opts), update(obj, old, opts)...)
+	}
 }
 
 func coreKinds() []*kubeKind {
 	svc := &kubeKind{returnsDeleted: true, Type: namespaced("", "v1", "Service", "services", []string{"svc"}, all, "status")}
 	svc.validate, svc.validateUpdate = validator(corevalidation.ValidateServiceCreate, corevalidation.ValidateServiceUpdate)
 
-	pod := &kubeKind{returnsDeleted: true, Type: namespaced("", "v1", "Pod", "pods", []string{"po"}, all, "status"), generation: true}
+	pod := &kubeKind{returnsDeleted: true, Type: namespaced("", "v1", "Pod", "pods", []string{"po"}, all, "status"), generation: generationOnChange}
 	pod.validate, pod.validateUpdate = validator(
 		func(p *core.Pod) field.ErrorList {
 			return corevalidation.ValidatePodCreate(p, podutil.GetValidationOptionsFromPodSpecAndMeta(&p.Spec, nil, &p.ObjectMeta, nil))
@@ -87,22 +110,12 @@ func coreKinds() []*kubeKind {
 	pod.prepareCreate = podPrepareForCreate
 
 	pt := &kubeKind{returnsDeleted: true, Type: namespaced("", "v1", "PodTemplate", "podtemplates", nil, nil)}
-	pt.validate, pt.validateUpdate = validator(
-		func(p *core.PodTemplate) field.ErrorList {
-			return corevalidation.ValidatePodTemplate(p, podTemplateOpts(&p.Template, nil))
-		},
-		func(p, old *core.PodTemplate) field.ErrorList {
-			return corevalidation.ValidatePodTemplateUpdate(p, old, podTemplateOpts(&p.Template, &old.Template))
-		})
+	pt.validate, pt.validateUpdate = podTemplated(func(p *core.PodTemplate) *core.PodTemplateSpec { return &p.Template },
+		corevalidation.ValidatePodTemplate, corevalidation.ValidatePodTemplateUpdate)
 
-	rc := &kubeKind{Type: namespaced("", "v1", "ReplicationController", "replicationcontrollers", []string{"rc"}, all, "status"), generation: true}
-	rc.validate, rc.validateUpdate = validator(
-		func(c *core.ReplicationController) field.ErrorList {
-			return corevalidation.ValidateReplicationController(c, podTemplateOpts(c.Spec.Template, nil))
-		},
-		func(c, old *core.ReplicationController) field.ErrorList {
-			return corevalidation.ValidateReplicationControllerUpdate(c, old, podTemplateOpts(c.Spec.Template, old.Spec.Template))
-		})
+	rc := &kubeKind{Type: namespaced("", "v1", "ReplicationController", "replicationcontrollers", []string{"rc"}, all, "status"), generation: generationOnChange}
+	rc.validate, rc.validateUpdate = podTemplated(func(c *core.ReplicationController) *core.PodTemplateSpec { return c.Spec.Template },
+		corevalidation.ValidateReplicationController, corevalidation.ValidateReplicationControllerUpdate)
 
 	pvc := &kubeKind{returnsDeleted: true, Type: namespaced("", "v1", "PersistentVolumeClaim", "persistentvolumeclaims", []string{"pvc"}, nil, "status")}
 	pvc.validate, pvc.validateUpdate = validator(
@@ -119,8 +132,8 @@ func coreKinds() []*kubeKind {
 			return corevalidation.ValidatePersistentVolume(v, corevalidation.ValidationOptionsForPersistentVolume(v, nil))
 		},
 		func(v, old *core.PersistentVolume) field.ErrorList {
-			opts := corevalidation.ValidationOptionsForPersistentVolume(v, old)
-			return append(corevalidation.ValidatePersistentVolume(v, opts), corevalidation.ValidatePersistentVolumeUpdate(v, old, opts)...)
+			return alsoCreate(corevalidation.ValidatePersistentVolume, corevalidation.ValidatePersistentVolumeUpdate)(
+				v, old, corevalidation.ValidationOptionsForPersistentVolume(v, old))
 		})
 	pv.prepareCreate = persistentVolumePrepareForCreate
 	pvc.prepareCreate = persistentVolumeClaimPrepareForCreate
@@ -140,44 +153,21 @@ func coreKinds() []*kubeKind {
 
 func appsKinds() []*kubeKind {
 	deploy := &kubeKind{Type: namespaced("apps", "v1", "Deployment", "deployments", []string{"deploy"}, all, "status"),
-		generation: true, annotationsBumpGeneration: true}
-	deploy.validate, deploy.validateUpdate = validator(
-		func(d *apps.Deployment) field.ErrorList {
-			return appsvalidation.ValidateDeployment(d, podTemplateOpts(&d.Spec.Template, nil))
-		},
-		func(d, old *apps.Deployment) field.ErrorList {
-			return appsvalidation.ValidateDeploymentUpdate(d, old, podTemplateOpts(&d.Spec.Template, &old.Spec.Template))
-		})
+		generation: generationOnChange, generationMeta: metav1.Object.GetAnnotations}
+	deploy.validate, deploy.validateUpdate = podTemplated(func(d *apps.Deployment) *core.PodTemplateSpec { return &d.Spec.Template },
+		appsvalidation.ValidateDeployment, appsvalidation.ValidateDeploymentUpdate)
 
-	rs := &kubeKind{Type: namespaced("apps", "v1", "ReplicaSet", "replicasets", []string{"rs"}, all, "status"), generation: true}
-	rs.validate, rs.validateUpdate = validator(
-		func(r *apps.ReplicaSet) field.ErrorList {
-			return appsvalidation.ValidateReplicaSet(r, podTemplateOpts(&r.Spec.Template, nil))
-		},
-		func(r, old *apps.ReplicaSet) field.ErrorList {
-			return appsvalidation.ValidateReplicaSetUpdate(r, old, podTemplateOpts(&r.Spec.Template, &old.Spec.Template))
-		})
+	rs := &kubeKind{Type: namespaced("apps", "v1", "ReplicaSet", "replicasets", []string{"rs"}, all, "status"), generation: generationOnChange}
+	rs.validate, rs.validateUpdate = podTemplated(func(r *apps.ReplicaSet) *core.PodTemplateSpec { return &r.Spec.Template },
+		appsvalidation.ValidateReplicaSet, appsvalidation.ValidateReplicaSetUpdate)
 
-	sts := &kubeKind{Type: namespaced("apps", "v1", "StatefulSet", "statefulsets", []string{"sts"}, all, "status"), generation: true}
-	sts.validate, sts.validateUpdate = validator(
-		func(s *apps.StatefulSet) field.ErrorList {
-			return appsvalidation.ValidateStatefulSet(s, podTemplateOpts(&s.Spec.Template, nil))
-		},
-		func(s, old *apps.StatefulSet) field.ErrorList {
-			opts := podTemplateOpts(&s.Spec.Template, &old.Spec.Template)
-			return append(appsvalidation.ValidateStatefulSet(s, opts), appsvalidation.ValidateStatefulSetUpdate(s, old, opts)...)
-		})
+	sts := &kubeKind{Type: namespaced("apps", "v1", "StatefulSet", "statefulsets", []string{"sts"}, all, "status"), generation: generationOnChange}
+	sts.validate, sts.validateUpdate = podTemplated(func(s *apps.StatefulSet) *core.PodTemplateSpec { return &s.Spec.Template },
+		appsvalidation.ValidateStatefulSet, alsoCreate(appsvalidation.ValidateStatefulSet, appsvalidation.ValidateStatefulSetUpdate))
 
-	ds := &kubeKind{Type: namespaced("apps", "v1", "DaemonSet", "daemonsets", []string{"ds"}, all, "status"), generation: true}
-	ds.validate, ds.validateUpdate = validator(
-		func(d *apps.DaemonSet) field.ErrorList {
-			return appsvalidation.ValidateDaemonSet(d, podTemplateOpts(&d.Spec.Template, nil))
-		},
-		func(d, old *apps.DaemonSet) field.ErrorList {
-			opts := podTemplateOpts(&d.Spec.Template, &old.Spec.Template)
-			return append(appsvalidation.ValidateDaemonSet(d, opts), appsvalidation.ValidateDaemonSetUpdate(d, old, opts)...)
-		})
-
+	ds := &kubeKind{Type: namespaced("apps", "v1", "DaemonSet", "daemonsets", []string{"ds"}, all, "status"), generation: generationOnChange}
+	ds.validate, ds.validateUpdate = podTemplated(func(d *apps.DaemonSet) *core.PodTemplateSpec { return &d.Spec.Template },
+		appsvalidation.ValidateDaemonSet, alsoCreate(appsvalidation.ValidateDaemonSet, appsvalidation.ValidateDaemonSetUpdate))
 	ds.prepareCreate = daemonSetPrepareForCreate
 
 	cr := &kubeKind{Type: namespaced("apps", "v1", "ControllerRevision", "controllerrevisions", nil, nil)}
@@ -187,25 +177,19 @@ func appsKinds() []*kubeKind {
 }
 
 func batchKinds() []*kubeKind {
-	job := &kubeKind{Type: namespaced("batch", "v1", "Job", "jobs", nil, all, "status"), generation: true}
+	job := &kubeKind{Type: namespaced("batch", "v1", "Job", "jobs", nil, all, "status"), generation: generationOnChange}
 	job.validate, job.validateUpdate = validator(
 		func(j *batch.Job) field.ErrorList {
 			return batchvalidation.ValidateJob(j, jobValidationOptions(j, nil))
 		},
 		func(j, old *batch.Job) field.ErrorList {
-			opts := jobValidationOptions(j, old)
-			return append(batchvalidation.ValidateJob(j, opts), batchvalidation.ValidateJobUpdate(j, old, opts)...)
+			return alsoCreate(batchvalidation.ValidateJob, batchvalidation.ValidateJobUpdate)(j, old, jobValidationOptions(j, old))
 		})
 	job.prepareCreate = jobPrepareForCreate
 
-	cj := &kubeKind{Type: namespaced("batch", "v1", "CronJob", "cronjobs", []string{"cj"}, all, "status"), generation: true}
-	cj.validate, cj.validateUpdate = validator(
-		func(c *batch.CronJob) field.ErrorList {
-			return batchvalidation.ValidateCronJobCreate(c, podTemplateOpts(&c.Spec.JobTemplate.Spec.Template, nil))
-		},
-		func(c, old *batch.CronJob) field.ErrorList {
-			return batchvalidation.ValidateCronJobUpdate(c, old, podTemplateOpts(&c.Spec.JobTemplate.Spec.Template, &old.Spec.JobTemplate.Spec.Template))
-		})
+	cj := &kubeKind{Type: namespaced("batch", "v1", "CronJob", "cronjobs", []string{"cj"}, all, "status"), generation: generationOnChange}
+	cj.validate, cj.validateUpdate = podTemplated(func(c *batch.CronJob) *core.PodTemplateSpec { return &c.Spec.JobTemplate.Spec.Template },
+		batchvalidation.ValidateCronJobCreate, batchvalidation.ValidateCronJobUpdate)
 
 	return []*kubeKind{job, cj}
 }
@@ -237,13 +221,13 @@ func hpaValidationOptions() autoscalingvalidation.HorizontalPodAutoscalerSpecVal
 
 func networkingKinds() []*kubeKind {
 	const g = "networking.k8s.io"
-	ing := &kubeKind{Type: namespaced(g, "v1", "Ingress", "ingresses", []string{"ing"}, nil, "status"), generation: true}
+	ing := &kubeKind{Type: namespaced(g, "v1", "Ingress", "ingresses", []string{"ing"}, nil, "status"), generation: generationOnChange}
 	ing.validate, ing.validateUpdate = validator(networkingvalidation.ValidateIngressCreate, networkingvalidation.ValidateIngressUpdate)
 
-	ic := &kubeKind{Type: cluster(g, "v1", "IngressClass", "ingressclasses", nil, nil), generation: true}
+	ic := &kubeKind{Type: cluster(g, "v1", "IngressClass", "ingressclasses", nil, nil), generation: generationOnChange}
 	ic.validate, ic.validateUpdate = validator(networkingvalidation.ValidateIngressClass, networkingvalidation.ValidateIngressClassUpdate)
 
-	np := &kubeKind{Type: namespaced(g, "v1", "NetworkPolicy", "networkpolicies", []string{"netpol"}, nil), generation: true}
+	np := &kubeKind{Type: namespaced(g, "v1", "NetworkPolicy", "networkpolicies", []string{"netpol"}, nil), generation: generationOnChange}
 	np.validate, np.validateUpdate = validator(
 		func(p *networking.NetworkPolicy) field.ErrorList {
 			return networkingvalidation.ValidateNetworkPolicy(p, networkingvalidation.NetworkPolicyValidationOptions{})
@@ -256,7 +240,7 @@ func networkingKinds() []*kubeKind {
 }
 
 func policyKinds() []*kubeKind {
-	pdb := &kubeKind{Type: namespaced("policy", "v1", "PodDisruptionBudget", "poddisruptionbudgets", []string{"pdb"}, nil, "status"), generation: true}
+	pdb := &kubeKind{Type: namespaced("policy", "v1", "PodDisruptionBudget", "poddisruptionbudgets", []string{"pdb"}, nil, "status"), generation: generationOnChange}
 	pdb.validate, pdb.validateUpdate = validator(
 		func(p *policy.PodDisruptionBudget) field.ErrorList {
 			return policyvalidation.ValidatePodDisruptionBudget(p, policyvalidation.PodDisruptionBudgetValidationOptions{})
@@ -322,13 +306,14 @@ func storageKinds() []*kubeKind {
 }
 
 func schedulingKinds() []*kubeKind {
-	pc := &kubeKind{Type: cluster("scheduling.k8s.io", "v1", "PriorityClass", "priorityclasses", []string{"pc"}, nil), generation: true}
+	pc := &kubeKind{Type: cluster("scheduling.k8s.io", "v1", "PriorityClass", "priorityclasses", []string{"pc"}, nil), generation: generationFixed}
 	pc.validate, pc.validateUpdate = validator(schedulingvalidation.ValidatePriorityClass, schedulingvalidation.ValidatePriorityClassUpdate)
 	return []*kubeKind{pc}
 }
 
 func discoveryKinds() []*kubeKind {
-	es := &kubeKind{Type: namespaced("discovery.k8s.io", "v1", "EndpointSlice", "endpointslices", nil, nil), generation: true}
+	es := &kubeKind{Type: namespaced("discovery.k8s.io", "v1", "EndpointSlice", "endpointslices", nil, nil),
+		generation: generationOnChange, generationMeta: metav1.Object.GetLabels}
 	es.validate, es.validateUpdate = validator(discoveryvalidation.ValidateEndpointSliceCreate,
 		func(s, old *discovery.EndpointSlice) field.ErrorList {
 			return discoveryvalidation.ValidateEndpointSliceUpdate(s, old)

@@ -7,6 +7,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -41,13 +42,12 @@ import (
 type kubeKind struct {
 	Type
 
-	// generation: metadata.generation is 1 on create and moves on when
-	// anything but metadata and status changes (kube's strategies compare
-	// the spec; kinds without a spec compare the rest of the object).
-	generation bool
-	// annotationsBumpGeneration: an annotation change moves the generation
-	// too (Deployments, for the legacy rollback annotation).
-	annotationsBumpGeneration bool
+	// generation says how metadata.generation is kept.
+	generation generationRule
+	// generationMeta, when set, names metadata whose change moves the
+	// generation too (Deployments: annotations, for the legacy rollback
+	// annotation; EndpointSlices: labels).
+	generationMeta func(metav1.Object) map[string]string
 
 	// validate and validateUpdate receive kube's internal objects.
 	validate       func(obj runtime.Object) field.ErrorList
@@ -65,6 +65,20 @@ type kubeKind struct {
 	// the served one (autoscaling/v1 HPAs are stored as v2).
 	storageVersion string
 }
+
+// generationRule is how a kind's strategy keeps metadata.generation.
+type generationRule int
+
+const (
+	// noGeneration: the kind has none.
+	noGeneration generationRule = iota
+	// generationFixed: 1 on create, never moved (PriorityClasses).
+	generationFixed
+	// generationOnChange: 1 on create, moved when anything but metadata
+	// and status changes (kube's strategies compare the spec; kinds without
+	// one compare the rest of the object).
+	generationOnChange
+)
 
 // validator adapts kube's typed validation functions; T is the internal
 // type (a pointer).
@@ -143,7 +157,7 @@ func (k *kubeKind) build(scheme *runtime.Scheme) *Type {
 		if hasStatus {
 			setField(in, "Status", nil)
 		}
-		if k.generation {
+		if k.generation != noGeneration {
 			if acc, err := meta.Accessor(in); err == nil {
 				acc.SetGeneration(1)
 			}
@@ -163,11 +177,11 @@ func (k *kubeKind) build(scheme *runtime.Scheme) *Type {
 		if hasStatus {
 			setField(obj, "Status", old)
 		}
-		if k.generation {
+		if k.generation == generationOnChange {
 			acc, err1 := meta.Accessor(obj)
 			oacc, err2 := meta.Accessor(old)
 			if err1 == nil && err2 == nil && (!sameBesidesMeta(obj, old) ||
-				k.annotationsBumpGeneration && !equality.Semantic.DeepEqual(acc.GetAnnotations(), oacc.GetAnnotations())) {
+				k.generationMeta != nil && !equality.Semantic.DeepEqual(k.generationMeta(acc), k.generationMeta(oacc))) {
 				acc.SetGeneration(oacc.GetGeneration() + 1)
 			}
 		}

@@ -49,9 +49,8 @@ type Type struct {
 	Validate func(obj, old runtime.Object) field.ErrorList
 
 	// ValidatesMeta says Validate checks ObjectMeta itself, with the
-	// kind's own name rules (kube's validation functions do); the generic
-	// ObjectMeta checks then run only when Validate found nothing, in
-	// kube-apiserver's order.
+	// kind's own name rule (kube's validation functions do), so the
+	// generic ObjectMeta checks are not run again.
 	ValidatesMeta bool
 
 	// ValidateDelete may refuse to delete the named object (nil allows it),

@@ -151,31 +151,24 @@ func (r *request) validate(obj, old runtime.Object) error {
 		nameFn = apivalidation.NameIsDNSLabel
 	}
 	om := objectMetaOf(acc)
-	if r.t.ValidatesMeta {
-		if old != nil {
-			oacc, err := meta.Accessor(old)
-			if err != nil {
-				return err
-			}
-			oom := objectMetaOf(oacc)
-			errs = append(errs, noNewFinalizersWhileDeleting(&om, &oom)...)
-		}
-		// kube's validation functions check ObjectMeta with the kind's own
-		// name rule, which is stricter than kube-apiserver's common check.
-		errs = append(errs, r.t.Validate(obj, old)...)
-	} else if old == nil {
-		errs = append(errs, apivalidation.ValidateObjectMeta(&om, r.t.Namespaced, nameFn, field.NewPath("metadata"))...)
-	} else {
+	// Kinds whose validation checks ObjectMeta itself (kube's functions,
+	// with the kind's own name rule) skip the generic ObjectMeta checks.
+	generic := !r.t.ValidatesMeta
+	if old != nil {
 		oacc, err := meta.Accessor(old)
 		if err != nil {
 			return err
 		}
 		oom := objectMetaOf(oacc)
-		errs = append(errs, apivalidation.ValidateObjectMetaUpdate(&om, &oom, field.NewPath("metadata"))...)
+		if generic {
+			errs = append(errs, apivalidation.ValidateObjectMetaUpdate(&om, &oom, field.NewPath("metadata"))...)
+		}
 		errs = append(errs, noNewFinalizersWhileDeleting(&om, &oom)...)
+	}
+	if generic {
 		errs = append(errs, apivalidation.ValidateObjectMeta(&om, r.t.Namespaced, nameFn, field.NewPath("metadata"))...)
 	}
-	if r.t.Validate != nil && !r.t.ValidatesMeta {
+	if r.t.Validate != nil {
 		errs = append(errs, r.t.Validate(obj, old)...)
 	}
 	if len(errs) > 0 {

@@ -189,8 +189,6 @@ func (s *Service) build() (map[string]*spec3.OpenAPI, *spec.Swagger, error) {
 
 	docs := map[string]*spec3.OpenAPI{}
 	var all []common.RouteContainer
-	var groups []string
-	seenGroup := map[string]bool{}
 	for _, gv := range s.reg.GroupVersions() {
 		c := gvRoutes(gv, s.reg.TypesIn(gv), hasDefinition)
 		name := strings.TrimPrefix(gvPath(gv), "/")
@@ -200,13 +198,9 @@ func (s *Service) build() (map[string]*spec3.OpenAPI, *spec.Swagger, error) {
 		}
 		docs[name] = doc
 		all = append(all, c)
-		if gv.Group != "" && !seenGroup[gv.Group] {
-			seenGroup[gv.Group] = true
-			groups = append(groups, gv.Group)
-		}
 	}
 
-	disc := discoveryRoutes(groups)
+	disc := discoveryRoutes(groupsOf(s.reg))
 	names := make([]string, 0, len(disc))
 	for name := range disc {
 		names = append(names, name)
