@@ -66,6 +66,11 @@ func builtinTypes() []*Type {
 			NewList:        func() runtime.Object { return &corev1.NamespaceList{} },
 			Subresources:   []string{"status", "finalize"},
 			ValidateDelete: namespaceValidateDelete,
+			NameIsDNSLabel: true,
+			// The namespace controller removes a namespace once it is
+			// empty; DELETE answers with the Terminating namespace.
+			PrepareForDelete:    namespaceBeginDelete,
+			RemovedByController: true,
 		},
 		{
 			Version: "v1", Kind: "ConfigMap", ListKind: "ConfigMapList",
@@ -94,6 +99,7 @@ func builtinTypes() []*Type {
 			Resource: "events", Singular: "event", ShortNames: []string{"ev"},
 			Namespaced: true, Verbs: verbsAll,
 			AllowCreateOnUpdate: true,
+			Expiring:            true,
 			New:                 func() runtime.Object { return &corev1.Event{} },
 			NewList:             func() runtime.Object { return &corev1.EventList{} },
 		},

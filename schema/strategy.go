@@ -158,6 +158,14 @@ func namespaceValidateDelete(name string) error {
 	return nil
 }
 
+// namespaceBeginDelete marks a namespace Terminating; the namespace
+// controller empties and then removes it.
+func namespaceBeginDelete(obj runtime.Object) {
+	if ns, ok := obj.(*corev1.Namespace); ok {
+		ns.Status.Phase = corev1.NamespaceTerminating
+	}
+}
+
 func validateNamespace(obj, old runtime.Object) field.ErrorList {
 	ns, ok := obj.(*corev1.Namespace)
 	if !ok || ns == nil {

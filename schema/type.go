@@ -53,6 +53,22 @@ type Type struct {
 	// generic ObjectMeta checks are not run again.
 	ValidatesMeta bool
 
+	// NameIsDNSLabel: names must be DNS labels (Namespaces), not the
+	// default DNS subdomains.
+	NameIsDNSLabel bool
+
+	// PrepareForDelete changes an object as its delete begins (a
+	// Namespace becomes Terminating).
+	PrepareForDelete func(obj runtime.Object)
+	// RemovedByController: a delete only marks the object; a controller
+	// removes it once its work is done (Namespaces, once empty), never
+	// the removal of its last finalizer.
+	RemovedByController bool
+
+	// Expiring objects live for the server's --event-ttl (core Events,
+	// as etcd leases give them on kube-apiserver).
+	Expiring bool
+
 	// ValidateDelete may refuse to delete the named object (nil allows it),
 	// as kube-apiserver's admission does for the system namespaces.
 	ValidateDelete func(name string) error
@@ -112,6 +128,16 @@ func (t *Type) DeprecationWarning() string {
 		msg += "; use " + d.Replacement
 	}
 	return msg
+}
+
+// HasSubresource reports whether sub is one of the Type's subresources.
+func (t *Type) HasSubresource(sub string) bool {
+	for _, s := range t.Subresources {
+		if s == sub {
+			return true
+		}
+	}
+	return false
 }
 
 // GroupVersion returns the Type's group-version.

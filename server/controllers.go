@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -15,8 +14,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/tabula-dev/tabula/registry"
 	"github.com/tabula-dev/tabula/sqlstore/kv"
 )
 
@@ -38,11 +37,11 @@ const resyncInterval = 2 * time.Second
 func (s *Server) RunControllers(ctx context.Context) error {
 	for _, ns := range systemNamespaces {
 		obj := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}
-		if err := s.internal(ctx, "", "namespaces", "").createInternal(obj); err != nil && !apierrors.IsAlreadyExists(err) {
+		if _, err := s.namespacesAPI().Create(ctx, "", obj, registry.WriteOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 			return err
 		}
 	}
-	go s.runLoop(ctx, "namespace cache", s.watchNamespaces)
+	go s.runLoop(ctx, "namespace cache", s.api.WatchNamespaces)
 	go s.runLoop(ctx, "namespace controller", s.namespaceController)
 	go s.runLoop(ctx, "namespace defaults controller", s.defaultsController)
 	go s.runLoop(ctx, "event expiry", s.expiryController)
@@ -99,29 +98,7 @@ func (s *Server) runLoop(ctx context.Context, name string, fn func(context.Conte
 	}
 }
 
-// internal builds a request for a controller's own writes.
-func (s *Server) internal(ctx context.Context, group, resource, namespace string) *request {
-	t, ok := s.reg.Lookup(group, "v1", resource)
-	if !ok {
-		panic("server: built-in type missing: " + resource)
-	}
-	return &request{s: s, ctx: ctx, t: t, ri: requestInfo{Group: group, Version: "v1", Resource: resource, Namespace: namespace, Type: t}, verb: "create"}
-}
-
-func (r *request) createInternal(obj runtime.Object) error {
-	acc, err := r.prepareCreate(obj)
-	if err != nil {
-		return err
-	}
-	if err := r.validate(obj, nil); err != nil {
-		return err
-	}
-	if err := r.namespaceAllowsCreate(acc.GetName()); err != nil {
-		return err
-	}
-	_, err = r.s.store.Create(r.ctx, r.key(acc.GetName()), r.encoder(obj, nil))
-	return r.storeError(err, acc.GetName())
-}
+func (s *Server) namespacesAPI() *registry.Resource { return s.api.MustLookup("", "v1", "namespaces") }
 
 // namespaceController removes the contents of terminating namespaces and
 // then the namespaces themselves.
@@ -130,7 +107,7 @@ func (s *Server) namespaceController(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	w, err := s.store.Watch(ctx, kv.WatchOptions{Resource: "namespaces", After: rev})
+	w, err := s.namespacesAPI().Watch(ctx, kv.WatchOptions{After: rev})
 	if err != nil {
 		return err
 	}
@@ -156,32 +133,31 @@ func (s *Server) namespaceController(ctx context.Context) error {
 	}
 }
 
-// storedNamespace is a namespace with the revision it was read at.
+// storedNamespace is a namespace with the record it was read from.
 type storedNamespace struct {
 	*corev1.Namespace
-	rev int64
+	rec kv.Record
 }
 
 // namespaces reads every namespace.
 func (s *Server) namespaces(ctx context.Context) ([]storedNamespace, error) {
-	nsReq := s.internal(ctx, "", "namespaces", "")
-	res, err := s.store.List(ctx, kv.ListOptions{Resource: "namespaces"})
+	x := s.namespacesAPI()
+	res, err := x.List(ctx, kv.ListOptions{})
 	if err != nil {
 		return nil, err
 	}
 	out := make([]storedNamespace, 0, len(res.Items))
 	for _, rec := range res.Items {
-		obj, err := nsReq.decodeStored(rec)
+		obj, err := x.Decode(rec)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, storedNamespace{obj.(*corev1.Namespace), rec.Rev})
+		out = append(out, storedNamespace{obj.(*corev1.Namespace), rec})
 	}
 	return out, nil
 }
 
 func (s *Server) finalizeTerminating(ctx context.Context) error {
-	nsReq := s.internal(ctx, "", "namespaces", "")
 	all, err := s.namespaces(ctx)
 	if err != nil {
 		return err
@@ -204,15 +180,15 @@ func (s *Server) finalizeTerminating(ctx context.Context) error {
 		if !onlyKubernetesFinalizer(ns) {
 			continue
 		}
-		_, err = s.store.Delete(ctx, kv.Key{Resource: "namespaces", Name: ns.Name}, sn.rev, nsReq.encoder(ns, nil))
-		if err != nil && !errors.Is(err, kv.ErrConflict) && !errors.Is(err, kv.ErrNotFound) {
+		removed, err := s.namespacesAPI().Remove(ctx, sn.rec)
+		if err != nil {
 			return err
 		}
-		if err == nil && slices.Contains(systemNamespaces, ns.Name) {
+		if removed && slices.Contains(systemNamespaces, ns.Name) {
 			// kube-apiserver's system namespaces controller recreates a
 			// deleted kube-node-lease (the others may not be deleted).
 			fresh := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns.Name}}
-			if err := s.internal(ctx, "", "namespaces", "").createInternal(fresh); err != nil && !apierrors.IsAlreadyExists(err) {
+			if _, err := s.namespacesAPI().Create(ctx, "", fresh, registry.WriteOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 				return err
 			}
 		}
@@ -258,14 +234,14 @@ func (s *Server) deleteNamespaceContents(ctx context.Context, namespace string) 
 		g.SetLimit(deleteWorkers)
 		err := s.eachStored(gctx, kv.ListOptions{Resource: t.StorageResource, Namespace: namespace}, func(item kv.Record) error {
 			g.Go(func() error {
-				r := s.internal(gctx, t.Group, t.Resource, namespace)
-				obj, _, gone, err := r.deleteOne(item.Name, &metav1.DeleteOptions{})
-				if apierrors.IsNotFound(err) || gone {
+				res, err := s.api.For(t).Delete(gctx, namespace, item.Name, &metav1.DeleteOptions{})
+				if apierrors.IsNotFound(err) || (err == nil && res.Gone) {
 					return nil
 				}
 				if err != nil {
 					return err
 				}
+				obj := res.Obj
 				mu.Lock()
 				defer mu.Unlock()
 				left.resources[t.Resource+"."+t.Group]++
@@ -325,9 +301,7 @@ func (s *Server) setTerminatingConditions(ctx context.Context, ns *corev1.Namesp
 	for i := range want {
 		want[i].LastTransitionTime = now
 	}
-	r := s.internal(ctx, "", "namespaces", "")
-	r.ri.Subresource = "status"
-	return s.mutateInternal(ctx, r, ns.Name, func(acc metav1.Object) bool {
+	return s.mutateMeta(ctx, s.namespacesAPI(), "", ns.Name, "status", func(acc metav1.Object) bool {
 		cur, ok := acc.(*corev1.Namespace)
 		if !ok || cur.UID != ns.UID {
 			return false
@@ -395,20 +369,22 @@ func (s *Server) ensureDefaults(ctx context.Context) error {
 		if ns.DeletionTimestamp != nil {
 			continue
 		}
-		if _, err := s.store.Get(ctx, kv.Key{Resource: "serviceaccounts", Namespace: ns.Name, Name: "default"}); errors.Is(err, kv.ErrNotFound) {
+		sas := s.api.MustLookup("", "v1", "serviceaccounts")
+		if _, err := sas.GetRecord(ctx, ns.Name, "default"); apierrors.IsNotFound(err) {
 			sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}
-			if err := s.internal(ctx, "", "serviceaccounts", ns.Name).createInternal(sa); err != nil && !ignorable(err) {
+			if _, err := sas.Create(ctx, ns.Name, sa, registry.WriteOptions{}); err != nil && !ignorable(err) {
 				return err
 			}
 		}
-		if _, err := s.store.Get(ctx, kv.Key{Resource: "configmaps", Namespace: ns.Name, Name: rootCAConfigMap}); errors.Is(err, kv.ErrNotFound) {
+		cms := s.api.MustLookup("", "v1", "configmaps")
+		if _, err := cms.GetRecord(ctx, ns.Name, rootCAConfigMap); apierrors.IsNotFound(err) {
 			cm := &corev1.ConfigMap{
 				ObjectMeta: metav1.ObjectMeta{Name: rootCAConfigMap, Annotations: map[string]string{
 					"kubernetes.io/description": "Contains a CA bundle that can be used to verify the kube-apiserver when using internal endpoints such as the internal service IP or kubernetes.default.svc. No other usage is guaranteed across distributions of Kubernetes clusters.",
 				}},
 				Data: map[string]string{"ca.crt": string(s.cfg.CABundle)},
 			}
-			if err := s.internal(ctx, "", "configmaps", ns.Name).createInternal(cm); err != nil && !ignorable(err) {
+			if _, err := cms.Create(ctx, ns.Name, cm, registry.WriteOptions{}); err != nil && !ignorable(err) {
 				return err
 			}
 		}
@@ -443,19 +419,24 @@ func (s *Server) expiryController(ctx context.Context) error {
 }
 
 func (s *Server) expireOnce(ctx context.Context, now time.Time) error {
-	r := s.internal(ctx, "", "events", "")
+	for _, t := range s.storageTypes() {
+		if t.Expiring {
+			if err := s.expire(ctx, s.api.For(t), now); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (s *Server) expire(ctx context.Context, x *registry.Resource, now time.Time) error {
 	for {
-		recs, err := s.store.Expired(ctx, r.t.StorageResource, now, 500)
+		recs, err := s.store.Expired(ctx, x.Type().StorageResource, now, 500)
 		if err != nil {
 			return err
 		}
 		for _, rec := range recs {
-			obj, err := r.decodeStored(rec)
-			if err != nil {
-				return err
-			}
-			_, err = s.store.Delete(ctx, rec.Key, rec.Rev, r.encoder(obj, nil))
-			if err != nil && !errors.Is(err, kv.ErrConflict) && !errors.Is(err, kv.ErrNotFound) {
+			if _, err := x.Remove(ctx, rec); err != nil {
 				return err
 			}
 		}

@@ -1,16 +1,12 @@
 package server
 
 import (
-	"errors"
 	"net/http"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
-	runtimeschema "k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/tabula-dev/tabula/codecs"
-	"github.com/tabula-dev/tabula/sqlstore/kv"
+	"github.com/tabula-dev/tabula/registry"
 )
 
 // create handles POST to a collection.
@@ -52,36 +48,21 @@ func isObjectMediaType(mt string) bool {
 	return mt == codecs.JSON || mt == codecs.YAML || mt == codecs.Protobuf
 }
 
-// createObject runs the create pipeline for a decoded object.
+// createObject creates a decoded object through the registry and answers.
 func (r *request) createObject(obj runtime.Object, dryRun bool) error {
-	acc, err := r.prepareCreate(obj)
+	res, err := r.res.Create(r.ctx, r.ri.Namespace, obj, registry.WriteOptions{DryRun: dryRun})
 	if err != nil {
 		return err
 	}
-	if acc.GetName() == "" {
-		return apierrors.NewInvalid(runtimeschema.GroupKind{Group: r.t.Group, Kind: r.t.Kind}, "",
-			field.ErrorList{field.Required(field.NewPath("metadata", "name"), "name or generateName is required")})
+	return r.writeResult(http.StatusCreated, res)
+}
+
+// writeResult answers with the object a write left: a dry run's object
+// as it would be stored, otherwise the stored record.
+func (r *request) writeResult(code int, res registry.Result) error {
+	if res.Rec.Rev == 0 {
+		out, _ := r.negotiate(false)
+		return r.writeObject(code, out, res.Obj)
 	}
-	if err := r.validate(obj, nil); err != nil {
-		return err
-	}
-	if err := r.namespaceAllowsCreate(acc.GetName()); err != nil {
-		return err
-	}
-	out, _ := r.negotiate(false)
-	if dryRun {
-		// The store would refuse a name that is taken; so does a dry run.
-		if _, err := r.s.store.Get(r.ctx, r.key(acc.GetName())); err == nil {
-			return apierrors.NewAlreadyExists(r.t.GroupResource(), acc.GetName())
-		} else if !errors.Is(err, kv.ErrNotFound) {
-			return err
-		}
-		return r.writeObject(http.StatusCreated, out, obj)
-	}
-	rec, err := r.s.store.Create(r.ctx, r.key(acc.GetName()), r.encoder(obj, nil))
-	if err != nil {
-		return r.storeError(err, acc.GetName())
-	}
-	r.s.written(r.storageType(), acc, nil)
-	return r.writeStored(http.StatusCreated, rec, obj)
+	return r.writeStored(code, res.Rec, res.Obj)
 }

@@ -1,18 +1,13 @@
 package server
 
 import (
-	"errors"
-	"fmt"
 	"net/http"
 	"strconv"
-	"time"
 
 	"github.com/labstack/echo/v4"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	runtimeschema "k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -94,110 +89,23 @@ func (r *request) delete() error {
 	if _, err := r.negotiate(false); err != nil {
 		return err
 	}
-	obj, rec, gone, err := r.deleteOne(r.ri.Name, opts)
+	res, err := r.res.Delete(r.ctx, r.ri.Namespace, r.ri.Name, opts)
 	if err != nil {
 		return err
 	}
-	if !gone {
+	if !res.Gone {
 		out, _ := r.negotiate(false)
-		return r.writeObject(http.StatusOK, out, obj)
+		return r.writeObject(http.StatusOK, out, res.Obj)
 	}
-	if r.t.ReturnDeletedObject || (r.t.Resource == "namespaces" && r.t.Group == "") {
-		return r.writeRecord(http.StatusOK, rec)
+	if r.t.ReturnDeletedObject {
+		return r.writeRecord(http.StatusOK, res.Rec)
 	}
-	acc, _ := meta.Accessor(obj)
+	acc, _ := meta.Accessor(res.Obj)
 	return r.s.writeJSONStatus(r.c, http.StatusOK, &metav1.Status{
 		TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"},
 		Status:   metav1.StatusSuccess,
 		Details:  &metav1.StatusDetails{Name: acc.GetName(), Group: r.t.Group, Kind: r.t.Resource, UID: acc.GetUID()},
 	})
-}
-
-// deleteOne deletes or starts deleting one object. gone reports whether it
-// was removed now; otherwise obj is its new state (deletionTimestamp set,
-// waiting for finalizers or, for namespaces, for their contents).
-func (r *request) deleteOne(name string, opts *metav1.DeleteOptions) (obj runtime.Object, rec kv.Record, gone bool, err error) {
-	ctx := r.ctx
-	dryRun := len(opts.DryRun) > 0
-	for attempt := 0; ; attempt++ {
-		cur, err := r.s.store.Get(ctx, r.key(name))
-		if err != nil {
-			return nil, rec, false, r.storeError(err, name)
-		}
-		obj, err := r.decodeStored(cur)
-		if err != nil {
-			return nil, rec, false, err
-		}
-		acc, _ := meta.Accessor(obj)
-		if pre := opts.Preconditions; pre != nil {
-			if pre.UID != nil && *pre.UID != acc.GetUID() {
-				return nil, rec, false, apierrors.NewConflict(r.t.GroupResource(), name,
-					fmt.Errorf("the UID in the precondition (%s) does not match the UID in record (%s). The object might have been deleted and then recreated", *pre.UID, acc.GetUID()))
-			}
-			if pre.ResourceVersion != nil && *pre.ResourceVersion != acc.GetResourceVersion() {
-				return nil, rec, false, apierrors.NewConflict(r.t.GroupResource(), name,
-					fmt.Errorf("the ResourceVersion in the precondition (%s) does not match the ResourceVersion in record (%s). The object might have been modified", *pre.ResourceVersion, acc.GetResourceVersion()))
-			}
-		}
-		if v := r.t.ValidateDelete; v != nil {
-			if err := v(name); err != nil {
-				return nil, rec, false, err
-			}
-		}
-		if acc.GetDeletionTimestamp() == nil {
-			// Orphan and Foreground deletes wait for the garbage collector
-			// through its finalizers, as on kube-apiserver.
-			switch propagation(opts) {
-			case metav1.DeletePropagationOrphan:
-				addFinalizer(acc, metav1.FinalizerOrphanDependents)
-			case metav1.DeletePropagationForeground:
-				addFinalizer(acc, metav1.FinalizerDeleteDependents)
-			}
-		}
-		graceful := len(acc.GetFinalizers()) > 0
-		if ns, ok := obj.(*corev1.Namespace); ok {
-			// Namespaces are removed by the namespace controller once empty.
-			graceful = true
-			ns.Status.Phase = corev1.NamespaceTerminating
-		}
-		if !graceful {
-			if dryRun {
-				return obj, cur, true, nil
-			}
-			rec, err := r.s.store.Delete(ctx, r.key(name), cur.Rev, r.encoder(obj, nil))
-			if errors.Is(err, kv.ErrConflict) && attempt < maxUpdateRetries {
-				continue
-			}
-			if err != nil {
-				return nil, rec, false, r.storeError(err, name)
-			}
-			r.s.deleted(r.storageType(), acc)
-			return obj, rec, true, nil
-		}
-		if acc.GetDeletionTimestamp() != nil {
-			// Already being deleted: answer with the current state.
-			return obj, cur, false, nil
-		}
-		now := metav1.NewTime(time.Now().Truncate(time.Second))
-		zero := int64(0)
-		acc.SetDeletionTimestamp(&now)
-		acc.SetDeletionGracePeriodSeconds(&zero)
-		if dryRun {
-			return obj, cur, false, nil
-		}
-		var stored runtime.Object
-		rec, err := r.s.store.Update(ctx, r.key(name), cur.Rev, r.encoder(obj, &stored))
-		if errors.Is(err, kv.ErrConflict) && attempt < maxUpdateRetries {
-			continue
-		}
-		if err != nil {
-			return nil, rec, false, r.storeError(err, name)
-		}
-		if hasFinalizer(acc, metav1.FinalizerOrphanDependents) || hasFinalizer(acc, metav1.FinalizerDeleteDependents) {
-			r.s.nudgeGC(gcOwner{t: r.storageType(), namespace: acc.GetNamespace(), name: name, uid: acc.GetUID()})
-		}
-		return stored, rec, false, nil
-	}
 }
 
 // deleteCollection handles DELETE of a collection: every matching object
@@ -215,21 +123,22 @@ func (r *request) deleteCollection() error {
 	if err != nil {
 		return err
 	}
-	res, err := r.s.store.List(r.ctx, kv.ListOptions{Resource: r.t.StorageResource, Namespace: r.ri.Namespace, Pred: p.pred})
+	res, err := r.res.List(r.ctx, kv.ListOptions{Namespace: r.ri.Namespace, Pred: p.pred})
 	if err != nil {
 		return err
 	}
 	var deleted []kv.Record
 	for _, item := range res.Items {
-		obj, rec, gone, err := r.deleteOne(item.Name, opts)
+		d, err := r.res.Delete(r.ctx, item.Namespace, item.Name, opts)
 		if apierrors.IsNotFound(err) {
 			continue
 		}
 		if err != nil {
 			return err
 		}
-		if !gone {
-			b, err := r.storedBytes(obj)
+		rec := d.Rec
+		if !d.Gone {
+			b, err := r.res.Encode(d.Obj)
 			if err != nil {
 				return err
 			}
@@ -244,10 +153,4 @@ func (r *request) deleteCollection() error {
 
 func (s *Server) writeJSONStatus(c echo.Context, code int, st *metav1.Status) error {
 	return s.writeJSON(c, code, st)
-}
-
-func addFinalizer(acc metav1.Object, f string) {
-	if !hasFinalizer(acc, f) {
-		acc.SetFinalizers(append(acc.GetFinalizers(), f))
-	}
 }

@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"errors"
 	"slices"
 	"time"
 
@@ -15,6 +14,7 @@ import (
 	runtimeschema "k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/tabula-dev/tabula/registry"
 	"github.com/tabula-dev/tabula/schema"
 	"github.com/tabula-dev/tabula/sqlstore/kv"
 )
@@ -27,16 +27,8 @@ import (
 // Dependents are found through an indexed field, ownerref.<owner uid>,
 // that every write records for each of an object's owner references.
 
-// ownerField is the selectable-field key recording one owner reference.
-func ownerField(uid types.UID) string { return "ownerref." + string(uid) }
-
-// More indexed fields for the collector (clients cannot select on them):
-// gcHasOwners marks objects with owner references, gcWaiting owners being
-// deleted that wait for the collector (orphan or foreground finalizer).
-const (
-	gcHasOwners = "tabula.gc/has-owners"
-	gcWaiting   = "tabula.gc/waiting"
-)
+// The indexed fields are written by the registry (registry.OwnerField,
+// registry.FieldHasOwners, registry.FieldWaitingForGC).
 
 // gcDanglingScan is how often every object with owner references is
 // checked for owners that no longer exist (missed while no replica was
@@ -65,6 +57,15 @@ func (s *Server) nudgeGC(o gcOwner) {
 	case s.gcQueue <- o:
 	default:
 	}
+}
+
+// gcObserver hears of the registry's writes for the collector.
+type gcObserver struct{ s *Server }
+
+func (o gcObserver) Written(t *schema.Type, obj, old metav1.Object) { o.s.written(t, obj, old) }
+func (o gcObserver) Deleted(t *schema.Type, obj metav1.Object)      { o.s.deleted(t, obj) }
+func (o gcObserver) Deleting(t *schema.Type, obj metav1.Object) {
+	o.s.nudgeGC(gcOwner{t: t, namespace: obj.GetNamespace(), name: obj.GetName(), uid: obj.GetUID()})
 }
 
 // written tells the collector an object was stored with owner references
@@ -101,23 +102,12 @@ func (s *Server) deleted(t *schema.Type, acc metav1.Object) {
 	}
 }
 
-// propagation is the effective propagation policy of a delete.
-func propagation(opts *metav1.DeleteOptions) metav1.DeletionPropagation {
-	switch {
-	case opts.PropagationPolicy != nil:
-		return *opts.PropagationPolicy
-	case opts.OrphanDependents != nil && *opts.OrphanDependents:
-		return metav1.DeletePropagationOrphan
-	}
-	return metav1.DeletePropagationBackground
-}
-
 func (s *Server) gcController(ctx context.Context) error {
 	t := time.NewTicker(gcResync)
 	defer t.Stop()
 	scan := time.NewTicker(gcDanglingScan)
 	defer scan.Stop()
-	if err := s.gcScan(ctx, gcHasOwners); err != nil {
+	if err := s.gcScan(ctx, registry.FieldHasOwners); err != nil {
 		return err
 	}
 	for {
@@ -129,11 +119,11 @@ func (s *Server) gcController(ctx context.Context) error {
 				return err
 			}
 		case <-t.C:
-			if err := s.gcScan(ctx, gcWaiting); err != nil {
+			if err := s.gcScan(ctx, registry.FieldWaitingForGC); err != nil {
 				return err
 			}
 		case <-scan.C:
-			if err := s.gcScan(ctx, gcHasOwners); err != nil {
+			if err := s.gcScan(ctx, registry.FieldHasOwners); err != nil {
 				return err
 			}
 		}
@@ -149,19 +139,19 @@ func (s *Server) handle(ctx context.Context, o gcOwner) error {
 }
 
 // gcScan visits the objects marked with an indexed collector field:
-// gcWaiting owners get collected, gcHasOwners dependents get their owners
+// registry.FieldWaitingForGC owners get collected, registry.FieldHasOwners dependents get their owners
 // checked. The index keeps the scan to the marked rows.
 func (s *Server) gcScan(ctx context.Context, mark string) error {
 	sel := fields.OneTermEqualSelector(mark, "1")
 	for _, t := range s.storageTypes() {
-		r := s.internal(ctx, t.Group, t.Resource, "")
+		x := s.api.For(t)
 		err := s.eachStored(ctx, kv.ListOptions{Resource: t.StorageResource, Pred: kv.Predicate{Field: sel}}, func(rec kv.Record) error {
-			obj, err := r.decodeStored(rec)
+			obj, err := x.Decode(rec)
 			if err != nil {
 				return err
 			}
 			acc, _ := meta.Accessor(obj)
-			return s.handle(ctx, gcOwner{t: t, namespace: acc.GetNamespace(), name: acc.GetName(), uid: acc.GetUID(), checkOwners: mark == gcHasOwners})
+			return s.handle(ctx, gcOwner{t: t, namespace: acc.GetNamespace(), name: acc.GetName(), uid: acc.GetUID(), checkOwners: mark == registry.FieldHasOwners})
 		})
 		if err != nil {
 			return err
@@ -176,15 +166,11 @@ func (s *Server) gcScan(ctx context.Context, mark string) error {
 // An owner of a kind Tabula does not serve cannot be looked up, so it
 // counts as present: objects owned by, say, Deployments are kept.
 func (s *Server) checkOwners(ctx context.Context, o gcOwner) error {
-	r := s.internal(ctx, o.t.Group, o.t.Resource, o.namespace)
-	rec, err := s.store.Get(ctx, r.key(o.name))
-	if errors.Is(err, kv.ErrNotFound) {
+	x := s.api.For(o.t)
+	obj, _, err := x.Get(ctx, o.namespace, o.name)
+	if apierrors.IsNotFound(err) {
 		return nil
 	}
-	if err != nil {
-		return err
-	}
-	obj, err := r.decodeStored(rec)
 	if err != nil {
 		return err
 	}
@@ -205,10 +191,10 @@ func (s *Server) checkOwners(ctx context.Context, o gcOwner) error {
 	if len(gone) == 0 {
 		return nil
 	}
-	d := dependent{r: r, obj: obj, acc: acc}
+	d := dependent{x: x, obj: obj, acc: acc}
 	if len(gone) == len(acc.GetOwnerReferences()) {
 		policy := metav1.DeletePropagationBackground
-		_, _, _, err := r.deleteOne(acc.GetName(), &metav1.DeleteOptions{PropagationPolicy: &policy})
+		_, err := x.Delete(ctx, acc.GetNamespace(), acc.GetName(), &metav1.DeleteOptions{PropagationPolicy: &policy})
 		if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
 			return nil
 		}
@@ -235,18 +221,11 @@ func (s *Server) storageTypes() []*schema.Type {
 	return out
 }
 
-func hasFinalizer(acc metav1.Object, f string) bool {
-	for _, x := range acc.GetFinalizers() {
-		if x == f {
-			return true
-		}
-	}
-	return false
-}
+func hasFinalizer(acc metav1.Object, f string) bool { return registry.HasFinalizer(acc, f) }
 
 // dependent is an object that names an owner.
 type dependent struct {
-	r   *request
+	x   *registry.Resource
 	obj runtime.Object
 	acc metav1.Object
 }
@@ -254,8 +233,8 @@ type dependent struct {
 // dependents lists the objects with an owner reference to uid: in the
 // owner's namespace for a namespaced owner, everywhere otherwise.
 func (s *Server) dependents(ctx context.Context, o gcOwner) ([]dependent, error) {
-	sel := fields.OneTermEqualSelector(ownerField(o.uid), "1")
-	holders, err := s.store.ResourcesWithField(ctx, ownerField(o.uid), "1")
+	sel := fields.OneTermEqualSelector(registry.OwnerField(o.uid), "1")
+	holders, err := s.store.ResourcesWithField(ctx, registry.OwnerField(o.uid), "1")
 	if err != nil || len(holders) == 0 {
 		return nil, err
 	}
@@ -268,18 +247,18 @@ func (s *Server) dependents(ctx context.Context, o gcOwner) ([]dependent, error)
 		if !t.Namespaced && ns != "" {
 			continue // a namespaced owner cannot own cluster-scoped objects
 		}
-		res, err := s.store.List(ctx, kv.ListOptions{Resource: t.StorageResource, Namespace: ns, Pred: kv.Predicate{Field: sel}})
+		x := s.api.For(t)
+		res, err := x.List(ctx, kv.ListOptions{Namespace: ns, Pred: kv.Predicate{Field: sel}})
 		if err != nil {
 			return nil, err
 		}
 		for _, rec := range res.Items {
-			r := s.internal(ctx, t.Group, t.Resource, rec.Namespace)
-			obj, err := r.decodeStored(rec)
+			obj, err := x.Decode(rec)
 			if err != nil {
 				return nil, err
 			}
 			acc, _ := meta.Accessor(obj)
-			out = append(out, dependent{r: r, obj: obj, acc: acc})
+			out = append(out, dependent{x: x, obj: obj, acc: acc})
 		}
 	}
 	return out, nil
@@ -287,19 +266,15 @@ func (s *Server) dependents(ctx context.Context, o gcOwner) ([]dependent, error)
 
 // collect acts on one owner according to its state.
 func (s *Server) collect(ctx context.Context, o gcOwner) error {
-	owner := s.internal(ctx, o.t.Group, o.t.Resource, o.namespace)
-	rec, err := s.store.Get(ctx, owner.key(o.name))
+	owner := s.api.For(o.t)
+	obj, _, err := owner.Get(ctx, o.namespace, o.name)
 	var acc metav1.Object
 	if err == nil {
-		obj, err := owner.decodeStored(rec)
-		if err != nil {
-			return err
-		}
 		acc, _ = meta.Accessor(obj)
 		if acc.GetUID() != o.uid {
 			acc = nil // a newer object of the same name: the owner is gone
 		}
-	} else if !errors.Is(err, kv.ErrNotFound) {
+	} else if !apierrors.IsNotFound(err) {
 		return err
 	}
 	deps, err := s.dependents(ctx, o)
@@ -363,7 +338,7 @@ func (s *Server) releaseOrDelete(ctx context.Context, d dependent, owner types.U
 	if d.acc.GetDeletionTimestamp() != nil {
 		return nil
 	}
-	_, _, _, err := d.r.deleteOne(d.acc.GetName(), &metav1.DeleteOptions{PropagationPolicy: &policy})
+	_, err := d.x.Delete(ctx, d.acc.GetNamespace(), d.acc.GetName(), &metav1.DeleteOptions{PropagationPolicy: &policy})
 	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
 		return nil
 	}
@@ -385,15 +360,10 @@ func (s *Server) lookupOwner(ctx context.Context, namespace string, ref metav1.O
 		if !t.Namespaced {
 			namespace = ""
 		}
-		r := s.internal(ctx, t.Group, t.Resource, namespace)
-		rec, err := s.store.Get(ctx, r.key(ref.Name))
-		if errors.Is(err, kv.ErrNotFound) {
+		obj, _, err := s.api.For(t).Get(ctx, namespace, ref.Name)
+		if apierrors.IsNotFound(err) {
 			return nil, true, nil
 		}
-		if err != nil {
-			return nil, true, err
-		}
-		obj, err := r.decodeStored(rec)
 		if err != nil {
 			return nil, true, err
 		}
@@ -421,7 +391,7 @@ func (s *Server) ownerAbsent(ctx context.Context, namespace string, ref metav1.O
 
 // dropOwnerRef removes the reference to owner from a dependent.
 func (s *Server) dropOwnerRef(ctx context.Context, d dependent, owner types.UID) error {
-	return s.mutateInternal(ctx, d.r, d.acc.GetName(), func(acc metav1.Object) bool {
+	return s.mutateMeta(ctx, d.x, d.acc.GetNamespace(), d.acc.GetName(), "", func(acc metav1.Object) bool {
 		var kept []metav1.OwnerReference
 		for _, ref := range acc.GetOwnerReferences() {
 			if ref.UID != owner {
@@ -438,8 +408,8 @@ func (s *Server) dropOwnerRef(ctx context.Context, d dependent, owner types.UID)
 
 // removeFinalizer takes a GC finalizer off the owner; the update path
 // deletes the owner when it was the last one.
-func (s *Server) removeFinalizer(ctx context.Context, owner *request, o gcOwner, f string) error {
-	return s.mutateInternal(ctx, owner, o.name, func(acc metav1.Object) bool {
+func (s *Server) removeFinalizer(ctx context.Context, owner *registry.Resource, o gcOwner, f string) error {
+	return s.mutateMeta(ctx, owner, o.namespace, o.name, "", func(acc metav1.Object) bool {
 		if acc.GetUID() != o.uid || !hasFinalizer(acc, f) {
 			return false
 		}
@@ -454,22 +424,21 @@ func (s *Server) removeFinalizer(ctx context.Context, owner *request, o gcOwner,
 	})
 }
 
-// mutateInternal applies a metadata change through the update pipeline.
-func (s *Server) mutateInternal(ctx context.Context, r *request, name string, change func(metav1.Object) bool) error {
-	u := *r
-	u.verb = "patch" // never create
-	u.ri.Name = name
-	_, err := u.applyUpdate(func(cur runtime.Object) (runtime.Object, error) {
+// mutateMeta applies a change to a stored object (or its subresource)
+// through the registry's update; change reports whether it changed
+// anything. A missing object is left alone.
+func (s *Server) mutateMeta(ctx context.Context, x *registry.Resource, namespace, name, subresource string, change func(metav1.Object) bool) error {
+	_, _, err := x.Update(ctx, namespace, name, func(cur runtime.Object) (runtime.Object, error) {
 		acc, err := meta.Accessor(cur)
 		if err != nil {
 			return nil, err
 		}
 		if !change(acc) {
-			return nil, errNoChange
+			return nil, registry.ErrNoChange
 		}
 		acc.SetResourceVersion("") // retried on conflict
 		return cur, nil
-	}, false)
+	}, registry.UpdateOptions{Subresource: subresource})
 	if apierrors.IsNotFound(err) {
 		return nil
 	}

@@ -52,7 +52,7 @@ func protobufObjects(out codecs.Output) bool {
 // resourceVersionMatch, limit and continue.
 func (r *request) listPage(p *listParams, encode func(kv.Record) ([]byte, error)) (kv.ListResult, error) {
 	ctx := r.ctx
-	opts := kv.ListOptions{Resource: r.t.StorageResource, Namespace: r.ri.Namespace, Limit: int(p.limit), Pred: p.pred, Encode: encode}
+	opts := kv.ListOptions{Namespace: r.ri.Namespace, Limit: int(p.limit), Pred: p.pred, Encode: encode}
 	allNS := r.t.Namespaced && r.ri.Namespace == ""
 	switch {
 	case p.cont != nil && p.rv != "0":
@@ -88,7 +88,7 @@ func (r *request) listPage(p *listParams, encode func(kv.Record) ([]byte, error)
 			opts.Rev = rv
 		}
 	}
-	res, err := r.s.store.List(ctx, opts)
+	res, err := r.res.List(ctx, opts)
 	var ce *kv.CompactedError
 	if errors.As(err, &ce) {
 		if p.cont != nil {

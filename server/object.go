@@ -3,8 +3,6 @@ package server
 import (
 	"bytes"
 	"context"
-	"errors"
-	"fmt"
 	"io"
 	"net/http"
 	"strconv"
@@ -17,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/tabula-dev/tabula/codecs"
+	"github.com/tabula-dev/tabula/registry"
 	"github.com/tabula-dev/tabula/schema"
 	"github.com/tabula-dev/tabula/sqlstore/kv"
 )
@@ -25,58 +24,24 @@ import (
 type request struct {
 	s *Server
 	// ctx is the request's context (a background one for controllers).
-	ctx  context.Context
-	c    echo.Context
-	ri   requestInfo
-	t    *schema.Type
+	ctx context.Context
+	c   echo.Context
+	ri  requestInfo
+	t   *schema.Type
+	// res is the registry for t.
+	res  *registry.Resource
 	verb string
 	// warned holds the Warning texts already sent.
 	warned map[string]bool
 }
 
-func (r *request) key(name string) kv.Key {
-	return kv.Key{Resource: r.t.StorageResource, Namespace: r.ri.Namespace, Name: name}
-}
+func (r *request) key(name string) kv.Key { return r.res.Key(r.ri.Namespace, name) }
 
 // storageType is the Type whose Go type the stored bytes decode into.
-func (r *request) storageType() *schema.Type {
-	if r.t.FromStorage == nil {
-		return r.t
-	}
-	for _, t := range r.s.reg.ByStorage(r.t.StorageResource) {
-		if t.FromStorage == nil {
-			return t
-		}
-	}
-	return r.t
-}
+func (r *request) storageType() *schema.Type { return r.res.StorageType() }
 
 // decodeStored turns stored bytes into an object of the served Type.
-func (r *request) decodeStored(rec kv.Record) (runtime.Object, error) {
-	st := r.storageType()
-	obj, err := codecs.FromStorage(st.New, st.GroupVersionKind(), rec.Value)
-	if err != nil {
-		return nil, err
-	}
-	if r.t.FromStorage != nil {
-		if obj, err = r.t.FromStorage(obj); err != nil {
-			return nil, err
-		}
-	}
-	obj.GetObjectKind().SetGroupVersionKind(r.t.GroupVersionKind())
-	return obj, nil
-}
-
-// storedBytes is the stored form of an object of the served Type.
-func (r *request) storedBytes(obj runtime.Object) ([]byte, error) {
-	if r.t.ToStorage != nil {
-		var err error
-		if obj, err = r.t.ToStorage(obj); err != nil {
-			return nil, err
-		}
-	}
-	return codecs.StorageBytes(obj)
-}
+func (r *request) decodeStored(rec kv.Record) (runtime.Object, error) { return r.res.Decode(rec) }
 
 // objectJSON is the wire JSON (kind and apiVersion included) of a record.
 func (r *request) objectJSON(rec kv.Record) ([]byte, error) {
@@ -224,25 +189,10 @@ func partialMetadata(obj runtime.Object, version string) runtime.Object {
 	if err != nil {
 		return obj
 	}
-	om := metav1.ObjectMeta{}
-	if m, ok := acc.(*metav1.ObjectMeta); ok {
-		om = *m
-	} else {
-		om = objectMetaOf(acc)
-	}
+	om := registry.ObjectMetaOf(acc)
 	return &metav1.PartialObjectMetadata{
 		TypeMeta:   metav1.TypeMeta{Kind: "PartialObjectMetadata", APIVersion: "meta.k8s.io/" + version},
 		ObjectMeta: om,
-	}
-}
-
-func objectMetaOf(a metav1.Object) metav1.ObjectMeta {
-	return metav1.ObjectMeta{
-		Name: a.GetName(), GenerateName: a.GetGenerateName(), Namespace: a.GetNamespace(), UID: a.GetUID(),
-		ResourceVersion: a.GetResourceVersion(), Generation: a.GetGeneration(), CreationTimestamp: a.GetCreationTimestamp(),
-		DeletionTimestamp: a.GetDeletionTimestamp(), DeletionGracePeriodSeconds: a.GetDeletionGracePeriodSeconds(),
-		Labels: a.GetLabels(), Annotations: a.GetAnnotations(), OwnerReferences: a.GetOwnerReferences(),
-		Finalizers: a.GetFinalizers(), ManagedFields: a.GetManagedFields(),
 	}
 }
 
@@ -267,20 +217,4 @@ func tooLarge(limit int64) error {
 }
 
 // notFound is the 404 for a missing object of this request's resource.
-func (r *request) notFound(name string) error {
-	return apierrors.NewNotFound(r.t.GroupResource(), name)
-}
-
-// storeError maps store errors onto Status errors for one object.
-func (r *request) storeError(err error, name string) error {
-	switch {
-	case errors.Is(err, kv.ErrNotFound):
-		return r.notFound(name)
-	case errors.Is(err, kv.ErrExists):
-		return apierrors.NewAlreadyExists(r.t.GroupResource(), name)
-	case errors.Is(err, kv.ErrConflict):
-		return apierrors.NewConflict(r.t.GroupResource(), name,
-			fmt.Errorf("the object has been modified; please apply your changes to the latest version and try again"))
-	}
-	return err
-}
+func (r *request) notFound(name string) error { return r.res.NotFound(name) }

@@ -99,7 +99,7 @@ func (s *Server) serveResource(c echo.Context, group, version, rest string) erro
 	if ri.Namespace != "" && !t.Namespaced {
 		return notFoundPath()
 	}
-	if ri.Subresource != "" && !hasSubresource(t.Subresources, ri.Subresource) {
+	if ri.Subresource != "" && !t.HasSubresource(ri.Subresource) {
 		return notFoundPath()
 	}
 	verb := verbFor(c.Request().Method, ri, c)
@@ -130,7 +130,7 @@ func (s *Server) serveResource(c echo.Context, group, version, rest string) erro
 		ctx, cancel = context.WithTimeout(ctx, d)
 		defer cancel()
 	}
-	r := &request{s: s, ctx: ctx, c: c, ri: ri, t: t, verb: verb}
+	r := &request{s: s, ctx: ctx, c: c, ri: ri, t: t, res: s.api.For(t), verb: verb}
 	switch verb {
 	case "get":
 		return r.get()
@@ -156,15 +156,6 @@ func methodNotAllowed() error {
 	st := apierrors.NewMethodNotSupported(runtimeschema.GroupResource{}, "")
 	st.ErrStatus.Message = "the server does not allow this method on the requested resource"
 	return st
-}
-
-func hasSubresource(list []string, sub string) bool {
-	for _, s := range list {
-		if s == sub {
-			return true
-		}
-	}
-	return false
 }
 
 func hasVerb(verbs []string, v string) bool {

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/version"
 
 	"github.com/tabula-dev/tabula/codecs"
+	"github.com/tabula-dev/tabula/registry"
 	"github.com/tabula-dev/tabula/schema"
 	"github.com/tabula-dev/tabula/server/auth"
 )
@@ -62,8 +63,8 @@ type Server struct {
 	metrics *requestMetrics
 	// protoCache holds Protobuf encodings of stored objects by revision.
 	protoCache *protoCache
-	// nsCache answers which namespaces are Active without a read.
-	nsCache *namespaceCache
+	// api is the registry layer every write and read goes through.
+	api *registry.Registry
 	// gcQueue feeds owners to the garbage collector.
 	gcQueue chan gcOwner
 
@@ -102,8 +103,8 @@ func New(cfg Config) (*Server, error) {
 		gcQueue:  make(chan gcOwner, 1024),
 
 		protoCache: newProtoCache(protoCacheBytes),
-		nsCache:    newNamespaceCache(),
 	}
+	s.api = registry.New(registry.Config{Store: cfg.Store, Types: cfg.Registry, EventTTL: cfg.EventTTL, Observer: gcObserver{s}})
 	var reg prometheus.Registerer
 	if cfg.Metrics != nil {
 		reg = cfg.Metrics

@@ -4,12 +4,13 @@ import (
 	"fmt"
 
 	"encoding/json"
+	"time"
+
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	runtimeschema "k8s.io/apimachinery/pkg/runtime/schema"
-	"time"
 )
 
 var emptyGVK runtimeschema.GroupVersionKind

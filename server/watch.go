@@ -70,7 +70,7 @@ func (r *request) watch() error {
 
 	var state kv.ListResult
 	if initial {
-		state, err = r.s.store.List(ctx, kv.ListOptions{Resource: r.t.StorageResource, Namespace: r.ri.Namespace, Pred: p.pred})
+		state, err = r.res.List(ctx, kv.ListOptions{Namespace: r.ri.Namespace, Pred: p.pred})
 		if err != nil {
 			return err
 		}
@@ -80,7 +80,7 @@ func (r *request) watch() error {
 			return err
 		}
 	}
-	w, err := r.s.store.Watch(ctx, kv.WatchOptions{Resource: r.t.StorageResource, Namespace: r.ri.Namespace, After: start, Pred: p.pred})
+	w, err := r.res.Watch(ctx, kv.WatchOptions{Namespace: r.ri.Namespace, After: start, Pred: p.pred})
 	enc := &watchEncoder{r: r, out: out}
 	resp := r.c.Response()
 	var ce *kv.CompactedError

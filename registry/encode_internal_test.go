@@ -1,4 +1,4 @@
-package server
+package registry
 
 import (
 	"bytes"
@@ -7,7 +7,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/version"
 
 	"github.com/tabula-dev/tabula/codecs"
 	"github.com/tabula-dev/tabula/schema"
@@ -20,15 +19,7 @@ import (
 // an encoder called again for a retried write stamps the new revision.
 func TestEncoderSplicesTheRevision(t *testing.T) {
 	reg := schema.NewBuiltin()
-	srv, err := New(Config{Registry: reg, Version: version.Info{GitVersion: "v1.35.0"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	typ, ok := reg.Lookup("", "v1", "configmaps")
-	if !ok {
-		t.Fatal("no configmaps type")
-	}
-	r := &request{s: srv, t: typ}
+	r := New(Config{Types: reg}).MustLookup("", "v1", "configmaps")
 	for name, data := range map[string]map[string]string{
 		"plain":              {"k": "v"},
 		"placeholder inside": {"resourceVersion": rvPlaceholder, "k": `"resourceVersion":"` + rvPlaceholder + `"`},
@@ -38,7 +29,7 @@ func TestEncoderSplicesTheRevision(t *testing.T) {
 				ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: "ns", ResourceVersion: "3", Labels: map[string]string{"l": "1"}},
 				Data:       data,
 			}
-			enc := r.encoder(cm, nil)
+			enc := r.encoder(cm)
 			if cm.ResourceVersion != "3" {
 				t.Fatalf("making the encoder left resourceVersion %q; want the object's own 3", cm.ResourceVersion)
 			}

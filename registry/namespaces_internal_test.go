@@ -1,17 +1,17 @@
-package server
+package registry
 
 import (
 	"context"
 	"io"
 	"log/slog"
-	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"k8s.io/apimachinery/pkg/version"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/tabula-dev/tabula/schema"
 	"github.com/tabula-dev/tabula/sqlstore"
@@ -52,7 +52,7 @@ func TestNamespaceCacheAnswersOnlyWhatTheWatchConfirmed(t *testing.T) {
 // countingStore counts namespace reads by key, to see which creates
 // needed one.
 type countingStore struct {
-	Store
+	Storage
 	namespaceGets atomic.Int64
 }
 
@@ -60,11 +60,11 @@ func (s *countingStore) Get(ctx context.Context, key kv.Key) (kv.Record, error) 
 	if key.Resource == "namespaces" {
 		s.namespaceGets.Add(1)
 	}
-	return s.Store.Get(ctx, key)
+	return s.Storage.Get(ctx, key)
 }
 
 // TestCreatesUseTheNamespaceCache: once the watch has seen a namespace,
-// creates in it do not read it; a namespace deleted through this server
+// creates in it do not read it; a namespace deleted through this registry
 // refuses new content at once, before the watch catches up.
 func TestCreatesUseTheNamespaceCache(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
@@ -75,32 +75,22 @@ func TestCreatesUseTheNamespaceCache(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	cs := &countingStore{Store: st}
-	srv, err := New(Config{Store: cs, Registry: schema.NewBuiltin(), Version: version.Info{GitVersion: "v1.35.0"}, Logger: quiet})
-	if err != nil {
+	cs := &countingStore{Storage: st}
+	g := New(Config{Store: cs, Types: schema.NewBuiltin()})
+	watchDone := make(chan error, 1)
+	go func() { watchDone <- g.WatchNamespaces(ctx) }()
+	defer func() { cancel(); <-watchDone }()
+
+	namespaces := g.MustLookup("", "v1", "namespaces")
+	configmaps := g.MustLookup("", "v1", "configmaps")
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "cached"}}
+	if _, err := namespaces.Create(ctx, "", ns, WriteOptions{}); err != nil {
 		t.Fatal(err)
-	}
-	if err := srv.RunControllers(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer srv.BeginShutdown()
-	do := func(method, path, body string) *httptest.ResponseRecorder {
-		req := httptest.NewRequest(method, path, strings.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		rec := httptest.NewRecorder()
-		srv.Handler().ServeHTTP(rec, req)
-		return rec
-	}
-	// The finalizer keeps the namespace Terminating after the namespace
-	// controller has emptied it, so the last create below cannot race the
-	// namespace's removal and see 404.
-	if r := do("POST", "/api/v1/namespaces", `{"metadata":{"name":"cached","finalizers":["tabula.test/hold"]}}`); r.Code != http.StatusCreated {
-		t.Fatalf("create namespace: %d %s", r.Code, r.Body)
 	}
 	deadline := time.After(10 * time.Second)
 	for {
-		changed := srv.nsCache.changed() // taken before the check, so no change is missed
-		if srv.nsCache.isActive("cached") {
+		changed := g.NamespacesChanged() // taken before the check, so no change is missed
+		if g.NamespaceActive("cached") {
 			break
 		}
 		select {
@@ -111,22 +101,25 @@ func TestCreatesUseTheNamespaceCache(t *testing.T) {
 	}
 	before := cs.namespaceGets.Load()
 	for _, name := range []string{"a", "b", "c"} {
-		if r := do("POST", "/api/v1/namespaces/cached/configmaps", `{"metadata":{"name":"`+name+`"}}`); r.Code != http.StatusCreated {
-			t.Fatalf("create configmap %s: %d %s", name, r.Code, r.Body)
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}}
+		if _, err := configmaps.Create(ctx, "cached", cm, WriteOptions{}); err != nil {
+			t.Fatalf("create configmap %s: %v", name, err)
 		}
 	}
 	if n := cs.namespaceGets.Load() - before; n != 0 {
 		t.Fatalf("three creates in a cached namespace read it %d times; want 0", n)
 	}
-	if r := do("POST", "/api/v1/namespaces/absent/configmaps", `{"metadata":{"name":"a"}}`); r.Code != http.StatusNotFound {
-		t.Fatalf("create in a missing namespace: %d %s; want 404", r.Code, r.Body)
+	_, err = configmaps.Create(ctx, "absent", &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "a"}}, WriteOptions{})
+	if !apierrors.IsNotFound(err) {
+		t.Fatalf("create in a missing namespace: %v; want NotFound", err)
 	}
 
-	if r := do("DELETE", "/api/v1/namespaces/cached", ""); r.Code != http.StatusOK {
-		t.Fatalf("delete namespace: %d %s", r.Code, r.Body)
+	// No namespace controller runs here: the namespace stays Terminating.
+	if _, err := namespaces.Delete(ctx, "", "cached", &metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
 	}
-	r := do("POST", "/api/v1/namespaces/cached/configmaps", `{"metadata":{"name":"late"}}`)
-	if r.Code != http.StatusForbidden || !strings.Contains(r.Body.String(), "because it is being terminated") {
-		t.Fatalf("create right after the namespace's delete: %d %s; want 403 NamespaceTerminating", r.Code, r.Body)
+	_, err = configmaps.Create(ctx, "cached", &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "late"}}, WriteOptions{})
+	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "because it is being terminated") {
+		t.Fatalf("create right after the namespace's delete: %v; want 403 NamespaceTerminating", err)
 	}
 }

@@ -1,0 +1,199 @@
+package registry
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	apivalidation "k8s.io/apimachinery/pkg/api/validation"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	runtimeschema "k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/tabula-dev/tabula/sqlstore/kv"
+)
+
+// WriteOptions are what every write takes besides the object.
+type WriteOptions struct {
+	// DryRun runs every step but the store write.
+	DryRun bool
+}
+
+// Result is an object as a write left it: Rec is the stored record (zero
+// for a dry run) and Obj the object, its resourceVersion set.
+type Result struct {
+	Rec kv.Record
+	Obj runtime.Object
+}
+
+// Create stores a new object in namespace (ignored for cluster-scoped
+// Types): server-owned metadata is filled, the Type's strategy runs, the
+// object is validated and the namespace must admit it.
+func (x *Resource) Create(ctx context.Context, namespace string, obj runtime.Object, opts WriteOptions) (Result, error) {
+	acc, err := x.prepareCreate(namespace, obj)
+	if err != nil {
+		return Result{}, err
+	}
+	if acc.GetName() == "" {
+		return Result{}, apierrors.NewInvalid(runtimeschema.GroupKind{Group: x.t.Group, Kind: x.t.Kind}, "",
+			field.ErrorList{field.Required(field.NewPath("metadata", "name"), "name or generateName is required")})
+	}
+	if err := x.validate(obj, nil); err != nil {
+		return Result{}, err
+	}
+	if err := x.g.admitCreate(ctx, x.t, acc); err != nil {
+		return Result{}, err
+	}
+	if opts.DryRun {
+		// The store would refuse a name that is taken; so does a dry run.
+		if _, err := x.GetRecord(ctx, acc.GetNamespace(), acc.GetName()); err == nil {
+			return Result{}, apierrors.NewAlreadyExists(x.t.GroupResource(), acc.GetName())
+		} else if !apierrors.IsNotFound(err) {
+			return Result{}, err
+		}
+		return Result{Obj: obj}, nil
+	}
+	rec, err := x.g.store.Create(ctx, x.Key(acc.GetNamespace(), acc.GetName()), x.encoder(obj))
+	if err != nil {
+		return Result{}, x.storeError(err, acc.GetName())
+	}
+	x.g.observer.Written(x.st, acc, nil)
+	return Result{Rec: rec, Obj: obj}, nil
+}
+
+// prepareCreate fills the server-owned metadata of a new object.
+func (x *Resource) prepareCreate(namespace string, obj runtime.Object) (metav1.Object, error) {
+	acc, err := meta.Accessor(obj)
+	if err != nil {
+		return nil, err
+	}
+	if err := x.checkNamespace(acc, namespace); err != nil {
+		return nil, err
+	}
+	if acc.GetName() == "" && acc.GetGenerateName() != "" {
+		acc.SetName(generateName(acc.GetGenerateName()))
+	}
+	acc.SetUID(types.UID(uuid.NewString()))
+	acc.SetCreationTimestamp(metav1.NewTime(time.Now().Truncate(time.Second)))
+	acc.SetResourceVersion("")
+	acc.SetDeletionTimestamp(nil)
+	acc.SetDeletionGracePeriodSeconds(nil)
+	acc.SetSelfLink("")
+	acc.SetManagedFields(nil)
+	if x.t.PrepareForCreate != nil {
+		x.t.PrepareForCreate(obj)
+	}
+	return acc, nil
+}
+
+// checkNamespace enforces that an object's namespace matches the one it
+// is written to, and fills it in when empty.
+func (x *Resource) checkNamespace(acc metav1.Object, namespace string) error {
+	if !x.t.Namespaced {
+		acc.SetNamespace("")
+		return nil
+	}
+	if ns := acc.GetNamespace(); ns != "" && ns != namespace {
+		return apierrors.NewBadRequest("the namespace of the provided object does not match the namespace sent on the request")
+	}
+	acc.SetNamespace(namespace)
+	return nil
+}
+
+// generateName appends kube's five random characters to a prefix.
+func generateName(prefix string) string {
+	const alphabet = "bcdfghjklmnpqrstvwxz2456789"
+	const maxPrefix = 63 - 5
+	if len(prefix) > maxPrefix {
+		prefix = prefix[:maxPrefix]
+	}
+	b := make([]byte, 5)
+	_, _ = rand.Read(b)
+	for i := range b {
+		b[i] = alphabet[int(b[i])%len(alphabet)]
+	}
+	return prefix + string(b)
+}
+
+// validate runs ObjectMeta and type validation; 422 on failure.
+func (x *Resource) validate(obj, old runtime.Object) error {
+	acc, err := meta.Accessor(obj)
+	if err != nil {
+		return err
+	}
+	var errs field.ErrorList
+	nameFn := apivalidation.NameIsDNSSubdomain
+	if x.t.NameIsDNSLabel {
+		nameFn = apivalidation.NameIsDNSLabel
+	}
+	om := ObjectMetaOf(acc)
+	// Kinds whose validation checks ObjectMeta itself (kube's functions,
+	// with the kind's own name rule) skip the generic ObjectMeta checks.
+	generic := !x.t.ValidatesMeta
+	if old != nil {
+		oacc, err := meta.Accessor(old)
+		if err != nil {
+			return err
+		}
+		oom := ObjectMetaOf(oacc)
+		if generic {
+			errs = append(errs, apivalidation.ValidateObjectMetaUpdate(&om, &oom, field.NewPath("metadata"))...)
+		}
+		errs = append(errs, noNewFinalizersWhileDeleting(&om, &oom)...)
+	}
+	if generic {
+		errs = append(errs, apivalidation.ValidateObjectMeta(&om, x.t.Namespaced, nameFn, field.NewPath("metadata"))...)
+	}
+	if x.t.Validate != nil {
+		errs = append(errs, x.t.Validate(obj, old)...)
+	}
+	if len(errs) > 0 {
+		// Named after the stored kind: events.k8s.io Events are validated
+		// as core Events, as kube-apiserver does.
+		return apierrors.NewInvalid(runtimeschema.GroupKind{Group: x.st.Group, Kind: x.st.Kind}, acc.GetName(), errs)
+	}
+	return nil
+}
+
+// noNewFinalizersWhileDeleting refuses finalizers added to an object that
+// is being deleted, as kube-apiserver does.
+func noNewFinalizersWhileDeleting(obj, old *metav1.ObjectMeta) field.ErrorList {
+	if old.DeletionTimestamp == nil {
+		return nil
+	}
+	had := map[string]bool{}
+	for _, f := range old.Finalizers {
+		had[f] = true
+	}
+	var added []string
+	for _, f := range obj.Finalizers {
+		if !had[f] {
+			added = append(added, f)
+		}
+	}
+	if len(added) == 0 {
+		return nil
+	}
+	return field.ErrorList{field.Forbidden(field.NewPath("metadata", "finalizers"),
+		fmt.Sprintf("no new finalizers can be added if the object is being deleted, found new finalizers %#v", added))}
+}
+
+// ObjectMetaOf copies an object's metadata into an ObjectMeta.
+func ObjectMetaOf(a metav1.Object) metav1.ObjectMeta {
+	if m, ok := a.(*metav1.ObjectMeta); ok {
+		return *m
+	}
+	return metav1.ObjectMeta{
+		Name: a.GetName(), GenerateName: a.GetGenerateName(), Namespace: a.GetNamespace(), UID: a.GetUID(),
+		ResourceVersion: a.GetResourceVersion(), Generation: a.GetGeneration(), CreationTimestamp: a.GetCreationTimestamp(),
+		DeletionTimestamp: a.GetDeletionTimestamp(), DeletionGracePeriodSeconds: a.GetDeletionGracePeriodSeconds(),
+		Labels: a.GetLabels(), Annotations: a.GetAnnotations(), OwnerReferences: a.GetOwnerReferences(),
+		Finalizers: a.GetFinalizers(), ManagedFields: a.GetManagedFields(),
+	}
+}

@@ -1,0 +1,146 @@
+package registry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/tabula-dev/tabula/sqlstore/kv"
+)
+
+// DeleteResult is what a delete did: Gone reports the object removed now;
+// otherwise Obj is its new state (deletionTimestamp set, waiting for
+// finalizers or for the controller that removes it). Rec is the record
+// written (the final state when Gone).
+type DeleteResult struct {
+	Result
+	Gone bool
+}
+
+// Delete deletes or starts deleting one object: with finalizers (and the
+// orphan or foreground finalizer its propagation adds) it only gets a
+// deletionTimestamp; the last finalizer's removal completes it.
+func (x *Resource) Delete(ctx context.Context, namespace, name string, opts *metav1.DeleteOptions) (DeleteResult, error) {
+	dryRun := len(opts.DryRun) > 0
+	for attempt := 0; ; attempt++ {
+		obj, cur, err := x.Get(ctx, namespace, name)
+		if err != nil {
+			return DeleteResult{}, err
+		}
+		acc, _ := meta.Accessor(obj)
+		if err := x.checkPreconditions(acc, opts.Preconditions); err != nil {
+			return DeleteResult{}, err
+		}
+		if v := x.t.ValidateDelete; v != nil {
+			if err := v(name); err != nil {
+				return DeleteResult{}, err
+			}
+		}
+		if acc.GetDeletionTimestamp() == nil {
+			// Orphan and Foreground deletes wait for the garbage collector
+			// through its finalizers, as on kube-apiserver.
+			switch Propagation(opts) {
+			case metav1.DeletePropagationOrphan:
+				addFinalizer(acc, metav1.FinalizerOrphanDependents)
+			case metav1.DeletePropagationForeground:
+				addFinalizer(acc, metav1.FinalizerDeleteDependents)
+			}
+			if x.t.PrepareForDelete != nil {
+				x.t.PrepareForDelete(obj)
+			}
+		}
+		graceful := len(acc.GetFinalizers()) > 0 || x.t.RemovedByController
+		if !graceful {
+			if dryRun {
+				return DeleteResult{Result: Result{Rec: cur, Obj: obj}, Gone: true}, nil
+			}
+			rec, err := x.g.store.Delete(ctx, cur.Key, cur.Rev, x.encoder(obj))
+			if errors.Is(err, kv.ErrConflict) && attempt < maxUpdateRetries {
+				continue
+			}
+			if err != nil {
+				return DeleteResult{}, x.storeError(err, name)
+			}
+			x.g.observer.Deleted(x.st, acc)
+			return DeleteResult{Result: Result{Rec: rec, Obj: obj}, Gone: true}, nil
+		}
+		if acc.GetDeletionTimestamp() != nil {
+			// Already being deleted: answer with the current state.
+			return DeleteResult{Result: Result{Rec: cur, Obj: obj}}, nil
+		}
+		now := metav1.NewTime(time.Now().Truncate(time.Second))
+		zero := int64(0)
+		acc.SetDeletionTimestamp(&now)
+		acc.SetDeletionGracePeriodSeconds(&zero)
+		if dryRun {
+			return DeleteResult{Result: Result{Rec: cur, Obj: obj}}, nil
+		}
+		rec, err := x.g.store.Update(ctx, cur.Key, cur.Rev, x.encoder(obj))
+		if errors.Is(err, kv.ErrConflict) && attempt < maxUpdateRetries {
+			continue
+		}
+		if err != nil {
+			return DeleteResult{}, x.storeError(err, name)
+		}
+		if hasFinalizer(acc, metav1.FinalizerOrphanDependents) || hasFinalizer(acc, metav1.FinalizerDeleteDependents) {
+			x.g.observer.Deleting(x.st, acc)
+		}
+		return DeleteResult{Result: Result{Rec: rec, Obj: obj}}, nil
+	}
+}
+
+func (x *Resource) checkPreconditions(acc metav1.Object, pre *metav1.Preconditions) error {
+	if pre == nil {
+		return nil
+	}
+	if pre.UID != nil && *pre.UID != acc.GetUID() {
+		return apierrors.NewConflict(x.t.GroupResource(), acc.GetName(),
+			fmt.Errorf("the UID in the precondition (%s) does not match the UID in record (%s). The object might have been deleted and then recreated", *pre.UID, acc.GetUID()))
+	}
+	if pre.ResourceVersion != nil && *pre.ResourceVersion != acc.GetResourceVersion() {
+		return apierrors.NewConflict(x.t.GroupResource(), acc.GetName(),
+			fmt.Errorf("the ResourceVersion in the precondition (%s) does not match the ResourceVersion in record (%s). The object might have been modified", *pre.ResourceVersion, acc.GetResourceVersion()))
+	}
+	return nil
+}
+
+// Remove deletes the object stored as rec if it is still at rec's
+// revision: the controller that finishes an object's deletion (a
+// namespace once empty, an expired Event) removes it this way. A newer
+// write or an earlier removal leaves it alone (removed is false).
+func (x *Resource) Remove(ctx context.Context, rec kv.Record) (removed bool, err error) {
+	obj, err := x.Decode(rec)
+	if err != nil {
+		return false, err
+	}
+	_, err = x.g.store.Delete(ctx, rec.Key, rec.Rev, x.encoder(obj))
+	if errors.Is(err, kv.ErrConflict) || errors.Is(err, kv.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	if acc, err := meta.Accessor(obj); err == nil {
+		x.g.observer.Deleted(x.st, acc)
+	}
+	return true, nil
+}
+
+// Propagation is the effective propagation policy of a delete.
+func Propagation(opts *metav1.DeleteOptions) metav1.DeletionPropagation {
+	switch {
+	case opts.PropagationPolicy != nil:
+		return *opts.PropagationPolicy
+	case opts.OrphanDependents != nil && *opts.OrphanDependents:
+		return metav1.DeletePropagationOrphan
+	}
+	return metav1.DeletePropagationBackground
+}
+
+// HasFinalizer reports whether obj carries finalizer f.
+func HasFinalizer(obj metav1.Object, f string) bool { return hasFinalizer(obj, f) }

@@ -1,0 +1,217 @@
+package registry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/tabula-dev/tabula/codecs"
+	"github.com/tabula-dev/tabula/schema"
+	"github.com/tabula-dev/tabula/sqlstore/kv"
+)
+
+// Storage is the event log as the registry uses it.
+type Storage interface {
+	Get(ctx context.Context, key kv.Key) (kv.Record, error)
+	List(ctx context.Context, opts kv.ListOptions) (kv.ListResult, error)
+	Create(ctx context.Context, key kv.Key, enc kv.Encoder) (kv.Record, error)
+	Update(ctx context.Context, key kv.Key, expect int64, enc kv.Encoder) (kv.Record, error)
+	Delete(ctx context.Context, key kv.Key, expect int64, enc kv.Encoder) (kv.Record, error)
+	Watch(ctx context.Context, opts kv.WatchOptions) (kv.Watcher, error)
+}
+
+// Observer hears of every committed change, with the Type the object is
+// stored as: the garbage collector finds its work this way.
+type Observer interface {
+	// Written: obj was created (old is nil) or updated.
+	Written(t *schema.Type, obj, old metav1.Object)
+	// Deleted: obj is gone.
+	Deleted(t *schema.Type, obj metav1.Object)
+	// Deleting: obj began a delete that waits for the garbage collector
+	// (an orphan or foreground finalizer).
+	Deleting(t *schema.Type, obj metav1.Object)
+}
+
+// Config wires a Registry.
+type Config struct {
+	Store Storage
+	Types *schema.Registry
+	// EventTTL is how long objects of Expiring types live.
+	EventTTL time.Duration
+	// Observer may be nil.
+	Observer Observer
+}
+
+// Registry serves the objects of every registered Type.
+type Registry struct {
+	store    Storage
+	types    *schema.Registry
+	eventTTL time.Duration
+	observer Observer
+	// namespaces is the NamespaceLifecycle admission's view.
+	namespaces *namespaceCache
+	nsType     *schema.Type
+}
+
+// New returns a Registry; its namespace cache fills once WatchNamespaces
+// runs (until then every create reads its namespace).
+func New(cfg Config) *Registry {
+	g := &Registry{store: cfg.Store, types: cfg.Types, eventTTL: cfg.EventTTL, observer: cfg.Observer, namespaces: newNamespaceCache()}
+	if g.observer == nil {
+		g.observer = nopObserver{}
+	}
+	g.nsType, _ = cfg.Types.Lookup("", "v1", "namespaces")
+	return g
+}
+
+type nopObserver struct{}
+
+func (nopObserver) Written(*schema.Type, metav1.Object, metav1.Object) {}
+func (nopObserver) Deleted(*schema.Type, metav1.Object)                {}
+func (nopObserver) Deleting(*schema.Type, metav1.Object)               {}
+
+// Resource is the registry for one served Type.
+type Resource struct {
+	g *Registry
+	t *schema.Type
+	// st is the Type whose Go type the stored bytes decode into.
+	st *schema.Type
+}
+
+// For returns the registry for t.
+func (g *Registry) For(t *schema.Type) *Resource {
+	return &Resource{g: g, t: t, st: g.storageType(t)}
+}
+
+// Lookup returns the registry for a served group/version/resource.
+func (g *Registry) Lookup(group, version, resource string) (*Resource, bool) {
+	t, ok := g.types.Lookup(group, version, resource)
+	if !ok {
+		return nil, false
+	}
+	return g.For(t), true
+}
+
+// MustLookup is Lookup for the built-in kinds the server's own
+// controllers write; a missing one is a programming error.
+func (g *Registry) MustLookup(group, version, resource string) *Resource {
+	x, ok := g.Lookup(group, version, resource)
+	if !ok {
+		panic("registry: built-in type missing: " + group + "/" + version + "/" + resource)
+	}
+	return x
+}
+
+func (g *Registry) storageType(t *schema.Type) *schema.Type {
+	if t.FromStorage == nil {
+		return t
+	}
+	for _, o := range g.types.ByStorage(t.StorageResource) {
+		if o.FromStorage == nil {
+			return o
+		}
+	}
+	return t
+}
+
+// Type is the served Type.
+func (x *Resource) Type() *schema.Type { return x.t }
+
+// StorageType is the Type the stored bytes decode into (for example core
+// Events for events.k8s.io Events).
+func (x *Resource) StorageType() *schema.Type { return x.st }
+
+// Key names one object in the store.
+func (x *Resource) Key(namespace, name string) kv.Key {
+	if !x.t.Namespaced {
+		namespace = ""
+	}
+	return kv.Key{Resource: x.t.StorageResource, Namespace: namespace, Name: name}
+}
+
+// Decode turns stored bytes into an object of the served Type.
+func (x *Resource) Decode(rec kv.Record) (runtime.Object, error) {
+	obj, err := codecs.FromStorage(x.st.New, x.st.GroupVersionKind(), rec.Value)
+	if err != nil {
+		return nil, err
+	}
+	if x.t.FromStorage != nil {
+		if obj, err = x.t.FromStorage(obj); err != nil {
+			return nil, err
+		}
+	}
+	obj.GetObjectKind().SetGroupVersionKind(x.t.GroupVersionKind())
+	return obj, nil
+}
+
+// Encode is the stored form of an object of the served Type.
+func (x *Resource) Encode(obj runtime.Object) ([]byte, error) {
+	if x.t.ToStorage != nil {
+		var err error
+		if obj, err = x.t.ToStorage(obj); err != nil {
+			return nil, err
+		}
+	}
+	return codecs.StorageBytes(obj)
+}
+
+// GetRecord reads one stored object; 404 when it does not exist.
+func (x *Resource) GetRecord(ctx context.Context, namespace, name string) (kv.Record, error) {
+	rec, err := x.g.store.Get(ctx, x.Key(namespace, name))
+	return rec, x.storeError(err, name)
+}
+
+// Get reads and decodes one object; 404 when it does not exist.
+func (x *Resource) Get(ctx context.Context, namespace, name string) (runtime.Object, kv.Record, error) {
+	rec, err := x.GetRecord(ctx, namespace, name)
+	if err != nil {
+		return nil, rec, err
+	}
+	obj, err := x.Decode(rec)
+	return obj, rec, err
+}
+
+// List lists stored objects of this Type; opts.Resource is filled in.
+func (x *Resource) List(ctx context.Context, opts kv.ListOptions) (kv.ListResult, error) {
+	opts.Resource = x.t.StorageResource
+	if !x.t.Namespaced {
+		opts.Namespace = ""
+	}
+	return x.g.store.List(ctx, opts)
+}
+
+// Watch watches stored objects of this Type; opts.Resource is filled in.
+func (x *Resource) Watch(ctx context.Context, opts kv.WatchOptions) (kv.Watcher, error) {
+	opts.Resource = x.t.StorageResource
+	return x.g.store.Watch(ctx, opts)
+}
+
+// NotFound is the 404 for a missing object of this Type.
+func (x *Resource) NotFound(name string) error {
+	return apierrors.NewNotFound(x.t.GroupResource(), name)
+}
+
+// storeError translates store errors into Status errors for one object.
+func (x *Resource) storeError(err error, name string) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, kv.ErrNotFound):
+		return x.NotFound(name)
+	case errors.Is(err, kv.ErrExists):
+		return apierrors.NewAlreadyExists(x.t.GroupResource(), name)
+	case errors.Is(err, kv.ErrConflict):
+		return conflict(x.t, name)
+	}
+	return err
+}
+
+func conflict(t *schema.Type, name string) error {
+	return apierrors.NewConflict(t.GroupResource(), name,
+		fmt.Errorf("the object has been modified; please apply your changes to the latest version and try again"))
+}

@@ -1,0 +1,227 @@
+package registry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/tabula-dev/tabula/sqlstore/kv"
+)
+
+// maxUpdateRetries bounds retries of unconditional writes that lose a
+// race with another writer.
+const maxUpdateRetries = 10
+
+// MutateFunc produces the new object from a copy of the current one
+// (nil when it does not exist and the update may create it). An object
+// with a resourceVersion is a conditional write; without one it applies
+// to whatever is current, retried when another writer gets in first.
+type MutateFunc func(current runtime.Object) (runtime.Object, error)
+
+// ErrNoChange from a MutateFunc leaves the object as it is.
+var ErrNoChange = errors.New("no change")
+
+// UpdateOptions are an update's options.
+type UpdateOptions struct {
+	WriteOptions
+	// Subresource names the part written ("status", "finalize"); empty
+	// for the main resource.
+	Subresource string
+	// CreateMissing creates the object when it does not exist and the
+	// Type allows create on update (a PUT).
+	CreateMissing bool
+}
+
+// Update runs read-modify-write with compare-and-swap. created reports an
+// update that created the object. An object being deleted whose last
+// finalizer the update removes is deleted.
+func (x *Resource) Update(ctx context.Context, namespace, name string, mutate MutateFunc, opts UpdateOptions) (res Result, created bool, err error) {
+	for attempt := 0; ; attempt++ {
+		cur, err := x.g.store.Get(ctx, x.Key(namespace, name))
+		if errors.Is(err, kv.ErrNotFound) {
+			if !x.t.AllowCreateOnUpdate || !opts.CreateMissing {
+				return Result{}, false, x.NotFound(name)
+			}
+			obj, err := mutate(nil)
+			if err != nil {
+				return Result{}, false, err
+			}
+			if err := checkName(obj, name); err != nil {
+				return Result{}, false, err
+			}
+			res, err := x.Create(ctx, namespace, obj, opts.WriteOptions)
+			return res, err == nil, err
+		}
+		if err != nil {
+			return Result{}, false, err
+		}
+		old, err := x.Decode(cur)
+		if err != nil {
+			return Result{}, false, err
+		}
+		obj, err := mutate(old.DeepCopyObject())
+		if errors.Is(err, ErrNoChange) {
+			return Result{Rec: cur, Obj: old}, false, nil
+		}
+		if err != nil {
+			return Result{}, false, err
+		}
+		if obj, err = x.narrowToSubresource(obj, old, opts.Subresource); err != nil {
+			return Result{}, false, err
+		}
+		if err := checkName(obj, name); err != nil {
+			return Result{}, false, err
+		}
+		acc, err := meta.Accessor(obj)
+		if err != nil {
+			return Result{}, false, err
+		}
+		if err := x.checkNamespace(acc, namespace); err != nil {
+			return Result{}, false, err
+		}
+		conditional := acc.GetResourceVersion() != ""
+		if conditional {
+			rv, err := strconv.ParseInt(acc.GetResourceVersion(), 10, 64)
+			if err != nil || rv <= 0 {
+				return Result{}, false, apierrors.NewBadRequest(fmt.Sprintf("invalid resourceVersion %q: must be a positive integer", acc.GetResourceVersion()))
+			}
+			if rv != cur.Rev {
+				return Result{}, false, conflict(x.t, name)
+			}
+		} else {
+			// Unconditional: the update applies to the current version.
+			acc.SetResourceVersion(strconv.FormatInt(cur.Rev, 10))
+		}
+		if err := x.prepareUpdate(obj, old, opts.Subresource); err != nil {
+			return Result{}, false, err
+		}
+		if err := x.validate(obj, old); err != nil {
+			return Result{}, false, err
+		}
+		if opts.DryRun {
+			acc.SetResourceVersion(strconv.FormatInt(cur.Rev, 10))
+			return Result{Obj: obj}, false, nil
+		}
+		var rec kv.Record
+		oldAcc, _ := meta.Accessor(old)
+		if acc.GetDeletionTimestamp() != nil && len(acc.GetFinalizers()) == 0 && !x.t.RemovedByController {
+			// The last finalizer is gone: the pending delete completes.
+			rec, err = x.g.store.Delete(ctx, x.Key(namespace, name), cur.Rev, x.encoder(obj))
+			if err == nil {
+				x.g.observer.Deleted(x.st, acc)
+			}
+		} else {
+			rec, err = x.g.store.Update(ctx, x.Key(namespace, name), cur.Rev, x.encoder(obj))
+			if err == nil {
+				x.g.observer.Written(x.st, acc, oldAcc)
+			}
+		}
+		if errors.Is(err, kv.ErrConflict) && !conditional && attempt < maxUpdateRetries {
+			continue
+		}
+		if err != nil {
+			return Result{}, false, x.storeError(err, name)
+		}
+		return Result{Rec: rec, Obj: obj}, false, nil
+	}
+}
+
+// checkName fills in or checks the object's name against the one written.
+func checkName(obj runtime.Object, name string) error {
+	acc, err := meta.Accessor(obj)
+	if err != nil {
+		return err
+	}
+	if acc.GetName() == "" {
+		acc.SetName(name)
+	}
+	if acc.GetName() != name {
+		return apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", acc.GetName(), name))
+	}
+	return nil
+}
+
+// prepareUpdate carries server-owned metadata from old into obj.
+func (x *Resource) prepareUpdate(obj, old runtime.Object, subresource string) error {
+	acc, err := meta.Accessor(obj)
+	if err != nil {
+		return err
+	}
+	oacc, err := meta.Accessor(old)
+	if err != nil {
+		return err
+	}
+	if acc.GetUID() == "" {
+		acc.SetUID(oacc.GetUID())
+	}
+	acc.SetCreationTimestamp(oacc.GetCreationTimestamp())
+	acc.SetDeletionTimestamp(oacc.GetDeletionTimestamp())
+	acc.SetDeletionGracePeriodSeconds(oacc.GetDeletionGracePeriodSeconds())
+	acc.SetGeneration(oacc.GetGeneration())
+	acc.SetSelfLink("")
+	// managedFields are not tracked yet: keep the stored ones rather than
+	// trusting (possibly malformed) client-sent entries.
+	acc.SetManagedFields(oacc.GetManagedFields())
+	// Subresource writes were already narrowed; the Type's hook guards
+	// the main resource.
+	if x.t.PrepareForUpdate != nil && subresource == "" {
+		x.t.PrepareForUpdate(obj, old)
+	}
+	return nil
+}
+
+// subresourceFields says which top-level part of an object a subresource
+// writes; everything else is kept from the stored object.
+var subresourceFields = map[string][]string{
+	"status":   {"status"},
+	"finalize": {"spec"},
+}
+
+// narrowToSubresource builds the object a write stores: for a subresource,
+// the old object with only the subresource's fields taken from obj; for
+// the main resource of a Type with a status subresource, obj with the
+// status kept from old.
+func (x *Resource) narrowToSubresource(obj, old runtime.Object, subresource string) (runtime.Object, error) {
+	from, keep := obj, old
+	fields := subresourceFields[subresource]
+	if subresource == "" {
+		if !x.t.HasSubresource("status") {
+			return obj, nil
+		}
+		from, keep, fields = old, obj, []string{"status"}
+	}
+	src, err := runtime.DefaultUnstructuredConverter.ToUnstructured(from)
+	if err != nil {
+		return nil, err
+	}
+	dst, err := runtime.DefaultUnstructuredConverter.ToUnstructured(keep)
+	if err != nil {
+		return nil, err
+	}
+	for _, f := range fields {
+		if v, ok := src[f]; ok {
+			dst[f] = v
+		} else {
+			delete(dst, f)
+		}
+	}
+	if subresource != "" {
+		// Subresource writes may still move metadata.resourceVersion.
+		if m, ok := src["metadata"].(map[string]interface{}); ok {
+			if md, ok := dst["metadata"].(map[string]interface{}); ok {
+				md["resourceVersion"] = m["resourceVersion"]
+			}
+		}
+	}
+	out := x.t.New()
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(dst, out); err != nil {
+		return nil, err
+	}
+	out.GetObjectKind().SetGroupVersionKind(x.t.GroupVersionKind())
+	return out, nil
+}
