@@ -56,6 +56,15 @@ func cluster(group, version, kind, resource string, shortNames, categories []str
 	return t
 }
 
+// scalable adds the scale subresource at the replica paths every
+// built-in scalable kind uses.
+func (t Type) scalable(form SelectorForm) Type {
+	t.Subresources = append(t.Subresources, "scale")
+	t.Scale = &Scale{SpecReplicasPath: ".spec.replicas", StatusReplicasPath: ".status.replicas",
+		LabelSelectorPath: ".spec.selector", SelectorForm: form}
+	return t
+}
+
 // singularOf is the lower-cased kind, which kube-apiserver reports as the
 // singular name of every built-in resource.
 func singularOf(kind string) string {
@@ -113,7 +122,7 @@ func coreKinds() []*kubeKind {
 	pt.validate, pt.validateUpdate = podTemplated(func(p *core.PodTemplate) *core.PodTemplateSpec { return &p.Template },
 		corevalidation.ValidatePodTemplate, corevalidation.ValidatePodTemplateUpdate)
 
-	rc := &kubeKind{Type: namespaced("", "v1", "ReplicationController", "replicationcontrollers", []string{"rc"}, all, "status"), generation: generationOnChange}
+	rc := &kubeKind{Type: namespaced("", "v1", "ReplicationController", "replicationcontrollers", []string{"rc"}, all, "status").scalable(SelectorMap), generation: generationOnChange}
 	rc.validate, rc.validateUpdate = podTemplated(func(c *core.ReplicationController) *core.PodTemplateSpec { return c.Spec.Template },
 		corevalidation.ValidateReplicationController, corevalidation.ValidateReplicationControllerUpdate)
 
@@ -152,16 +161,16 @@ func coreKinds() []*kubeKind {
 }
 
 func appsKinds() []*kubeKind {
-	deploy := &kubeKind{Type: namespaced("apps", "v1", "Deployment", "deployments", []string{"deploy"}, all, "status"),
+	deploy := &kubeKind{Type: namespaced("apps", "v1", "Deployment", "deployments", []string{"deploy"}, all, "status").scalable(SelectorLabelSelector),
 		generation: generationOnChange, generationMeta: metav1.Object.GetAnnotations}
 	deploy.validate, deploy.validateUpdate = podTemplated(func(d *apps.Deployment) *core.PodTemplateSpec { return &d.Spec.Template },
 		appsvalidation.ValidateDeployment, appsvalidation.ValidateDeploymentUpdate)
 
-	rs := &kubeKind{Type: namespaced("apps", "v1", "ReplicaSet", "replicasets", []string{"rs"}, all, "status"), generation: generationOnChange}
+	rs := &kubeKind{Type: namespaced("apps", "v1", "ReplicaSet", "replicasets", []string{"rs"}, all, "status").scalable(SelectorLabelSelector), generation: generationOnChange}
 	rs.validate, rs.validateUpdate = podTemplated(func(r *apps.ReplicaSet) *core.PodTemplateSpec { return &r.Spec.Template },
 		appsvalidation.ValidateReplicaSet, appsvalidation.ValidateReplicaSetUpdate)
 
-	sts := &kubeKind{Type: namespaced("apps", "v1", "StatefulSet", "statefulsets", []string{"sts"}, all, "status"), generation: generationOnChange}
+	sts := &kubeKind{Type: namespaced("apps", "v1", "StatefulSet", "statefulsets", []string{"sts"}, all, "status").scalable(SelectorLabelSelector), generation: generationOnChange}
 	sts.validate, sts.validateUpdate = podTemplated(func(s *apps.StatefulSet) *core.PodTemplateSpec { return &s.Spec.Template },
 		appsvalidation.ValidateStatefulSet, alsoCreate(appsvalidation.ValidateStatefulSet, appsvalidation.ValidateStatefulSetUpdate))
 

@@ -3,6 +3,7 @@ package schema
 import (
 	"fmt"
 
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -95,10 +96,42 @@ type Type struct {
 	// Subresources served besides the main resource, such as "status".
 	Subresources []string
 
+	// Scale describes where the scale subresource (autoscaling/v1 Scale)
+	// finds its numbers; "scale" is in Subresources when it is set.
+	Scale *Scale
+
 	// Deprecation is set for a kind this version serves but deprecates;
 	// every request to it gets a Warning header.
 	Deprecation *Deprecation
 }
+
+// Scale locates a scalable object's replica counts and selector, as a
+// CustomResourceDefinition's scale subresource does: dotted paths from
+// the object's root.
+type Scale struct {
+	SpecReplicasPath   string // ".spec.replicas"
+	StatusReplicasPath string // ".status.replicas"
+	// LabelSelectorPath may be empty (no selector); what it holds is
+	// read as SelectorForm says.
+	LabelSelectorPath string
+	SelectorForm      SelectorForm
+}
+
+// ScaleKind is the kind every scale subresource reads and writes.
+var ScaleKind = &Type{Group: "autoscaling", Version: "v1", Kind: "Scale", Resource: "scale",
+	New: func() runtime.Object { return &autoscalingv1.Scale{} }}
+
+// SelectorForm is how a scalable object writes its selector.
+type SelectorForm int
+
+const (
+	// SelectorString: already serialized (custom resources' status.selector).
+	SelectorString SelectorForm = iota
+	// SelectorLabelSelector: a metav1.LabelSelector (apps/v1 kinds).
+	SelectorLabelSelector
+	// SelectorMap: a map of labels (ReplicationControllers).
+	SelectorMap
+)
 
 // Deprecation says when a served kind was deprecated and what replaces it.
 type Deprecation struct {
@@ -138,6 +171,15 @@ func (t *Type) HasSubresource(sub string) bool {
 		}
 	}
 	return false
+}
+
+// SubresourceKind is the kind a subresource reads and writes: the Type
+// itself, or another kind (Scale) for subresources that translate.
+func (t *Type) SubresourceKind(sub string) *Type {
+	if sub == "scale" && t.Scale != nil {
+		return ScaleKind
+	}
+	return t
 }
 
 // GroupVersion returns the Type's group-version.

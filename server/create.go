@@ -7,6 +7,7 @@ import (
 
 	"github.com/tabula-dev/tabula/codecs"
 	"github.com/tabula-dev/tabula/registry"
+	"github.com/tabula-dev/tabula/schema"
 )
 
 // create handles POST to a collection.
@@ -14,17 +15,18 @@ func (r *request) create() error {
 	if r.ri.Subresource != "" {
 		return methodNotAllowed()
 	}
-	obj, dryRun, err := r.readObject()
+	obj, dryRun, err := r.readObject(r.t)
 	if err != nil {
 		return err
 	}
 	return r.createObject(obj, dryRun)
 }
 
-// readObject reads the object a POST or PUT carries: write options, a
-// body in JSON, YAML or Protobuf (415 otherwise), an acceptable answer
-// format (406 otherwise), and fieldValidation applied to the decoding.
-func (r *request) readObject() (obj runtime.Object, dryRun bool, err error) {
+// readObject reads the object of Type t a POST or PUT carries: write
+// options, a body in JSON, YAML or Protobuf (415 otherwise), an
+// acceptable answer format (406 otherwise), and fieldValidation applied
+// to the decoding.
+func (r *request) readObject(t *schema.Type) (obj runtime.Object, dryRun bool, err error) {
 	fv, dryRun, err := r.writeOptions()
 	if err != nil {
 		return nil, false, err
@@ -40,7 +42,7 @@ func (r *request) readObject() (obj runtime.Object, dryRun bool, err error) {
 	if err != nil {
 		return nil, false, err
 	}
-	obj, err = r.decodeBody(body, mediaType, fv)
+	obj, err = r.decodeBody(t, body, mediaType, fv)
 	return obj, dryRun, err
 }
 

@@ -128,9 +128,11 @@ func (s *Server) getResourceList(c echo.Context, group, version string) error {
 			Verbs: t.Verbs, ShortNames: t.ShortNames, Categories: t.Categories,
 		})
 		for _, sub := range t.Subresources {
-			list.APIResources = append(list.APIResources, metav1.APIResource{
-				Name: t.Resource + "/" + sub, Namespaced: t.Namespaced, Kind: t.Kind, Verbs: subresourceVerbs(sub),
-			})
+			r := metav1.APIResource{Name: t.Resource + "/" + sub, Namespaced: t.Namespaced, Kind: t.Kind, Verbs: subresourceVerbs(sub)}
+			if k := t.SubresourceKind(sub); k != t {
+				r.Group, r.Version, r.Kind = k.Group, k.Version, k.Kind
+			}
+			list.APIResources = append(list.APIResources, r)
 		}
 	}
 	return s.writeJSON(c, http.StatusOK, list)
@@ -220,8 +222,12 @@ func aggregatedResource(t *schema.Type) apidiscoveryv2.APIResourceDiscovery {
 	subs := append([]string(nil), t.Subresources...)
 	sort.Strings(subs)
 	for _, sub := range subs {
+		kind := &metav1.GroupVersionKind{Kind: t.Kind}
+		if k := t.SubresourceKind(sub); k != t {
+			kind = &metav1.GroupVersionKind{Group: k.Group, Version: k.Version, Kind: k.Kind}
+		}
 		r.Subresources = append(r.Subresources, apidiscoveryv2.APISubresourceDiscovery{
-			Subresource: sub, ResponseKind: &metav1.GroupVersionKind{Kind: t.Kind}, Verbs: subresourceVerbs(sub),
+			Subresource: sub, ResponseKind: kind, Verbs: subresourceVerbs(sub),
 		})
 	}
 	return r

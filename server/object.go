@@ -74,6 +74,10 @@ func (r *request) itemJSON(rec kv.Record) ([]byte, error) {
 // negotiate picks the answer's representation or fails with 406.
 func (r *request) negotiate(list bool) (codecs.Output, error) {
 	offer := codecs.Offer{Protobuf: r.t.New != nil, List: list, Views: true, Kind: r.internalKind(list)}
+	if k := r.t.SubresourceKind(r.ri.Subresource); k != r.t {
+		// A subresource of its own kind (Scale) has no Table or metadata view.
+		offer.Views, offer.Kind = false, "*"+k.Group+"."+k.Kind
+	}
 	out, why := codecs.NegotiateWhy(r.c.Request().Header.Get("Accept"), offer)
 	switch {
 	case why == "":

@@ -17,14 +17,41 @@ import (
 
 	"github.com/tabula-dev/tabula/apply"
 	"github.com/tabula-dev/tabula/codecs"
+	"github.com/tabula-dev/tabula/schema"
 )
 
 // patch handles PATCH of one object in the three client-side patch
 // formats; Server-Side Apply is not served yet (415).
 func (r *request) patch() error {
-	fv, dryRun, err := r.writeOptions()
+	p, err := r.readPatch()
 	if err != nil {
 		return err
+	}
+	return r.updateObject(func(current runtime.Object) (runtime.Object, error) {
+		if current == nil {
+			return nil, r.notFound(r.ri.Name)
+		}
+		return p.apply(current, r.t)
+	}, p.dryRun)
+}
+
+// patchRequest is a PATCH's options and body, read once and applied to
+// the current object on every attempt of the update.
+type patchRequest struct {
+	r      *request
+	kind   apply.Kind
+	body   []byte
+	fv     fieldValidation
+	dryRun bool
+	// dups are duplicate keys in the patch document itself.
+	dups []string
+}
+
+// readPatch reads a PATCH's options, content type and body.
+func (r *request) readPatch() (*patchRequest, error) {
+	fv, dryRun, err := r.writeOptions()
+	if err != nil {
+		return nil, err
 	}
 	ct, _, _ := mime.ParseMediaType(r.c.Request().Header.Get("Content-Type"))
 	kind := apply.Kind(ct)
@@ -32,69 +59,69 @@ func (r *request) patch() error {
 	case apply.JSONPatch, apply.MergePatch:
 	case apply.StrategicPatch:
 		if r.t.New == nil {
-			return unsupportedPatch()
+			return nil, unsupportedPatch()
 		}
 	default:
-		return unsupportedPatch()
+		return nil, unsupportedPatch()
 	}
 	if _, err := r.negotiate(false); err != nil {
-		return err
+		return nil, err
 	}
-	patch, err := r.readBody()
+	body, err := r.readBody()
 	if err != nil {
-		return err
+		return nil, err
 	}
+	p := &patchRequest{r: r, kind: kind, body: body, fv: fv, dryRun: dryRun}
 	// Duplicate keys in the patch document itself count as field problems
 	// too (JSON Patch is a list of operations, checked by its decoder).
-	var dups []string
 	if kind != apply.JSONPatch {
 		var doc map[string]any
-		if strictErrs, err := sigsjson.UnmarshalStrict(patch, &doc); err == nil {
+		if strictErrs, err := sigsjson.UnmarshalStrict(body, &doc); err == nil {
 			for _, e := range strictErrs {
-				dups = append(dups, e.Error())
+				p.dups = append(p.dups, e.Error())
 			}
 		}
 	}
-	return r.updateObject(func(current runtime.Object) (runtime.Object, error) {
-		if current == nil {
-			return nil, r.notFound(r.ri.Name)
+	return p, nil
+}
+
+// apply patches current, an object of Type t, and decodes the result.
+func (p *patchRequest) apply(current runtime.Object, t *schema.Type) (runtime.Object, error) {
+	orig, err := json.Marshal(current)
+	if err != nil {
+		return nil, err
+	}
+	var schemaObj any
+	if t.New != nil {
+		schemaObj = t.New()
+	}
+	patched, err := apply.Apply(p.kind, orig, p.body, schemaObj)
+	if err != nil {
+		return nil, patchError(err)
+	}
+	obj, strict, err := p.r.s.codec.Decode(t, codecs.JSON, patched)
+	if err != nil {
+		return nil, err
+	}
+	strict = append(append([]string(nil), p.dups...), strict...)
+	if p.fv == fvStrict && len(strict) > 0 {
+		// kube-apiserver rejects a strict patch as an invalid patch,
+		// quoting the patched object.
+		return nil, apierrors.NewInvalid(runtimeschema.GroupKind{}, "", field.ErrorList{
+			field.Invalid(field.NewPath("patch"), string(patched), "strict decoding error: "+strings.Join(strict, ", ")),
+		})
+	}
+	if err := p.r.fieldProblems(strict, p.fv); err != nil {
+		return nil, err
+	}
+	if !patchSetsResourceVersion(p.kind, p.body) {
+		// A patch that names no resourceVersion applies to whatever is
+		// current: the update retries on conflict instead of failing.
+		if acc, err := meta.Accessor(obj); err == nil {
+			acc.SetResourceVersion("")
 		}
-		orig, err := json.Marshal(current)
-		if err != nil {
-			return nil, err
-		}
-		var schemaObj any
-		if r.t.New != nil {
-			schemaObj = r.t.New()
-		}
-		patched, err := apply.Apply(kind, orig, patch, schemaObj)
-		if err != nil {
-			return nil, patchError(err)
-		}
-		obj, strict, err := r.s.codec.Decode(r.t, codecs.JSON, patched)
-		if err != nil {
-			return nil, err
-		}
-		strict = append(append([]string(nil), dups...), strict...)
-		if fv == fvStrict && len(strict) > 0 {
-			// kube-apiserver rejects a strict patch as an invalid patch,
-			// quoting the patched object.
-			return nil, apierrors.NewInvalid(runtimeschema.GroupKind{}, "", field.ErrorList{
-				field.Invalid(field.NewPath("patch"), string(patched), "strict decoding error: "+strings.Join(strict, ", ")),
-			})
-		}
-		if err := r.fieldProblems(strict, fv); err != nil {
-			return nil, err
-		}
-		if !patchSetsResourceVersion(kind, patch) {
-			// A patch that names no resourceVersion applies to whatever is
-			// current: the update retries on conflict instead of failing.
-			if acc, err := meta.Accessor(obj); err == nil {
-				acc.SetResourceVersion("")
-			}
-		}
-		return obj, nil
-	}, dryRun)
+	}
+	return obj, nil
 }
 
 // patchSetsResourceVersion reports whether a patch writes

@@ -10,7 +10,7 @@ import (
 
 // update handles PUT of one object (or its status).
 func (r *request) update() error {
-	obj, dryRun, err := r.readObject()
+	obj, dryRun, err := r.readObject(r.t)
 	if err != nil {
 		return err
 	}

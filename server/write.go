@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/tabula-dev/tabula/codecs"
+	"github.com/tabula-dev/tabula/schema"
 )
 
 // fieldValidation is the directive for unknown and duplicate fields.
@@ -62,8 +63,8 @@ func (r *request) writeOptions() (fieldValidation, bool, error) {
 }
 
 // decodeBody decodes a create or update body and applies fieldValidation.
-func (r *request) decodeBody(body []byte, mediaType string, fv fieldValidation) (runtime.Object, error) {
-	obj, strict, err := r.s.codec.Decode(r.t, mediaType, body)
+func (r *request) decodeBody(t *schema.Type, body []byte, mediaType string, fv fieldValidation) (runtime.Object, error) {
+	obj, strict, err := r.s.codec.Decode(t, mediaType, body)
 	if err != nil {
 		return nil, err
 	}

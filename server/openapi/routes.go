@@ -239,9 +239,25 @@ func typeRoutes(gv schema.GroupVersion, t *tschema.Type, obj, list interface{}) 
 					params(itemParams, updateQueryParams, []common.Parameter{bodyParam(true)}), mediaAny, mediaObject, obj,
 					responses(obj, http.StatusOK, http.StatusCreated))
 			}
+		case "scale":
+			// Scale is its own kind: the operations name it, not the Type's.
+			sc := t.SubresourceKind(sub)
+			scGVK := metav1.GroupVersionKind{Group: sc.Group, Version: sc.Version, Kind: sc.Kind}
+			scParams := append([]common.Parameter{nameParam(sc.Kind)}, scopeParams...)
+			scale := sc.New()
+			addScale := func(method, id, description, action string, ps []common.Parameter, consumes []string, body interface{}, codes ...int) {
+				add(method, path, id+gvid+scope+kind+suffix, description+" of the specified "+kind, action,
+					ps, consumes, mediaObject, body, responses(scale, codes...))
+				out[len(out)-1].(*route).meta[extGVK] = scGVK
+			}
+			addScale("GET", "read", "read scale", "get", scParams, mediaAny, nil, http.StatusOK)
+			addScale("PUT", "replace", "replace scale", "put", params(scParams, updateQueryParams, []common.Parameter{bodyParam(true)}),
+				mediaAny, scale, http.StatusOK, http.StatusCreated)
+			addScale("PATCH", "patch", "partially update scale", "patch", params(scParams, patchQueryParams, []common.Parameter{bodyParam(true)}),
+				mediaPatch, &metav1.Patch{}, http.StatusOK, http.StatusCreated)
 		}
-		// Other subresources (scale, token, …) have types of their own
-		// and are documented once Tabula serves them.
+		// Other subresources (token, …) have types of their own and are
+		// documented once Tabula serves them.
 	}
 	return out
 }

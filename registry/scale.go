@@ -1,0 +1,214 @@
+package registry
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	runtimeschema "k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/kubernetes/pkg/apis/autoscaling"
+	autoscalingvalidation "k8s.io/kubernetes/pkg/apis/autoscaling/validation"
+
+	"github.com/tabula-dev/tabula/schema"
+)
+
+// The scale subresource reads and writes an object's replica count as an
+// autoscaling/v1 Scale, at the paths its Type's Scale names, the way
+// kube-apiserver's ScaleREST does for Deployments, ReplicaSets,
+// StatefulSets and ReplicationControllers (and for custom resources with
+// a scale subresource).
+
+// ScaleMutateFunc produces the new Scale from a copy of the current one.
+type ScaleMutateFunc func(current *autoscalingv1.Scale) (*autoscalingv1.Scale, error)
+
+// GetScale reads the Scale of one object.
+func (x *Resource) GetScale(ctx context.Context, namespace, name string) (*autoscalingv1.Scale, error) {
+	obj, _, err := x.Get(ctx, namespace, name)
+	if err != nil {
+		return nil, err
+	}
+	sc, err := x.scaleOf(obj)
+	if err != nil {
+		return nil, apierrors.NewBadRequest(err.Error())
+	}
+	return sc, nil
+}
+
+// UpdateScale changes an object's replicas through its Scale. The update
+// is the object's own (its strategy runs: generation moves when the
+// replicas do); the Scale's resourceVersion, when set, makes it
+// conditional, and its uid is a precondition.
+func (x *Resource) UpdateScale(ctx context.Context, namespace, name string, mutate ScaleMutateFunc, opts WriteOptions) (*autoscalingv1.Scale, Result, error) {
+	res, _, err := x.Update(ctx, namespace, name, func(cur runtime.Object) (runtime.Object, error) {
+		if cur == nil {
+			return nil, x.NotFound(name)
+		}
+		old, err := x.scaleOf(cur)
+		if err != nil {
+			return nil, apierrors.NewBadRequest(err.Error())
+		}
+		sc, err := mutate(old.DeepCopy())
+		if err != nil {
+			return nil, err
+		}
+		if err := checkName(sc, name); err != nil {
+			return nil, err
+		}
+		if err := x.checkNamespace(sc, namespace); err != nil {
+			return nil, err
+		}
+		if errs := validateScale(sc); len(errs) > 0 {
+			return nil, apierrors.NewInvalid(runtimeschema.GroupKind{Group: autoscaling.GroupName, Kind: "Scale"}, name, errs)
+		}
+		acc, err := meta.Accessor(cur)
+		if err != nil {
+			return nil, err
+		}
+		if sc.UID != "" && sc.UID != acc.GetUID() {
+			return nil, apierrors.NewConflict(runtimeschema.GroupResource{Group: x.t.Group, Resource: x.t.Resource + "/scale"}, name,
+				fmt.Errorf("Precondition failed: UID in precondition: %v, UID in object meta: %v", sc.UID, acc.GetUID()))
+		}
+		obj, err := x.withReplicas(cur, sc.Spec.Replicas)
+		if err != nil {
+			return nil, err
+		}
+		if acc, err = meta.Accessor(obj); err != nil {
+			return nil, err
+		}
+		acc.SetResourceVersion(sc.ResourceVersion)
+		return obj, nil
+	}, UpdateOptions{WriteOptions: opts})
+	if err != nil {
+		return nil, Result{}, err
+	}
+	sc, err := x.scaleOf(res.Obj)
+	if err != nil {
+		return nil, Result{}, apierrors.NewBadRequest(err.Error())
+	}
+	return sc, res, nil
+}
+
+// validateScale runs kube's Scale validation on the internal type.
+func validateScale(sc *autoscalingv1.Scale) field.ErrorList {
+	in := &autoscaling.Scale{ObjectMeta: sc.ObjectMeta, Spec: autoscaling.ScaleSpec{Replicas: sc.Spec.Replicas}}
+	return autoscalingvalidation.ValidateScale(in)
+}
+
+// scaleOf builds the Scale of an object of this Type.
+func (x *Resource) scaleOf(obj runtime.Object) (*autoscalingv1.Scale, error) {
+	spec := x.t.Scale
+	if spec == nil {
+		return nil, fmt.Errorf("%s has no scale subresource", x.t.GroupResource())
+	}
+	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		return nil, err
+	}
+	acc, err := meta.Accessor(obj)
+	if err != nil {
+		return nil, err
+	}
+	sc := &autoscalingv1.Scale{
+		TypeMeta: metav1.TypeMeta{Kind: "Scale", APIVersion: "autoscaling/v1"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name: acc.GetName(), Namespace: acc.GetNamespace(), UID: acc.GetUID(),
+			ResourceVersion: acc.GetResourceVersion(), CreationTimestamp: acc.GetCreationTimestamp(),
+		},
+	}
+	if sc.Spec.Replicas, err = replicasAt(u, spec.SpecReplicasPath); err != nil {
+		return nil, err
+	}
+	if sc.Status.Replicas, err = replicasAt(u, spec.StatusReplicasPath); err != nil {
+		return nil, err
+	}
+	if sc.Status.Selector, err = selectorAt(u, spec.LabelSelectorPath, spec.SelectorForm); err != nil {
+		return nil, err
+	}
+	return sc, nil
+}
+
+// withReplicas returns obj with the replica count at the spec path set.
+func (x *Resource) withReplicas(obj runtime.Object, replicas int32) (runtime.Object, error) {
+	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		return nil, err
+	}
+	if err := unstructured.SetNestedField(u, int64(replicas), fieldPath(x.t.Scale.SpecReplicasPath)...); err != nil {
+		return nil, err
+	}
+	out := x.t.New()
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u, out); err != nil {
+		return nil, err
+	}
+	out.GetObjectKind().SetGroupVersionKind(x.t.GroupVersionKind())
+	return out, nil
+}
+
+// fieldPath splits ".spec.replicas" into its fields.
+func fieldPath(p string) []string { return strings.Split(strings.TrimPrefix(p, "."), ".") }
+
+// replicasAt reads an integer at path; absent counts as 0.
+func replicasAt(u map[string]interface{}, path string) (int32, error) {
+	if path == "" {
+		return 0, nil
+	}
+	v, found, err := unstructured.NestedFieldNoCopy(u, fieldPath(path)...)
+	if err != nil || !found || v == nil {
+		return 0, err
+	}
+	switch n := v.(type) {
+	case int64:
+		return int32(n), nil
+	case float64:
+		return int32(n), nil
+	}
+	return 0, fmt.Errorf("the value at %s is not an integer: %v", path, v)
+}
+
+// selectorAt reads the selector at path as the label selector string a
+// Scale reports.
+func selectorAt(u map[string]interface{}, path string, form schema.SelectorForm) (string, error) {
+	if path == "" {
+		return "", nil
+	}
+	v, found, err := unstructured.NestedFieldNoCopy(u, fieldPath(path)...)
+	if err != nil || !found || v == nil {
+		return "", err
+	}
+	switch form {
+	case schema.SelectorLabelSelector:
+		m, ok := v.(map[string]interface{})
+		if !ok {
+			return "", fmt.Errorf("the selector at %s is not a label selector", path)
+		}
+		var ls metav1.LabelSelector
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(m, &ls); err != nil {
+			return "", err
+		}
+		sel, err := metav1.LabelSelectorAsSelector(&ls)
+		if err != nil {
+			return "", err
+		}
+		return sel.String(), nil
+	case schema.SelectorMap:
+		m, ok := v.(map[string]interface{})
+		if !ok {
+			return "", fmt.Errorf("the selector at %s is not a map of labels", path)
+		}
+		set := labels.Set{}
+		for k, val := range m {
+			set[k] = fmt.Sprint(val)
+		}
+		return labels.SelectorFromSet(set).String(), nil
+	}
+	s, _ := v.(string)
+	return s, nil
+}

@@ -1,0 +1,69 @@
+package server
+
+import (
+	"net/http"
+
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+
+	"github.com/tabula-dev/tabula/registry"
+	"github.com/tabula-dev/tabula/schema"
+)
+
+// subresourceHandlers serve the subresources whose kind is not the
+// object's own; the others (status, finalize) are the object itself and
+// go through the verb handlers.
+var subresourceHandlers = map[string]func(*request) error{
+	"scale": (*request).scale,
+}
+
+// scale serves GET, PUT and PATCH of an object's scale subresource.
+func (r *request) scale() error {
+	switch r.verb {
+	case "get":
+		if _, err := r.negotiate(false); err != nil {
+			return err
+		}
+		sc, err := r.res.GetScale(r.ctx, r.ri.Namespace, r.ri.Name)
+		if err != nil {
+			return err
+		}
+		return r.writeScale(sc)
+	case "update":
+		obj, dryRun, err := r.readObject(schema.ScaleKind)
+		if err != nil {
+			return err
+		}
+		sc, _, err := r.res.UpdateScale(r.ctx, r.ri.Namespace, r.ri.Name, func(*autoscalingv1.Scale) (*autoscalingv1.Scale, error) {
+			return obj.(*autoscalingv1.Scale).DeepCopy(), nil
+		}, registry.WriteOptions{DryRun: dryRun})
+		if err != nil {
+			return err
+		}
+		return r.writeScale(sc)
+	case "patch":
+		p, err := r.readPatch()
+		if err != nil {
+			return err
+		}
+		sc, _, err := r.res.UpdateScale(r.ctx, r.ri.Namespace, r.ri.Name, func(cur *autoscalingv1.Scale) (*autoscalingv1.Scale, error) {
+			obj, err := p.apply(cur, schema.ScaleKind)
+			if err != nil {
+				return nil, err
+			}
+			return obj.(*autoscalingv1.Scale), nil
+		}, registry.WriteOptions{DryRun: p.dryRun})
+		if err != nil {
+			return err
+		}
+		return r.writeScale(sc)
+	}
+	return methodNotAllowed()
+}
+
+func (r *request) writeScale(sc *autoscalingv1.Scale) error {
+	out, err := r.negotiate(false)
+	if err != nil {
+		return err
+	}
+	return r.writeObject(http.StatusOK, out, sc)
+}
