@@ -250,13 +250,21 @@ func parseTable(t *testing.T, out string) (header []string, rows []map[string]st
 		t.Fatalf("no table in kubectl output %q", out)
 	}
 	head := lines[0]
+	// kubectl pads columns with at least three spaces; a single space is
+	// inside a header ("LAST SCHEDULE").
 	var starts []int
 	for i := 0; i < len(head); i++ {
-		if head[i] != ' ' && (i == 0 || head[i-1] == ' ') {
+		if head[i] != ' ' && (i == 0 || (i >= 2 && head[i-1] == ' ' && head[i-2] == ' ')) {
 			starts = append(starts, i)
 		}
 	}
-	header = strings.Fields(head)
+	for i, start := range starts {
+		end := len(head)
+		if i+1 < len(starts) {
+			end = starts[i+1]
+		}
+		header = append(header, strings.TrimSpace(head[start:end]))
+	}
 	for _, l := range lines[1:] {
 		row := map[string]string{}
 		for i, start := range starts {

@@ -119,6 +119,8 @@ var kubectlScenarios = []kubectlScenario{
 	{"explain", kubectlExplain},
 	{"describe", kubectlDescribe},
 	{"events", kubectlEvents},
+	{"apply an application manifest", kubectlApplyApplication},
+	{"scale", kubectlScale},
 }
 
 var (
@@ -617,6 +619,13 @@ func kubectlExplain(t *testing.T, e *kubectlEnv) {
 			regexp.MustCompile(`(?m)^VERSION:\s+v1$`),
 			regexp.MustCompile(`(?m)^FIELD: data <map\[string\]string>$`),
 			regexp.MustCompile(`(?m)^DESCRIPTION:$`),
+		}},
+		{"deployment.spec.template.spec.containers", []*regexp.Regexp{
+			regexp.MustCompile(`(?m)^GROUP:\s+apps$`),
+			regexp.MustCompile(`(?m)^KIND:\s+Deployment$`),
+			regexp.MustCompile(`(?m)^FIELD: containers <\[\]Container>$`),
+			regexp.MustCompile(`(?m)^\s+image\s+<string>$`),
+			regexp.MustCompile(`(?m)^\s+name\s+<string> -required-$`),
 		}},
 		{"lease.spec", []*regexp.Regexp{
 			regexp.MustCompile(`(?m)^GROUP:\s+coordination\.k8s\.io$`),

@@ -46,6 +46,7 @@ func (s *Server) RunControllers(ctx context.Context) error {
 	go s.runLoop(ctx, "namespace defaults controller", s.defaultsController)
 	go s.runLoop(ctx, "event expiry", s.expiryController)
 	go s.runLoop(ctx, "garbage collector", s.gcController)
+	go s.runLoop(ctx, "storage object in use protection", s.protectionController)
 	s.MarkControllersStarted()
 	return nil
 }

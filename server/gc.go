@@ -410,17 +410,7 @@ func (s *Server) dropOwnerRef(ctx context.Context, d dependent, owner types.UID)
 // deletes the owner when it was the last one.
 func (s *Server) removeFinalizer(ctx context.Context, owner *registry.Resource, o gcOwner, f string) error {
 	return s.mutateMeta(ctx, owner, o.namespace, o.name, "", func(acc metav1.Object) bool {
-		if acc.GetUID() != o.uid || !hasFinalizer(acc, f) {
-			return false
-		}
-		var kept []string
-		for _, x := range acc.GetFinalizers() {
-			if x != f {
-				kept = append(kept, x)
-			}
-		}
-		acc.SetFinalizers(kept)
-		return true
+		return acc.GetUID() == o.uid && dropFinalizer(acc, f)
 	})
 }
 

@@ -1,0 +1,347 @@
+package conformance
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// applicationManifest is what a user's first `kubectl apply -f` holds:
+// one object of every common kind, as kubectl's examples and `helm
+// create` write them.
+const applicationManifest = `apiVersion: v1
+kind: ServiceAccount
+metadata:
+  name: web
+---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: web-config
+data:
+  greeting: hello
+---
+apiVersion: v1
+kind: Secret
+metadata:
+  name: web-secret
+stringData:
+  password: s3cret
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+  labels: {app: web}
+spec:
+  replicas: 2
+  selector:
+    matchLabels: {app: web}
+  template:
+    metadata:
+      labels: {app: web}
+    spec:
+      serviceAccountName: web
+      containers:
+      - name: web
+        image: nginx:1.27
+        ports:
+        - {name: http, containerPort: 80}
+        env:
+        - name: GREETING
+          valueFrom:
+            configMapKeyRef: {name: web-config, key: greeting}
+        resources:
+          requests: {cpu: 100m, memory: 64Mi}
+---
+apiVersion: v1
+kind: Service
+metadata:
+  name: web
+spec:
+  selector: {app: web}
+  ports:
+  - {name: http, port: 80, targetPort: http}
+---
+apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata:
+  name: web
+spec:
+  rules:
+  - host: web.example.com
+    http:
+      paths:
+      - path: /
+        pathType: Prefix
+        backend:
+          service: {name: web, port: {number: 80}}
+---
+apiVersion: autoscaling/v2
+kind: HorizontalPodAutoscaler
+metadata:
+  name: web
+spec:
+  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: web}
+  minReplicas: 1
+  maxReplicas: 5
+  metrics:
+  - type: Resource
+    resource:
+      name: cpu
+      target: {type: Utilization, averageUtilization: 80}
+---
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata:
+  name: web
+spec:
+  minAvailable: 1
+  selector:
+    matchLabels: {app: web}
+---
+apiVersion: apps/v1
+kind: StatefulSet
+metadata:
+  name: db
+spec:
+  serviceName: db
+  replicas: 1
+  selector:
+    matchLabels: {app: db}
+  template:
+    metadata:
+      labels: {app: db}
+    spec:
+      containers:
+      - {name: db, image: postgres:17}
+  volumeClaimTemplates:
+  - metadata: {name: data}
+    spec:
+      accessModes: [ReadWriteOnce]
+      resources:
+        requests: {storage: 1Gi}
+---
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata:
+  name: cache
+spec:
+  accessModes: [ReadWriteOnce]
+  resources:
+    requests: {storage: 1Gi}
+---
+apiVersion: apps/v1
+kind: DaemonSet
+metadata:
+  name: agent
+spec:
+  selector:
+    matchLabels: {app: agent}
+  template:
+    metadata:
+      labels: {app: agent}
+    spec:
+      containers:
+      - {name: agent, image: busybox:1.36}
+---
+apiVersion: batch/v1
+kind: Job
+metadata:
+  name: migrate
+spec:
+  template:
+    spec:
+      restartPolicy: Never
+      containers:
+      - {name: migrate, image: busybox:1.36, command: [sh, -c, "true"]}
+---
+apiVersion: batch/v1
+kind: CronJob
+metadata:
+  name: report
+spec:
+  schedule: "*/5 * * * *"
+  jobTemplate:
+    spec:
+      template:
+        spec:
+          restartPolicy: OnFailure
+          containers:
+          - {name: report, image: busybox:1.36}
+---
+apiVersion: networking.k8s.io/v1
+kind: NetworkPolicy
+metadata:
+  name: deny-all
+spec:
+  podSelector: {}
+  policyTypes: [Ingress]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata:
+  name: reader
+rules:
+- apiGroups: [""]
+  resources: [configmaps]
+  verbs: [get, list, watch]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata:
+  name: web-reader
+subjects:
+- {kind: ServiceAccount, name: web}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: reader}
+`
+
+// applicationKinds are the manifest's objects as `kubectl apply` names
+// them ("<resource>.<group>/<name> created").
+var applicationKinds = []string{
+	"serviceaccount/web", "configmap/web-config", "secret/web-secret", "deployment.apps/web", "service/web",
+	"ingress.networking.k8s.io/web", "horizontalpodautoscaler.autoscaling/web", "poddisruptionbudget.policy/web",
+	"statefulset.apps/db", "persistentvolumeclaim/cache", "daemonset.apps/agent", "job.batch/migrate",
+	"cronjob.batch/report", "networkpolicy.networking.k8s.io/deny-all", "role.rbac.authorization.k8s.io/reader",
+	"rolebinding.rbac.authorization.k8s.io/web-reader",
+}
+
+// reappliedAsConfigured are the objects kubectl reports "configured" on
+// every apply of an unchanged manifest against kube-apiserver too: its
+// three-way patch is never empty for them.
+var reappliedAsConfigured = map[string]string{
+	"secret/web-secret":              "stringData is write-only: the server moves it into data, so kubectl sends it again",
+	"poddisruptionbudget.policy/web": "spec.selector has patchStrategy replace: the computed patch always holds it",
+	"statefulset.apps/db":            "volumeClaimTemplates is a list without merge key, and the server's defaults (volumeMode, status.phase) make it differ",
+}
+
+// kubectlApplyApplication: the manifest applies (created, then unchanged,
+// then configured after an edit), every object reads back, and `get -o
+// wide` prints kube's columns for the workload kinds.
+func kubectlApplyApplication(t *testing.T, e *kubectlEnv) {
+	ns := e.ns(t)
+	f := e.writeFile(t, "app.yaml", applicationManifest)
+	out := e.k.ok(t, "apply", "-n", ns, "-f", f)
+	for _, k := range applicationKinds {
+		if !strings.Contains(out, k+" created") {
+			t.Errorf("apply did not report %s created:\n%s", k, out)
+		}
+	}
+	out = e.k.ok(t, "apply", "-n", ns, "-f", f)
+	for _, k := range applicationKinds {
+		want := k + " unchanged"
+		if _, ok := reappliedAsConfigured[k]; ok {
+			want = k + " configured"
+		}
+		if !strings.Contains(out, want) {
+			t.Errorf("second apply did not report %q:\n%s", want, out)
+		}
+	}
+	edited := strings.Replace(applicationManifest, "replicas: 2", "replicas: 4", 1)
+	out = e.k.ok(t, "apply", "-n", ns, "-f", e.writeFile(t, "app2.yaml", edited))
+	if !strings.Contains(out, "deployment.apps/web configured") || !strings.Contains(out, "service/web unchanged") {
+		t.Errorf("apply of the edited manifest:\n%s", out)
+	}
+	d, err := e.cs.AppsV1().Deployments(ns).Get(context.Background(), "web", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if *d.Spec.Replicas != 4 || d.Generation != 2 || d.Spec.Strategy.Type != "RollingUpdate" || d.Spec.Template.Spec.Containers[0].TerminationMessagePath != "/dev/termination-log" {
+		t.Errorf("deployment after apply: replicas %d generation %d strategy %q terminationMessagePath %q; want 4, 2 and kube's defaults",
+			*d.Spec.Replicas, d.Generation, d.Spec.Strategy.Type, d.Spec.Template.Spec.Containers[0].TerminationMessagePath)
+	}
+
+	for _, c := range []struct {
+		resource string
+		header   []string
+		row      map[string]string
+	}{
+		{"deployments", []string{"NAME", "READY", "UP-TO-DATE", "AVAILABLE", "AGE", "CONTAINERS", "IMAGES", "SELECTOR"},
+			map[string]string{"NAME": "web", "READY": "0/4", "CONTAINERS": "web", "IMAGES": "nginx:1.27", "SELECTOR": "app=web"}},
+		{"ingresses", []string{"NAME", "CLASS", "HOSTS", "ADDRESS", "PORTS", "AGE"},
+			map[string]string{"NAME": "web", "CLASS": "<none>", "HOSTS": "web.example.com", "PORTS": "80"}},
+		{"poddisruptionbudgets", []string{"NAME", "MIN AVAILABLE", "MAX UNAVAILABLE", "ALLOWED DISRUPTIONS", "AGE"},
+			map[string]string{"NAME": "web", "MIN AVAILABLE": "1", "MAX UNAVAILABLE": "N/A", "ALLOWED DISRUPTIONS": "0"}},
+		{"horizontalpodautoscalers", []string{"NAME", "REFERENCE", "TARGETS", "MINPODS", "MAXPODS", "REPLICAS", "AGE"},
+			map[string]string{"NAME": "web", "REFERENCE": "Deployment/web", "MINPODS": "1", "MAXPODS": "5", "REPLICAS": "0"}},
+		{"cronjobs", []string{"NAME", "SCHEDULE", "TIMEZONE", "SUSPEND", "ACTIVE", "LAST SCHEDULE", "AGE", "CONTAINERS", "IMAGES", "SELECTOR"},
+			map[string]string{"NAME": "report", "SCHEDULE": "*/5 * * * *", "SUSPEND": "False", "ACTIVE": "0", "LAST SCHEDULE": "<none>", "IMAGES": "busybox:1.36"}},
+		{"persistentvolumeclaims", []string{"NAME", "STATUS", "VOLUME", "CAPACITY", "ACCESS MODES", "STORAGECLASS", "VOLUMEATTRIBUTESCLASS", "AGE", "VOLUMEMODE"},
+			map[string]string{"NAME": "cache", "STATUS": "Pending", "VOLUMEMODE": "Filesystem"}},
+	} {
+		header, rows := parseTable(t, e.k.ok(t, "get", c.resource, "-n", ns, "-o", "wide"))
+		if strings.Join(header, "|") != strings.Join(c.header, "|") {
+			t.Errorf("get %s -o wide: columns %q, want %q", c.resource, header, c.header)
+			continue
+		}
+		if len(rows) != 1 {
+			t.Errorf("get %s -o wide: %d rows, want 1", c.resource, len(rows))
+			continue
+		}
+		for col, want := range c.row {
+			if got := rows[0][col]; got != want {
+				t.Errorf("get %s -o wide: %s is %q, want %q", c.resource, col, got, want)
+			}
+		}
+	}
+
+	out = e.k.ok(t, "describe", "deployment", "web", "-n", ns)
+	for _, want := range []string{"Name:", "web", "Replicas:", "4 desired", "StrategyType:", "RollingUpdate", "nginx:1.27"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("describe deployment: %q missing:\n%s", want, out)
+		}
+	}
+
+	out = e.k.ok(t, "delete", "-n", ns, "-f", f)
+	for _, k := range applicationKinds {
+		kind, name, _ := strings.Cut(k, "/")
+		if want := kind + ` "` + name + `" deleted`; !strings.Contains(out, want) {
+			t.Errorf("delete -f did not report %q:\n%s", want, out)
+		}
+	}
+	if left := e.k.ok(t, "get", "all", "-n", ns, "-o", "name"); strings.TrimSpace(left) != "" {
+		t.Errorf("objects left after delete -f:\n%s", left)
+	}
+}
+
+// kubectlScale: `kubectl scale` writes through the scale subresource, and
+// its --current-replicas precondition is checked.
+func kubectlScale(t *testing.T, e *kubectlEnv) {
+	ns := e.ns(t)
+	f := e.writeFile(t, "deploy.yaml", `apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+spec:
+  replicas: 1
+  selector:
+    matchLabels: {app: web}
+  template:
+    metadata:
+      labels: {app: web}
+    spec:
+      containers:
+      - {name: web, image: nginx:1.27}
+`)
+	e.k.ok(t, "apply", "-n", ns, "-f", f)
+	if out := e.k.ok(t, "scale", "-n", ns, "deployment/web", "--replicas=3"); !strings.Contains(out, "deployment.apps/web scaled") {
+		t.Errorf("kubectl scale printed:\n%s", out)
+	}
+	d, err := e.cs.AppsV1().Deployments(ns).Get(context.Background(), "web", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if *d.Spec.Replicas != 3 || d.Generation != 2 {
+		t.Errorf("after scale: replicas %d generation %d; want 3 and 2", *d.Spec.Replicas, d.Generation)
+	}
+	r := e.k.fails(t, runOpts{}, "scale", "-n", ns, "deployment/web", "--current-replicas=1", "--replicas=5")
+	if !strings.Contains(r.stderr, "Expected replicas to be 1, was 3") {
+		t.Errorf("scale with a wrong --current-replicas:\n%s", r)
+	}
+	sc, err := e.cs.AppsV1().Deployments(ns).GetScale(context.Background(), "web", metav1.GetOptions{})
+	if err != nil || sc.Spec.Replicas != 3 || sc.Status.Selector != "app=web" {
+		t.Errorf("client-go GetScale: %+v, %v", sc, err)
+	}
+}
