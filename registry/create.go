@@ -35,7 +35,18 @@ type Result struct {
 // Create stores a new object in namespace (ignored for cluster-scoped
 // Types): server-owned metadata is filled, the Type's strategy runs, the
 // object is validated and the namespace must admit it.
-func (x *Resource) Create(ctx context.Context, namespace string, obj runtime.Object, opts WriteOptions) (Result, error) {
+func (x *Resource) Create(ctx context.Context, namespace string, obj runtime.Object, opts WriteOptions) (res Result, err error) {
+	if x.hooks != nil {
+		if err := x.checkNamespace(mustAccessor(obj), namespace); err != nil {
+			return Result{}, err
+		}
+		finish, herr := x.hooks.beginCreate(ctx, obj, opts.DryRun)
+		if herr != nil {
+			return Result{}, herr
+		}
+		// err is the named result: the claims stay only if the write did.
+		defer func() { finish(err == nil && !opts.DryRun) }()
+	}
 	acc, err := x.prepareCreate(namespace, obj)
 	if err != nil {
 		return Result{}, err
@@ -65,6 +76,15 @@ func (x *Resource) Create(ctx context.Context, namespace string, obj runtime.Obj
 	}
 	x.g.observer.Written(x.st, acc, nil)
 	return Result{Rec: rec, Obj: obj}, nil
+}
+
+// mustAccessor is meta.Accessor for objects known to have metadata.
+func mustAccessor(obj runtime.Object) metav1.Object {
+	acc, err := meta.Accessor(obj)
+	if err != nil {
+		panic(err)
+	}
+	return acc
 }
 
 // prepareCreate fills the server-owned metadata of a new object.

@@ -66,7 +66,7 @@ func (x *Resource) Delete(ctx context.Context, namespace, name string, opts *met
 			if err != nil {
 				return DeleteResult{}, x.storeError(err, name)
 			}
-			x.g.observer.Deleted(x.st, acc)
+			x.afterDelete(ctx, obj, acc)
 			return DeleteResult{Result: Result{Rec: rec, Obj: obj}, Gone: true}, nil
 		}
 		if acc.GetDeletionTimestamp() != nil {
@@ -125,9 +125,7 @@ func (x *Resource) Remove(ctx context.Context, rec kv.Record) (removed bool, err
 	if err != nil {
 		return false, err
 	}
-	if acc, err := meta.Accessor(obj); err == nil {
-		x.g.observer.Deleted(x.st, acc)
-	}
+	x.afterDelete(ctx, obj, mustAccessor(obj))
 	return true, nil
 }
 

@@ -45,6 +45,9 @@ type Config struct {
 	EventTTL time.Duration
 	// Observer may be nil.
 	Observer Observer
+	// Services are the pools Services allocate cluster IPs and node ports
+	// from; nil leaves Services as written (no allocation).
+	Services *ServiceRanges
 }
 
 // Registry serves the objects of every registered Type.
@@ -56,6 +59,8 @@ type Registry struct {
 	// namespaces is the NamespaceLifecycle admission's view.
 	namespaces *namespaceCache
 	nsType     *schema.Type
+	// hooks are the storage hooks of the kinds that have them.
+	hooks map[*schema.Type]storageHooks
 }
 
 // New returns a Registry; its namespace cache fills once WatchNamespaces
@@ -66,6 +71,11 @@ func New(cfg Config) *Registry {
 		g.observer = nopObserver{}
 	}
 	g.nsType, _ = cfg.Types.Lookup("", "v1", "namespaces")
+	g.hooks = map[*schema.Type]storageHooks{}
+	// Services claim from pools, as kube-apiserver's Service storage does.
+	if svc, ok := cfg.Types.Lookup("", "v1", "services"); ok && cfg.Services != nil {
+		g.hooks[svc] = newServiceAllocator(g, *cfg.Services)
+	}
 	return g
 }
 
@@ -81,11 +91,13 @@ type Resource struct {
 	t *schema.Type
 	// st is the Type whose Go type the stored bytes decode into.
 	st *schema.Type
+	// hooks may be nil.
+	hooks storageHooks
 }
 
 // For returns the registry for t.
 func (g *Registry) For(t *schema.Type) *Resource {
-	return &Resource{g: g, t: t, st: g.storageType(t)}
+	return &Resource{g: g, t: t, st: g.storageType(t), hooks: g.hooks[t]}
 }
 
 // Lookup returns the registry for a served group/version/resource.
@@ -214,4 +226,14 @@ func (x *Resource) storeError(err error, name string) error {
 func conflict(t *schema.Type, name string) error {
 	return apierrors.NewConflict(t.GroupResource(), name,
 		fmt.Errorf("the object has been modified; please apply your changes to the latest version and try again"))
+}
+
+func isNotFound(err error) bool { return errors.Is(err, kv.ErrNotFound) }
+func isExists(err error) bool   { return errors.Is(err, kv.ErrExists) }
+
+func ignoreNotFound(err error) error {
+	if isNotFound(err) {
+		return nil
+	}
+	return err
 }

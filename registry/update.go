@@ -8,6 +8,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/tabula-dev/tabula/sqlstore/kv"
@@ -97,37 +98,63 @@ func (x *Resource) Update(ctx context.Context, namespace, name string, mutate Mu
 			// Unconditional: the update applies to the current version.
 			acc.SetResourceVersion(strconv.FormatInt(cur.Rev, 10))
 		}
-		if err := x.prepareUpdate(obj, old, opts.Subresource); err != nil {
-			return Result{}, false, err
-		}
-		if err := x.validate(obj, old); err != nil {
-			return Result{}, false, err
-		}
-		if opts.DryRun {
-			acc.SetResourceVersion(strconv.FormatInt(cur.Rev, 10))
-			return Result{Obj: obj}, false, nil
-		}
-		var rec kv.Record
-		oldAcc, _ := meta.Accessor(old)
-		if acc.GetDeletionTimestamp() != nil && len(acc.GetFinalizers()) == 0 && !x.t.RemovedByController {
-			// The last finalizer is gone: the pending delete completes.
-			rec, err = x.g.store.Delete(ctx, x.Key(namespace, name), cur.Rev, x.encoder(obj))
-			if err == nil {
-				x.g.observer.Deleted(x.st, acc)
-			}
-		} else {
-			rec, err = x.g.store.Update(ctx, x.Key(namespace, name), cur.Rev, x.encoder(obj))
-			if err == nil {
-				x.g.observer.Written(x.st, acc, oldAcc)
+		finish := noFinish
+		if x.hooks != nil && opts.Subresource == "" {
+			if finish, err = x.hooks.beginUpdate(ctx, obj, old, opts.DryRun); err != nil {
+				return Result{}, false, err
 			}
 		}
-		if errors.Is(err, kv.ErrConflict) && !conditional && attempt < maxUpdateRetries {
+		res, retry, err := x.storeUpdate(ctx, namespace, name, obj, old, cur, conditional, attempt, opts)
+		finish(err == nil && !retry && !opts.DryRun)
+		if retry {
 			continue
 		}
-		if err != nil {
-			return Result{}, false, x.storeError(err, name)
-		}
-		return Result{Rec: rec, Obj: obj}, false, nil
+		return res, false, err
+	}
+}
+
+// storeUpdate validates and stores an update; retry asks for another
+// attempt after losing a race.
+func (x *Resource) storeUpdate(ctx context.Context, namespace, name string, obj, old runtime.Object, cur kv.Record, conditional bool, attempt int, opts UpdateOptions) (res Result, retry bool, err error) {
+	acc := mustAccessor(obj)
+	if err := x.prepareUpdate(obj, old, opts.Subresource); err != nil {
+		return Result{}, false, err
+	}
+	if err := x.validate(obj, old); err != nil {
+		return Result{}, false, err
+	}
+	if opts.DryRun {
+		acc.SetResourceVersion(strconv.FormatInt(cur.Rev, 10))
+		return Result{Obj: obj}, false, nil
+	}
+	var rec kv.Record
+	oldAcc := mustAccessor(old)
+	deleted := acc.GetDeletionTimestamp() != nil && len(acc.GetFinalizers()) == 0 && !x.t.RemovedByController
+	if deleted {
+		// The last finalizer is gone: the pending delete completes.
+		rec, err = x.g.store.Delete(ctx, x.Key(namespace, name), cur.Rev, x.encoder(obj))
+	} else {
+		rec, err = x.g.store.Update(ctx, x.Key(namespace, name), cur.Rev, x.encoder(obj))
+	}
+	if errors.Is(err, kv.ErrConflict) && !conditional && attempt < maxUpdateRetries {
+		return Result{}, true, nil
+	}
+	if err != nil {
+		return Result{}, false, x.storeError(err, name)
+	}
+	if deleted {
+		x.afterDelete(ctx, obj, acc)
+	} else {
+		x.g.observer.Written(x.st, acc, oldAcc)
+	}
+	return Result{Rec: rec, Obj: obj}, false, nil
+}
+
+// afterDelete runs what follows an object's removal.
+func (x *Resource) afterDelete(ctx context.Context, obj runtime.Object, acc metav1.Object) {
+	x.g.observer.Deleted(x.st, acc)
+	if x.hooks != nil {
+		x.hooks.afterDelete(ctx, obj)
 	}
 }
 

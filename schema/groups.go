@@ -245,7 +245,13 @@ func networkingKinds() []*kubeKind {
 			return networkingvalidation.ValidateNetworkPolicyUpdate(p, old, networkingvalidation.NetworkPolicyValidationOptions{})
 		})
 
-	return []*kubeKind{ing, ic, np}
+	ip := &kubeKind{Type: cluster(g, "v1", "IPAddress", "ipaddresses", []string{"ip"}, nil)}
+	ip.validate, ip.validateUpdate = validator(networkingvalidation.ValidateIPAddress, networkingvalidation.ValidateIPAddressUpdate)
+
+	cidr := &kubeKind{Type: cluster(g, "v1", "ServiceCIDR", "servicecidrs", nil, nil, "status")}
+	cidr.validate, cidr.validateUpdate = validator(networkingvalidation.ValidateServiceCIDR, networkingvalidation.ValidateServiceCIDRUpdate)
+
+	return []*kubeKind{ing, ic, ip, np, cidr}
 }
 
 func policyKinds() []*kubeKind {

@@ -47,6 +47,7 @@ func (s *Server) RunControllers(ctx context.Context) error {
 	go s.runLoop(ctx, "event expiry", s.expiryController)
 	go s.runLoop(ctx, "garbage collector", s.gcController)
 	go s.runLoop(ctx, "storage object in use protection", s.protectionController)
+	go s.runLoop(ctx, "service allocation repair", s.serviceRepairController)
 	s.MarkControllersStarted()
 	return nil
 }
@@ -443,6 +444,27 @@ func (s *Server) expire(ctx context.Context, x *registry.Resource, now time.Time
 		}
 		if len(recs) < 500 {
 			return nil
+		}
+	}
+}
+
+// serviceRepairInterval is how often leaked or missing cluster IP and node
+// port claims are repaired (kube-apiserver: every 3 minutes).
+const serviceRepairInterval = time.Minute
+
+// serviceRepairController repairs the Service allocations; a claim must
+// be one interval old before it counts as leaked.
+func (s *Server) serviceRepairController(ctx context.Context) error {
+	t := time.NewTicker(serviceRepairInterval)
+	defer t.Stop()
+	for {
+		if err := s.api.RepairServiceAllocations(ctx, serviceRepairInterval); err != nil {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
 		}
 	}
 }

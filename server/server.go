@@ -48,6 +48,9 @@ type Config struct {
 	Profiling bool
 	// CABundle is published in every namespace's kube-root-ca.crt.
 	CABundle []byte
+	// ServiceRanges are the pools Services allocate cluster IPs and node
+	// ports from (default kube-apiserver's 10.96.0.0/12 and 30000-32767).
+	ServiceRanges registry.ServiceRanges
 }
 
 // Server serves the Kubernetes API from a Store.
@@ -89,6 +92,9 @@ func New(cfg Config) (*Server, error) {
 	if cfg.EventTTL == 0 {
 		cfg.EventTTL = time.Hour
 	}
+	if !cfg.ServiceRanges.ClusterIPs.IsValid() {
+		cfg.ServiceRanges = registry.DefaultServiceRanges()
+	}
 	if cfg.MinRequestTimeout == 0 {
 		cfg.MinRequestTimeout = 30 * time.Minute
 	}
@@ -104,7 +110,8 @@ func New(cfg Config) (*Server, error) {
 
 		protoCache: newProtoCache(protoCacheBytes),
 	}
-	s.api = registry.New(registry.Config{Store: cfg.Store, Types: cfg.Registry, EventTTL: cfg.EventTTL, Observer: gcObserver{s}})
+	s.api = registry.New(registry.Config{Store: cfg.Store, Types: cfg.Registry, EventTTL: cfg.EventTTL, Observer: gcObserver{s},
+		Services: &cfg.ServiceRanges})
 	var reg prometheus.Registerer
 	if cfg.Metrics != nil {
 		reg = cfg.Metrics

@@ -112,3 +112,28 @@ func TestRelativeSQLitePathIsInDataDir(t *testing.T) {
 		t.Errorf("stat of sub/rel.db in the working directory = %v; want it missing", err)
 	}
 }
+
+// TestServiceRangeFlags: the Service ranges parse, and bad ones are named.
+func TestServiceRangeFlags(t *testing.T) {
+	for _, c := range []struct {
+		cidr, ports, err string
+	}{
+		{"10.96.0.0/12", "30000-32767", ""},
+		{"fd00:10:96::/112", "30000", ""},
+		{"10.96.0.1/12", "30000-32767", "--service-cluster-ip-range"},
+		{"10.96.0.0/31", "30000-32767", "too small"},
+		{"nonsense", "30000-32767", "--service-cluster-ip-range"},
+		{"10.96.0.0/12", "32767-30000", "--service-node-port-range"},
+		{"10.96.0.0/12", "0-10", "--service-node-port-range"},
+	} {
+		r, err := serviceRanges(&Config{ServiceCIDR: c.cidr, NodePorts: c.ports})
+		switch {
+		case c.err == "" && err != nil:
+			t.Errorf("%s %s: %v", c.cidr, c.ports, err)
+		case c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err)):
+			t.Errorf("%s %s: error %v; want one naming %s", c.cidr, c.ports, err, c.err)
+		case c.err == "" && r.ClusterIPs.String() != c.cidr:
+			t.Errorf("%s: parsed as %s", c.cidr, r.ClusterIPs)
+		}
+	}
+}

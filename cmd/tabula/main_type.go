@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -19,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"k8s.io/apimachinery/pkg/version"
 
+	"github.com/tabula-dev/tabula/registry"
 	"github.com/tabula-dev/tabula/schema"
 	"github.com/tabula-dev/tabula/server"
 	"github.com/tabula-dev/tabula/server/auth"
@@ -56,6 +58,9 @@ type Config struct {
 	TLSSANs       []string
 	TokenAuthFile string
 	EventTTL      time.Duration
+	// ServiceCIDR and NodePorts are what Services allocate from.
+	ServiceCIDR string
+	NodePorts   string
 	// RequestTimeout bounds non-long-running requests.
 	RequestTimeout time.Duration
 	// ShutdownDelay keeps serving, with /readyz failing, this long after
@@ -99,6 +104,8 @@ func NewMain() *Main {
 		Listen:             "127.0.0.1:6443",
 		DataDir:            "tabula-data",
 		EventTTL:           time.Hour,
+		ServiceCIDR:        "10.96.0.0/12",
+		NodePorts:          "30000-32767",
 		RequestTimeout:     time.Minute,
 		QueryTimeout:       30 * time.Second,
 		CompactionWindow:   5 * time.Minute,
@@ -138,6 +145,8 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.Var(sans, "tls-san", "extra DNS `names` or IPs for the serving certificate (repeatable, comma-separated)")
 	fs.StringVar(&c.TokenAuthFile, "token-auth-file", "", "static bearer tokens, in kube-apiserver's CSV format")
 	fs.DurationVar(&c.EventTTL, "event-ttl", c.EventTTL, "how long core Events are kept")
+	fs.StringVar(&c.ServiceCIDR, "service-cluster-ip-range", c.ServiceCIDR, "the `CIDR` Services get their cluster IPs from")
+	fs.StringVar(&c.NodePorts, "service-node-port-range", c.NodePorts, "the `range` NodePort and LoadBalancer Services get node ports from")
 	fs.DurationVar(&c.RequestTimeout, "request-timeout", c.RequestTimeout, "the longest a non-watch request may run (clients' ?timeout= may ask for less)")
 	fs.DurationVar(&c.ShutdownDelay, "shutdown-delay-duration", 0, "time to keep serving with /readyz failing after SIGTERM, before the listener closes")
 	fs.DurationVar(&c.CompactionWindow, "compaction-window", c.CompactionWindow, "how much history to keep for watches and paginated lists")
@@ -220,6 +229,10 @@ func (m *Main) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	ranges, err := serviceRanges(&c)
+	if err != nil {
+		return err
+	}
 	m.store, err = sqlstore.Open(ctx, db, sqlstore.Options{Logger: m.log, Dir: dataDir,
 		CompactWindow: c.CompactionWindow, CompactInterval: c.CompactionInterval, QueryTimeout: c.QueryTimeout})
 	if err != nil {
@@ -243,7 +256,7 @@ func (m *Main) Run(ctx context.Context) error {
 	m.srv, err = server.New(server.Config{
 		Store: m.store, Registry: reg, Authenticator: authn, Version: v, OpenAPI: oa.Handler(),
 		Logger: m.log, Metrics: metrics, EventTTL: c.EventTTL, RequestTimeout: c.RequestTimeout, CABundle: pki.CAPEM,
-		Profiling: c.Profiling,
+		Profiling: c.Profiling, ServiceRanges: ranges,
 	})
 	if err != nil {
 		m.store.Close()
@@ -325,4 +338,21 @@ func (m *Main) Close() error {
 	<-m.done
 	m.cancel()
 	return errors.Join(err, m.store.Close())
+}
+
+// serviceRanges parses --service-cluster-ip-range and
+// --service-node-port-range.
+func serviceRanges(c *Config) (registry.ServiceRanges, error) {
+	cidr, err := netip.ParsePrefix(c.ServiceCIDR)
+	if err != nil || cidr != cidr.Masked() {
+		return registry.ServiceRanges{}, fmt.Errorf("--service-cluster-ip-range %q: want a network address and prefix length such as 10.96.0.0/12", c.ServiceCIDR)
+	}
+	if host := cidr.Addr().BitLen() - cidr.Bits(); host < 2 {
+		return registry.ServiceRanges{}, fmt.Errorf("--service-cluster-ip-range %q: too small for any Service", c.ServiceCIDR)
+	}
+	ports, err := registry.ParsePortRange(c.NodePorts)
+	if err != nil {
+		return registry.ServiceRanges{}, fmt.Errorf("--service-node-port-range: %w", err)
+	}
+	return registry.ServiceRanges{ClusterIPs: cidr, NodePorts: ports}, nil
 }

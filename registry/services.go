@@ -1,0 +1,657 @@
+package registry
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"net/netip"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/tabula-dev/tabula/sqlstore/kv"
+)
+
+// Services allocate as kube-apiserver's Service storage does: a cluster IP
+// from --service-cluster-ip-range for every Service but ExternalName and
+// headless ones, and node ports from --service-node-port-range for
+// NodePort and LoadBalancer Services. A claimed IP is an IPAddress object
+// named after it (as kube-apiserver 1.33+ records them), a claimed port a
+// record in the store; both are made with the store's create, so two
+// replicas can never hand out the same one. One family (the range's) is
+// served: a single-stack cluster.
+
+// ServiceRanges are the pools Services allocate from.
+type ServiceRanges struct {
+	ClusterIPs netip.Prefix
+	NodePorts  PortRange
+}
+
+// PortRange is a range of ports, Base to Base+Size-1.
+type PortRange struct{ Base, Size int }
+
+// String is the range as the flag takes it ("30000-32767").
+func (r PortRange) String() string { return fmt.Sprintf("%d-%d", r.Base, r.Base+r.Size-1) }
+
+func (r PortRange) contains(p int32) bool { return int(p) >= r.Base && int(p) < r.Base+r.Size }
+
+// ParsePortRange parses "30000-32767" (or a single port).
+func ParsePortRange(s string) (PortRange, error) {
+	lo, hi, found := strings.Cut(strings.TrimSpace(s), "-")
+	if !found {
+		hi = lo
+	}
+	a, err1 := strconv.Atoi(lo)
+	b, err2 := strconv.Atoi(hi)
+	if err1 != nil || err2 != nil || a < 1 || b > 65535 || b < a {
+		return PortRange{}, fmt.Errorf("invalid port range %q: want <low>-<high> within 1-65535", s)
+	}
+	return PortRange{Base: a, Size: b - a + 1}, nil
+}
+
+// DefaultServiceRanges are kube-apiserver's defaults.
+func DefaultServiceRanges() ServiceRanges {
+	return ServiceRanges{ClusterIPs: netip.MustParsePrefix("10.96.0.0/12"), NodePorts: PortRange{Base: 30000, Size: 2768}}
+}
+
+// FirstServiceIP is the range's first usable address, which the
+// kubernetes Service takes.
+func (r ServiceRanges) FirstServiceIP() netip.Addr { return r.ClusterIPs.Masked().Addr().Next() }
+
+const (
+	// nodePortRecords holds one record per claimed node port.
+	nodePortRecords = "tabula.nodeports"
+	// Labels kube-apiserver's allocator puts on the IPAddresses it makes.
+	labelIPFamily  = "ipaddress.kubernetes.io/ip-family"
+	labelManagedBy = "ipaddress.kubernetes.io/managed-by"
+	ipAllocator    = "ipallocator.k8s.io"
+)
+
+type serviceAllocator struct {
+	g      *Registry
+	r      ServiceRanges
+	family corev1.IPFamily
+}
+
+func newServiceAllocator(g *Registry, r ServiceRanges) *serviceAllocator {
+	fam := corev1.IPv4Protocol
+	if r.ClusterIPs.Addr().Is6() {
+		fam = corev1.IPv6Protocol
+	}
+	return &serviceAllocator{g: g, r: r, family: fam}
+}
+
+func (a *serviceAllocator) ipAddresses() *Resource {
+	return a.g.MustLookup("networking.k8s.io", "v1", "ipaddresses")
+}
+
+// claims are what one write claimed, to give back if it is not stored.
+type claims struct {
+	a     *serviceAllocator
+	ips   []netip.Addr
+	ports []int32
+	// release are claims of the old object to give back once stored.
+	releaseIPs   []string
+	releasePorts []int32
+}
+
+func (c *claims) finish(ctx context.Context) func(bool) {
+	return func(stored bool) {
+		ips, ports := c.releaseIPs, c.releasePorts
+		if !stored {
+			ips, ports = nil, c.ports
+			for _, ip := range c.ips {
+				ips = append(ips, ip.String())
+			}
+		}
+		// A release that fails leaves a leak for the repair loop.
+		for _, ip := range ips {
+			c.a.releaseIP(context.WithoutCancel(ctx), ip)
+		}
+		for _, p := range ports {
+			c.a.releasePort(context.WithoutCancel(ctx), p)
+		}
+	}
+}
+
+func (a *serviceAllocator) beginCreate(ctx context.Context, obj runtime.Object, dryRun bool) (func(bool), error) {
+	svc, ok := obj.(*corev1.Service)
+	if !ok {
+		return noFinish, nil
+	}
+	if len(svc.Spec.ClusterIPs) == 0 && svc.Spec.ClusterIP != "" {
+		svc.Spec.ClusterIPs = []string{svc.Spec.ClusterIP}
+	}
+	if err := a.initFamilies(svc, nil); err != nil {
+		return nil, err
+	}
+	c := &claims{a: a}
+	if err := a.allocate(ctx, svc, nil, c, dryRun); err != nil {
+		c.finish(ctx)(false)
+		return nil, err
+	}
+	return c.finish(ctx), nil
+}
+
+func (a *serviceAllocator) beginUpdate(ctx context.Context, obj, old runtime.Object, dryRun bool) (func(bool), error) {
+	svc, ok := obj.(*corev1.Service)
+	oldSvc, ok2 := old.(*corev1.Service)
+	if !ok || !ok2 {
+		return noFinish, nil
+	}
+	keepAllocated(svc, oldSvc)
+	dropTypeDependent(svc, oldSvc)
+	if err := a.initFamilies(svc, oldSvc); err != nil {
+		return nil, err
+	}
+	c := &claims{a: a}
+	if err := a.allocate(ctx, svc, oldSvc, c, dryRun); err != nil {
+		c.finish(ctx)(false)
+		return nil, err
+	}
+	// What the old Service held and the new one no longer does.
+	if needsClusterIP(oldSvc) && !needsClusterIP(svc) {
+		c.releaseIPs = allocatedIPs(oldSvc)
+	}
+	now := nodePortsOf(svc)
+	for p := range nodePortsOf(oldSvc) {
+		if !now[p] {
+			c.releasePorts = append(c.releasePorts, p)
+		}
+	}
+	return c.finish(ctx), nil
+}
+
+func (a *serviceAllocator) afterDelete(ctx context.Context, obj runtime.Object) {
+	svc, ok := obj.(*corev1.Service)
+	if !ok {
+		return
+	}
+	for _, ip := range allocatedIPs(svc) {
+		a.releaseIP(ctx, ip)
+	}
+	for p := range nodePortsOf(svc) {
+		a.releasePort(ctx, p)
+	}
+}
+
+// keepAllocated carries allocated values into an update that leaves them
+// out (a PUT of the manifest without clusterIP or nodePort), as
+// kube-apiserver does.
+func keepAllocated(svc, old *corev1.Service) {
+	if needsClusterIP(old) && needsClusterIP(svc) {
+		if svc.Spec.ClusterIP == "" {
+			svc.Spec.ClusterIP = old.Spec.ClusterIP
+		}
+		if len(svc.Spec.ClusterIPs) == 0 && svc.Spec.ClusterIP == old.Spec.ClusterIP {
+			svc.Spec.ClusterIPs = old.Spec.ClusterIPs
+		}
+	}
+	if len(svc.Spec.ClusterIPs) == 0 && svc.Spec.ClusterIP != "" {
+		svc.Spec.ClusterIPs = []string{svc.Spec.ClusterIP}
+	}
+	if needsNodePorts(old) && needsNodePorts(svc) {
+		used := nodePortsOf(svc)
+		byName := map[string]int32{}
+		for _, p := range old.Spec.Ports {
+			byName[p.Name] = p.NodePort
+		}
+		for i := range svc.Spec.Ports {
+			p := &svc.Spec.Ports[i]
+			if p.NodePort == 0 && !used[byName[p.Name]] {
+				p.NodePort = byName[p.Name]
+			}
+		}
+	}
+	if needsHealthCheckPort(old) && needsHealthCheckPort(svc) && svc.Spec.HealthCheckNodePort == 0 {
+		svc.Spec.HealthCheckNodePort = old.Spec.HealthCheckNodePort
+	}
+}
+
+// dropTypeDependent clears what a type change leaves unneeded, when the
+// update kept it as it was (kube-apiserver's strategy does the same, so
+// `type: ClusterIP` alone turns a NodePort Service back).
+func dropTypeDependent(svc, old *corev1.Service) {
+	if !needsClusterIP(svc) && needsClusterIP(old) && svc.Spec.Type == corev1.ServiceTypeExternalName &&
+		svc.Spec.ClusterIP == old.Spec.ClusterIP && slices.Equal(svc.Spec.ClusterIPs, old.Spec.ClusterIPs) {
+		svc.Spec.ClusterIP, svc.Spec.ClusterIPs = "", nil
+		svc.Spec.IPFamilies, svc.Spec.IPFamilyPolicy = nil, nil
+	}
+	if !needsNodePorts(svc) && needsNodePorts(old) && sameNodePorts(svc, old) {
+		for i := range svc.Spec.Ports {
+			svc.Spec.Ports[i].NodePort = 0
+		}
+	}
+	if !needsHealthCheckPort(svc) && svc.Spec.HealthCheckNodePort == old.Spec.HealthCheckNodePort {
+		svc.Spec.HealthCheckNodePort = 0
+	}
+}
+
+func sameNodePorts(a, b *corev1.Service) bool {
+	if len(a.Spec.Ports) != len(b.Spec.Ports) {
+		return false
+	}
+	for i := range a.Spec.Ports {
+		if a.Spec.Ports[i].NodePort != b.Spec.Ports[i].NodePort {
+			return false
+		}
+	}
+	return true
+}
+
+// initFamilies sets ipFamilyPolicy and ipFamilies as kube-apiserver does
+// for a single-stack cluster.
+func (a *serviceAllocator) initFamilies(svc, old *corev1.Service) error {
+	if svc.Spec.Type == corev1.ServiceTypeExternalName {
+		return nil
+	}
+	headlessSelectorless := svc.Spec.ClusterIP == corev1.ClusterIPNone && len(svc.Spec.Selector) == 0
+	if svc.Spec.IPFamilyPolicy == nil {
+		p := corev1.IPFamilyPolicySingleStack
+		switch {
+		case old != nil && old.Spec.IPFamilyPolicy != nil:
+			p = *old.Spec.IPFamilyPolicy
+		case headlessSelectorless:
+			p = corev1.IPFamilyPolicyRequireDualStack
+		}
+		svc.Spec.IPFamilyPolicy = &p
+	}
+	if headlessSelectorless {
+		// Any family may back it: both are listed unless SingleStack.
+		if len(svc.Spec.IPFamilies) == 0 {
+			svc.Spec.IPFamilies = []corev1.IPFamily{a.family}
+		}
+		if len(svc.Spec.IPFamilies) < 2 && *svc.Spec.IPFamilyPolicy != corev1.IPFamilyPolicySingleStack {
+			other := corev1.IPv6Protocol
+			if svc.Spec.IPFamilies[0] == corev1.IPv6Protocol {
+				other = corev1.IPv4Protocol
+			}
+			svc.Spec.IPFamilies = append(svc.Spec.IPFamilies, other)
+		}
+		return nil
+	}
+	var errs field.ErrorList
+	if *svc.Spec.IPFamilyPolicy == corev1.IPFamilyPolicyRequireDualStack {
+		errs = append(errs, field.Invalid(field.NewPath("spec", "ipFamilyPolicy"), svc.Spec.IPFamilyPolicy, "this cluster is not configured for dual-stack services"))
+	}
+	for i, ip := range svc.Spec.ClusterIPs {
+		addr, err := netip.ParseAddr(ip)
+		if ip == corev1.ClusterIPNone || err != nil {
+			break // validation reports malformed addresses
+		}
+		if fam := familyOf(addr); fam != a.family {
+			errs = append(errs, field.Invalid(field.NewPath("spec", "clusterIPs").Index(i), svc.Spec.ClusterIPs, fmt.Sprintf("%s is not configured on this cluster", fam)))
+		} else if i >= len(svc.Spec.IPFamilies) {
+			svc.Spec.IPFamilies = append(svc.Spec.IPFamilies, fam)
+		}
+	}
+	for i, fam := range svc.Spec.IPFamilies {
+		if fam != a.family {
+			errs = append(errs, field.Invalid(field.NewPath("spec", "ipFamilies").Index(i), fam, "not configured on this cluster"))
+		}
+	}
+	if len(errs) > 0 {
+		return apierrors.NewInvalid(corev1.SchemeGroupVersion.WithKind("Service").GroupKind(), svc.Name, errs)
+	}
+	if len(svc.Spec.IPFamilies) == 0 {
+		svc.Spec.IPFamilies = []corev1.IPFamily{a.family}
+	}
+	return nil
+}
+
+func familyOf(ip netip.Addr) corev1.IPFamily {
+	if ip.Is4() {
+		return corev1.IPv4Protocol
+	}
+	return corev1.IPv6Protocol
+}
+
+// allocate claims the cluster IP and node ports svc needs and old (nil
+// on create) does not hold yet.
+func (a *serviceAllocator) allocate(ctx context.Context, svc, old *corev1.Service, c *claims, dryRun bool) error {
+	if needsClusterIP(svc) && (old == nil || !needsClusterIP(old)) {
+		if err := a.allocateClusterIP(ctx, svc, c, dryRun); err != nil {
+			return err
+		}
+	}
+	held := map[int32]bool{}
+	if old != nil {
+		held = nodePortsOf(old)
+	}
+	if needsNodePorts(svc) {
+		// Ports several protocols of one port share are claimed once.
+		claimed := map[int32]bool{}
+		for i := range svc.Spec.Ports {
+			p := &svc.Spec.Ports[i]
+			path := field.NewPath("spec", "ports").Index(i).Child("nodePort")
+			switch {
+			case p.NodePort == 0:
+				port, err := a.allocatePort(ctx, svc, c, dryRun)
+				if err != nil {
+					return err
+				}
+				p.NodePort = port
+			case held[p.NodePort] || claimed[p.NodePort]:
+			default:
+				if err := a.claimPort(ctx, svc, p.NodePort, path, c, dryRun); err != nil {
+					return err
+				}
+			}
+			claimed[p.NodePort] = true
+		}
+	}
+	if needsHealthCheckPort(svc) && svc.Spec.HealthCheckNodePort == 0 {
+		port, err := a.allocatePort(ctx, svc, c, dryRun)
+		if err != nil {
+			return err
+		}
+		svc.Spec.HealthCheckNodePort = port
+	} else if needsHealthCheckPort(svc) && (old == nil || old.Spec.HealthCheckNodePort != svc.Spec.HealthCheckNodePort) {
+		if err := a.claimPort(ctx, svc, svc.Spec.HealthCheckNodePort, field.NewPath("spec", "healthCheckNodePort"), c, dryRun); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func needsClusterIP(svc *corev1.Service) bool {
+	return svc.Spec.Type != corev1.ServiceTypeExternalName && svc.Spec.ClusterIP != corev1.ClusterIPNone
+}
+
+func needsNodePorts(svc *corev1.Service) bool {
+	switch svc.Spec.Type {
+	case corev1.ServiceTypeNodePort:
+		return true
+	case corev1.ServiceTypeLoadBalancer:
+		return svc.Spec.AllocateLoadBalancerNodePorts == nil || *svc.Spec.AllocateLoadBalancerNodePorts
+	}
+	return false
+}
+
+func needsHealthCheckPort(svc *corev1.Service) bool {
+	return svc.Spec.Type == corev1.ServiceTypeLoadBalancer && svc.Spec.ExternalTrafficPolicy == corev1.ServiceExternalTrafficPolicyLocal
+}
+
+// allocatedIPs are the cluster IPs a stored Service holds.
+func allocatedIPs(svc *corev1.Service) []string {
+	if !needsClusterIP(svc) {
+		return nil
+	}
+	var out []string
+	for _, ip := range svc.Spec.ClusterIPs {
+		if ip != "" && ip != corev1.ClusterIPNone {
+			out = append(out, ip)
+		}
+	}
+	return out
+}
+
+// nodePortsOf are the node ports (and health check port) svc holds.
+func nodePortsOf(svc *corev1.Service) map[int32]bool {
+	out := map[int32]bool{}
+	if needsNodePorts(svc) {
+		for _, p := range svc.Spec.Ports {
+			if p.NodePort != 0 {
+				out[p.NodePort] = true
+			}
+		}
+	}
+	if needsHealthCheckPort(svc) && svc.Spec.HealthCheckNodePort != 0 {
+		out[svc.Spec.HealthCheckNodePort] = true
+	}
+	return out
+}
+
+// allocateClusterIP claims the requested cluster IP or a free one.
+func (a *serviceAllocator) allocateClusterIP(ctx context.Context, svc *corev1.Service, c *claims, dryRun bool) error {
+	path := field.NewPath("spec", "clusterIPs")
+	if svc.Spec.ClusterIP != "" {
+		ip, err := netip.ParseAddr(svc.Spec.ClusterIP)
+		if err != nil {
+			return nil // validation reports it
+		}
+		if !a.inRange(ip) {
+			return invalidService(svc, field.Invalid(path, svc.Spec.ClusterIPs,
+				fmt.Sprintf("failed to allocate IP %s: the provided network does not match the current range", ip)))
+		}
+		ok, err := a.claimIP(ctx, svc, ip, dryRun)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return invalidService(svc, field.Invalid(path, svc.Spec.ClusterIPs,
+				fmt.Sprintf("failed to allocate IP %s: provided IP is already allocated", ip)))
+		}
+		if !dryRun {
+			c.ips = append(c.ips, ip)
+		}
+		return nil
+	}
+	ip, err := a.freeIP(ctx, svc, dryRun)
+	if err != nil {
+		return err
+	}
+	if !dryRun {
+		c.ips = append(c.ips, ip)
+	}
+	svc.Spec.ClusterIP = ip.String()
+	svc.Spec.ClusterIPs = []string{ip.String()}
+	return nil
+}
+
+func invalidService(svc *corev1.Service, errs ...*field.Error) error {
+	return apierrors.NewInvalid(corev1.SchemeGroupVersion.WithKind("Service").GroupKind(), svc.Name, errs)
+}
+
+// inRange: ip is a usable address of the range (neither its network nor,
+// for IPv4, its broadcast address).
+func (a *serviceAllocator) inRange(ip netip.Addr) bool {
+	off, ok := a.offsetOf(ip)
+	return ok && off >= 1 && off <= a.lastOffset()
+}
+
+// size is the number of addresses in the range, capped at 2^32.
+func (a *serviceAllocator) size() uint64 {
+	host := a.r.ClusterIPs.Addr().BitLen() - a.r.ClusterIPs.Bits()
+	if host >= 32 {
+		return 1 << 32
+	}
+	return 1 << host
+}
+
+// lastOffset is the highest usable offset.
+func (a *serviceAllocator) lastOffset() uint64 {
+	if a.family == corev1.IPv4Protocol {
+		return a.size() - 2 // the broadcast address is not used
+	}
+	return a.size() - 1
+}
+
+func (a *serviceAllocator) offsetOf(ip netip.Addr) (uint64, bool) {
+	base := a.r.ClusterIPs.Masked().Addr()
+	if ip.BitLen() != base.BitLen() || !a.r.ClusterIPs.Contains(ip) {
+		return 0, false
+	}
+	b, i := base.As16(), ip.As16()
+	return binary.BigEndian.Uint64(i[8:]) - binary.BigEndian.Uint64(b[8:]), true
+}
+
+func (a *serviceAllocator) addrAt(off uint64) netip.Addr {
+	b := a.r.ClusterIPs.Masked().Addr().As16()
+	binary.BigEndian.PutUint64(b[8:], binary.BigEndian.Uint64(b[8:])+off)
+	ip := netip.AddrFrom16(b)
+	if a.family == corev1.IPv4Protocol {
+		ip = ip.Unmap()
+	}
+	return ip
+}
+
+// staticBand is how many low addresses kube-apiserver keeps for Services
+// that ask for a specific IP: dynamic allocation takes them last.
+func (a *serviceAllocator) staticBand() uint64 {
+	n := a.lastOffset() / 16
+	return min(max(n, 16), 256, a.lastOffset())
+}
+
+// freeIP claims a random free address, preferring the dynamic band; a
+// dry run only finds one.
+func (a *serviceAllocator) freeIP(ctx context.Context, svc *corev1.Service, dryRun bool) (netip.Addr, error) {
+	last, static := a.lastOffset(), a.staticBand()
+	if last > static {
+		for range 16 {
+			ip := a.addrAt(static + 1 + rand.Uint64N(last-static))
+			ok, err := a.claimIP(ctx, svc, ip, dryRun)
+			if err != nil || ok {
+				return ip, err
+			}
+		}
+	}
+	// Crowded: look at what is taken and walk the free addresses.
+	taken := map[netip.Addr]bool{}
+	res, err := a.ipAddresses().List(ctx, kv.ListOptions{})
+	if err != nil {
+		return netip.Addr{}, err
+	}
+	for _, rec := range res.Items {
+		if ip, err := netip.ParseAddr(rec.Name); err == nil {
+			taken[ip] = true
+		}
+	}
+	for _, band := range [][2]uint64{{static + 1, last}, {1, static}} {
+		for off := band[0]; off <= band[1]; off++ {
+			ip := a.addrAt(off)
+			if taken[ip] {
+				continue
+			}
+			ok, err := a.claimIP(ctx, svc, ip, dryRun)
+			if err != nil || ok {
+				return ip, err
+			}
+		}
+	}
+	return netip.Addr{}, apierrors.NewInternalError(fmt.Errorf("failed to allocate a serviceIP: range is full"))
+}
+
+// claimIP creates the IPAddress that records ip as svc's; false when it
+// is taken. A dry run only checks.
+func (a *serviceAllocator) claimIP(ctx context.Context, svc *corev1.Service, ip netip.Addr, dryRun bool) (bool, error) {
+	x := a.ipAddresses()
+	if dryRun {
+		_, err := x.GetRecord(ctx, "", ip.String())
+		if apierrors.IsNotFound(err) {
+			return true, nil
+		}
+		return false, err
+	}
+	obj := &networkingv1.IPAddress{
+		ObjectMeta: metav1.ObjectMeta{Name: ip.String(), Labels: map[string]string{
+			labelIPFamily: string(familyOf(ip)), labelManagedBy: ipAllocator,
+		}},
+		Spec: networkingv1.IPAddressSpec{ParentRef: &networkingv1.ParentReference{
+			Group: "", Resource: "services", Namespace: svc.Namespace, Name: svc.Name,
+		}},
+	}
+	_, err := x.Create(ctx, "", obj, WriteOptions{})
+	if apierrors.IsAlreadyExists(err) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+func (a *serviceAllocator) releaseIP(ctx context.Context, ip string) {
+	_, _ = a.ipAddresses().Delete(ctx, "", ip, &metav1.DeleteOptions{})
+}
+
+// nodePortRecord is what a claimed node port's record holds.
+type nodePortRecord struct {
+	Namespace string    `json:"namespace"`
+	Name      string    `json:"name"`
+	Claimed   time.Time `json:"claimed"`
+}
+
+func nodePortKey(port int32) kv.Key {
+	return kv.Key{Resource: nodePortRecords, Name: strconv.Itoa(int(port))}
+}
+
+// claimPort claims a requested node port.
+func (a *serviceAllocator) claimPort(ctx context.Context, svc *corev1.Service, port int32, path *field.Path, c *claims, dryRun bool) error {
+	if !a.r.NodePorts.contains(port) {
+		return invalidService(svc, field.Invalid(path, port,
+			fmt.Sprintf("provided port is not in the valid range. The range of valid ports is %s", a.r.NodePorts)))
+	}
+	ok, err := a.recordPort(ctx, svc, port, dryRun)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return invalidService(svc, field.Invalid(path, port, "provided port is already allocated"))
+	}
+	if !dryRun {
+		c.ports = append(c.ports, port)
+	}
+	return nil
+}
+
+// allocatePort claims a free node port.
+func (a *serviceAllocator) allocatePort(ctx context.Context, svc *corev1.Service, c *claims, dryRun bool) (int32, error) {
+	r := a.r.NodePorts
+	try := func(port int32) (bool, error) {
+		for _, p := range c.ports { // claimed earlier by this write
+			if p == port {
+				return false, nil
+			}
+		}
+		ok, err := a.recordPort(ctx, svc, port, dryRun)
+		if ok && !dryRun {
+			c.ports = append(c.ports, port)
+		}
+		return ok, err
+	}
+	start := rand.IntN(r.Size)
+	for i := range r.Size {
+		port := int32(r.Base + (start+i)%r.Size)
+		ok, err := try(port)
+		if err != nil {
+			return 0, err
+		}
+		if ok {
+			return port, nil
+		}
+	}
+	return 0, apierrors.NewInternalError(fmt.Errorf("failed to allocate a nodePort: range is full"))
+}
+
+// recordPort writes the record of a claimed port; false when it is taken.
+func (a *serviceAllocator) recordPort(ctx context.Context, svc *corev1.Service, port int32, dryRun bool) (bool, error) {
+	if dryRun {
+		_, err := a.g.store.Get(ctx, nodePortKey(port))
+		return err != nil && isNotFound(err), ignoreNotFound(err)
+	}
+	b, err := json.Marshal(nodePortRecord{Namespace: svc.Namespace, Name: svc.Name, Claimed: time.Now().UTC()})
+	if err != nil {
+		return false, err
+	}
+	_, err = a.g.store.Create(ctx, nodePortKey(port), func(int64) (kv.Entry, error) { return kv.Entry{Value: b}, nil })
+	if isExists(err) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+func (a *serviceAllocator) releasePort(ctx context.Context, port int32) {
+	rec, err := a.g.store.Get(ctx, nodePortKey(port))
+	if err != nil {
+		return
+	}
+	_, _ = a.g.store.Delete(ctx, rec.Key, rec.Rev, func(int64) (kv.Entry, error) { return kv.Entry{Value: rec.Value}, nil })
+}

@@ -1,0 +1,283 @@
+package registry_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/netip"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/tabula-dev/tabula/registry"
+	"github.com/tabula-dev/tabula/schema"
+	"github.com/tabula-dev/tabula/sqlstore"
+	"github.com/tabula-dev/tabula/sqlstore/kv"
+)
+
+// allocRegistry is a registry on a fresh SQLite store with the given
+// Service ranges and a namespace "ns".
+func allocRegistry(t *testing.T, cidr string, ports registry.PortRange) *registry.Registry {
+	t.Helper()
+	ctx := context.Background()
+	st, err := sqlstore.Open(ctx, "sqlite://:memory:", sqlstore.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	g := registry.New(registry.Config{Store: st, Types: schema.NewBuiltin(),
+		Services: &registry.ServiceRanges{ClusterIPs: netip.MustParsePrefix(cidr), NodePorts: ports}})
+	if _, err := g.MustLookup("", "v1", "namespaces").Create(ctx, "", &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ns"}}, registry.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+func service(name, typ, clusterIP string, nodePorts ...int32) *corev1.Service {
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: corev1.ServiceSpec{
+		Type: corev1.ServiceType(typ), ClusterIP: clusterIP, Selector: map[string]string{"app": name}}}
+	if len(nodePorts) == 0 {
+		nodePorts = []int32{0}
+	}
+	for i, np := range nodePorts {
+		svc.Spec.Ports = append(svc.Spec.Ports, corev1.ServicePort{Name: "p" + string(rune('a'+i)), Port: int32(80 + i), TargetPort: intstr.FromInt32(80), NodePort: np})
+	}
+	return svc
+}
+
+// claimedIPs lists the IPAddress objects by name with their parent.
+func claimedIPs(t *testing.T, g *registry.Registry) map[string]string {
+	t.Helper()
+	x := g.MustLookup("networking.k8s.io", "v1", "ipaddresses")
+	res, err := x.List(context.Background(), kv.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, rec := range res.Items {
+		obj, err := x.Decode(rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ip := obj.(*networkingv1.IPAddress)
+		if ip.Labels["ipaddress.kubernetes.io/managed-by"] != "ipallocator.k8s.io" || ip.Labels["ipaddress.kubernetes.io/ip-family"] != "IPv4" {
+			t.Errorf("IPAddress %s labels %v", ip.Name, ip.Labels)
+		}
+		out[ip.Name] = ip.Spec.ParentRef.Namespace + "/" + ip.Spec.ParentRef.Name
+	}
+	return out
+}
+
+func invalidWith(t *testing.T, err error, text string) {
+	t.Helper()
+	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), text) {
+		t.Fatalf("got %v; want 422 with %q", err, text)
+	}
+}
+
+// TestServiceAllocation: Services get a cluster IP from the range (from
+// above its static band unless they ask for one), node ports from the
+// port range; requests for taken or foreign values get kube's 422; what
+// a refused, dry-run or deleted Service claimed is free again.
+func TestServiceAllocation(t *testing.T) {
+	ctx := context.Background()
+	g := allocRegistry(t, "10.96.0.0/12", registry.PortRange{Base: 30000, Size: 2768})
+	svcs := g.MustLookup("", "v1", "services")
+	create := func(svc *corev1.Service, dryRun bool) (*corev1.Service, error) {
+		res, err := svcs.Create(ctx, "ns", svc, registry.WriteOptions{DryRun: dryRun})
+		if err != nil {
+			return nil, err
+		}
+		return res.Obj.(*corev1.Service), nil
+	}
+
+	web, err := create(service("web", "", ""), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ip := netip.MustParseAddr(web.Spec.ClusterIP)
+	if !netip.MustParsePrefix("10.96.0.0/12").Contains(ip) || netip.MustParsePrefix("10.96.0.0/24").Contains(ip) ||
+		len(web.Spec.ClusterIPs) != 1 || web.Spec.ClusterIPs[0] != web.Spec.ClusterIP ||
+		*web.Spec.IPFamilyPolicy != corev1.IPFamilyPolicySingleStack || web.Spec.IPFamilies[0] != corev1.IPv4Protocol {
+		t.Fatalf("allocated %q %v %v %v; want an address above the static band, single-stack IPv4", web.Spec.ClusterIP, web.Spec.ClusterIPs, *web.Spec.IPFamilyPolicy, web.Spec.IPFamilies)
+	}
+	if got := claimedIPs(t, g); got[web.Spec.ClusterIP] != "ns/web" || len(got) != 1 {
+		t.Fatalf("IPAddresses %v; want %s for ns/web", got, web.Spec.ClusterIP)
+	}
+
+	if _, err := create(service("static", "", "10.96.0.10"), false); err != nil {
+		t.Fatal(err)
+	}
+	_, err = create(service("again", "", "10.96.0.10"), false)
+	invalidWith(t, err, `spec.clusterIPs: Invalid value: ["10.96.0.10"]: failed to allocate IP 10.96.0.10: provided IP is already allocated`)
+	_, err = create(service("far", "", "192.168.0.10"), false)
+	invalidWith(t, err, "failed to allocate IP 192.168.0.10: the provided network does not match the current range")
+
+	np, err := create(service("np", "NodePort", "", 0, 31000), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := np.Spec.Ports[0].NodePort; p < 30000 || p > 32767 || p == 31000 || np.Spec.Ports[1].NodePort != 31000 {
+		t.Fatalf("node ports %d, %d; want one from the range and the requested 31000", p, np.Spec.Ports[1].NodePort)
+	}
+	_, err = create(service("np2", "NodePort", "", 31000), false)
+	invalidWith(t, err, "spec.ports[0].nodePort: Invalid value: 31000: provided port is already allocated")
+	_, err = create(service("np3", "NodePort", "", 80), false)
+	invalidWith(t, err, "provided port is not in the valid range. The range of valid ports is 30000-32767")
+
+	// A Service refused after allocation (by validation) gives it back.
+	before := claimedIPs(t, g)
+	bad := service("bad", "NodePort", "10.96.0.20", 31001)
+	bad.Spec.Ports[0].Port = 0
+	_, err = create(bad, false)
+	invalidWith(t, err, "spec.ports[0].port")
+	if after := claimedIPs(t, g); len(after) != len(before) {
+		t.Fatalf("a refused Service left IPAddresses %v (before %v)", after, before)
+	}
+	if _, err := create(service("reuse", "NodePort", "10.96.0.20", 31001), false); err != nil {
+		t.Fatalf("the refused Service's IP and port are not free again: %v", err)
+	}
+
+	// A dry run allocates nothing.
+	dry, err := create(service("dry", "NodePort", ""), true)
+	if err != nil || dry.Spec.ClusterIP == "" || dry.Spec.Ports[0].NodePort == 0 {
+		t.Fatalf("dry run: %v %+v", err, dry)
+	}
+	if got := claimedIPs(t, g); got[dry.Spec.ClusterIP] != "" {
+		t.Fatalf("a dry run claimed %s", dry.Spec.ClusterIP)
+	}
+
+	// Headless Services take no IP; without a selector both families are listed.
+	hl := service("headless", "", "None")
+	hl.Spec.Selector = nil
+	h, err := create(hl, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.Spec.ClusterIPs[0] != "None" || *h.Spec.IPFamilyPolicy != corev1.IPFamilyPolicyRequireDualStack || len(h.Spec.IPFamilies) != 2 {
+		t.Fatalf("headless: %v %v %v", h.Spec.ClusterIPs, *h.Spec.IPFamilyPolicy, h.Spec.IPFamilies)
+	}
+
+	// An update that leaves the allocated values out keeps them; a type
+	// change back to ClusterIP drops and frees the node ports.
+	update := func(name string, mutate func(*corev1.Service)) (*corev1.Service, error) {
+		res, _, err := svcs.Update(ctx, "ns", name, func(cur runtime.Object) (runtime.Object, error) {
+			svc := cur.(*corev1.Service)
+			mutate(svc)
+			return svc, nil
+		}, registry.UpdateOptions{})
+		if err != nil {
+			return nil, err
+		}
+		return res.Obj.(*corev1.Service), nil
+	}
+	kept, err := update("np", func(s *corev1.Service) {
+		s.Spec.ClusterIP, s.Spec.ClusterIPs = "", nil
+		for i := range s.Spec.Ports {
+			s.Spec.Ports[i].NodePort = 0
+		}
+		s.ResourceVersion = ""
+	})
+	if err != nil || kept.Spec.ClusterIP != np.Spec.ClusterIP || kept.Spec.Ports[1].NodePort != 31000 {
+		t.Fatalf("update without allocated values: %v, %+v", err, kept)
+	}
+	back, err := update("np", func(s *corev1.Service) { s.Spec.Type = corev1.ServiceTypeClusterIP; s.Spec.ExternalTrafficPolicy = "" })
+	if err != nil || back.Spec.Ports[1].NodePort != 0 {
+		t.Fatalf("NodePort to ClusterIP: %v, %+v", err, back)
+	}
+	if _, err := create(service("takes31000", "NodePort", "", 31000), false); err != nil {
+		t.Fatalf("the port the Service gave up is not free: %v", err)
+	}
+
+	// Deleting a Service frees its IP.
+	if _, err := svcs.Delete(ctx, "ns", "static", &metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := create(service("static2", "", "10.96.0.10"), false); err != nil {
+		t.Fatalf("the deleted Service's IP is not free: %v", err)
+	}
+}
+
+// TestServiceAllocationExhaustsASmallRange: concurrent creates in a range
+// of six addresses get six distinct ones, and the seventh a 500.
+func TestServiceAllocationExhaustsASmallRange(t *testing.T) {
+	ctx := context.Background()
+	g := allocRegistry(t, "10.0.0.0/29", registry.PortRange{Base: 30000, Size: 10})
+	svcs := g.MustLookup("", "v1", "services")
+	var wg sync.WaitGroup
+	errs := make([]error, 6)
+	for i := range 6 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, errs[i] = svcs.Create(ctx, "ns", service("s"+string(rune('a'+i)), "", ""), registry.WriteOptions{})
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := claimedIPs(t, g)
+	if len(got) != 6 {
+		t.Fatalf("six Services hold %d addresses: %v", len(got), got)
+	}
+	for ip := range got {
+		if ip == "10.0.0.0" || ip == "10.0.0.7" {
+			t.Fatalf("allocated the network or broadcast address %s", ip)
+		}
+	}
+	_, err := svcs.Create(ctx, "ns", service("full", "", ""), registry.WriteOptions{})
+	if !apierrors.IsInternalError(err) || !strings.Contains(err.Error(), "range is full") {
+		t.Fatalf("seventh Service: %v; want 500 range is full", err)
+	}
+}
+
+// TestServiceAllocationRepair: a claim nobody holds is released, and a
+// Service's address without a claim is claimed again.
+func TestServiceAllocationRepair(t *testing.T) {
+	ctx := context.Background()
+	g := allocRegistry(t, "10.96.0.0/12", registry.PortRange{Base: 30000, Size: 2768})
+	svcs := g.MustLookup("", "v1", "services")
+	ips := g.MustLookup("networking.k8s.io", "v1", "ipaddresses")
+	res, err := svcs.Create(ctx, "ns", service("web", "NodePort", "10.96.0.30", 30100), registry.WriteOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A leaked claim (its Service never got written) and a lost one.
+	leak := &networkingv1.IPAddress{ObjectMeta: metav1.ObjectMeta{Name: "10.96.0.31", Labels: map[string]string{
+		"ipaddress.kubernetes.io/managed-by": "ipallocator.k8s.io", "ipaddress.kubernetes.io/ip-family": "IPv4"}},
+		Spec: networkingv1.IPAddressSpec{ParentRef: &networkingv1.ParentReference{Resource: "services", Namespace: "ns", Name: "ghost"}}}
+	if _, err := ips.Create(ctx, "", leak, registry.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ips.Delete(ctx, "", "10.96.0.30", &metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// Young claims are left alone.
+	if err := g.RepairServiceAllocations(ctx, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if got := claimedIPs(t, g); got["10.96.0.31"] != "ns/ghost" || got["10.96.0.30"] != "ns/web" {
+		t.Fatalf("after a repair with a long grace: %v; want the young leak kept and the lost claim back", got)
+	}
+	if err := g.RepairServiceAllocations(ctx, 0); err != nil {
+		t.Fatal(err)
+	}
+	if got := claimedIPs(t, g); got["10.96.0.31"] != "" || got["10.96.0.30"] != "ns/web" {
+		t.Fatalf("after repair: %v; want only 10.96.0.30 for ns/web", got)
+	}
+	_ = res
+	if _, err := svcs.Create(ctx, "ns", service("np", "NodePort", "", 30100), registry.WriteOptions{}); !apierrors.IsInvalid(err) {
+		t.Fatalf("the repaired Service's node port was handed out again: %v", err)
+	}
+}
