@@ -107,9 +107,10 @@ func builtinTypes() []*Type {
 			Version: "v1", Kind: "Endpoints", ListKind: "EndpointsList",
 			Resource: "endpoints", Singular: "endpoints", ShortNames: []string{"ep"},
 			Namespaced: true, Verbs: verbsAll,
-			New:         func() runtime.Object { return &corev1.Endpoints{} },
-			NewList:     func() runtime.Object { return &corev1.EndpointsList{} },
-			Deprecation: &Deprecation{In: "1.33", Replacement: "discovery.k8s.io/v1 EndpointSlice"},
+			AllowCreateOnUpdate: true,
+			New:                 func() runtime.Object { return &corev1.Endpoints{} },
+			NewList:             func() runtime.Object { return &corev1.EndpointsList{} },
+			Deprecation:         &Deprecation{In: "1.33", Replacement: "discovery.k8s.io/v1 EndpointSlice"},
 		},
 		{
 			Group: "coordination.k8s.io", Version: "v1", Kind: "Lease", ListKind: "LeaseList",

@@ -56,6 +56,13 @@ func cluster(group, version, kind, resource string, shortNames, categories []str
 	return t
 }
 
+// createOnUpdate lets PUT create a missing object, as the kind's strategy
+// does on kube-apiserver.
+func (t Type) createOnUpdate() Type {
+	t.AllowCreateOnUpdate = true
+	return t
+}
+
 // scalable adds the scale subresource at the replica paths every
 // built-in scalable kind uses.
 func (t Type) scalable(form SelectorForm) Type {
@@ -105,7 +112,7 @@ func alsoCreate[T, O any](create func(T, O) field.ErrorList, update func(obj, ol
 }
 
 func coreKinds() []*kubeKind {
-	svc := &kubeKind{returnsDeleted: true, Type: namespaced("", "v1", "Service", "services", []string{"svc"}, all, "status")}
+	svc := &kubeKind{returnsDeleted: true, Type: namespaced("", "v1", "Service", "services", []string{"svc"}, all, "status").createOnUpdate()}
 	svc.validate, svc.validateUpdate = validator(corevalidation.ValidateServiceCreate, corevalidation.ValidateServiceUpdate)
 
 	pod := &kubeKind{returnsDeleted: true, Type: namespaced("", "v1", "Pod", "pods", []string{"po"}, all, "status"), generation: generationOnChange}
@@ -147,7 +154,7 @@ func coreKinds() []*kubeKind {
 	pv.prepareCreate = persistentVolumePrepareForCreate
 	pvc.prepareCreate = persistentVolumeClaimPrepareForCreate
 
-	lr := &kubeKind{Type: namespaced("", "v1", "LimitRange", "limitranges", []string{"limits"}, nil)}
+	lr := &kubeKind{Type: namespaced("", "v1", "LimitRange", "limitranges", []string{"limits"}, nil).createOnUpdate()}
 	lr.validate, lr.validateUpdate = validator(corevalidation.ValidateLimitRange,
 		func(l, _ *core.LimitRange) field.ErrorList { return corevalidation.ValidateLimitRange(l) })
 
@@ -268,13 +275,13 @@ func policyKinds() []*kubeKind {
 
 func rbacKinds() []*kubeKind {
 	const g = "rbac.authorization.k8s.io"
-	role := &kubeKind{Type: namespaced(g, "v1", "Role", "roles", nil, nil)}
+	role := &kubeKind{Type: namespaced(g, "v1", "Role", "roles", nil, nil).createOnUpdate()}
 	role.validate, role.validateUpdate = validator(rbacvalidation.ValidateRole, rbacvalidation.ValidateRoleUpdate)
 
-	rb := &kubeKind{Type: namespaced(g, "v1", "RoleBinding", "rolebindings", nil, nil)}
+	rb := &kubeKind{Type: namespaced(g, "v1", "RoleBinding", "rolebindings", nil, nil).createOnUpdate()}
 	rb.validate, rb.validateUpdate = validator(rbacvalidation.ValidateRoleBinding, rbacvalidation.ValidateRoleBindingUpdate)
 
-	cr := &kubeKind{Type: cluster(g, "v1", "ClusterRole", "clusterroles", nil, nil)}
+	cr := &kubeKind{Type: cluster(g, "v1", "ClusterRole", "clusterroles", nil, nil).createOnUpdate()}
 	cr.validate, cr.validateUpdate = validator(
 		func(r *rbac.ClusterRole) field.ErrorList {
 			return rbacvalidation.ValidateClusterRole(r, rbacvalidation.ClusterRoleValidationOptions{})
@@ -283,7 +290,7 @@ func rbacKinds() []*kubeKind {
 			return rbacvalidation.ValidateClusterRoleUpdate(r, old, rbacvalidation.ClusterRoleValidationOptions{})
 		})
 
-	crb := &kubeKind{Type: cluster(g, "v1", "ClusterRoleBinding", "clusterrolebindings", nil, nil)}
+	crb := &kubeKind{Type: cluster(g, "v1", "ClusterRoleBinding", "clusterrolebindings", nil, nil).createOnUpdate()}
 	crb.validate, crb.validateUpdate = validator(rbacvalidation.ValidateClusterRoleBinding, rbacvalidation.ValidateClusterRoleBindingUpdate)
 
 	return []*kubeKind{cr, crb, rb, role}
@@ -337,7 +344,7 @@ func discoveryKinds() []*kubeKind {
 }
 
 func nodeKinds() []*kubeKind {
-	rc := &kubeKind{Type: cluster("node.k8s.io", "v1", "RuntimeClass", "runtimeclasses", nil, nil)}
+	rc := &kubeKind{Type: cluster("node.k8s.io", "v1", "RuntimeClass", "runtimeclasses", nil, nil).createOnUpdate()}
 	rc.validate, rc.validateUpdate = validator(nodevalidation.ValidateRuntimeClass,
 		func(c, old *node.RuntimeClass) field.ErrorList {
 			return nodevalidation.ValidateRuntimeClassUpdate(c, old)

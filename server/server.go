@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"strings"
 	"sync"
 	"time"
@@ -48,6 +49,13 @@ type Config struct {
 	Profiling bool
 	// CABundle is published in every namespace's kube-root-ca.crt.
 	CABundle []byte
+	// Advertise is the address and port other clients reach this replica
+	// at, listed in the kubernetes Service's endpoints; without an address
+	// the Service is kept but this replica is not listed.
+	Advertise netip.AddrPort
+	// EndpointLeaseDuration is how long a replica stays listed without
+	// renewing its Lease (default 15s, as kube-apiserver's master leases).
+	EndpointLeaseDuration time.Duration
 	// ServiceRanges are the pools Services allocate cluster IPs and node
 	// ports from (default kube-apiserver's 10.96.0.0/12 and 30000-32767).
 	ServiceRanges registry.ServiceRanges
@@ -91,6 +99,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.EventTTL == 0 {
 		cfg.EventTTL = time.Hour
+	}
+	if cfg.EndpointLeaseDuration == 0 {
+		cfg.EndpointLeaseDuration = 15 * time.Second
 	}
 	if !cfg.ServiceRanges.ClusterIPs.IsValid() {
 		cfg.ServiceRanges = registry.DefaultServiceRanges()

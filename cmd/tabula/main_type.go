@@ -58,6 +58,10 @@ type Config struct {
 	TLSSANs       []string
 	TokenAuthFile string
 	EventTTL      time.Duration
+	// AdvertiseAddress is the IP the kubernetes Service's endpoints list
+	// for this replica (default: the listen IP, or the host's first
+	// non-loopback address).
+	AdvertiseAddress string
 	// ServiceCIDR and NodePorts are what Services allocate from.
 	ServiceCIDR string
 	NodePorts   string
@@ -145,6 +149,7 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.Var(sans, "tls-san", "extra DNS `names` or IPs for the serving certificate (repeatable, comma-separated)")
 	fs.StringVar(&c.TokenAuthFile, "token-auth-file", "", "static bearer tokens, in kube-apiserver's CSV format")
 	fs.DurationVar(&c.EventTTL, "event-ttl", c.EventTTL, "how long core Events are kept")
+	fs.StringVar(&c.AdvertiseAddress, "advertise-address", "", "the `IP` in-cluster clients reach this replica at, listed in the kubernetes Service's endpoints (default: the listen IP, or the host's first non-loopback address)")
 	fs.StringVar(&c.ServiceCIDR, "service-cluster-ip-range", c.ServiceCIDR, "the `CIDR` Services get their cluster IPs from")
 	fs.StringVar(&c.NodePorts, "service-node-port-range", c.NodePorts, "the `range` NodePort and LoadBalancer Services get node ports from")
 	fs.DurationVar(&c.RequestTimeout, "request-timeout", c.RequestTimeout, "the longest a non-watch request may run (clients' ?timeout= may ask for less)")
@@ -253,21 +258,28 @@ func (m *Main) Run(ctx context.Context) error {
 		m.store.Close()
 		return err
 	}
-	m.srv, err = server.New(server.Config{
-		Store: m.store, Registry: reg, Authenticator: authn, Version: v, OpenAPI: oa.Handler(),
-		Logger: m.log, Metrics: metrics, EventTTL: c.EventTTL, RequestTimeout: c.RequestTimeout, CABundle: pki.CAPEM,
-		Profiling: c.Profiling, ServiceRanges: ranges,
-	})
-	if err != nil {
-		m.store.Close()
-		return err
-	}
 	ln, err := net.Listen("tcp", c.Listen)
 	if err != nil {
 		m.store.Close()
 		return err
 	}
 	m.Addr = ln.Addr().String()
+	advertise, err := advertiseAddress(c.AdvertiseAddress, m.Addr)
+	if err != nil {
+		ln.Close()
+		m.store.Close()
+		return err
+	}
+	m.srv, err = server.New(server.Config{
+		Store: m.store, Registry: reg, Authenticator: authn, Version: v, OpenAPI: oa.Handler(),
+		Logger: m.log, Metrics: metrics, EventTTL: c.EventTTL, RequestTimeout: c.RequestTimeout, CABundle: pki.CAPEM,
+		Profiling: c.Profiling, ServiceRanges: ranges, Advertise: advertise,
+	})
+	if err != nil {
+		ln.Close()
+		m.store.Close()
+		return err
+	}
 	cctx, cancel := context.WithCancel(context.Background())
 	m.cancel = cancel
 	if err := m.srv.RunControllers(cctx); err != nil {
@@ -355,4 +367,32 @@ func serviceRanges(c *Config) (registry.ServiceRanges, error) {
 		return registry.ServiceRanges{}, fmt.Errorf("--service-node-port-range: %w", err)
 	}
 	return registry.ServiceRanges{ClusterIPs: cidr, NodePorts: ports}, nil
+}
+
+// advertiseAddress is the address and port the kubernetes Service lists
+// for this replica: the flag's IP, else a specific listen IP, else the
+// host's first global unicast address; loopback addresses cannot be
+// endpoints, so with none of these the replica is not listed.
+func advertiseAddress(flagValue, listenAddr string) (netip.AddrPort, error) {
+	ap, err := netip.ParseAddrPort(listenAddr)
+	if err != nil {
+		return netip.AddrPort{}, err
+	}
+	if flagValue != "" {
+		ip, err := netip.ParseAddr(flagValue)
+		if err != nil || !ip.IsGlobalUnicast() {
+			return netip.AddrPort{}, fmt.Errorf("--advertise-address %q: want an IP other clients can reach (not loopback, link-local or unspecified)", flagValue)
+		}
+		return netip.AddrPortFrom(ip.Unmap(), ap.Port()), nil
+	}
+	if ip := ap.Addr().Unmap(); ip.IsGlobalUnicast() {
+		return netip.AddrPortFrom(ip, ap.Port()), nil
+	}
+	addrs, _ := net.InterfaceAddrs()
+	for _, a := range addrs {
+		if p, err := netip.ParsePrefix(a.String()); err == nil && p.Addr().Is4() && p.Addr().IsGlobalUnicast() {
+			return netip.AddrPortFrom(p.Addr(), ap.Port()), nil
+		}
+	}
+	return netip.AddrPortFrom(netip.Addr{}, ap.Port()), nil
 }
