@@ -121,6 +121,7 @@ var kubectlScenarios = []kubectlScenario{
 	{"events", kubectlEvents},
 	{"apply an application manifest", kubectlApplyApplication},
 	{"scale", kubectlScale},
+	{"auth whoami and can-i", kubectlAuth},
 }
 
 var (

@@ -345,3 +345,23 @@ spec:
 		t.Errorf("client-go GetScale: %+v, %v", sc, err)
 	}
 }
+
+// kubectlAuth: whoami names the kubeconfig's user; can-i asks the review
+// resources, which the allow-all authorizer answers yes.
+func kubectlAuth(t *testing.T, e *kubectlEnv) {
+	out := e.k.ok(t, "auth", "whoami", "-o", "json")
+	if !strings.Contains(out, `"kind": "SelfSubjectReview"`) || !strings.Contains(out, `"username": "tabula-admin"`) || !strings.Contains(out, "system:masters") {
+		t.Errorf("auth whoami:\n%s", out)
+	}
+	for _, args := range [][]string{
+		{"create", "deployments"}, {"delete", "nodes"}, {"get", "/healthz"}, {"list", "secrets", "-n", "kube-system"},
+	} {
+		if out := e.k.ok(t, append([]string{"auth", "can-i"}, args...)...); strings.TrimSpace(out) != "yes" {
+			t.Errorf("auth can-i %v: %q; want yes", args, out)
+		}
+	}
+	header, rows := parseTable(t, e.k.ok(t, "auth", "can-i", "--list", "-n", "default"))
+	if strings.Join(header, "|") != "Resources|Non-Resource URLs|Resource Names|Verbs" || len(rows) != 2 || rows[0]["Resources"] != "*.*" || rows[1]["Non-Resource URLs"] != "[*]" {
+		t.Errorf("auth can-i --list: %q %v", header, rows)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	podutil "k8s.io/kubernetes/pkg/api/pod"
 	"k8s.io/kubernetes/pkg/apis/apps"
 	appsvalidation "k8s.io/kubernetes/pkg/apis/apps/validation"
+	authorizationvalidation "k8s.io/kubernetes/pkg/apis/authorization/validation"
 	"k8s.io/kubernetes/pkg/apis/autoscaling"
 	autoscalingvalidation "k8s.io/kubernetes/pkg/apis/autoscaling/validation"
 	"k8s.io/kubernetes/pkg/apis/batch"
@@ -36,7 +37,7 @@ import (
 func kubeKinds() []*kubeKind {
 	var kinds []*kubeKind
 	for _, g := range [][]*kubeKind{coreKinds(), appsKinds(), batchKinds(), autoscalingKinds(), networkingKinds(),
-		policyKinds(), rbacKinds(), storageKinds(), schedulingKinds(), discoveryKinds(), nodeKinds()} {
+		policyKinds(), rbacKinds(), storageKinds(), schedulingKinds(), discoveryKinds(), nodeKinds(), reviewKinds()} {
 		kinds = append(kinds, g...)
 	}
 	return kinds
@@ -350,4 +351,26 @@ func nodeKinds() []*kubeKind {
 			return nodevalidation.ValidateRuntimeClassUpdate(c, old)
 		})
 	return []*kubeKind{rc}
+}
+
+// reviewKinds are the review resources: a create asks a question (who am
+// I, may I, is this token valid) and answers it in the object's status;
+// nothing is stored. server/reviews.go computes the answers.
+func reviewKinds() []*kubeKind {
+	review := func(group, kind, resource string, namespaced bool) *kubeKind {
+		t := cluster(group, "v1", kind, resource, nil, nil)
+		t.Namespaced, t.Verbs, t.Virtual = namespaced, []string{"create"}, true
+		return &kubeKind{Type: t}
+	}
+	const authn, authz = "authentication.k8s.io", "authorization.k8s.io"
+	ssr := review(authn, "SelfSubjectReview", "selfsubjectreviews", false)
+	tr := review(authn, "TokenReview", "tokenreviews", false)
+	lsar := review(authz, "LocalSubjectAccessReview", "localsubjectaccessreviews", true)
+	lsar.validate, _ = validator(authorizationvalidation.ValidateLocalSubjectAccessReview, nil)
+	ssar := review(authz, "SelfSubjectAccessReview", "selfsubjectaccessreviews", false)
+	ssar.validate, _ = validator(authorizationvalidation.ValidateSelfSubjectAccessReview, nil)
+	ssrr := review(authz, "SelfSubjectRulesReview", "selfsubjectrulesreviews", false)
+	sar := review(authz, "SubjectAccessReview", "subjectaccessreviews", false)
+	sar.validate, _ = validator(authorizationvalidation.ValidateSubjectAccessReview, nil)
+	return []*kubeKind{ssr, tr, lsar, ssar, ssrr, sar}
 }

@@ -18,6 +18,8 @@ import (
 	// Conversions and defaults of every built-in group, registered into
 	// legacyscheme as kube-apiserver registers them.
 	_ "k8s.io/kubernetes/pkg/apis/apps/install"
+	_ "k8s.io/kubernetes/pkg/apis/authentication/install"
+	_ "k8s.io/kubernetes/pkg/apis/authorization/install"
 	_ "k8s.io/kubernetes/pkg/apis/autoscaling/install"
 	_ "k8s.io/kubernetes/pkg/apis/batch/install"
 	_ "k8s.io/kubernetes/pkg/apis/core/install"
@@ -110,7 +112,11 @@ func (k *kubeKind) build(scheme *runtime.Scheme) *Type {
 	gvk := t.GroupVersionKind()
 	internal := schema.GroupVersionKind{Group: t.Group, Version: runtime.APIVersionInternal, Kind: t.Kind}
 	t.New = func() runtime.Object { o, _ := scheme.New(gvk); return o }
-	t.NewList = func() runtime.Object { o, _ := scheme.New(gvk.GroupVersion().WithKind(t.ListKind)); return o }
+	if listGVK := gvk.GroupVersion().WithKind(t.ListKind); scheme.Recognizes(listGVK) {
+		t.NewList = func() runtime.Object { o, _ := scheme.New(listGVK); return o }
+	} else {
+		t.ListKind = "" // reviews are never listed
+	}
 	if t.StorageResource == "" {
 		t.StorageResource = t.GroupResource().String()
 	}

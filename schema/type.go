@@ -66,6 +66,10 @@ type Type struct {
 	// the removal of its last finalizer.
 	RemovedByController bool
 
+	// Virtual types are not stored: a create computes the answer into the
+	// object and returns it (the review resources).
+	Virtual bool
+
 	// Expiring objects live for the server's --event-ttl (core Events,
 	// as etcd leases give them on kube-apiserver).
 	Expiring bool

@@ -19,6 +19,9 @@ func (r *request) create() error {
 	if err != nil {
 		return err
 	}
+	if r.t.Virtual {
+		return r.review(obj)
+	}
 	return r.createObject(obj, dryRun)
 }
 

@@ -208,12 +208,13 @@ func (s *Server) checkOwners(ctx context.Context, o gcOwner) error {
 	return nil
 }
 
-// storageTypes lists one served Type per storage resource.
+// storageTypes lists one served Type per storage resource (virtual
+// types store nothing).
 func (s *Server) storageTypes() []*schema.Type {
 	var out []*schema.Type
 	seen := map[string]bool{}
 	for _, t := range s.reg.Types() {
-		if t.FromStorage == nil && !seen[t.StorageResource] {
+		if t.FromStorage == nil && !t.Virtual && !seen[t.StorageResource] {
 			seen[t.StorageResource] = true
 			out = append(out, t)
 		}

@@ -149,6 +149,20 @@ func (a *Authenticator) authenticateToken(r *http.Request) (*User, bool, error) 
 	return &u, true, nil
 }
 
+// AuthenticateToken checks a bearer token as a request carrying it would
+// be checked (TokenReview): ok is false for a token no method knows.
+func (a *Authenticator) AuthenticateToken(token string) (u *User, ok bool) {
+	if a == nil || !a.tokenAuth || token == "" {
+		return nil, false
+	}
+	found, ok := lookupToken(a.tokens, token)
+	if !ok {
+		return nil, false
+	}
+	found.Groups = slices.Clone(found.Groups)
+	return withAuthenticated(&found), true
+}
+
 // bearerToken extracts the token from "Authorization: Bearer <token>"; the
 // scheme is case-insensitive (RFC 7235). Other schemes count as no token.
 func bearerToken(r *http.Request) (string, bool) {

@@ -41,4 +41,27 @@ func (AlwaysAllow) Authorize(context.Context, Attributes) (bool, string, error) 
 	return true, "", nil
 }
 
-var _ Authorizer = AlwaysAllow{}
+// Rule is one rule a RuleResolver reports: verbs on API groups and
+// resources, or (NonResourceURLs set) on non-resource paths.
+type Rule struct {
+	Verbs, APIGroups, Resources, ResourceNames, NonResourceURLs []string
+}
+
+// RuleResolver lists what a user may do in a namespace, for
+// SelfSubjectRulesReview; incomplete means the list may miss rules.
+type RuleResolver interface {
+	RulesFor(ctx context.Context, u *User, namespace string) (rules []Rule, incomplete bool, err error)
+}
+
+// RulesFor implements RuleResolver: everything, everywhere.
+func (AlwaysAllow) RulesFor(context.Context, *User, string) ([]Rule, bool, error) {
+	return []Rule{
+		{Verbs: []string{"*"}, APIGroups: []string{"*"}, Resources: []string{"*"}},
+		{Verbs: []string{"*"}, NonResourceURLs: []string{"*"}},
+	}, false, nil
+}
+
+var (
+	_ Authorizer   = AlwaysAllow{}
+	_ RuleResolver = AlwaysAllow{}
+)

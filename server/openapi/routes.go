@@ -105,7 +105,7 @@ func gvRoutes(gv schema.GroupVersion, types []*tschema.Type, hasDefinition func(
 		}
 		var list interface{}
 		if t.NewList != nil {
-			if l := t.NewList(); hasDefinition(modelName(l)) {
+			if l := t.NewList(); l != nil && hasDefinition(modelName(l)) {
 				list = l
 			}
 		}

@@ -1,0 +1,68 @@
+package server_test
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+)
+
+// TestReviews: each review resource answers a create with the answer in
+// status (201, nothing stored), and refuses malformed questions as
+// kube-apiserver does.
+func TestReviews(t *testing.T) {
+	h := refNewHarness(t)
+	ct := map[string]string{"Content-Type": "application/json"}
+	for _, c := range []struct {
+		name, path, body string
+		code             int
+		want             []string
+	}{
+		{"who am I", "/apis/authentication.k8s.io/v1/selfsubjectreviews", `{"apiVersion":"authentication.k8s.io/v1","kind":"SelfSubjectReview"}`,
+			http.StatusCreated, []string{`"kind":"SelfSubjectReview"`, `"userInfo":{"username":"`}},
+		{"may I", "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
+			`{"apiVersion":"authorization.k8s.io/v1","kind":"SelfSubjectAccessReview","spec":{"resourceAttributes":{"verb":"create","group":"apps","resource":"deployments","namespace":"default"}}}`,
+			http.StatusCreated, []string{`"status":{"allowed":true}`}},
+		{"may she", "/apis/authorization.k8s.io/v1/subjectaccessreviews",
+			`{"apiVersion":"authorization.k8s.io/v1","kind":"SubjectAccessReview","spec":{"user":"jane","nonResourceAttributes":{"verb":"get","path":"/healthz"}}}`,
+			http.StatusCreated, []string{`"status":{"allowed":true}`}},
+		{"may she here", "/apis/authorization.k8s.io/v1/namespaces/default/localsubjectaccessreviews",
+			`{"apiVersion":"authorization.k8s.io/v1","kind":"LocalSubjectAccessReview","spec":{"user":"jane","resourceAttributes":{"verb":"get","resource":"pods","namespace":"default"}}}`,
+			http.StatusCreated, []string{`"namespace":"default"`, `"allowed":true`}},
+		{"what may I", "/apis/authorization.k8s.io/v1/selfsubjectrulesreviews",
+			`{"apiVersion":"authorization.k8s.io/v1","kind":"SelfSubjectRulesReview","spec":{"namespace":"default"}}`,
+			http.StatusCreated, []string{`"resourceRules":[{"verbs":["*"],"apiGroups":["*"],"resources":["*"]}]`, `"nonResourceRules":[{"verbs":["*"],"nonResourceURLs":["*"]}]`, `"incomplete":false`}},
+		{"unknown token", "/apis/authentication.k8s.io/v1/tokenreviews",
+			`{"apiVersion":"authentication.k8s.io/v1","kind":"TokenReview","spec":{"token":"nope"}}`,
+			http.StatusCreated, []string{`"status":{"user":{}}`}},
+
+		{"no token", "/apis/authentication.k8s.io/v1/tokenreviews", `{"apiVersion":"authentication.k8s.io/v1","kind":"TokenReview","spec":{}}`,
+			http.StatusBadRequest, []string{"token is required for TokenReview in authentication"}},
+		{"no attributes", "/apis/authorization.k8s.io/v1/subjectaccessreviews", `{"apiVersion":"authorization.k8s.io/v1","kind":"SubjectAccessReview","spec":{"user":"jane"}}`,
+			http.StatusUnprocessableEntity, []string{"exactly one of nonResourceAttributes or resourceAttributes must be specified"}},
+		{"no subject", "/apis/authorization.k8s.io/v1/subjectaccessreviews",
+			`{"apiVersion":"authorization.k8s.io/v1","kind":"SubjectAccessReview","spec":{"resourceAttributes":{"verb":"get","resource":"pods"}}}`,
+			http.StatusUnprocessableEntity, []string{"at least one of user or group must be specified"}},
+		{"other namespace", "/apis/authorization.k8s.io/v1/namespaces/default/localsubjectaccessreviews",
+			`{"apiVersion":"authorization.k8s.io/v1","kind":"LocalSubjectAccessReview","spec":{"user":"jane","resourceAttributes":{"verb":"get","resource":"pods","namespace":"kube-system"}}}`,
+			http.StatusUnprocessableEntity, []string{`spec.resourceAttributes.namespace: Invalid value: \"kube-system\": must match metadata.namespace`}},
+		{"rules without namespace", "/apis/authorization.k8s.io/v1/selfsubjectrulesreviews",
+			`{"apiVersion":"authorization.k8s.io/v1","kind":"SelfSubjectRulesReview","spec":{}}`,
+			http.StatusBadRequest, []string{"no namespace on request"}},
+	} {
+		r := h.do("POST", c.path, ct, []byte(c.body))
+		if r.Code != c.code {
+			t.Errorf("%s: %d %s; want %d", c.name, r.Code, r.Body, c.code)
+			continue
+		}
+		for _, w := range c.want {
+			if !strings.Contains(r.Body.String(), w) {
+				t.Errorf("%s: %s lacks %s", c.name, r.Body, w)
+			}
+		}
+	}
+	for _, path := range []string{"/apis/authentication.k8s.io/v1/selfsubjectreviews", "/apis/authorization.k8s.io/v1/subjectaccessreviews/x"} {
+		if r := h.do("GET", path, nil, nil); r.Code != http.StatusMethodNotAllowed {
+			t.Errorf("GET %s: %d; want 405 (reviews are create-only)", path, r.Code)
+		}
+	}
+}
