@@ -165,6 +165,7 @@ func (r *request) writeList(out codecs.Output, res kv.ListResult, p *listParams)
 		if lo, ok := list.(metav1.ListInterface); ok {
 			lo.SetResourceVersion(lm.ResourceVersion)
 			lo.SetContinue(lm.Continue)
+			lo.SetRemainingItemCount(lm.RemainingItemCount)
 		}
 		list.GetObjectKind().SetGroupVersionKind(r.t.GroupVersion().WithKind(r.t.ListKind))
 		for _, o := range objs {
