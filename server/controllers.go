@@ -49,6 +49,7 @@ func (s *Server) RunControllers(ctx context.Context) error {
 	go s.runLoop(ctx, "storage object in use protection", s.protectionController)
 	go s.runLoop(ctx, "service allocation repair", s.serviceRepairController)
 	go s.runLoop(ctx, "kubernetes service", s.kubernetesServiceController)
+	go s.runLoop(ctx, "bootstrap policy", s.bootstrapController)
 	s.MarkControllersStarted()
 	return nil
 }

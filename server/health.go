@@ -21,6 +21,8 @@ type healthCheck struct {
 type readiness struct {
 	// controllersSynced flips once the in-process controllers have started.
 	controllersSynced atomic.Bool
+	// bootstrapped flips once the bootstrap policy objects exist.
+	bootstrapped atomic.Bool
 }
 
 // MarkControllersStarted makes the controllers' readiness check pass.
@@ -39,6 +41,13 @@ func (s *Server) readyChecks() []healthCheck {
 		healthCheck{"controllers", func(context.Context) error {
 			if !s.ready.controllersSynced.Load() {
 				return fmt.Errorf("in-process controllers not started")
+			}
+			return nil
+		}},
+		// Named as kube-apiserver's post-start hook that does the same.
+		healthCheck{"poststarthook/rbac/bootstrap-roles", func(context.Context) error {
+			if !s.ready.bootstrapped.Load() {
+				return fmt.Errorf("bootstrap roles and priority classes not created yet")
 			}
 			return nil
 		}},

@@ -90,8 +90,6 @@ var refKnownGaps = map[string]string{
 	"health/readyz-etcd": "no check named etcd (Tabula's is database): 404 instead of ok; also charset=UTF-8",
 	// Discovery.
 	// Built-in kinds (types/).
-	"types/clusterroles-table":      "kube-apiserver's bootstrap ClusterRoles (admin, edit, view, system:*) are not created yet",
-	"types/priorityclasses-table":   "kube-apiserver's bootstrap PriorityClasses (system-cluster-critical, system-node-critical) are not created yet",
 	"types/endpointslices-table":    "no EndpointSlice controller: Services get no slices (a node-less server has no pods to list anyway)",
 	"types/pods-table":              "no workload controllers: the Deployment, ReplicaSet and StatefulSet made no Pods (deliberate: nothing runs Pods)",
 	"types/replicasets-table":       "no workload controllers: no ReplicaSet from the Deployment, no status.replicas (deliberate: nothing runs Pods)",
@@ -658,6 +656,7 @@ func refNewHarness(t testing.TB) *refHarness {
 	h.waitFor("namespace default", func() bool {
 		return h.do("GET", "/api/v1/namespaces/default/serviceaccounts/default", nil, nil).Code == http.StatusOK
 	})
+	h.waitFor("readiness", func() bool { return h.do("GET", "/readyz", nil, nil).Code == http.StatusOK })
 	return h
 }
 

@@ -4,7 +4,10 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"testing"
+	"time"
 
 	"k8s.io/apimachinery/pkg/version"
 
@@ -12,7 +15,8 @@ import (
 	"github.com/tabula-dev/tabula/server"
 )
 
-// Server builds a server on cfg and runs its controllers until t ends.
+// Server builds a server on cfg, runs its controllers until t ends and
+// returns once /readyz passes.
 // Unset Registry, Version and Logger are the built-in types, v1.35.0 and
 // a logger that discards everything.
 func Server(t testing.TB, cfg server.Config) *server.Server {
@@ -39,5 +43,17 @@ func Server(t testing.TB, cfg server.Config) *server.Server {
 		srv.BeginShutdown()
 		cancel()
 	})
-	return srv
+	// Ready: the controllers run and the bootstrap objects exist.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		rec := httptest.NewRecorder()
+		srv.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/readyz", nil))
+		if rec.Code == http.StatusOK {
+			return srv
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("servertest: not ready within 30s: %s", rec.Body)
+		}
+		<-time.After(5 * time.Millisecond)
+	}
 }

@@ -1,0 +1,231 @@
+package server
+
+import (
+	"context"
+	"sync"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	schedulingapiv1 "k8s.io/kubernetes/pkg/apis/scheduling/v1"
+	"k8s.io/kubernetes/plugin/pkg/auth/authorizer/rbac/bootstrappolicy"
+
+	"github.com/tabula-dev/tabula/registry"
+	"github.com/tabula-dev/tabula/sqlstore/kv"
+)
+
+// The objects kube-apiserver's post-start hooks create on every cluster:
+// the bootstrap RBAC policy (cluster-admin, admin, edit, view, the system:
+// roles and their bindings, from kube's own bootstrappolicy package) and
+// the system PriorityClasses. Missing ones are created; existing ones are
+// left as users changed them.
+
+// bootstrapObject is one object to create in a namespace ("" for cluster
+// scope) of a resource.
+type bootstrapObject struct {
+	group, resource, namespace string
+	obj                        runtime.Object
+}
+
+func bootstrapObjects() []bootstrapObject {
+	var out []bootstrapObject
+	const rbac = "rbac.authorization.k8s.io"
+	for _, r := range append(bootstrappolicy.ClusterRoles(), bootstrappolicy.ControllerRoles()...) {
+		out = append(out, bootstrapObject{rbac, "clusterroles", "", r.DeepCopy()})
+	}
+	for _, b := range append(bootstrappolicy.ClusterRoleBindings(), bootstrappolicy.ControllerRoleBindings()...) {
+		out = append(out, bootstrapObject{rbac, "clusterrolebindings", "", b.DeepCopy()})
+	}
+	for ns, roles := range bootstrappolicy.NamespaceRoles() {
+		for _, r := range roles {
+			out = append(out, bootstrapObject{rbac, "roles", ns, r.DeepCopy()})
+		}
+	}
+	for ns, bindings := range bootstrappolicy.NamespaceRoleBindings() {
+		for _, b := range bindings {
+			out = append(out, bootstrapObject{rbac, "rolebindings", ns, b.DeepCopy()})
+		}
+	}
+	for _, pc := range schedulingapiv1.SystemPriorityClasses() {
+		out = append(out, bootstrapObject{"scheduling.k8s.io", "priorityclasses", "", pc.DeepCopy()})
+	}
+	return out
+}
+
+// bootstrapWorkers bounds concurrent creates; they share group commits.
+const bootstrapWorkers = 16
+
+// bootstrapController creates the missing bootstrap objects, then keeps
+// the aggregated ClusterRoles (admin, edit, view) equal to the union of
+// the roles they aggregate, as kube-controller-manager's
+// clusterrole-aggregation controller does.
+func (s *Server) bootstrapController(ctx context.Context) error {
+	if err := s.createBootstrapObjects(ctx); err != nil {
+		return err
+	}
+	s.ready.bootstrapped.Store(true)
+	roles := s.api.MustLookup("rbac.authorization.k8s.io", "v1", "clusterroles")
+	rev, err := s.store.CurrentRev(ctx)
+	if err != nil {
+		return err
+	}
+	w, err := roles.Watch(ctx, kv.WatchOptions{After: rev})
+	if err != nil {
+		return err
+	}
+	defer w.Stop()
+	for {
+		if err := s.aggregateClusterRoles(ctx, roles); err != nil {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case _, ok := <-w.Events():
+			if !ok {
+				return w.Err()
+			}
+		}
+	}
+}
+
+func (s *Server) createBootstrapObjects(ctx context.Context) error {
+	// What exists already, per resource, so a restart costs one list each.
+	have := map[string]map[string]bool{}
+	objs := bootstrapObjects()
+	for _, o := range objs {
+		if have[o.resource] != nil {
+			continue
+		}
+		have[o.resource] = map[string]bool{}
+		res, err := s.api.MustLookup(o.group, "v1", o.resource).List(ctx, kv.ListOptions{})
+		if err != nil {
+			return err
+		}
+		for _, rec := range res.Items {
+			have[o.resource][rec.Namespace+"/"+rec.Name] = true
+		}
+	}
+	var (
+		wg       sync.WaitGroup
+		mu       sync.Mutex
+		firstErr error
+		sem      = make(chan struct{}, bootstrapWorkers)
+	)
+	for _, o := range objs {
+		name := o.obj.(metav1.Object).GetName()
+		if have[o.resource][o.namespace+"/"+name] {
+			continue
+		}
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			_, err := s.api.MustLookup(o.group, "v1", o.resource).Create(ctx, o.namespace, o.obj.DeepCopyObject(), registry.WriteOptions{})
+			if err != nil && !apierrors.IsAlreadyExists(err) {
+				mu.Lock()
+				if firstErr == nil {
+					firstErr = err
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	return firstErr
+}
+
+// aggregateClusterRoles sets the rules of every ClusterRole with an
+// aggregationRule to those of the ClusterRoles its selectors match.
+func (s *Server) aggregateClusterRoles(ctx context.Context, roles *registry.Resource) error {
+	res, err := roles.List(ctx, kv.ListOptions{})
+	if err != nil {
+		return err
+	}
+	var all []*rbacv1.ClusterRole
+	for _, rec := range res.Items {
+		obj, err := roles.Decode(rec)
+		if err != nil {
+			return err
+		}
+		all = append(all, obj.(*rbacv1.ClusterRole))
+	}
+	for _, agg := range all {
+		if agg.AggregationRule == nil {
+			continue
+		}
+		var rules []rbacv1.PolicyRule
+		for _, sel := range agg.AggregationRule.ClusterRoleSelectors {
+			selector, err := metav1.LabelSelectorAsSelector(&sel)
+			if err != nil {
+				continue
+			}
+			for _, r := range all {
+				if r.Name != agg.Name && selector.Matches(labels.Set(r.Labels)) {
+					rules = appendNewRules(rules, r.Rules)
+				}
+			}
+		}
+		if equalRules(agg.Rules, rules) {
+			continue
+		}
+		err := s.mutateObject(ctx, roles, agg.Name, func(obj runtime.Object) bool {
+			cr := obj.(*rbacv1.ClusterRole)
+			if cr.UID != agg.UID {
+				return false
+			}
+			cr.Rules = rules
+			return true
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func appendNewRules(rules, more []rbacv1.PolicyRule) []rbacv1.PolicyRule {
+	for _, m := range more {
+		found := false
+		for _, r := range rules {
+			if equalRules([]rbacv1.PolicyRule{r}, []rbacv1.PolicyRule{m}) {
+				found = true
+				break
+			}
+		}
+		if !found {
+			rules = append(rules, m)
+		}
+	}
+	return rules
+}
+
+func equalRules(a, b []rbacv1.PolicyRule) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i].String() != b[i].String() {
+			return false
+		}
+	}
+	return true
+}
+
+// mutateObject changes a stored cluster-scoped object through the
+// registry; change reports whether it changed anything.
+func (s *Server) mutateObject(ctx context.Context, x *registry.Resource, name string, change func(runtime.Object) bool) error {
+	_, _, err := x.Update(ctx, "", name, func(cur runtime.Object) (runtime.Object, error) {
+		if !change(cur) {
+			return nil, registry.ErrNoChange
+		}
+		cur.(metav1.Object).SetResourceVersion("")
+		return cur, nil
+	}, registry.UpdateOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}
