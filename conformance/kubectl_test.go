@@ -122,6 +122,7 @@ var kubectlScenarios = []kubectlScenario{
 	{"apply an application manifest", kubectlApplyApplication},
 	{"scale", kubectlScale},
 	{"auth whoami and can-i", kubectlAuth},
+	{"logs and exec without nodes", kubectlNodeless},
 }
 
 var (

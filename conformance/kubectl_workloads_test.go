@@ -365,3 +365,17 @@ func kubectlAuth(t *testing.T, e *kubectlEnv) {
 		t.Errorf("auth can-i --list: %q %v", header, rows)
 	}
 }
+
+// kubectlNodeless: a Pod no node runs has an empty log, and exec says it
+// has no host, as kube-apiserver answers for an unscheduled Pod.
+func kubectlNodeless(t *testing.T, e *kubectlEnv) {
+	ns := e.ns(t)
+	e.k.ok(t, "run", "-n", ns, "p", "--image=busybox:1.36", "--", "sleep", "1000")
+	if out := e.k.ok(t, "logs", "-n", ns, "p"); out != "" {
+		t.Errorf("logs of a Pod no node runs: %q; want nothing", out)
+	}
+	r := e.k.fails(t, runOpts{}, "exec", "-n", ns, "p", "--", "ls")
+	if !strings.Contains(r.stderr, "pod p does not have a host assigned") {
+		t.Errorf("exec into a Pod no node runs:\n%s", r)
+	}
+}

@@ -36,6 +36,10 @@ type UpdateOptions struct {
 	// CreateMissing creates the object when it does not exist and the
 	// Type allows create on update (a PUT).
 	CreateMissing bool
+	// SkipValidation is for changes the server derives from a request it
+	// validated itself, which kube-apiserver writes to storage without the
+	// kind's update validation (pods/binding sets the immutable nodeName).
+	SkipValidation bool
 }
 
 // Update runs read-modify-write with compare-and-swap. created reports an
@@ -120,8 +124,10 @@ func (x *Resource) storeUpdate(ctx context.Context, namespace, name string, obj,
 	if err := x.prepareUpdate(obj, old, opts.Subresource); err != nil {
 		return Result{}, false, err
 	}
-	if err := x.validate(obj, old); err != nil {
-		return Result{}, false, err
+	if !opts.SkipValidation {
+		if err := x.validate(obj, old); err != nil {
+			return Result{}, false, err
+		}
 	}
 	if opts.DryRun {
 		acc.SetResourceVersion(strconv.FormatInt(cur.Rev, 10))
@@ -207,6 +213,8 @@ func (x *Resource) prepareUpdate(obj, old runtime.Object, subresource string) er
 var subresourceFields = map[string][]string{
 	"status":   {"status"},
 	"finalize": {"spec"},
+	// A binding sets spec.nodeName, annotations and a status condition.
+	"binding": {"metadata", "spec", "status"},
 }
 
 // narrowToSubresource builds the object a write stores: for a subresource,

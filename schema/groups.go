@@ -57,6 +57,27 @@ func cluster(group, version, kind, resource string, shortNames, categories []str
 	return t
 }
 
+// with describes subresources of kinds of their own.
+func (t Type) with(info map[string]SubresourceInfo) Type {
+	t.SubresourceInfo = info
+	return t
+}
+
+// proxyVerbs are the verbs of every proxy subresource.
+var proxyVerbs = []string{"create", "delete", "get", "patch", "update"}
+
+// podSubresources are the Pod subresources a kubelet or scheduler serves;
+// server/pods.go answers them as a node-less kube-apiserver would.
+var podSubresources = map[string]SubresourceInfo{
+	"attach":      {Kind: "PodAttachOptions", Verbs: []string{"create", "get"}},
+	"binding":     {Kind: "Binding", Verbs: []string{"create"}},
+	"eviction":    {Group: "policy", Version: "v1", Kind: "Eviction", Verbs: []string{"create"}},
+	"exec":        {Kind: "PodExecOptions", Verbs: []string{"create", "get"}},
+	"log":         {Kind: "Pod", Verbs: []string{"get"}},
+	"portforward": {Kind: "PodPortForwardOptions", Verbs: []string{"create", "get"}},
+	"proxy":       {Kind: "PodProxyOptions", Verbs: proxyVerbs},
+}
+
 // createOnUpdate lets PUT create a missing object, as the kind's strategy
 // does on kube-apiserver.
 func (t Type) createOnUpdate() Type {
@@ -113,10 +134,12 @@ func alsoCreate[T, O any](create func(T, O) field.ErrorList, update func(obj, ol
 }
 
 func coreKinds() []*kubeKind {
-	svc := &kubeKind{returnsDeleted: true, Type: namespaced("", "v1", "Service", "services", []string{"svc"}, all, "status").createOnUpdate()}
+	svc := &kubeKind{returnsDeleted: true, Type: namespaced("", "v1", "Service", "services", []string{"svc"}, all, "proxy", "status").createOnUpdate().
+		with(map[string]SubresourceInfo{"proxy": {Kind: "ServiceProxyOptions", Verbs: proxyVerbs}})}
 	svc.validate, svc.validateUpdate = validator(corevalidation.ValidateServiceCreate, corevalidation.ValidateServiceUpdate)
 
-	pod := &kubeKind{returnsDeleted: true, Type: namespaced("", "v1", "Pod", "pods", []string{"po"}, all, "status"), generation: generationOnChange}
+	pod := &kubeKind{returnsDeleted: true, Type: namespaced("", "v1", "Pod", "pods", []string{"po"}, all, "attach", "binding", "eviction", "exec", "log", "portforward", "proxy", "status").
+		with(podSubresources), generation: generationOnChange}
 	pod.validate, pod.validateUpdate = validator(
 		func(p *core.Pod) field.ErrorList {
 			return corevalidation.ValidatePodCreate(p, podutil.GetValidationOptionsFromPodSpecAndMeta(&p.Spec, nil, &p.ObjectMeta, nil))
@@ -162,7 +185,8 @@ func coreKinds() []*kubeKind {
 	rq := &kubeKind{returnsDeleted: true, Type: namespaced("", "v1", "ResourceQuota", "resourcequotas", []string{"quota"}, nil, "status")}
 	rq.validate, rq.validateUpdate = validator(corevalidation.ValidateResourceQuota, corevalidation.ValidateResourceQuotaUpdate)
 
-	no := &kubeKind{Type: cluster("", "v1", "Node", "nodes", []string{"no"}, nil, "status")}
+	no := &kubeKind{Type: cluster("", "v1", "Node", "nodes", []string{"no"}, nil, "proxy", "status").
+		with(map[string]SubresourceInfo{"proxy": {Kind: "NodeProxyOptions", Verbs: proxyVerbs}})}
 	no.validate, no.validateUpdate = validator(corevalidation.ValidateNode, corevalidation.ValidateNodeUpdate)
 
 	return []*kubeKind{svc, pod, pt, rc, pvc, pv, lr, rq, no}

@@ -100,6 +100,10 @@ type Type struct {
 	// Subresources served besides the main resource, such as "status".
 	Subresources []string
 
+	// SubresourceInfo describes the subresources whose kind or verbs are
+	// not the object's own get/patch/update (pods/log, pods/eviction, …).
+	SubresourceInfo map[string]SubresourceInfo
+
 	// Scale describes where the scale subresource (autoscaling/v1 Scale)
 	// finds its numbers; "scale" is in Subresources when it is set.
 	Scale *Scale
@@ -175,6 +179,28 @@ func (t *Type) HasSubresource(sub string) bool {
 		}
 	}
 	return false
+}
+
+// SubresourceInfo is a subresource's kind, as discovery reports it, and
+// verbs.
+type SubresourceInfo struct {
+	Group, Version, Kind string
+	Verbs                []string
+}
+
+// Subresource describes sub for discovery: its kind (the Type's own when
+// Kind is empty) and verbs.
+func (t *Type) Subresource(sub string) SubresourceInfo {
+	if info, ok := t.SubresourceInfo[sub]; ok {
+		return info
+	}
+	switch {
+	case sub == "scale" && t.Scale != nil:
+		return SubresourceInfo{Group: ScaleKind.Group, Version: ScaleKind.Version, Kind: ScaleKind.Kind, Verbs: []string{"get", "patch", "update"}}
+	case sub == "finalize":
+		return SubresourceInfo{Verbs: []string{"update"}}
+	}
+	return SubresourceInfo{Verbs: []string{"get", "patch", "update"}}
 }
 
 // SubresourceKind is the kind a subresource reads and writes: the Type

@@ -128,21 +128,16 @@ func (s *Server) getResourceList(c echo.Context, group, version string) error {
 			Verbs: t.Verbs, ShortNames: t.ShortNames, Categories: t.Categories,
 		})
 		for _, sub := range t.Subresources {
-			r := metav1.APIResource{Name: t.Resource + "/" + sub, Namespaced: t.Namespaced, Kind: t.Kind, Verbs: subresourceVerbs(sub)}
-			if k := t.SubresourceKind(sub); k != t {
-				r.Group, r.Version, r.Kind = k.Group, k.Version, k.Kind
+			info := t.Subresource(sub)
+			r := metav1.APIResource{Name: t.Resource + "/" + sub, Namespaced: t.Namespaced, Kind: t.Kind, Verbs: info.Verbs,
+				Group: info.Group, Version: info.Version}
+			if info.Kind != "" {
+				r.Kind = info.Kind
 			}
 			list.APIResources = append(list.APIResources, r)
 		}
 	}
 	return s.writeJSON(c, http.StatusOK, list)
-}
-
-func subresourceVerbs(sub string) metav1.Verbs {
-	if sub == "finalize" {
-		return metav1.Verbs{"update"}
-	}
-	return metav1.Verbs{"get", "patch", "update"}
 }
 
 func (s *Server) writeAggregated(c echo.Context, version, mediaType string, legacy bool) error {
@@ -222,12 +217,13 @@ func aggregatedResource(t *schema.Type) apidiscoveryv2.APIResourceDiscovery {
 	subs := append([]string(nil), t.Subresources...)
 	sort.Strings(subs)
 	for _, sub := range subs {
-		kind := &metav1.GroupVersionKind{Kind: t.Kind}
-		if k := t.SubresourceKind(sub); k != t {
-			kind = &metav1.GroupVersionKind{Group: k.Group, Version: k.Version, Kind: k.Kind}
+		info := t.Subresource(sub)
+		kind := &metav1.GroupVersionKind{Group: info.Group, Version: info.Version, Kind: info.Kind}
+		if info.Kind == "" {
+			kind.Kind = t.Kind
 		}
 		r.Subresources = append(r.Subresources, apidiscoveryv2.APISubresourceDiscovery{
-			Subresource: sub, ResponseKind: kind, Verbs: subresourceVerbs(sub),
+			Subresource: sub, ResponseKind: kind, Verbs: info.Verbs,
 		})
 	}
 	return r

@@ -22,7 +22,10 @@ func TestListFormsCarryTheSameMetadata(t *testing.T) {
 			t.Fatalf("configmap: %d %s", r.Code, r.Body)
 		}
 	}
-	// kube-root-ca.crt arrives on its own: count what is there.
+	// kube-root-ca.crt arrives on its own: wait for it, then count.
+	gcHarness{h, t}.eventually("kube-root-ca.crt in forms", func() bool {
+		return h.do("GET", "/api/v1/namespaces/forms/configmaps/kube-root-ca.crt", nil, nil).Code == http.StatusOK
+	})
 	var all struct{ Items []any }
 	if r := h.do("GET", "/api/v1/namespaces/forms/configmaps", nil, nil); json.Unmarshal(r.Body.Bytes(), &all) != nil || len(all.Items) < 3 {
 		t.Fatalf("list: %d %s", r.Code, r.Body)

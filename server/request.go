@@ -15,7 +15,10 @@ type requestInfo struct {
 	Namespace, Name       string
 	// WatchPath is true for the legacy /watch/ prefix.
 	WatchPath bool
-	Type      *schema.Type
+	// Subpath is what follows a proxy subresource ("a/b" in
+	// …/pods/p/proxy/a/b).
+	Subpath string
+	Type    *schema.Type
 }
 
 // namespaceSubresources are the words after /namespaces/{name}/ that name a
@@ -59,6 +62,10 @@ func parseResourcePath(rest string) (requestInfo, bool) {
 	}
 	if len(parts) > 2 {
 		ri.Subresource = parts[2]
+	}
+	if len(parts) > 3 && ri.Subresource == "proxy" {
+		ri.Subpath = strings.Join(parts[3:], "/")
+		return ri, true
 	}
 	return ri, len(parts) <= 3
 }

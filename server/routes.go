@@ -131,6 +131,9 @@ func (s *Server) serveResource(c echo.Context, group, version, rest string) erro
 		defer cancel()
 	}
 	r := &request{s: s, ctx: ctx, c: c, ri: ri, t: t, res: s.api.For(t), verb: verb}
+	if h, ok := subresourceHandlers[ri.Resource+"/"+ri.Subresource]; ok && t.Group == "" {
+		return h(r)
+	}
 	if h, ok := subresourceHandlers[ri.Subresource]; ok {
 		return h(r)
 	}

@@ -10,10 +10,21 @@ import (
 )
 
 // subresourceHandlers serve the subresources whose kind is not the
-// object's own; the others (status, finalize) are the object itself and
-// go through the verb handlers.
+// object's own, as kube-apiserver's storage map does: by subresource for
+// every kind that has it ("scale"), by core resource/subresource for the
+// kubelet- and scheduler-facing ones. The others (status, finalize) are
+// the object itself and go through the verb handlers.
 var subresourceHandlers = map[string]func(*request) error{
-	"scale": (*request).scale,
+	"scale":            (*request).scale,
+	"pods/log":         (*request).podLog,
+	"pods/exec":        (*request).podStream,
+	"pods/attach":      (*request).podStream,
+	"pods/portforward": (*request).podStream,
+	"pods/proxy":       (*request).podProxy,
+	"pods/binding":     (*request).podBinding,
+	"pods/eviction":    (*request).podEviction,
+	"services/proxy":   (*request).serviceProxy,
+	"nodes/proxy":      (*request).nodeProxy,
 }
 
 // scale serves GET, PUT and PATCH of an object's scale subresource.

@@ -1,0 +1,107 @@
+package server_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+)
+
+// TestPodSubresources: what a kubelet or scheduler would serve answers as
+// on a node-less kube-apiserver; binding and eviction change the store.
+func TestPodSubresources(t *testing.T) {
+	h := gcHarness{refNewHarness(t), t}
+	ct := map[string]string{"Content-Type": "application/json"}
+	const pods = "/api/v1/namespaces/default/pods"
+	mustCreate := func(path, body string) {
+		t.Helper()
+		if r := h.do("POST", path, ct, []byte(body)); r.Code != http.StatusCreated {
+			t.Fatalf("create %s: %d %s", path, r.Code, r.Body)
+		}
+	}
+	mustCreate(pods, `{"metadata":{"name":"one","labels":{"app":"web"}},"spec":{"containers":[{"name":"c","image":"busybox"}]}}`)
+	mustCreate(pods, `{"metadata":{"name":"two"},"spec":{"initContainers":[{"name":"init","image":"busybox"}],"containers":[{"name":"a","image":"busybox"},{"name":"b","image":"busybox"}]}}`)
+	mustCreate("/api/v1/namespaces/default/services", `{"metadata":{"name":"web"},"spec":{"selector":{"app":"web"},"ports":[{"port":80}]}}`)
+
+	check := func(method, path, body string, code int, text string) {
+		t.Helper()
+		r := h.do(method, path, ct, []byte(body))
+		if r.Code != code || !strings.Contains(r.Body.String(), text) {
+			t.Errorf("%s %s: %d %s; want %d with %q", method, path, r.Code, r.Body, code, text)
+		}
+	}
+	check("GET", pods+"/one/log", "", http.StatusOK, "")
+	check("GET", pods+"/one/log?tailLines=x", "", http.StatusBadRequest, "tailLines")
+	check("GET", pods+"/two/log", "", http.StatusBadRequest, "a container name must be specified for pod two, choose one of: [a b] or one of the init containers: [init]")
+	check("GET", pods+"/one/log?container=nope", "", http.StatusBadRequest, "container nope is not valid for pod one")
+	check("POST", pods+"/one/exec?command=ls&stdout=true", "", http.StatusBadRequest, "pod one does not have a host assigned")
+	check("GET", pods+"/one/attach", "", http.StatusBadRequest, "pod one does not have a host assigned")
+	check("POST", pods+"/one/portforward?ports=80", "", http.StatusBadRequest, "pod one does not have a host assigned")
+	check("GET", pods+"/one/proxy/healthz", "", http.StatusBadRequest, "address not allowed")
+	check("GET", pods+"/absent/log", "", http.StatusNotFound, `pods \"absent\" not found`)
+	check("GET", "/api/v1/namespaces/default/services/web:80/proxy/", "", http.StatusServiceUnavailable, `no endpoints available for service \"web\"`)
+	check("GET", "/api/v1/nodes/n1/proxy/metrics", "", http.StatusNotFound, `nodes \"n1\" not found`)
+	check("DELETE", pods+"/one/log", "", http.StatusMethodNotAllowed, "")
+
+	// Binding: the scheduler's way to assign a node, once.
+	check("POST", pods+"/one/binding", `{"apiVersion":"v1","kind":"Binding","metadata":{"name":"one"},"target":{"kind":"Pod","name":"n1"}}`,
+		http.StatusUnprocessableEntity, "target.kind")
+	check("POST", pods+"/one/binding", `{"apiVersion":"v1","kind":"Binding","metadata":{"name":"two"},"target":{"name":"n1"}}`,
+		http.StatusBadRequest, "name in URL does not match name in Binding object")
+	check("POST", pods+"/one/binding", `{"apiVersion":"v1","kind":"Binding","metadata":{"name":"one","annotations":{"a":"b"}},"target":{"name":"n1"}}`,
+		http.StatusCreated, `"status":"Success"`)
+	var pod struct {
+		Metadata struct{ Annotations map[string]string }
+		Spec     struct{ NodeName string }
+		Status   struct {
+			Conditions []struct{ Type, Status string }
+		}
+	}
+	if err := json.Unmarshal(h.do("GET", pods+"/one", nil, nil).Body.Bytes(), &pod); err != nil {
+		t.Fatal(err)
+	}
+	if pod.Spec.NodeName != "n1" || pod.Metadata.Annotations["a"] != "b" || len(pod.Status.Conditions) == 0 {
+		t.Fatalf("bound pod %+v", pod)
+	}
+	check("POST", pods+"/one/binding", `{"apiVersion":"v1","kind":"Binding","metadata":{"name":"one"},"target":{"name":"n2"}}`,
+		http.StatusConflict, `pod one is already assigned to node \"n1\"`)
+	// Bound to a Node: the node must exist, and its kubelet is out of reach.
+	check("GET", pods+"/one/log", "", http.StatusNotFound, `nodes \"n1\" not found`)
+	mustCreate("/api/v1/nodes", `{"metadata":{"name":"n1"}}`)
+	check("GET", pods+"/one/log", "", http.StatusInternalServerError, "no kubelet this API server can reach")
+	check("GET", "/api/v1/nodes/n1/proxy/metrics", "", http.StatusServiceUnavailable, "error trying to reach service")
+
+	// Eviction: a Pending Pod goes at once; a running one only within its
+	// PodDisruptionBudget.
+	check("POST", pods+"/two/eviction", `{"apiVersion":"policy/v1","kind":"Eviction","metadata":{"name":"two"}}`, http.StatusCreated, `"status":"Success"`)
+	h.eventually("the evicted pod is gone", func() bool { return h.do("GET", pods+"/two", nil, nil).Code == http.StatusNotFound })
+	if r := h.do("PATCH", pods+"/one/status", map[string]string{"Content-Type": "application/merge-patch+json"}, []byte(`{"status":{"phase":"Running"}}`)); r.Code != http.StatusOK {
+		t.Fatalf("mark running: %d %s", r.Code, r.Body)
+	}
+	const pdbs = "/apis/policy/v1/namespaces/default/poddisruptionbudgets"
+	mustCreate(pdbs, `{"metadata":{"name":"web"},"spec":{"minAvailable":1,"selector":{"matchLabels":{"app":"web"}}}}`)
+	check("POST", pods+"/one/eviction", `{"apiVersion":"policy/v1","kind":"Eviction","metadata":{"name":"one"}}`,
+		http.StatusTooManyRequests, "The disruption budget web is still being processed by the server.")
+	if r := h.do("PATCH", pdbs+"/web/status", map[string]string{"Content-Type": "application/merge-patch+json"},
+		[]byte(`{"status":{"observedGeneration":1,"disruptionsAllowed":0,"currentHealthy":1,"desiredHealthy":1,"expectedPods":1}}`)); r.Code != http.StatusOK {
+		t.Fatalf("pdb status: %d %s", r.Code, r.Body)
+	}
+	check("POST", pods+"/one/eviction", `{"apiVersion":"policy/v1","kind":"Eviction","metadata":{"name":"one"}}`,
+		http.StatusTooManyRequests, "The disruption budget web needs 1 healthy pods and has 1 currently")
+	if r := h.do("PATCH", pdbs+"/web/status", map[string]string{"Content-Type": "application/merge-patch+json"}, []byte(`{"status":{"disruptionsAllowed":1}}`)); r.Code != http.StatusOK {
+		t.Fatalf("pdb status: %d %s", r.Code, r.Body)
+	}
+	check("POST", pods+"/one/eviction", `{"apiVersion":"policy/v1","kind":"Eviction","metadata":{"name":"one"}}`, http.StatusCreated, `"status":"Success"`)
+	var pdb struct {
+		Status struct {
+			DisruptionsAllowed int
+			DisruptedPods      map[string]string
+		}
+	}
+	if err := json.Unmarshal(h.do("GET", pdbs+"/web", nil, nil).Body.Bytes(), &pdb); err != nil {
+		t.Fatal(err)
+	}
+	if pdb.Status.DisruptionsAllowed != 0 || pdb.Status.DisruptedPods["one"] == "" {
+		t.Fatalf("budget after the eviction: %+v; want 0 allowed and pod one recorded", pdb.Status)
+	}
+}
