@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	runtimeschema "k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/tabula-dev/tabula/sqlstore/kv"
 )
@@ -76,7 +77,12 @@ func (x *Resource) Update(ctx context.Context, namespace, name string, mutate Mu
 		if err != nil {
 			return Result{}, false, err
 		}
-		if obj, err = x.narrowToSubresource(obj, old, opts.Subresource); err != nil {
+		if su, ok := x.t.SubresourceUpdates[opts.Subresource]; ok {
+			obj, err = su.Prepare(obj, old)
+		} else {
+			obj, err = x.narrowToSubresource(obj, old, opts.Subresource)
+		}
+		if err != nil {
 			return Result{}, false, err
 		}
 		if err := checkName(obj, name); err != nil {
@@ -124,7 +130,11 @@ func (x *Resource) storeUpdate(ctx context.Context, namespace, name string, obj,
 	if err := x.prepareUpdate(obj, old, opts.Subresource); err != nil {
 		return Result{}, false, err
 	}
-	if !opts.SkipValidation {
+	if su, ok := x.t.SubresourceUpdates[opts.Subresource]; ok && su.Validate != nil {
+		if errs := su.Validate(obj, old); len(errs) > 0 {
+			return Result{}, false, apierrors.NewInvalid(runtimeschema.GroupKind{Group: x.st.Group, Kind: x.st.Kind}, name, errs)
+		}
+	} else if !opts.SkipValidation {
 		if err := x.validate(obj, old); err != nil {
 			return Result{}, false, err
 		}
@@ -195,7 +205,9 @@ func (x *Resource) prepareUpdate(obj, old runtime.Object, subresource string) er
 	acc.SetCreationTimestamp(oacc.GetCreationTimestamp())
 	acc.SetDeletionTimestamp(oacc.GetDeletionTimestamp())
 	acc.SetDeletionGracePeriodSeconds(oacc.GetDeletionGracePeriodSeconds())
-	acc.SetGeneration(oacc.GetGeneration())
+	if _, own := x.t.SubresourceUpdates[subresource]; !own {
+		acc.SetGeneration(oacc.GetGeneration()) // a subresource's own Prepare keeps it
+	}
 	acc.SetSelfLink("")
 	// managedFields are not tracked yet: keep the stored ones rather than
 	// trusting (possibly malformed) client-sent entries.

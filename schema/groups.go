@@ -138,7 +138,8 @@ func coreKinds() []*kubeKind {
 		with(map[string]SubresourceInfo{"proxy": {Kind: "ServiceProxyOptions", Verbs: proxyVerbs}})}
 	svc.validate, svc.validateUpdate = validator(corevalidation.ValidateServiceCreate, corevalidation.ValidateServiceUpdate)
 
-	pod := &kubeKind{returnsDeleted: true, Type: namespaced("", "v1", "Pod", "pods", []string{"po"}, all, "attach", "binding", "eviction", "exec", "log", "portforward", "proxy", "status").
+	pod := &kubeKind{returnsDeleted: true, Type: namespaced("", "v1", "Pod", "pods", []string{"po"}, all,
+		"attach", "binding", "ephemeralcontainers", "eviction", "exec", "log", "portforward", "proxy", "resize", "status").
 		with(podSubresources), generation: generationOnChange}
 	pod.validate, pod.validateUpdate = validator(
 		func(p *core.Pod) field.ErrorList {
@@ -148,6 +149,21 @@ func coreKinds() []*kubeKind {
 			return corevalidation.ValidatePodUpdate(p, old, podutil.GetValidationOptionsFromPodSpecAndMeta(&p.Spec, &old.Spec, &p.ObjectMeta, &old.ObjectMeta))
 		})
 	pod.prepareCreate = podPrepareForCreate
+	podOptions := func(p, old *core.Pod) corevalidation.PodValidationOptions {
+		opts := podutil.GetValidationOptionsFromPodSpecAndMeta(&p.Spec, &old.Spec, &p.ObjectMeta, &old.ObjectMeta)
+		opts.ResourceIsPod = true
+		return opts
+	}
+	_, validateEphemeral := validator(nil, func(p, old *core.Pod) field.ErrorList {
+		return corevalidation.ValidatePodEphemeralContainersUpdate(p, old, podOptions(p, old))
+	})
+	_, validateResize := validator(nil, func(p, old *core.Pod) field.ErrorList {
+		return corevalidation.ValidatePodResize(p, old, podOptions(p, old))
+	})
+	pod.subresourceUpdates = map[string]kubeSubresourceUpdate{
+		"ephemeralcontainers": {prepare: podKeepAllButEphemeralContainers, validate: validateEphemeral},
+		"resize":              {prepare: podKeepAllButResources, validate: validateResize},
+	}
 
 	pt := &kubeKind{returnsDeleted: true, Type: namespaced("", "v1", "PodTemplate", "podtemplates", nil, nil)}
 	pt.validate, pt.validateUpdate = podTemplated(func(p *core.PodTemplate) *core.PodTemplateSpec { return &p.Template },

@@ -66,6 +66,15 @@ type kubeKind struct {
 	// storageVersion is the version objects are stored in when it is not
 	// the served one (autoscaling/v1 HPAs are stored as v2).
 	storageVersion string
+
+	// subresourceUpdates write part of the object (kube's internal
+	// objects): prepare changes obj, the request's, in place.
+	subresourceUpdates map[string]kubeSubresourceUpdate
+}
+
+type kubeSubresourceUpdate struct {
+	prepare  func(obj, old runtime.Object)
+	validate func(obj, old runtime.Object) field.ErrorList
 }
 
 // generationRule is how a kind's strategy keeps metadata.generation.
@@ -208,6 +217,46 @@ func (k *kubeKind) build(scheme *runtime.Scheme) *Type {
 			return field.ErrorList{field.InternalError(nil, err)}
 		}
 		return k.validateUpdate(in, oin)
+	}
+
+	for sub, su := range k.subresourceUpdates {
+		if t.SubresourceUpdates == nil {
+			t.SubresourceUpdates = map[string]SubresourceUpdate{}
+		}
+		t.SubresourceUpdates[sub] = SubresourceUpdate{
+			Prepare: func(obj, old runtime.Object) (runtime.Object, error) {
+				legacyscheme.Scheme.Default(obj) // as kube-apiserver defaults a decoded body
+				in, err := toInternal(obj)
+				if err != nil {
+					return nil, err
+				}
+				oin, err := toInternal(old)
+				if err != nil {
+					return nil, err
+				}
+				su.prepare(in, oin)
+				out, err := scheme.New(gvk)
+				if err != nil {
+					return nil, err
+				}
+				if err := legacyscheme.Scheme.Convert(in, out, nil); err != nil {
+					return nil, err
+				}
+				out.GetObjectKind().SetGroupVersionKind(gvk)
+				return out, nil
+			},
+			Validate: func(obj, old runtime.Object) field.ErrorList {
+				in, err := toInternal(obj)
+				if err != nil {
+					return field.ErrorList{field.InternalError(nil, err)}
+				}
+				oin, err := toInternal(old)
+				if err != nil {
+					return field.ErrorList{field.InternalError(nil, err)}
+				}
+				return su.validate(in, oin)
+			},
+		}
 	}
 
 	// The columns are those kube's printer declares for the kind.

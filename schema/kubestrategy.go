@@ -3,6 +3,7 @@ package schema
 import (
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -112,4 +113,54 @@ func jobValidationOptions(j, old *batch.Job) batchvalidation.JobValidationOption
 		opts.RequirePrefixedLabels = hadName && hadUID
 	}
 	return opts
+}
+
+// podKeepAllButEphemeralContainers is what pods/ephemeralcontainers
+// writes: the stored Pod with the request's ephemeral containers (kube's
+// ephemeral-containers strategy); the generation moves with the spec.
+func podKeepAllButEphemeralContainers(obj, old runtime.Object) {
+	p, o := obj.(*core.Pod), old.(*core.Pod)
+	ephemeral, rv := p.Spec.EphemeralContainers, p.ResourceVersion
+	*p = *o.DeepCopy()
+	p.Spec.EphemeralContainers, p.ResourceVersion = ephemeral, rv
+	bumpPodGeneration(p, o)
+}
+
+// podKeepAllButResources is what pods/resize writes: the stored Pod with
+// the request's container resources and resize policies. A request that
+// adds, removes, reorders or renames containers is kept as it is, for
+// validation to refuse (kube's resize strategy does the same).
+func podKeepAllButResources(obj, old runtime.Object) {
+	p, o := obj.(*core.Pod), old.(*core.Pod)
+	resized := func(req, stored []core.Container) ([]core.Container, bool) {
+		if len(req) != len(stored) {
+			return nil, false
+		}
+		out := make([]core.Container, len(stored))
+		for i := range stored {
+			if req[i].Name != stored[i].Name {
+				return nil, false
+			}
+			out[i] = *stored[i].DeepCopy()
+			out[i].Resources, out[i].ResizePolicy = req[i].Resources, req[i].ResizePolicy
+		}
+		return out, true
+	}
+	containers, ok1 := resized(p.Spec.Containers, o.Spec.Containers)
+	inits, ok2 := resized(p.Spec.InitContainers, o.Spec.InitContainers)
+	if !ok1 || !ok2 {
+		return
+	}
+	rv := p.ResourceVersion
+	*p = *o.DeepCopy()
+	p.ResourceVersion = rv
+	p.Spec.Containers, p.Spec.InitContainers = containers, inits
+	bumpPodGeneration(p, o)
+}
+
+// bumpPodGeneration moves a Pod's generation when its spec changed.
+func bumpPodGeneration(p, o *core.Pod) {
+	if !equality.Semantic.DeepEqual(p.Spec, o.Spec) {
+		p.Generation = o.Generation + 1
+	}
 }

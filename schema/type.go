@@ -104,6 +104,12 @@ type Type struct {
 	// not the object's own get/patch/update (pods/log, pods/eviction, …).
 	SubresourceInfo map[string]SubresourceInfo
 
+	// SubresourceUpdates are the subresources that write part of the
+	// object in a kind-specific way (pods/ephemeralcontainers,
+	// pods/resize): Prepare makes the object to store from the request's
+	// and the stored one, Validate replaces the kind's update validation.
+	SubresourceUpdates map[string]SubresourceUpdate
+
 	// Scale describes where the scale subresource (autoscaling/v1 Scale)
 	// finds its numbers; "scale" is in Subresources when it is set.
 	Scale *Scale
@@ -179,6 +185,12 @@ func (t *Type) HasSubresource(sub string) bool {
 		}
 	}
 	return false
+}
+
+// SubresourceUpdate is how one subresource writes its part of an object.
+type SubresourceUpdate struct {
+	Prepare  func(obj, old runtime.Object) (runtime.Object, error)
+	Validate func(obj, old runtime.Object) field.ErrorList
 }
 
 // SubresourceInfo is a subresource's kind, as discovery reports it, and
