@@ -5,7 +5,9 @@ import (
 	"strings"
 	"testing"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 )
 
 // applicationManifest is what a user's first `kubectl apply -f` holds:
@@ -360,6 +362,21 @@ func kubectlAuth(t *testing.T, e *kubectlEnv) {
 			t.Errorf("auth can-i %v: %q; want yes", args, out)
 		}
 	}
+	// kubectl create token: the token authenticates as the account.
+	ns := e.ns(t)
+	e.k.ok(t, "create", "serviceaccount", "bot", "-n", ns)
+	token := strings.TrimSpace(e.k.ok(t, "create", "token", "bot", "-n", ns))
+	cfg := e.tg.restConfig()
+	cfg.CertData, cfg.KeyData, cfg.CertFile, cfg.KeyFile, cfg.BearerToken = nil, nil, "", "", token
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ssr, err := cs.AuthenticationV1().SelfSubjectReviews().Create(context.Background(), &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+	if err != nil || ssr.Status.UserInfo.Username != "system:serviceaccount:"+ns+":bot" {
+		t.Errorf("whoami with the account's token: %+v, %v", ssr, err)
+	}
+
 	header, rows := parseTable(t, e.k.ok(t, "auth", "can-i", "--list", "-n", "default"))
 	if strings.Join(header, "|") != "Resources|Non-Resource URLs|Resource Names|Verbs" || len(rows) != 2 || rows[0]["Resources"] != "*.*" || rows[1]["Non-Resource URLs"] != "[*]" {
 		t.Errorf("auth can-i --list: %q %v", header, rows)

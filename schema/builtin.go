@@ -92,6 +92,10 @@ func builtinTypes() []*Type {
 			Version: "v1", Kind: "ServiceAccount", ListKind: "ServiceAccountList",
 			Resource: "serviceaccounts", Singular: "serviceaccount", ShortNames: []string{"sa"},
 			Namespaced: true, Verbs: verbsAll,
+			Subresources: []string{"token"},
+			SubresourceInfo: map[string]SubresourceInfo{
+				"token": {Group: "authentication.k8s.io", Version: "v1", Kind: "TokenRequest", Verbs: []string{"create"}},
+			},
 			ReturnDeletedObject: true,
 			New:                 func() runtime.Object { return &corev1.ServiceAccount{} },
 			NewList:             func() runtime.Object { return &corev1.ServiceAccountList{} },

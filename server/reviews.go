@@ -46,9 +46,12 @@ func (r *request) review(obj runtime.Object) error {
 		if o.Spec.Token == "" {
 			return apierrors.NewBadRequest("token is required for TokenReview in authentication")
 		}
-		u, ok := r.s.cfg.Authenticator.AuthenticateToken(o.Spec.Token)
+		u, ok, err := r.s.cfg.Authenticator.AuthenticateToken(r.ctx, o.Spec.Token)
 		o.Spec.Token = "" // never echoed back
 		o.Status = authenticationv1.TokenReviewStatus{Authenticated: ok, Audiences: o.Spec.Audiences}
+		if err != nil {
+			o.Status.Error = err.Error()
+		}
 		if ok {
 			o.Status.User = userInfo(u)
 		}

@@ -15,16 +15,17 @@ import (
 // kubelet- and scheduler-facing ones. The others (status, finalize) are
 // the object itself and go through the verb handlers.
 var subresourceHandlers = map[string]func(*request) error{
-	"scale":            (*request).scale,
-	"pods/log":         (*request).podLog,
-	"pods/exec":        (*request).podStream,
-	"pods/attach":      (*request).podStream,
-	"pods/portforward": (*request).podStream,
-	"pods/proxy":       (*request).podProxy,
-	"pods/binding":     (*request).podBinding,
-	"pods/eviction":    (*request).podEviction,
-	"services/proxy":   (*request).serviceProxy,
-	"nodes/proxy":      (*request).nodeProxy,
+	"scale":                 (*request).scale,
+	"pods/log":              (*request).podLog,
+	"pods/exec":             (*request).podStream,
+	"pods/attach":           (*request).podStream,
+	"pods/portforward":      (*request).podStream,
+	"pods/proxy":            (*request).podProxy,
+	"pods/binding":          (*request).podBinding,
+	"pods/eviction":         (*request).podEviction,
+	"services/proxy":        (*request).serviceProxy,
+	"serviceaccounts/token": (*request).serviceAccountToken,
+	"nodes/proxy":           (*request).nodeProxy,
 }
 
 // scale serves GET, PUT and PATCH of an object's scale subresource.

@@ -2,6 +2,9 @@ package server
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
 	"log/slog"
 	"net/http"
 	"net/netip"
@@ -56,6 +59,10 @@ type Config struct {
 	// EndpointLeaseDuration is how long a replica stays listed without
 	// renewing its Lease (default 15s, as kube-apiserver's master leases).
 	EndpointLeaseDuration time.Duration
+	// ServiceAccountTokens issues serviceaccounts/token tokens; the
+	// Authenticator should verify with the same (nil: a key made for this
+	// process, for tests).
+	ServiceAccountTokens *auth.ServiceAccountTokens
 	// ServiceRanges are the pools Services allocate cluster IPs and node
 	// ports from (default kube-apiserver's 10.96.0.0/12 and 30000-32767).
 	ServiceRanges registry.ServiceRanges
@@ -100,6 +107,13 @@ func New(cfg Config) (*Server, error) {
 	if cfg.EventTTL == 0 {
 		cfg.EventTTL = time.Hour
 	}
+	if cfg.ServiceAccountTokens == nil {
+		key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		if err != nil {
+			return nil, err
+		}
+		cfg.ServiceAccountTokens = auth.NewServiceAccountTokens(key)
+	}
 	if cfg.EndpointLeaseDuration == 0 {
 		cfg.EndpointLeaseDuration = 15 * time.Second
 	}
@@ -131,6 +145,7 @@ func New(cfg Config) (*Server, error) {
 	if s.authz == nil {
 		s.authz = auth.AlwaysAllow{}
 	}
+	cfg.Authenticator.SetServiceAccountLookup(s.tokenObjectUID)
 	s.echo = s.routes()
 	return s, nil
 }

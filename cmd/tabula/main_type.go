@@ -243,7 +243,13 @@ func (m *Main) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	authn, err := auth.NewAuthenticator(auth.Options{ClientCA: pki.CAPool, TokenFile: c.TokenAuthFile})
+	saKey, err := auth.EnsureServiceAccountKey(pki.Dir)
+	if err != nil {
+		m.store.Close()
+		return err
+	}
+	saTokens := auth.NewServiceAccountTokens(saKey)
+	authn, err := auth.NewAuthenticator(auth.Options{ClientCA: pki.CAPool, TokenFile: c.TokenAuthFile, ServiceAccountTokens: saTokens})
 	if err != nil {
 		m.store.Close()
 		return err
@@ -273,7 +279,7 @@ func (m *Main) Run(ctx context.Context) error {
 	m.srv, err = server.New(server.Config{
 		Store: m.store, Registry: reg, Authenticator: authn, Version: v, OpenAPI: oa.Handler(),
 		Logger: m.log, Metrics: metrics, EventTTL: c.EventTTL, RequestTimeout: c.RequestTimeout, CABundle: pki.CAPEM,
-		Profiling: c.Profiling, ServiceRanges: ranges, Advertise: advertise,
+		Profiling: c.Profiling, ServiceRanges: ranges, Advertise: advertise, ServiceAccountTokens: saTokens,
 	})
 	if err != nil {
 		ln.Close()

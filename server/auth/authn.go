@@ -33,6 +33,9 @@ type Options struct {
 	// TokenFile is a static bearer token CSV (kube-apiserver's
 	// --token-auth-file). Empty disables token authentication.
 	TokenFile string
+	// ServiceAccountTokens verifies service account tokens; nil disables
+	// them.
+	ServiceAccountTokens *ServiceAccountTokens
 }
 
 // Authenticator identifies the user behind a request. It is immutable after
@@ -47,6 +50,10 @@ type Authenticator struct {
 	// verified remembers client certificate chains already checked, so
 	// each request costs a hash instead of an ECDSA verification.
 	verified certCache
+	// saTokens verifies service account tokens; saLookup checks that what
+	// they name still exists (set once the server exists, before serving).
+	saTokens *ServiceAccountTokens
+	saLookup ServiceAccountLookup
 }
 
 // Errors returned by Authenticate when a request carries credentials that do
@@ -59,7 +66,7 @@ var (
 
 // NewAuthenticator builds an Authenticator, loading the token file if set.
 func NewAuthenticator(opts Options) (*Authenticator, error) {
-	a := &Authenticator{clientCA: opts.ClientCA}
+	a := &Authenticator{clientCA: opts.ClientCA, saTokens: opts.ServiceAccountTokens}
 	if opts.TokenFile != "" {
 		tokens, err := loadTokenFile(opts.TokenFile)
 		if err != nil {
@@ -134,33 +141,50 @@ func (a *Authenticator) authenticateCert(r *http.Request) (*User, bool, error) {
 }
 
 func (a *Authenticator) authenticateToken(r *http.Request) (*User, bool, error) {
-	if !a.tokenAuth {
-		return nil, false, nil
-	}
 	token, ok := bearerToken(r)
 	if !ok {
 		return nil, false, nil
 	}
-	u, found := lookupToken(a.tokens, token)
-	if !found {
+	return a.token(r.Context(), token)
+}
+
+// token checks a bearer token: the static tokens, then service account
+// tokens. Without either method a token is ignored (anonymous).
+func (a *Authenticator) token(ctx context.Context, token string) (*User, bool, error) {
+	if a.tokenAuth {
+		if u, found := lookupToken(a.tokens, token); found {
+			u.Groups = slices.Clone(u.Groups) // callers must not alias the table
+			return &u, true, nil
+		}
+	}
+	if u, ok, err := a.authenticateServiceAccount(ctx, token); ok || err != nil {
+		return u, ok, err
+	}
+	if a.tokenAuth || a.saTokens != nil {
 		return nil, false, ErrInvalidBearerToken
 	}
-	u.Groups = slices.Clone(u.Groups) // callers must not alias the table
-	return &u, true, nil
+	return nil, false, nil
 }
 
 // AuthenticateToken checks a bearer token as a request carrying it would
-// be checked (TokenReview): ok is false for a token no method knows.
-func (a *Authenticator) AuthenticateToken(token string) (u *User, ok bool) {
-	if a == nil || !a.tokenAuth || token == "" {
-		return nil, false
+// be checked (TokenReview).
+func (a *Authenticator) AuthenticateToken(ctx context.Context, token string) (*User, bool, error) {
+	if a == nil || token == "" {
+		return nil, false, nil
 	}
-	found, ok := lookupToken(a.tokens, token)
-	if !ok {
-		return nil, false
+	u, ok, err := a.token(ctx, token)
+	if ok {
+		u = withAuthenticated(u)
 	}
-	found.Groups = slices.Clone(found.Groups)
-	return withAuthenticated(&found), true
+	return u, ok, err
+}
+
+// SetServiceAccountLookup tells the authenticator how to check that a
+// token's service account still exists; call it before serving.
+func (a *Authenticator) SetServiceAccountLookup(f ServiceAccountLookup) {
+	if a != nil {
+		a.saLookup = f
+	}
 }
 
 // bearerToken extracts the token from "Authorization: Bearer <token>"; the

@@ -1,0 +1,253 @@
+package auth
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/json"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"math/big"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// Service account tokens are JWTs signed with an ECDSA P-256 key (ES256),
+// with kube-apiserver's claims: issuer, subject
+// system:serviceaccount:<namespace>:<name>, audiences, expiry, and the
+// kubernetes.io claim naming the account (and a bound object). Replicas
+// that share the PKI directory share the key, so any of them accepts a
+// token another issued.
+
+// SAKeyFile is the signing key's file in the PKI directory (kubeadm's name).
+const SAKeyFile = "sa.key"
+
+// DefaultIssuer is kube-apiserver's usual --service-account-issuer; it is
+// also the audience tokens get when a request names none.
+const DefaultIssuer = "https://kubernetes.default.svc.cluster.local"
+
+// ServiceAccountTokens issues and verifies service account tokens.
+type ServiceAccountTokens struct {
+	key    *ecdsa.PrivateKey
+	keyID  string
+	Issuer string
+	// Audiences are those this server accepts (kube-apiserver's
+	// --api-audiences, default the issuer).
+	Audiences []string
+}
+
+// NewServiceAccountTokens uses key, with the default issuer and audience.
+func NewServiceAccountTokens(key *ecdsa.PrivateKey) *ServiceAccountTokens {
+	der, _ := x509.MarshalPKIXPublicKey(&key.PublicKey)
+	sum := sha256.Sum256(der)
+	return &ServiceAccountTokens{key: key, keyID: base64.RawURLEncoding.EncodeToString(sum[:]),
+		Issuer: DefaultIssuer, Audiences: []string{DefaultIssuer}}
+}
+
+// EnsureServiceAccountKey loads the signing key from dir, making one the
+// first time.
+func EnsureServiceAccountKey(dir string) (*ecdsa.PrivateKey, error) {
+	path := filepath.Join(dir, SAKeyFile)
+	if b, err := os.ReadFile(path); err == nil {
+		signer, err := parseKeyPEM(b)
+		if err != nil {
+			return nil, fmt.Errorf("service account key %s: %w", path, err)
+		}
+		key, ok := signer.(*ecdsa.PrivateKey)
+		if !ok || key.Curve != elliptic.P256() {
+			return nil, fmt.Errorf("service account key %s: want an ECDSA P-256 key", path)
+		}
+		return key, nil
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return nil, err
+	}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, err
+	}
+	der, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		return nil, err
+	}
+	if err := writeFileAtomic(path, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: der}), 0o600); err != nil {
+		return nil, err
+	}
+	// Another replica may have written its key first: use whichever won.
+	return EnsureServiceAccountKey(dir)
+}
+
+// TokenSubject is who and what a token is for.
+type TokenSubject struct {
+	Namespace, Name, UID string
+	Audiences            []string
+	Expiry               time.Duration
+	// Bound is the object the token lives only as long as (optional).
+	BoundKind, BoundName, BoundUID string
+}
+
+type kubeClaims struct {
+	Namespace      string  `json:"namespace"`
+	ServiceAccount objRef  `json:"serviceaccount"`
+	Pod            *objRef `json:"pod,omitempty"`
+	Secret         *objRef `json:"secret,omitempty"`
+	Node           *objRef `json:"node,omitempty"`
+}
+
+type objRef struct {
+	Name string `json:"name"`
+	UID  string `json:"uid"`
+}
+
+type claims struct {
+	Issuer    string     `json:"iss"`
+	Subject   string     `json:"sub"`
+	Audience  []string   `json:"aud"`
+	Expiry    int64      `json:"exp"`
+	IssuedAt  int64      `json:"iat"`
+	NotBefore int64      `json:"nbf"`
+	ID        string     `json:"jti"`
+	Kube      kubeClaims `json:"kubernetes.io"`
+}
+
+// Issue signs a token for s; it returns the token and when it expires.
+func (t *ServiceAccountTokens) Issue(s TokenSubject) (string, time.Time, error) {
+	now := time.Now()
+	exp := now.Add(s.Expiry).Truncate(time.Second)
+	aud := s.Audiences
+	if len(aud) == 0 {
+		aud = t.Audiences
+	}
+	c := claims{
+		Issuer: t.Issuer, Subject: "system:serviceaccount:" + s.Namespace + ":" + s.Name, Audience: aud,
+		Expiry: exp.Unix(), IssuedAt: now.Unix(), NotBefore: now.Unix(), ID: uuid.NewString(),
+		Kube: kubeClaims{Namespace: s.Namespace, ServiceAccount: objRef{Name: s.Name, UID: s.UID}},
+	}
+	if s.BoundName != "" {
+		ref := &objRef{Name: s.BoundName, UID: s.BoundUID}
+		switch s.BoundKind {
+		case "Pod":
+			c.Kube.Pod = ref
+		case "Secret":
+			c.Kube.Secret = ref
+		case "Node":
+			c.Kube.Node = ref
+		}
+	}
+	header, _ := json.Marshal(map[string]string{"alg": "ES256", "kid": t.keyID})
+	payload, err := json.Marshal(c)
+	if err != nil {
+		return "", time.Time{}, err
+	}
+	signingInput := b64(header) + "." + b64(payload)
+	digest := sha256.Sum256([]byte(signingInput))
+	r, sv, err := ecdsa.Sign(rand.Reader, t.key, digest[:])
+	if err != nil {
+		return "", time.Time{}, err
+	}
+	sig := make([]byte, 64)
+	r.FillBytes(sig[:32])
+	sv.FillBytes(sig[32:])
+	return signingInput + "." + b64(sig), exp, nil
+}
+
+func b64(b []byte) string { return base64.RawURLEncoding.EncodeToString(b) }
+
+// errNotOurs: the token is not a JWT this issuer signed; other methods
+// may still know it.
+var errNotOurs = errors.New("not a service account token of this server")
+
+// verify checks a token's signature, issuer, audience and lifetime.
+func (t *ServiceAccountTokens) verify(token string) (*claims, error) {
+	parts := strings.Split(token, ".")
+	if len(parts) != 3 {
+		return nil, errNotOurs
+	}
+	var header struct{ Alg, Kid string }
+	hb, err := base64.RawURLEncoding.DecodeString(parts[0])
+	if err != nil || json.Unmarshal(hb, &header) != nil || header.Alg != "ES256" {
+		return nil, errNotOurs
+	}
+	sig, err := base64.RawURLEncoding.DecodeString(parts[2])
+	if err != nil || len(sig) != 64 {
+		return nil, errNotOurs
+	}
+	digest := sha256.Sum256([]byte(parts[0] + "." + parts[1]))
+	r, s := new(big.Int).SetBytes(sig[:32]), new(big.Int).SetBytes(sig[32:])
+	if !ecdsa.Verify(&t.key.PublicKey, digest[:], r, s) {
+		return nil, errNotOurs
+	}
+	pb, err := base64.RawURLEncoding.DecodeString(parts[1])
+	if err != nil {
+		return nil, ErrInvalidBearerToken
+	}
+	var c claims
+	if err := json.Unmarshal(pb, &c); err != nil {
+		return nil, ErrInvalidBearerToken
+	}
+	now := time.Now().Unix()
+	switch {
+	case c.Issuer != t.Issuer:
+		return nil, errNotOurs
+	case c.Expiry != 0 && now > c.Expiry:
+		return nil, errors.New("service account token has expired")
+	case c.NotBefore != 0 && now+60 < c.NotBefore:
+		return nil, errors.New("service account token is not valid yet")
+	case !slices.ContainsFunc(c.Audience, func(a string) bool { return slices.Contains(t.Audiences, a) }):
+		return nil, errors.New("token audiences do not match the API server's")
+	}
+	return &c, nil
+}
+
+// ServiceAccountLookup answers whether the objects a token names still
+// exist with the same uid: kind is ServiceAccount, Pod, Secret or Node.
+type ServiceAccountLookup func(ctx context.Context, kind, namespace, name string) (uid string, found bool, err error)
+
+// authenticateServiceAccount checks a JWT bearer token and that the
+// account (and the object it is bound to) still exist.
+func (a *Authenticator) authenticateServiceAccount(ctx context.Context, token string) (*User, bool, error) {
+	if a.saTokens == nil || a.saLookup == nil {
+		return nil, false, nil
+	}
+	c, err := a.saTokens.verify(token)
+	if errors.Is(err, errNotOurs) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	ns, sa := c.Kube.Namespace, c.Kube.ServiceAccount
+	check := func(kind, namespace string, ref *objRef) error {
+		if ref == nil {
+			return nil
+		}
+		uid, found, err := a.saLookup(ctx, kind, namespace, ref.Name)
+		if err != nil {
+			return err
+		}
+		if !found || uid != ref.UID {
+			return fmt.Errorf("%s %s/%s the token is bound to no longer exists", strings.ToLower(kind), namespace, ref.Name)
+		}
+		return nil
+	}
+	for _, ref := range []struct {
+		kind, ns string
+		ref      *objRef
+	}{{"ServiceAccount", ns, &sa}, {"Pod", ns, c.Kube.Pod}, {"Secret", ns, c.Kube.Secret}, {"Node", "", c.Kube.Node}} {
+		if err := check(ref.kind, ref.ns, ref.ref); err != nil {
+			return nil, false, err
+		}
+	}
+	u := &User{Name: "system:serviceaccount:" + ns + ":" + sa.Name, UID: sa.UID,
+		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + ns}}
+	return u, true, nil
+}

@@ -1,0 +1,89 @@
+package auth
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"strings"
+	"testing"
+	"time"
+)
+
+func newTokens(t *testing.T) *ServiceAccountTokens {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return NewServiceAccountTokens(key)
+}
+
+// TestServiceAccountTokens: a token authenticates its account while the
+// account (and the object it is bound to) exist with the uids it names;
+// expired, foreign, tampered and wrong-audience tokens do not.
+func TestServiceAccountTokens(t *testing.T) {
+	ctx := context.Background()
+	tokens := newTokens(t)
+	objects := map[string]string{"ServiceAccount/ns/bot": "uid-bot", "Pod/ns/p": "uid-p"}
+	a, err := NewAuthenticator(Options{ServiceAccountTokens: tokens})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.SetServiceAccountLookup(func(_ context.Context, kind, ns, name string) (string, bool, error) {
+		uid, ok := objects[kind+"/"+ns+"/"+name]
+		return uid, ok, nil
+	})
+	issue := func(s TokenSubject) string {
+		t.Helper()
+		tok, exp, err := tokens.Issue(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.Expiry > 0 && time.Until(exp) > s.Expiry {
+			t.Fatalf("expiry %v is later than asked", exp)
+		}
+		return tok
+	}
+	bot := TokenSubject{Namespace: "ns", Name: "bot", UID: "uid-bot", Expiry: time.Hour}
+
+	u, ok, err := a.AuthenticateToken(ctx, issue(bot))
+	if !ok || err != nil || u.Name != "system:serviceaccount:ns:bot" || u.UID != "uid-bot" ||
+		strings.Join(u.Groups, ",") != "system:serviceaccounts,system:serviceaccounts:ns,system:authenticated" {
+		t.Fatalf("valid token: %+v %v %v", u, ok, err)
+	}
+
+	bound := bot
+	bound.BoundKind, bound.BoundName, bound.BoundUID = "Pod", "p", "uid-p"
+	boundTok := issue(bound)
+	if _, ok, err := a.AuthenticateToken(ctx, boundTok); !ok || err != nil {
+		t.Fatalf("bound token while the pod lives: %v %v", ok, err)
+	}
+	delete(objects, "Pod/ns/p")
+	if _, ok, err := a.AuthenticateToken(ctx, boundTok); ok || err == nil || !strings.Contains(err.Error(), "pod ns/p") {
+		t.Fatalf("bound token after the pod went: %v %v", ok, err)
+	}
+
+	other := bot
+	other.Audiences = []string{"https://vault.example.com"}
+	foreign := newTokens(t)
+	foreignTok, _, _ := foreign.Issue(bot)
+	valid := issue(bot)
+	tampered := valid[:len(valid)-4] + "AAAA"
+	expired := bot
+	expired.Expiry = -time.Minute
+	recreated := bot
+	recreated.UID = "uid-old"
+	for name, tok := range map[string]string{
+		"wrong audience":    issue(other),
+		"another issuer":    foreignTok,
+		"tampered":          tampered,
+		"expired":           issue(expired),
+		"recreated account": issue(recreated),
+		"not a JWT":         "abc.def",
+	} {
+		if u, ok, err := a.AuthenticateToken(ctx, tok); ok || err == nil {
+			t.Errorf("%s: authenticated %+v (err %v); want refused", name, u, err)
+		}
+	}
+}

@@ -1,0 +1,122 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	runtimeschema "k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/kubernetes/pkg/api/legacyscheme"
+	"k8s.io/kubernetes/pkg/apis/authentication"
+	authenticationvalidation "k8s.io/kubernetes/pkg/apis/authentication/validation"
+
+	"github.com/tabula-dev/tabula/schema"
+	"github.com/tabula-dev/tabula/server/auth"
+)
+
+// serviceaccounts/token issues a service account token (kubectl create
+// token), as kube-apiserver's TokenRequest storage does; the
+// authenticator accepts it while the account (and the object it is
+// bound to) exist.
+
+var tokenRequestKind = &schema.Type{Group: "authentication.k8s.io", Version: "v1", Kind: "TokenRequest",
+	New: func() runtime.Object { return &authenticationv1.TokenRequest{} }}
+
+// tokenObjects are the kinds a token names, with where they live.
+var tokenObjects = map[string]struct{ group, resource string }{
+	"ServiceAccount": {"", "serviceaccounts"},
+	"Pod":            {"", "pods"},
+	"Secret":         {"", "secrets"},
+	"Node":           {"", "nodes"},
+}
+
+// tokenObjectUID is the authenticator's check that what a token names
+// still exists.
+func (s *Server) tokenObjectUID(ctx context.Context, kind, namespace, name string) (string, bool, error) {
+	where, ok := tokenObjects[kind]
+	if !ok {
+		return "", false, nil
+	}
+	obj, _, err := s.api.MustLookup(where.group, "v1", where.resource).Get(ctx, namespace, name)
+	if apierrors.IsNotFound(err) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, err
+	}
+	acc, ok := obj.(metav1.Object)
+	if !ok || acc.GetDeletionTimestamp() != nil {
+		return "", false, nil
+	}
+	return string(acc.GetUID()), true, nil
+}
+
+func (r *request) serviceAccountToken() error {
+	if r.verb != "create" {
+		return methodNotAllowed()
+	}
+	obj, _, err := r.readObject(tokenRequestKind)
+	if err != nil {
+		return err
+	}
+	tr := obj.(*authenticationv1.TokenRequest)
+	if tr.Spec.ExpirationSeconds == nil {
+		one := int64(3600)
+		tr.Spec.ExpirationSeconds = &one
+	}
+	in := &authentication.TokenRequest{}
+	if err := legacyscheme.Scheme.Convert(tr, in, nil); err != nil {
+		return err
+	}
+	if errs := authenticationvalidation.ValidateTokenRequest(in); len(errs) > 0 {
+		return apierrors.NewInvalid(runtimeschema.GroupKind{Group: "authentication.k8s.io", Kind: "TokenRequest"}, tr.Name, errs)
+	}
+	saObj, _, err := r.res.Get(r.ctx, r.ri.Namespace, r.ri.Name)
+	if err != nil {
+		return err
+	}
+	sa := saObj.(*corev1.ServiceAccount)
+	subject := auth.TokenSubject{Namespace: sa.Namespace, Name: sa.Name, UID: string(sa.UID), Audiences: tr.Spec.Audiences,
+		Expiry: time.Duration(*tr.Spec.ExpirationSeconds) * time.Second}
+	if ref := tr.Spec.BoundObjectRef; ref != nil {
+		where, ok := tokenObjects[ref.Kind]
+		if !ok || ref.Kind == "ServiceAccount" {
+			return apierrors.NewBadRequest(fmt.Sprintf("cannot bind token to object of type %s", ref.Kind))
+		}
+		ns := r.ri.Namespace
+		if ref.Kind == "Node" {
+			ns = ""
+		}
+		bound, _, err := r.s.api.MustLookup(where.group, "v1", where.resource).Get(r.ctx, ns, ref.Name)
+		if err != nil {
+			return err
+		}
+		acc := bound.(metav1.Object)
+		if ref.UID != "" && ref.UID != acc.GetUID() {
+			return apierrors.NewConflict(runtimeschema.GroupResource{Resource: where.resource}, ref.Name,
+				fmt.Errorf("the UID in the bound object reference (%s) does not match the UID in record. The object might have been deleted and then recreated", ref.UID))
+		}
+		subject.BoundKind, subject.BoundName, subject.BoundUID = ref.Kind, ref.Name, string(acc.GetUID())
+		tr.Spec.BoundObjectRef.UID = acc.GetUID()
+	}
+	token, exp, err := r.s.cfg.ServiceAccountTokens.Issue(subject)
+	if err != nil {
+		return err
+	}
+	if len(tr.Spec.Audiences) == 0 {
+		tr.Spec.Audiences = r.s.cfg.ServiceAccountTokens.Audiences
+	}
+	tr.Namespace = r.ri.Namespace
+	tr.Status = authenticationv1.TokenRequestStatus{Token: token, ExpirationTimestamp: metav1.NewTime(exp)}
+	out, err := r.negotiate(false)
+	if err != nil {
+		return err
+	}
+	return r.writeObject(http.StatusCreated, out, tr)
+}

@@ -1,0 +1,104 @@
+package server_test
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/tabula-dev/tabula/server"
+	"github.com/tabula-dev/tabula/server/auth"
+	"github.com/tabula-dev/tabula/server/servertest"
+	"github.com/tabula-dev/tabula/sqlstore/storetest"
+)
+
+// TestServiceAccountTokenRequest: serviceaccounts/token issues a token
+// the server then accepts as the account (and TokenReview confirms), with
+// kube's validation; a token bound to a Pod dies with it.
+func TestServiceAccountTokenRequest(t *testing.T) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tokens := auth.NewServiceAccountTokens(key)
+	file := filepath.Join(t.TempDir(), "tokens.csv")
+	if err := os.WriteFile(file, []byte("admintoken,admin,1,system:masters\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	authn, err := auth.NewAuthenticator(auth.Options{TokenFile: file, ServiceAccountTokens: tokens})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := servertest.Server(t, server.Config{Store: storetest.Open(t, "sqlite://:memory:"), Authenticator: authn, ServiceAccountTokens: tokens})
+	do := func(token, method, path, body string) *httptest.ResponseRecorder {
+		req := httptest.NewRequest(method, path, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer "+token)
+		rec := httptest.NewRecorder()
+		srv.Handler().ServeHTTP(rec, req)
+		return rec
+	}
+	const ns = "/api/v1/namespaces/default"
+	for _, c := range []struct{ path, body string }{
+		{ns + "/serviceaccounts", `{"metadata":{"name":"bot"}}`},
+		{ns + "/pods", `{"metadata":{"name":"p"},"spec":{"serviceAccountName":"bot","containers":[{"name":"c","image":"busybox"}]}}`},
+	} {
+		if r := do("admintoken", "POST", c.path, c.body); r.Code != http.StatusCreated {
+			t.Fatalf("create %s: %d %s", c.path, r.Code, r.Body)
+		}
+	}
+	issue := func(body string) (string, *httptest.ResponseRecorder) {
+		r := do("admintoken", "POST", ns+"/serviceaccounts/bot/token", body)
+		var tr struct {
+			Status struct{ Token, ExpirationTimestamp string }
+		}
+		_ = json.Unmarshal(r.Body.Bytes(), &tr)
+		return tr.Status.Token, r
+	}
+	tok, r := issue(`{"apiVersion":"authentication.k8s.io/v1","kind":"TokenRequest","spec":{}}`)
+	if r.Code != http.StatusCreated || tok == "" || !strings.Contains(r.Body.String(), `"expirationSeconds":3600`) {
+		t.Fatalf("token request: %d %s", r.Code, r.Body)
+	}
+	who := do(tok, "POST", "/apis/authentication.k8s.io/v1/selfsubjectreviews", `{"apiVersion":"authentication.k8s.io/v1","kind":"SelfSubjectReview"}`)
+	if who.Code != http.StatusCreated || !strings.Contains(who.Body.String(), `"username":"system:serviceaccount:default:bot"`) {
+		t.Fatalf("whoami with the token: %d %s", who.Code, who.Body)
+	}
+	review := do("admintoken", "POST", "/apis/authentication.k8s.io/v1/tokenreviews", `{"apiVersion":"authentication.k8s.io/v1","kind":"TokenReview","spec":{"token":"`+tok+`"}}`)
+	if !strings.Contains(review.Body.String(), `"authenticated":true`) || !strings.Contains(review.Body.String(), "system:serviceaccount:default:bot") {
+		t.Fatalf("token review: %d %s", review.Code, review.Body)
+	}
+
+	if _, r := issue(`{"apiVersion":"authentication.k8s.io/v1","kind":"TokenRequest","spec":{"expirationSeconds":60}}`); r.Code != http.StatusUnprocessableEntity ||
+		!strings.Contains(r.Body.String(), "may not specify a duration less than 10 minutes") {
+		t.Errorf("a one-minute token: %d %s; want 422", r.Code, r.Body)
+	}
+	if r := do("admintoken", "POST", ns+"/serviceaccounts/nobody/token", `{"apiVersion":"authentication.k8s.io/v1","kind":"TokenRequest","spec":{}}`); r.Code != http.StatusNotFound {
+		t.Errorf("token for a missing account: %d %s; want 404", r.Code, r.Body)
+	}
+
+	bound, r := issue(`{"apiVersion":"authentication.k8s.io/v1","kind":"TokenRequest","spec":{"boundObjectRef":{"kind":"Pod","apiVersion":"v1","name":"p"}}}`)
+	if r.Code != http.StatusCreated {
+		t.Fatalf("bound token: %d %s", r.Code, r.Body)
+	}
+	if r := do(bound, "GET", ns+"/configmaps", ""); r.Code != http.StatusOK {
+		t.Fatalf("bound token while the pod lives: %d %s", r.Code, r.Body)
+	}
+	if r := do("admintoken", "DELETE", ns+"/pods/p", ""); r.Code != http.StatusOK {
+		t.Fatalf("delete pod: %d %s", r.Code, r.Body)
+	}
+	if r := do(bound, "GET", ns+"/configmaps", ""); r.Code != http.StatusUnauthorized {
+		t.Errorf("bound token after its pod went: %d; want 401", r.Code)
+	}
+	if r := do("admintoken", "DELETE", ns+"/serviceaccounts/bot", ""); r.Code != http.StatusOK {
+		t.Fatalf("delete sa: %d %s", r.Code, r.Body)
+	}
+	if r := do(tok, "GET", ns+"/configmaps", ""); r.Code != http.StatusUnauthorized {
+		t.Errorf("token after its account went: %d; want 401", r.Code)
+	}
+}
