@@ -76,6 +76,10 @@ func New(cfg Config) *Registry {
 	if svc, ok := cfg.Types.Lookup("", "v1", "services"); ok && cfg.Services != nil {
 		g.hooks[svc] = newServiceAllocator(g, *cfg.Services)
 	}
+	// Pods pass kube-apiserver's default mutating admission plugins.
+	if pod, ok := cfg.Types.Lookup("", "v1", "pods"); ok {
+		g.hooks[pod] = podAdmission{g}
+	}
 	return g
 }
 

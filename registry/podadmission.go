@@ -1,0 +1,194 @@
+package registry
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	runtimeschema "k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/tabula-dev/tabula/sqlstore/kv"
+)
+
+// podAdmission does on Pod create what kube-apiserver's default admission
+// plugins do, so a client reads back the same Pod: ServiceAccount (the
+// default account and the kube-api-access projected token volume mounted
+// in every container), DefaultTolerationSeconds (not-ready and
+// unreachable NoExecute tolerations for 300s) and Priority (the class's
+// value and preemption policy).
+type podAdmission struct{ g *Registry }
+
+const (
+	saMountPath = "/var/run/secrets/kubernetes.io/serviceaccount"
+	// saTokenSeconds is the projected token's lifetime kube-apiserver
+	// writes (an hour and seven seconds, so stale-token use is visible).
+	saTokenSeconds = 3607
+)
+
+func (p podAdmission) beginCreate(ctx context.Context, obj runtime.Object, dryRun bool) (func(bool), error) {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return noFinish, nil
+	}
+	if err := p.serviceAccount(ctx, pod); err != nil {
+		return nil, err
+	}
+	defaultTolerations(pod)
+	if err := p.priority(ctx, pod); err != nil {
+		return nil, err
+	}
+	return noFinish, nil
+}
+
+func (podAdmission) beginUpdate(context.Context, runtime.Object, runtime.Object, bool) (func(bool), error) {
+	return noFinish, nil
+}
+
+func (podAdmission) afterDelete(context.Context, runtime.Object) {}
+
+var podsGR = runtimeschema.GroupResource{Resource: "pods"}
+
+func (p podAdmission) serviceAccount(ctx context.Context, pod *corev1.Pod) error {
+	if pod.Spec.ServiceAccountName == "" {
+		pod.Spec.ServiceAccountName = pod.Spec.DeprecatedServiceAccount
+	}
+	if pod.Spec.ServiceAccountName == "" {
+		pod.Spec.ServiceAccountName = "default"
+	}
+	automount := true
+	obj, _, err := p.g.MustLookup("", "v1", "serviceaccounts").Get(ctx, pod.Namespace, pod.Spec.ServiceAccountName)
+	switch {
+	case err == nil:
+		if sa := obj.(*corev1.ServiceAccount); sa.AutomountServiceAccountToken != nil {
+			automount = *sa.AutomountServiceAccountToken
+		}
+	case apierrors.IsNotFound(err) && pod.Spec.ServiceAccountName == "default":
+		// A namespace's default account is made right after the namespace;
+		// a Pod that arrives first is let in as kube's cache would.
+	case apierrors.IsNotFound(err):
+		return apierrors.NewForbidden(podsGR, pod.Name, fmt.Errorf("error looking up service account %s/%s: %w", pod.Namespace, pod.Spec.ServiceAccountName, err))
+	default:
+		return err
+	}
+	if pod.Spec.AutomountServiceAccountToken != nil {
+		automount = *pod.Spec.AutomountServiceAccountToken
+	}
+	if !automount {
+		return nil
+	}
+	// A container that mounts something at the path already keeps it.
+	mounted := func(c *corev1.Container) bool {
+		for _, m := range c.VolumeMounts {
+			if m.MountPath == saMountPath {
+				return true
+			}
+		}
+		return false
+	}
+	name := "kube-api-access-" + randomSuffix()
+	mount := corev1.VolumeMount{Name: name, ReadOnly: true, MountPath: saMountPath}
+	used := false
+	for _, cs := range [][]corev1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+		for i := range cs {
+			if !mounted(&cs[i]) {
+				cs[i].VolumeMounts = append(cs[i].VolumeMounts, mount)
+				used = true
+			}
+		}
+	}
+	if !used {
+		return nil
+	}
+	seconds, mode := int64(saTokenSeconds), int32(0o644)
+	pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{
+		Projected: &corev1.ProjectedVolumeSource{DefaultMode: &mode, Sources: []corev1.VolumeProjection{
+			{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{ExpirationSeconds: &seconds, Path: "token"}},
+			{ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "kube-root-ca.crt"},
+				Items: []corev1.KeyToPath{{Key: "ca.crt", Path: "ca.crt"}}}},
+			{DownwardAPI: &corev1.DownwardAPIProjection{Items: []corev1.DownwardAPIVolumeFile{{
+				Path: "namespace", FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.namespace"}}}}},
+		}},
+	}})
+	return nil
+}
+
+// randomSuffix is five characters of kube's name alphabet.
+func randomSuffix() string {
+	const alphabet = "bcdfghjklmnpqrstvwxz2456789"
+	b := make([]byte, 5)
+	_, _ = rand.Read(b)
+	for i := range b {
+		b[i] = alphabet[int(b[i])%len(alphabet)]
+	}
+	return string(b)
+}
+
+// defaultTolerations adds what kube's DefaultTolerationSeconds adds.
+func defaultTolerations(pod *corev1.Pod) {
+	seconds := int64(300)
+	for _, key := range []string{corev1.TaintNodeNotReady, corev1.TaintNodeUnreachable} {
+		tolerated := false
+		for _, t := range pod.Spec.Tolerations {
+			if (t.Key == key || t.Key == "" && t.Operator == corev1.TolerationOpExists) &&
+				(t.Effect == corev1.TaintEffectNoExecute || t.Effect == "") {
+				tolerated = true
+			}
+		}
+		if !tolerated {
+			pod.Spec.Tolerations = append(pod.Spec.Tolerations, corev1.Toleration{
+				Key: key, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: &seconds})
+		}
+	}
+}
+
+// priority resolves the Pod's PriorityClass (or the global default) into
+// its priority and preemption policy.
+func (p podAdmission) priority(ctx context.Context, pod *corev1.Pod) error {
+	classes := p.g.MustLookup("scheduling.k8s.io", "v1", "priorityclasses")
+	var class *schedulingv1.PriorityClass
+	if name := pod.Spec.PriorityClassName; name != "" {
+		obj, _, err := classes.Get(ctx, "", name)
+		if apierrors.IsNotFound(err) {
+			return apierrors.NewForbidden(podsGR, pod.Name, fmt.Errorf("no PriorityClass with name %s was found", name))
+		}
+		if err != nil {
+			return err
+		}
+		class = obj.(*schedulingv1.PriorityClass)
+	} else {
+		res, err := classes.List(ctx, kv.ListOptions{})
+		if err != nil {
+			return err
+		}
+		for _, rec := range res.Items {
+			obj, err := classes.Decode(rec)
+			if err != nil {
+				return err
+			}
+			if pc := obj.(*schedulingv1.PriorityClass); pc.GlobalDefault && (class == nil || pc.Value < class.Value) {
+				class = pc
+			}
+		}
+	}
+	value := int32(0)
+	policy := corev1.PreemptLowerPriority
+	if class != nil {
+		value = class.Value
+		if class.PreemptionPolicy != nil {
+			policy = *class.PreemptionPolicy
+		}
+		pod.Spec.PriorityClassName = class.Name
+	}
+	if pod.Spec.Priority != nil && *pod.Spec.Priority != value {
+		return apierrors.NewForbidden(podsGR, pod.Name, fmt.Errorf("the integer value of priority (%d) must not be provided in pod spec; priority admission controller computed %d from the given PriorityClass name", *pod.Spec.Priority, value))
+	}
+	pod.Spec.Priority = &value
+	if pod.Spec.PreemptionPolicy == nil || class != nil && class.PreemptionPolicy != nil {
+		pod.Spec.PreemptionPolicy = &policy
+	}
+	return nil
+}
