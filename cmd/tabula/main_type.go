@@ -222,7 +222,19 @@ func (m *Main) Run(ctx context.Context) error {
 	if err := os.MkdirAll(c.DataDir, 0o700); err != nil {
 		return err
 	}
-	pki, err := auth.EnsurePKI(filepath.Join(c.DataDir, "pki"), c.TLSSANs)
+	ranges, err := serviceRanges(&c)
+	if err != nil {
+		return err
+	}
+	// In-cluster clients reach the server as the kubernetes Service, by
+	// name or cluster IP; the serving certificate names them, as
+	// kube-apiserver's does.
+	sans := append([]string{"kubernetes", "kubernetes.default", "kubernetes.default.svc",
+		"kubernetes.default.svc.cluster.local", ranges.FirstServiceIP().String()}, c.TLSSANs...)
+	if ip, err := netip.ParseAddr(c.AdvertiseAddress); err == nil {
+		sans = append(sans, ip.String())
+	}
+	pki, err := auth.EnsurePKI(filepath.Join(c.DataDir, "pki"), sans)
 	if err != nil {
 		return err
 	}
@@ -231,10 +243,6 @@ func (m *Main) Run(ctx context.Context) error {
 		db = "sqlite://state.db"
 	}
 	dataDir, err := filepath.Abs(c.DataDir)
-	if err != nil {
-		return err
-	}
-	ranges, err := serviceRanges(&c)
 	if err != nil {
 		return err
 	}
