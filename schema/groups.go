@@ -3,6 +3,7 @@ package schema
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	podutil "k8s.io/kubernetes/pkg/api/pod"
 	"k8s.io/kubernetes/pkg/apis/apps"
@@ -12,10 +13,13 @@ import (
 	autoscalingvalidation "k8s.io/kubernetes/pkg/apis/autoscaling/validation"
 	"k8s.io/kubernetes/pkg/apis/batch"
 	batchvalidation "k8s.io/kubernetes/pkg/apis/batch/validation"
+	certificatesvalidation "k8s.io/kubernetes/pkg/apis/certificates/validation"
 	"k8s.io/kubernetes/pkg/apis/core"
 	corevalidation "k8s.io/kubernetes/pkg/apis/core/validation"
 	"k8s.io/kubernetes/pkg/apis/discovery"
 	discoveryvalidation "k8s.io/kubernetes/pkg/apis/discovery/validation"
+	"k8s.io/kubernetes/pkg/apis/flowcontrol"
+	flowcontrolvalidation "k8s.io/kubernetes/pkg/apis/flowcontrol/validation"
 	"k8s.io/kubernetes/pkg/apis/networking"
 	networkingvalidation "k8s.io/kubernetes/pkg/apis/networking/validation"
 	"k8s.io/kubernetes/pkg/apis/node"
@@ -37,7 +41,8 @@ import (
 func kubeKinds() []*kubeKind {
 	var kinds []*kubeKind
 	for _, g := range [][]*kubeKind{coreKinds(), appsKinds(), batchKinds(), autoscalingKinds(), networkingKinds(),
-		policyKinds(), rbacKinds(), storageKinds(), schedulingKinds(), discoveryKinds(), nodeKinds(), reviewKinds()} {
+		policyKinds(), rbacKinds(), storageKinds(), schedulingKinds(), discoveryKinds(), nodeKinds(), reviewKinds(),
+		certificatesKinds(), flowcontrolKinds()} {
 		kinds = append(kinds, g...)
 	}
 	return kinds
@@ -414,3 +419,36 @@ func reviewKinds() []*kubeKind {
 	sar.validate, _ = validator(authorizationvalidation.ValidateSubjectAccessReview, nil)
 	return []*kubeKind{ssr, tr, lsar, ssar, ssrr, sar}
 }
+
+func certificatesKinds() []*kubeKind {
+	csr := &kubeKind{Type: cluster("certificates.k8s.io", "v1", "CertificateSigningRequest", "certificatesigningrequests", []string{"csr"}, nil, "approval", "status")}
+	csr.validate, csr.validateUpdate = validator(certificatesvalidation.ValidateCertificateSigningRequestCreate, certificatesvalidation.ValidateCertificateSigningRequestUpdate)
+	csr.prepareCreate = csrPrepareForCreate
+	csr.prepareUpdate = csrKeepSpec
+	_, approval := validator(nil, certificatesvalidation.ValidateCertificateSigningRequestApprovalUpdate)
+	_, status := validator(nil, certificatesvalidation.ValidateCertificateSigningRequestStatusUpdate)
+	csr.subresourceUpdates = map[string]kubeSubresourceUpdate{
+		"approval": {prepare: csrKeepAllButConditions, validate: approval},
+		"status":   {prepare: csrKeepSpecAndDecisions, validate: status},
+	}
+	return []*kubeKind{csr}
+}
+
+func flowcontrolKinds() []*kubeKind {
+	const g = "flowcontrol.apiserver.k8s.io"
+	fs := &kubeKind{Type: cluster(g, "v1", "FlowSchema", "flowschemas", nil, nil, "status"), generation: generationOnChange}
+	fs.validate, fs.validateUpdate = validator(flowcontrolvalidation.ValidateFlowSchema,
+		func(fs, old *flowcontrol.FlowSchema) field.ErrorList {
+			return flowcontrolvalidation.ValidateFlowSchemaUpdate(old, fs)
+		})
+	pl := &kubeKind{Type: cluster(g, "v1", "PriorityLevelConfiguration", "prioritylevelconfigurations", nil, nil, "status"), generation: generationOnChange}
+	validPL := func(pl *flowcontrol.PriorityLevelConfiguration) field.ErrorList {
+		return flowcontrolvalidation.ValidatePriorityLevelConfiguration(pl, flowcontrolGV, flowcontrolvalidation.PriorityLevelValidationOptions{})
+	}
+	pl.validate, pl.validateUpdate = validator(validPL,
+		func(pl, _ *flowcontrol.PriorityLevelConfiguration) field.ErrorList { return validPL(pl) })
+	return []*kubeKind{fs, pl}
+}
+
+// flowcontrolGV is the version priority levels are validated as requested in.
+var flowcontrolGV = schema.GroupVersion{Group: "flowcontrol.apiserver.k8s.io", Version: "v1"}

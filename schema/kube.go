@@ -22,8 +22,10 @@ import (
 	_ "k8s.io/kubernetes/pkg/apis/authorization/install"
 	_ "k8s.io/kubernetes/pkg/apis/autoscaling/install"
 	_ "k8s.io/kubernetes/pkg/apis/batch/install"
+	_ "k8s.io/kubernetes/pkg/apis/certificates/install"
 	_ "k8s.io/kubernetes/pkg/apis/core/install"
 	_ "k8s.io/kubernetes/pkg/apis/discovery/install"
+	_ "k8s.io/kubernetes/pkg/apis/flowcontrol/install"
 	_ "k8s.io/kubernetes/pkg/apis/networking/install"
 	_ "k8s.io/kubernetes/pkg/apis/node/install"
 	_ "k8s.io/kubernetes/pkg/apis/policy/install"
@@ -58,6 +60,8 @@ type kubeKind struct {
 	// prepareCreate adds what a kind's strategy sets on create beyond the
 	// generic rules (kube's internal object).
 	prepareCreate func(obj runtime.Object)
+	// prepareUpdate is the same for an update of the main resource.
+	prepareUpdate func(obj, old runtime.Object)
 
 	// returnsDeleted: DELETE answers with the deleted object, as
 	// kube-apiserver's storage for the kind is configured to.
@@ -191,6 +195,14 @@ func (k *kubeKind) build(scheme *runtime.Scheme) *Type {
 		legacyscheme.Scheme.Default(obj)
 		if hasStatus {
 			setField(obj, "Status", old)
+		}
+		if k.prepareUpdate != nil {
+			in, err1 := toInternal(obj)
+			oin, err2 := toInternal(old)
+			if err1 == nil && err2 == nil {
+				k.prepareUpdate(in, oin)
+				_ = legacyscheme.Scheme.Convert(in, obj, nil)
+			}
 		}
 		if k.generation == generationOnChange {
 			acc, err1 := meta.Accessor(obj)

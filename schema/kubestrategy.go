@@ -11,6 +11,7 @@ import (
 	"k8s.io/kubernetes/pkg/apis/apps"
 	"k8s.io/kubernetes/pkg/apis/batch"
 	batchvalidation "k8s.io/kubernetes/pkg/apis/batch/validation"
+	"k8s.io/kubernetes/pkg/apis/certificates"
 	"k8s.io/kubernetes/pkg/apis/core"
 	"k8s.io/kubernetes/pkg/apis/core/helper/qos"
 )
@@ -163,4 +164,76 @@ func bumpPodGeneration(p, o *core.Pod) {
 	if !equality.Semantic.DeepEqual(p.Spec, o.Spec) {
 		p.Generation = o.Generation + 1
 	}
+}
+
+// csrPrepareForCreate: a new request carries no decision. (kube-apiserver
+// also records the requesting user in spec.username, uid, groups and
+// extra; Tabula's strategies do not see the user yet.)
+func csrPrepareForCreate(obj runtime.Object) {
+	csr := obj.(*certificates.CertificateSigningRequest)
+	csr.Spec.Username, csr.Spec.UID, csr.Spec.Groups, csr.Spec.Extra = "", "", nil, nil
+	csr.Status = certificates.CertificateSigningRequestStatus{Conditions: []certificates.CertificateSigningRequestCondition{}}
+}
+
+// csrKeepSpec: a request is immutable after creation except through its
+// subresources.
+func csrKeepSpec(obj, old runtime.Object) {
+	obj.(*certificates.CertificateSigningRequest).Spec = old.(*certificates.CertificateSigningRequest).Spec
+}
+
+// csrKeepAllButConditions is what approval writes: the decision
+// conditions, timestamped.
+func csrKeepAllButConditions(obj, old runtime.Object) {
+	n, o := obj.(*certificates.CertificateSigningRequest), old.(*certificates.CertificateSigningRequest)
+	conditions := stampConditions(n.Status.Conditions, o.Status.Conditions)
+	n.Spec, n.Status = o.Spec, o.Status
+	n.Status.Conditions = conditions
+}
+
+// csrKeepSpecAndDecisions is what status writes (a signer's
+// certificate): the Approved and Denied conditions stay as they were
+// unless the write adds or removes one, which validation then refuses.
+func csrKeepSpecAndDecisions(obj, old runtime.Object) {
+	n, o := obj.(*certificates.CertificateSigningRequest), old.(*certificates.CertificateSigningRequest)
+	n.Spec = o.Spec
+	for _, typ := range []certificates.RequestConditionType{certificates.CertificateApproved, certificates.CertificateDenied} {
+		var ni, oi []int
+		for i, c := range n.Status.Conditions {
+			if c.Type == typ {
+				ni = append(ni, i)
+			}
+		}
+		for i, c := range o.Status.Conditions {
+			if c.Type == typ {
+				oi = append(oi, i)
+			}
+		}
+		if len(ni) == len(oi) {
+			for k := range ni {
+				n.Status.Conditions[ni[k]] = o.Status.Conditions[oi[k]]
+			}
+		}
+	}
+	n.Status.Conditions = stampConditions(n.Status.Conditions, o.Status.Conditions)
+}
+
+// stampConditions fills the times of changed conditions, as kube's
+// strategy does: now, or the old transition time when the status stayed.
+func stampConditions(conditions, old []certificates.CertificateSigningRequestCondition) []certificates.CertificateSigningRequestCondition {
+	now := metav1.Now()
+	for i := range conditions {
+		c := &conditions[i]
+		if c.LastUpdateTime.IsZero() {
+			c.LastUpdateTime = now
+		}
+		if c.LastTransitionTime.IsZero() {
+			c.LastTransitionTime = now
+			for _, o := range old {
+				if o.Type == c.Type && o.Status == c.Status && !o.LastTransitionTime.IsZero() {
+					c.LastTransitionTime = o.LastTransitionTime
+				}
+			}
+		}
+	}
+	return conditions
 }
