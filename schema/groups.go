@@ -210,7 +210,12 @@ func coreKinds() []*kubeKind {
 		with(map[string]SubresourceInfo{"proxy": {Kind: "NodeProxyOptions", Verbs: proxyVerbs}})}
 	no.validate, no.validateUpdate = validator(corevalidation.ValidateNode, corevalidation.ValidateNodeUpdate)
 
-	return []*kubeKind{svc, pod, pt, rc, pvc, pv, lr, rq, no}
+	// ComponentStatuses are computed on read (server/componentstatus.go).
+	cs := &kubeKind{Type: cluster("", "v1", "ComponentStatus", "componentstatuses", []string{"cs"}, nil)}
+	cs.Verbs, cs.Virtual = []string{"get", "list"}, true
+	cs.Deprecation = &Deprecation{In: "1.19"}
+
+	return []*kubeKind{svc, pod, pt, rc, pvc, pv, lr, rq, no, cs}
 }
 
 func appsKinds() []*kubeKind {

@@ -67,7 +67,8 @@ type Type struct {
 	RemovedByController bool
 
 	// Virtual types are not stored: a create computes the answer into the
-	// object and returns it (the review resources).
+	// object and returns it (the review resources), or reads compute the
+	// objects (ComponentStatuses).
 	Virtual bool
 
 	// Expiring objects live for the server's --event-ttl (core Events,

@@ -137,6 +137,9 @@ func (s *Server) serveResource(c echo.Context, group, version, rest string) erro
 	if h, ok := subresourceHandlers[ri.Subresource]; ok {
 		return h(r)
 	}
+	if t.Virtual && (verb == "get" || verb == "list") {
+		return r.virtualRead()
+	}
 	switch verb {
 	case "get":
 		return r.get()
