@@ -123,6 +123,7 @@ var kubectlScenarios = []kubectlScenario{
 	{"scale", kubectlScale},
 	{"auth whoami and can-i", kubectlAuth},
 	{"logs and exec without nodes", kubectlNodeless},
+	{"delete --cascade=foreground", kubectlCascade},
 }
 
 var (

@@ -2,11 +2,15 @@ package conformance
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
+	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 )
 
@@ -394,5 +398,72 @@ func kubectlNodeless(t *testing.T, e *kubectlEnv) {
 	r := e.k.fails(t, runOpts{}, "exec", "-n", ns, "p", "--", "ls")
 	if !strings.Contains(r.stderr, "pod p does not have a host assigned") {
 		t.Errorf("exec into a Pod no node runs:\n%s", r)
+	}
+}
+
+// kubectlCascade: a Deployment owning a ReplicaSet owning Pods (written
+// here as the controllers would write them) goes with everything it owns
+// on a foreground delete, dependents first; an orphaning delete leaves
+// them without the owner reference.
+func kubectlCascade(t *testing.T, e *kubectlEnv) {
+	ns := e.ns(t)
+	ctx := context.Background()
+	chain := func(name string) {
+		t.Helper()
+		d, err := e.cs.AppsV1().Deployments(ns).Create(ctx, &appsv1.Deployment{
+			ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec: appsv1.DeploymentSpec{
+				Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}},
+				Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": name}},
+					Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "nginx:1.27"}}}},
+			},
+		}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		yes := true
+		owner := func(kind, n string, uid types.UID) []metav1.OwnerReference {
+			return []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: kind, Name: n, UID: uid, Controller: &yes, BlockOwnerDeletion: &yes}}
+		}
+		rs, err := e.cs.AppsV1().ReplicaSets(ns).Create(ctx, &appsv1.ReplicaSet{
+			ObjectMeta: metav1.ObjectMeta{Name: name + "-rs", OwnerReferences: owner("Deployment", d.Name, d.UID)},
+			Spec:       appsv1.ReplicaSetSpec{Selector: d.Spec.Selector, Template: d.Spec.Template},
+		}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range []string{"a", "b"} {
+			if _, err := e.cs.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{
+				ObjectMeta: metav1.ObjectMeta{Name: name + "-" + p, Labels: map[string]string{"app": name}, OwnerReferences: owner("ReplicaSet", rs.Name, rs.UID)},
+				Spec:       d.Spec.Template.Spec,
+			}, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	chain("fg")
+	if out := e.k.ok(t, "delete", "-n", ns, "deployment/fg", "--cascade=foreground"); !strings.Contains(out, `deployment.apps "fg" deleted`) {
+		t.Errorf("delete --cascade=foreground: %s", out)
+	}
+	waitFor(t, "the foreground delete takes the ReplicaSet and Pods", waitDeadline, func() (bool, string) {
+		rss, err1 := e.cs.AppsV1().ReplicaSets(ns).List(ctx, metav1.ListOptions{})
+		pods, err2 := e.cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+		if err1 != nil || err2 != nil {
+			return false, fmt.Sprint(err1, err2)
+		}
+		return len(rss.Items) == 0 && len(pods.Items) == 0, fmt.Sprintf("%d replicasets, %d pods", len(rss.Items), len(pods.Items))
+	})
+
+	chain("orphan")
+	e.k.ok(t, "delete", "-n", ns, "deployment/orphan", "--cascade=orphan")
+	waitFor(t, "the orphaned ReplicaSet loses its owner", waitDeadline, func() (bool, string) {
+		rs, err := e.cs.AppsV1().ReplicaSets(ns).Get(ctx, "orphan-rs", metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		return len(rs.OwnerReferences) == 0, fmt.Sprint(rs.OwnerReferences)
+	})
+	if pods, err := e.cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{}); err != nil || len(pods.Items) != 2 {
+		t.Errorf("pods of the orphaned ReplicaSet: %v %v; want both kept", err, pods)
 	}
 }
