@@ -33,6 +33,8 @@ type request struct {
 	verb string
 	// warned holds the Warning texts already sent.
 	warned map[string]bool
+	// negotiated remembers the object [0] and list [1] negotiations.
+	negotiated [2]negotiation
 }
 
 func (r *request) key(name string) kv.Key { return r.res.Key(r.ri.Namespace, name) }
@@ -73,6 +75,27 @@ func (r *request) itemJSON(rec kv.Record) ([]byte, error) {
 
 // negotiate picks the answer's representation or fails with 406.
 func (r *request) negotiate(list bool) (codecs.Output, error) {
+	// Negotiated once per request (for a list answer and for an object
+	// answer); the handlers ask before reading and again when writing.
+	n := &r.negotiated[0]
+	if list {
+		n = &r.negotiated[1]
+	}
+	if !n.done {
+		n.out, n.err = r.negotiateOnce(list)
+		n.done = true
+	}
+	return n.out, n.err
+}
+
+// negotiation is one remembered negotiate answer.
+type negotiation struct {
+	done bool
+	out  codecs.Output
+	err  error
+}
+
+func (r *request) negotiateOnce(list bool) (codecs.Output, error) {
 	offer := codecs.Offer{Protobuf: r.t.New != nil, List: list, Views: true, Kind: r.internalKind(list)}
 	if k := r.t.SubresourceKind(r.ri.Subresource); k != r.t {
 		// A subresource of its own kind (Scale) has no Table or metadata view.
