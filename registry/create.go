@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/tabula-dev/tabula/schema"
 	"github.com/tabula-dev/tabula/sqlstore/kv"
 )
 
@@ -50,6 +51,9 @@ func (x *Resource) Create(ctx context.Context, namespace string, obj runtime.Obj
 	acc, err := x.prepareCreate(namespace, obj)
 	if err != nil {
 		return Result{}, err
+	}
+	if who, ok := RequesterFrom(ctx); ok && x.t.Requested != nil {
+		x.t.Requested(obj, who)
 	}
 	if acc.GetName() == "" {
 		return Result{}, apierrors.NewInvalid(runtimeschema.GroupKind{Group: x.t.Group, Kind: x.t.Kind}, "",
@@ -216,4 +220,18 @@ func ObjectMetaOf(a metav1.Object) metav1.ObjectMeta {
 		Labels: a.GetLabels(), Annotations: a.GetAnnotations(), OwnerReferences: a.GetOwnerReferences(),
 		Finalizers: a.GetFinalizers(), ManagedFields: a.GetManagedFields(),
 	}
+}
+
+type requesterKey struct{}
+
+// WithRequester returns ctx carrying the user a request is made by, for
+// kinds that record it.
+func WithRequester(ctx context.Context, who schema.Requester) context.Context {
+	return context.WithValue(ctx, requesterKey{}, who)
+}
+
+// RequesterFrom returns the user WithRequester stored.
+func RequesterFrom(ctx context.Context) (schema.Requester, bool) {
+	who, ok := ctx.Value(requesterKey{}).(schema.Requester)
+	return who, ok
 }

@@ -429,6 +429,7 @@ func certificatesKinds() []*kubeKind {
 	csr := &kubeKind{Type: cluster("certificates.k8s.io", "v1", "CertificateSigningRequest", "certificatesigningrequests", []string{"csr"}, nil, "approval", "status")}
 	csr.validate, csr.validateUpdate = validator(certificatesvalidation.ValidateCertificateSigningRequestCreate, certificatesvalidation.ValidateCertificateSigningRequestUpdate)
 	csr.prepareCreate = csrPrepareForCreate
+	csr.requested = csrRequestedBy
 	csr.prepareUpdate = csrKeepSpec
 	_, approval := validator(nil, certificatesvalidation.ValidateCertificateSigningRequestApprovalUpdate)
 	_, status := validator(nil, certificatesvalidation.ValidateCertificateSigningRequestStatusUpdate)

@@ -62,6 +62,8 @@ type kubeKind struct {
 	prepareCreate func(obj runtime.Object)
 	// prepareUpdate is the same for an update of the main resource.
 	prepareUpdate func(obj, old runtime.Object)
+	// requested records the requesting user (kube's internal object).
+	requested func(obj runtime.Object, who Requester)
 
 	// returnsDeleted: DELETE answers with the deleted object, as
 	// kube-apiserver's storage for the kind is configured to.
@@ -190,6 +192,16 @@ func (k *kubeKind) build(scheme *runtime.Scheme) *Type {
 		// kube-apiserver defaults again when it reads the object back, so
 		// what the status reset removed is defaulted in the answer.
 		legacyscheme.Scheme.Default(obj)
+	}
+	if k.requested != nil {
+		t.Requested = func(obj runtime.Object, who Requester) {
+			in, err := toInternal(obj)
+			if err != nil {
+				return
+			}
+			k.requested(in, who)
+			_ = legacyscheme.Scheme.Convert(in, obj, nil)
+		}
 	}
 	t.PrepareForUpdate = func(obj, old runtime.Object) {
 		legacyscheme.Scheme.Default(obj)

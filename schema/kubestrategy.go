@@ -166,9 +166,8 @@ func bumpPodGeneration(p, o *core.Pod) {
 	}
 }
 
-// csrPrepareForCreate: a new request carries no decision. (kube-apiserver
-// also records the requesting user in spec.username, uid, groups and
-// extra; Tabula's strategies do not see the user yet.)
+// csrPrepareForCreate: a new request carries no decision and no
+// client-written requester (csrRequestedBy records the real one).
 func csrPrepareForCreate(obj runtime.Object) {
 	csr := obj.(*certificates.CertificateSigningRequest)
 	csr.Spec.Username, csr.Spec.UID, csr.Spec.Groups, csr.Spec.Extra = "", "", nil, nil
@@ -236,4 +235,16 @@ func stampConditions(conditions, old []certificates.CertificateSigningRequestCon
 		}
 	}
 	return conditions
+}
+
+// csrRequestedBy records who asked for the certificate.
+func csrRequestedBy(obj runtime.Object, who Requester) {
+	csr := obj.(*certificates.CertificateSigningRequest)
+	csr.Spec.Username, csr.Spec.UID, csr.Spec.Groups = who.Name, who.UID, who.Groups
+	if len(who.Extra) > 0 {
+		csr.Spec.Extra = map[string]certificates.ExtraValue{}
+		for k, v := range who.Extra {
+			csr.Spec.Extra[k] = v
+		}
+	}
 }

@@ -43,6 +43,9 @@ type Type struct {
 	// PrepareForCreate sets server-owned defaults on a new object
 	// (for example a Namespace's phase and finalizers).
 	PrepareForCreate func(obj runtime.Object)
+	// Requested records who asks for a new object in it, after
+	// PrepareForCreate (CertificateSigningRequests: spec.username, …).
+	Requested func(obj runtime.Object, who Requester)
 	// PrepareForUpdate carries server-owned fields from old to obj.
 	PrepareForUpdate func(obj, old runtime.Object)
 	// Validate checks an object before a create (old == nil) or update;
@@ -186,6 +189,13 @@ func (t *Type) HasSubresource(sub string) bool {
 		}
 	}
 	return false
+}
+
+// Requester is the user making a request, as kinds' strategies see it.
+type Requester struct {
+	Name, UID string
+	Groups    []string
+	Extra     map[string][]string
 }
 
 // SubresourceUpdate is how one subresource writes its part of an object.

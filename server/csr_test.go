@@ -19,8 +19,10 @@ func TestCertificateSigningRequestApproval(t *testing.T) {
 	const csrs = "/apis/certificates.k8s.io/v1/certificatesigningrequests"
 	body := `{"metadata":{"name":"c1"},"spec":{"signerName":"example.com/s","usages":["client auth"],"request":"` + typicalCSR + `"},
 		"status":{"conditions":[{"type":"Approved","status":"True","reason":"Self"}]}}`
-	if r := h.do("POST", csrs, ct, []byte(body)); r.Code != http.StatusCreated || strings.Contains(r.Body.String(), "Approved") {
-		t.Fatalf("create: %d %s; want 201 without the client's own approval", r.Code, r.Body)
+	body = strings.Replace(body, `"signerName"`, `"username":"forged","signerName"`, 1)
+	if r := h.do("POST", csrs, ct, []byte(body)); r.Code != http.StatusCreated || strings.Contains(r.Body.String(), "Approved") ||
+		strings.Contains(r.Body.String(), "forged") || !strings.Contains(r.Body.String(), `"username":"`) {
+		t.Fatalf("create: %d %s; want 201 with the requester recorded and without the client's own approval", r.Code, r.Body)
 	}
 	merge := map[string]string{"Content-Type": "application/merge-patch+json"}
 	if r := h.do("PATCH", csrs+"/c1", merge, []byte(`{"spec":{"signerName":"example.com/other"},"status":{"conditions":[{"type":"Approved","status":"True"}]}}`)); r.Code != http.StatusOK ||

@@ -11,6 +11,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	runtimeschema "k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/tabula-dev/tabula/registry"
+	"github.com/tabula-dev/tabula/schema"
 	"github.com/tabula-dev/tabula/server/auth"
 )
 
@@ -129,6 +131,9 @@ func (s *Server) serveResource(c echo.Context, group, version, rest string) erro
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, d)
 		defer cancel()
+	}
+	if u, ok := auth.UserFrom(ctx); ok && u != nil {
+		ctx = registry.WithRequester(ctx, schema.Requester{Name: u.Name, UID: u.UID, Groups: u.Groups})
 	}
 	r := &request{s: s, ctx: ctx, c: c, ri: ri, t: t, res: s.api.For(t), verb: verb}
 	if h, ok := subresourceHandlers[ri.Resource+"/"+ri.Subresource]; ok && t.Group == "" {
