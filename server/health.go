@@ -21,8 +21,6 @@ type healthCheck struct {
 type readiness struct {
 	// controllersSynced flips once the in-process controllers have started.
 	controllersSynced atomic.Bool
-	// bootstrapped flips once the bootstrap policy objects exist.
-	bootstrapped atomic.Bool
 }
 
 // MarkControllersStarted makes the controllers' readiness check pass.
@@ -46,7 +44,7 @@ func (s *Server) readyChecks() []healthCheck {
 		}},
 		// Named as kube-apiserver's post-start hook that does the same.
 		healthCheck{"poststarthook/rbac/bootstrap-roles", func(context.Context) error {
-			if !s.ready.bootstrapped.Load() {
+			if !s.controllers.Bootstrapped() {
 				return fmt.Errorf("bootstrap roles and priority classes not created yet")
 			}
 			return nil

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/version"
 
 	"github.com/tabula-dev/tabula/codecs"
+	"github.com/tabula-dev/tabula/controllers"
 	"github.com/tabula-dev/tabula/registry"
 	"github.com/tabula-dev/tabula/schema"
 	"github.com/tabula-dev/tabula/server/auth"
@@ -83,8 +84,8 @@ type Server struct {
 	protoCache *protoCache
 	// api is the registry layer every write and read goes through.
 	api *registry.Registry
-	// gcQueue feeds owners to the garbage collector.
-	gcQueue chan gcOwner
+	// controllers are the in-process controllers.
+	controllers *controllers.Manager
 
 	// shutdown closes when the server begins to stop; watches end on it.
 	shutdown     chan struct{}
@@ -131,12 +132,14 @@ func New(cfg Config) (*Server, error) {
 		log:      cfg.Logger,
 		authz:    cfg.Authorizer,
 		shutdown: make(chan struct{}),
-		gcQueue:  make(chan gcOwner, 1024),
 
 		protoCache: newProtoCache(protoCacheBytes),
 	}
-	s.api = registry.New(registry.Config{Store: cfg.Store, Types: cfg.Registry, EventTTL: cfg.EventTTL, Observer: gcObserver{s},
+	s.controllers = controllers.New(controllers.Config{Store: cfg.Store, Types: cfg.Registry, Logger: cfg.Logger, CABundle: cfg.CABundle,
+		Advertise: cfg.Advertise, EndpointLeaseDuration: cfg.EndpointLeaseDuration, ServiceRanges: cfg.ServiceRanges})
+	s.api = registry.New(registry.Config{Store: cfg.Store, Types: cfg.Registry, EventTTL: cfg.EventTTL, Observer: s.controllers.Observer(),
 		Services: &cfg.ServiceRanges})
+	s.controllers.SetRegistry(s.api)
 	var reg prometheus.Registerer
 	if cfg.Metrics != nil {
 		reg = cfg.Metrics
@@ -148,6 +151,16 @@ func New(cfg Config) (*Server, error) {
 	cfg.Authenticator.SetServiceAccountLookup(s.tokenObjectUID)
 	s.echo = s.routes()
 	return s, nil
+}
+
+// RunControllers starts the in-process controllers; they stop when ctx
+// ends.
+func (s *Server) RunControllers(ctx context.Context) error {
+	if err := s.controllers.Run(ctx); err != nil {
+		return err
+	}
+	s.MarkControllersStarted()
+	return nil
 }
 
 // Handler is the server's HTTP handler.

@@ -1,4 +1,4 @@
-package server
+package controllers
 
 import (
 	"context"
@@ -52,78 +52,78 @@ const gcResync = 5 * time.Second
 
 // nudgeGC queues an owner for the collector without blocking; the resync
 // catches anything dropped.
-func (s *Server) nudgeGC(o gcOwner) {
+func (m *Manager) nudgeGC(o gcOwner) {
 	select {
-	case s.gcQueue <- o:
+	case m.gcQueue <- o:
 	default:
 	}
 }
 
 // gcObserver hears of the registry's writes for the collector.
-type gcObserver struct{ s *Server }
+type gcObserver struct{ m *Manager }
 
-func (o gcObserver) Written(t *schema.Type, obj, old metav1.Object) { o.s.written(t, obj, old) }
-func (o gcObserver) Deleted(t *schema.Type, obj metav1.Object)      { o.s.deleted(t, obj) }
+func (o gcObserver) Written(t *schema.Type, obj, old metav1.Object) { o.m.written(t, obj, old) }
+func (o gcObserver) Deleted(t *schema.Type, obj metav1.Object)      { o.m.deleted(t, obj) }
 func (o gcObserver) Deleting(t *schema.Type, obj metav1.Object) {
-	o.s.nudgeGC(gcOwner{t: t, namespace: obj.GetNamespace(), name: obj.GetName(), uid: obj.GetUID()})
+	o.m.nudgeGC(gcOwner{t: t, namespace: obj.GetNamespace(), name: obj.GetName(), uid: obj.GetUID()})
 }
 
 // written tells the collector an object was stored with owner references
 // it did not have before (old is nil for a create): owners that do not
 // exist make it garbage. Writes that keep the references cost nothing.
-func (s *Server) written(t *schema.Type, acc, old metav1.Object) {
+func (m *Manager) written(t *schema.Type, acc, old metav1.Object) {
 	refs := acc.GetOwnerReferences()
 	if len(refs) == 0 || acc.GetDeletionTimestamp() != nil {
 		return
 	}
 	if old == nil || !equality.Semantic.DeepEqual(refs, old.GetOwnerReferences()) {
-		s.nudgeGC(gcOwner{t: t, namespace: acc.GetNamespace(), name: acc.GetName(), uid: acc.GetUID(), checkOwners: true})
+		m.nudgeGC(gcOwner{t: t, namespace: acc.GetNamespace(), name: acc.GetName(), uid: acc.GetUID(), checkOwners: true})
 	}
 }
 
 // deleted tells the collector an object is gone: its dependents may go
 // now, and owners waiting in foreground deletion may be free.
-func (s *Server) deleted(t *schema.Type, acc metav1.Object) {
-	s.nudgeGC(gcOwner{t: t, namespace: acc.GetNamespace(), name: acc.GetName(), uid: acc.GetUID()})
+func (m *Manager) deleted(t *schema.Type, acc metav1.Object) {
+	m.nudgeGC(gcOwner{t: t, namespace: acc.GetNamespace(), name: acc.GetName(), uid: acc.GetUID()})
 	for _, ref := range acc.GetOwnerReferences() {
 		gv, err := runtimeschema.ParseGroupVersion(ref.APIVersion)
 		if err != nil {
 			continue
 		}
-		for _, ot := range s.reg.TypesIn(gv) {
+		for _, ot := range m.types.TypesIn(gv) {
 			if ot.Kind == ref.Kind {
 				ns := acc.GetNamespace()
 				if !ot.Namespaced {
 					ns = ""
 				}
-				s.nudgeGC(gcOwner{t: ot, namespace: ns, name: ref.Name, uid: ref.UID})
+				m.nudgeGC(gcOwner{t: ot, namespace: ns, name: ref.Name, uid: ref.UID})
 			}
 		}
 	}
 }
 
-func (s *Server) gcController(ctx context.Context) error {
+func (m *Manager) gcController(ctx context.Context) error {
 	t := time.NewTicker(gcResync)
 	defer t.Stop()
 	scan := time.NewTicker(gcDanglingScan)
 	defer scan.Stop()
-	if err := s.gcScan(ctx, registry.FieldHasOwners); err != nil {
+	if err := m.gcScan(ctx, registry.FieldHasOwners); err != nil {
 		return err
 	}
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
-		case o := <-s.gcQueue:
-			if err := s.handle(ctx, o); err != nil {
+		case o := <-m.gcQueue:
+			if err := m.handle(ctx, o); err != nil {
 				return err
 			}
 		case <-t.C:
-			if err := s.gcScan(ctx, registry.FieldWaitingForGC); err != nil {
+			if err := m.gcScan(ctx, registry.FieldWaitingForGC); err != nil {
 				return err
 			}
 		case <-scan.C:
-			if err := s.gcScan(ctx, registry.FieldHasOwners); err != nil {
+			if err := m.gcScan(ctx, registry.FieldHasOwners); err != nil {
 				return err
 			}
 		}
@@ -131,27 +131,27 @@ func (s *Server) gcController(ctx context.Context) error {
 }
 
 // handle does what a queued item asks.
-func (s *Server) handle(ctx context.Context, o gcOwner) error {
+func (m *Manager) handle(ctx context.Context, o gcOwner) error {
 	if o.checkOwners {
-		return s.checkOwners(ctx, o)
+		return m.checkOwners(ctx, o)
 	}
-	return s.collect(ctx, o)
+	return m.collect(ctx, o)
 }
 
 // gcScan visits the objects marked with an indexed collector field:
 // registry.FieldWaitingForGC owners get collected, registry.FieldHasOwners dependents get their owners
 // checked. The index keeps the scan to the marked rows.
-func (s *Server) gcScan(ctx context.Context, mark string) error {
+func (m *Manager) gcScan(ctx context.Context, mark string) error {
 	sel := fields.OneTermEqualSelector(mark, "1")
-	for _, t := range s.storageTypes() {
-		x := s.api.For(t)
-		err := s.eachStored(ctx, kv.ListOptions{Resource: t.StorageResource, Pred: kv.Predicate{Field: sel}}, func(rec kv.Record) error {
+	for _, t := range m.storageTypes() {
+		x := m.api.For(t)
+		err := m.eachStored(ctx, kv.ListOptions{Resource: t.StorageResource, Pred: kv.Predicate{Field: sel}}, func(rec kv.Record) error {
 			obj, err := x.Decode(rec)
 			if err != nil {
 				return err
 			}
 			acc, _ := meta.Accessor(obj)
-			return s.handle(ctx, gcOwner{t: t, namespace: acc.GetNamespace(), name: acc.GetName(), uid: acc.GetUID(), checkOwners: mark == registry.FieldHasOwners})
+			return m.handle(ctx, gcOwner{t: t, namespace: acc.GetNamespace(), name: acc.GetName(), uid: acc.GetUID(), checkOwners: mark == registry.FieldHasOwners})
 		})
 		if err != nil {
 			return err
@@ -165,8 +165,8 @@ func (s *Server) gcScan(ctx context.Context, mark string) error {
 // kube-controller-manager's collector does with dangling references.
 // An owner of a kind Tabula does not serve cannot be looked up, so it
 // counts as present: objects owned by, say, Deployments are kept.
-func (s *Server) checkOwners(ctx context.Context, o gcOwner) error {
-	x := s.api.For(o.t)
+func (m *Manager) checkOwners(ctx context.Context, o gcOwner) error {
+	x := m.api.For(o.t)
 	obj, _, err := x.Get(ctx, o.namespace, o.name)
 	if apierrors.IsNotFound(err) {
 		return nil
@@ -180,7 +180,7 @@ func (s *Server) checkOwners(ctx context.Context, o gcOwner) error {
 	}
 	var gone []types.UID
 	for _, ref := range acc.GetOwnerReferences() {
-		absent, err := s.ownerAbsent(ctx, acc.GetNamespace(), ref)
+		absent, err := m.ownerAbsent(ctx, acc.GetNamespace(), ref)
 		if err != nil {
 			return err
 		}
@@ -201,7 +201,7 @@ func (s *Server) checkOwners(ctx context.Context, o gcOwner) error {
 		return err
 	}
 	for _, uid := range gone {
-		if err := s.dropOwnerRef(ctx, d, uid); err != nil {
+		if err := m.dropOwnerRef(ctx, d, uid); err != nil {
 			return err
 		}
 	}
@@ -210,10 +210,10 @@ func (s *Server) checkOwners(ctx context.Context, o gcOwner) error {
 
 // storageTypes lists one served Type per storage resource (virtual
 // types store nothing).
-func (s *Server) storageTypes() []*schema.Type {
+func (m *Manager) storageTypes() []*schema.Type {
 	var out []*schema.Type
 	seen := map[string]bool{}
-	for _, t := range s.reg.Types() {
+	for _, t := range m.types.Types() {
 		if t.FromStorage == nil && !t.Virtual && !seen[t.StorageResource] {
 			seen[t.StorageResource] = true
 			out = append(out, t)
@@ -233,14 +233,14 @@ type dependent struct {
 
 // dependents lists the objects with an owner reference to uid: in the
 // owner's namespace for a namespaced owner, everywhere otherwise.
-func (s *Server) dependents(ctx context.Context, o gcOwner) ([]dependent, error) {
+func (m *Manager) dependents(ctx context.Context, o gcOwner) ([]dependent, error) {
 	sel := fields.OneTermEqualSelector(registry.OwnerField(o.uid), "1")
-	holders, err := s.store.ResourcesWithField(ctx, registry.OwnerField(o.uid), "1")
+	holders, err := m.store.ResourcesWithField(ctx, registry.OwnerField(o.uid), "1")
 	if err != nil || len(holders) == 0 {
 		return nil, err
 	}
 	var out []dependent
-	for _, t := range s.storageTypes() {
+	for _, t := range m.storageTypes() {
 		if !slices.Contains(holders, t.StorageResource) {
 			continue
 		}
@@ -248,7 +248,7 @@ func (s *Server) dependents(ctx context.Context, o gcOwner) ([]dependent, error)
 		if !t.Namespaced && ns != "" {
 			continue // a namespaced owner cannot own cluster-scoped objects
 		}
-		x := s.api.For(t)
+		x := m.api.For(t)
 		res, err := x.List(ctx, kv.ListOptions{Namespace: ns, Pred: kv.Predicate{Field: sel}})
 		if err != nil {
 			return nil, err
@@ -266,8 +266,8 @@ func (s *Server) dependents(ctx context.Context, o gcOwner) ([]dependent, error)
 }
 
 // collect acts on one owner according to its state.
-func (s *Server) collect(ctx context.Context, o gcOwner) error {
-	owner := s.api.For(o.t)
+func (m *Manager) collect(ctx context.Context, o gcOwner) error {
+	owner := m.api.For(o.t)
 	obj, _, err := owner.Get(ctx, o.namespace, o.name)
 	var acc metav1.Object
 	if err == nil {
@@ -278,7 +278,7 @@ func (s *Server) collect(ctx context.Context, o gcOwner) error {
 	} else if !apierrors.IsNotFound(err) {
 		return err
 	}
-	deps, err := s.dependents(ctx, o)
+	deps, err := m.dependents(ctx, o)
 	if err != nil {
 		return err
 	}
@@ -286,7 +286,7 @@ func (s *Server) collect(ctx context.Context, o gcOwner) error {
 	case acc == nil:
 		// Background: delete dependents no other live owner holds.
 		for _, d := range deps {
-			if err := s.releaseOrDelete(ctx, d, o.uid, metav1.DeletePropagationBackground); err != nil {
+			if err := m.releaseOrDelete(ctx, d, o.uid, metav1.DeletePropagationBackground); err != nil {
 				return err
 			}
 		}
@@ -294,15 +294,15 @@ func (s *Server) collect(ctx context.Context, o gcOwner) error {
 		return nil
 	case hasFinalizer(acc, metav1.FinalizerOrphanDependents):
 		for _, d := range deps {
-			if err := s.dropOwnerRef(ctx, d, o.uid); err != nil {
+			if err := m.dropOwnerRef(ctx, d, o.uid); err != nil {
 				return err
 			}
 		}
-		return s.removeFinalizer(ctx, owner, o, metav1.FinalizerOrphanDependents)
+		return m.removeFinalizer(ctx, owner, o, metav1.FinalizerOrphanDependents)
 	case hasFinalizer(acc, metav1.FinalizerDeleteDependents):
 		blocked := false
 		for _, d := range deps {
-			if err := s.releaseOrDelete(ctx, d, o.uid, metav1.DeletePropagationForeground); err != nil {
+			if err := m.releaseOrDelete(ctx, d, o.uid, metav1.DeletePropagationForeground); err != nil {
 				return err
 			}
 			if blocks(d.acc, o.uid) {
@@ -312,7 +312,7 @@ func (s *Server) collect(ctx context.Context, o gcOwner) error {
 		if blocked {
 			return nil // the resync comes back once dependents are gone
 		}
-		return s.removeFinalizer(ctx, owner, o, metav1.FinalizerDeleteDependents)
+		return m.removeFinalizer(ctx, owner, o, metav1.FinalizerDeleteDependents)
 	}
 	return nil
 }
@@ -330,10 +330,10 @@ func blocks(d metav1.Object, owner types.UID) bool {
 
 // releaseOrDelete deletes a dependent whose owners are all gone or going,
 // or drops the reference when another owner still lives.
-func (s *Server) releaseOrDelete(ctx context.Context, d dependent, owner types.UID, policy metav1.DeletionPropagation) error {
+func (m *Manager) releaseOrDelete(ctx context.Context, d dependent, owner types.UID, policy metav1.DeletionPropagation) error {
 	for _, ref := range d.acc.GetOwnerReferences() {
-		if ref.UID != owner && s.ownerExists(ctx, d.acc.GetNamespace(), ref) {
-			return s.dropOwnerRef(ctx, d, owner)
+		if ref.UID != owner && m.ownerExists(ctx, d.acc.GetNamespace(), ref) {
+			return m.dropOwnerRef(ctx, d, owner)
 		}
 	}
 	if d.acc.GetDeletionTimestamp() != nil {
@@ -349,19 +349,19 @@ func (s *Server) releaseOrDelete(ctx context.Context, d dependent, owner types.U
 // lookupOwner reads the object an owner reference names. served is false
 // when Tabula does not serve the reference's kind (it cannot be checked);
 // acc is nil when no object of that name exists.
-func (s *Server) lookupOwner(ctx context.Context, namespace string, ref metav1.OwnerReference) (acc metav1.Object, served bool, err error) {
+func (m *Manager) lookupOwner(ctx context.Context, namespace string, ref metav1.OwnerReference) (acc metav1.Object, served bool, err error) {
 	gv, err := runtimeschema.ParseGroupVersion(ref.APIVersion)
 	if err != nil {
 		return nil, false, nil
 	}
-	for _, t := range s.reg.TypesIn(gv) {
+	for _, t := range m.types.TypesIn(gv) {
 		if t.Kind != ref.Kind {
 			continue
 		}
 		if !t.Namespaced {
 			namespace = ""
 		}
-		obj, _, err := s.api.For(t).Get(ctx, namespace, ref.Name)
+		obj, _, err := m.api.For(t).Get(ctx, namespace, ref.Name)
 		if apierrors.IsNotFound(err) {
 			return nil, true, nil
 		}
@@ -375,15 +375,15 @@ func (s *Server) lookupOwner(ctx context.Context, namespace string, ref metav1.O
 }
 
 // ownerExists reports whether the owner lives and is not being deleted.
-func (s *Server) ownerExists(ctx context.Context, namespace string, ref metav1.OwnerReference) bool {
-	acc, _, err := s.lookupOwner(ctx, namespace, ref)
+func (m *Manager) ownerExists(ctx context.Context, namespace string, ref metav1.OwnerReference) bool {
+	acc, _, err := m.lookupOwner(ctx, namespace, ref)
 	return err == nil && acc != nil && acc.GetUID() == ref.UID && acc.GetDeletionTimestamp() == nil
 }
 
 // ownerAbsent reports whether the owner is of a served kind and no object
 // with its name and uid exists.
-func (s *Server) ownerAbsent(ctx context.Context, namespace string, ref metav1.OwnerReference) (bool, error) {
-	acc, served, err := s.lookupOwner(ctx, namespace, ref)
+func (m *Manager) ownerAbsent(ctx context.Context, namespace string, ref metav1.OwnerReference) (bool, error) {
+	acc, served, err := m.lookupOwner(ctx, namespace, ref)
 	if err != nil || !served {
 		return false, err
 	}
@@ -391,8 +391,8 @@ func (s *Server) ownerAbsent(ctx context.Context, namespace string, ref metav1.O
 }
 
 // dropOwnerRef removes the reference to owner from a dependent.
-func (s *Server) dropOwnerRef(ctx context.Context, d dependent, owner types.UID) error {
-	return s.mutateMeta(ctx, d.x, d.acc.GetNamespace(), d.acc.GetName(), "", func(acc metav1.Object) bool {
+func (m *Manager) dropOwnerRef(ctx context.Context, d dependent, owner types.UID) error {
+	return m.mutateMeta(ctx, d.x, d.acc.GetNamespace(), d.acc.GetName(), "", func(acc metav1.Object) bool {
 		var kept []metav1.OwnerReference
 		for _, ref := range acc.GetOwnerReferences() {
 			if ref.UID != owner {
@@ -409,8 +409,8 @@ func (s *Server) dropOwnerRef(ctx context.Context, d dependent, owner types.UID)
 
 // removeFinalizer takes a GC finalizer off the owner; the update path
 // deletes the owner when it was the last one.
-func (s *Server) removeFinalizer(ctx context.Context, owner *registry.Resource, o gcOwner, f string) error {
-	return s.mutateMeta(ctx, owner, o.namespace, o.name, "", func(acc metav1.Object) bool {
+func (m *Manager) removeFinalizer(ctx context.Context, owner *registry.Resource, o gcOwner, f string) error {
+	return m.mutateMeta(ctx, owner, o.namespace, o.name, "", func(acc metav1.Object) bool {
 		return acc.GetUID() == o.uid && dropFinalizer(acc, f)
 	})
 }
@@ -418,7 +418,7 @@ func (s *Server) removeFinalizer(ctx context.Context, owner *registry.Resource, 
 // mutateMeta applies a change to a stored object (or its subresource)
 // through the registry's update; change reports whether it changed
 // anything. A missing object is left alone.
-func (s *Server) mutateMeta(ctx context.Context, x *registry.Resource, namespace, name, subresource string, change func(metav1.Object) bool) error {
+func (m *Manager) mutateMeta(ctx context.Context, x *registry.Resource, namespace, name, subresource string, change func(metav1.Object) bool) error {
 	_, _, err := x.Update(ctx, namespace, name, func(cur runtime.Object) (runtime.Object, error) {
 		acc, err := meta.Accessor(cur)
 		if err != nil {

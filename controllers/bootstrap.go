@@ -1,4 +1,4 @@
-package server
+package controllers
 
 import (
 	"context"
@@ -61,13 +61,13 @@ const bootstrapWorkers = 16
 // the aggregated ClusterRoles (admin, edit, view) equal to the union of
 // the roles they aggregate, as kube-controller-manager's
 // clusterrole-aggregation controller does.
-func (s *Server) bootstrapController(ctx context.Context) error {
-	if err := s.createBootstrapObjects(ctx); err != nil {
+func (m *Manager) bootstrapController(ctx context.Context) error {
+	if err := m.createBootstrapObjects(ctx); err != nil {
 		return err
 	}
-	s.ready.bootstrapped.Store(true)
-	roles := s.api.MustLookup("rbac.authorization.k8s.io", "v1", "clusterroles")
-	rev, err := s.store.CurrentRev(ctx)
+	m.bootstrapped.Store(true)
+	roles := m.api.MustLookup("rbac.authorization.k8s.io", "v1", "clusterroles")
+	rev, err := m.store.CurrentRev(ctx)
 	if err != nil {
 		return err
 	}
@@ -77,7 +77,7 @@ func (s *Server) bootstrapController(ctx context.Context) error {
 	}
 	defer w.Stop()
 	for {
-		if err := s.aggregateClusterRoles(ctx, roles); err != nil {
+		if err := m.aggregateClusterRoles(ctx, roles); err != nil {
 			return err
 		}
 		select {
@@ -91,7 +91,7 @@ func (s *Server) bootstrapController(ctx context.Context) error {
 	}
 }
 
-func (s *Server) createBootstrapObjects(ctx context.Context) error {
+func (m *Manager) createBootstrapObjects(ctx context.Context) error {
 	// What exists already, per resource, so a restart costs one list each.
 	have := map[string]map[string]bool{}
 	objs := bootstrapObjects()
@@ -100,7 +100,7 @@ func (s *Server) createBootstrapObjects(ctx context.Context) error {
 			continue
 		}
 		have[o.resource] = map[string]bool{}
-		res, err := s.api.MustLookup(o.group, "v1", o.resource).List(ctx, kv.ListOptions{})
+		res, err := m.api.MustLookup(o.group, "v1", o.resource).List(ctx, kv.ListOptions{})
 		if err != nil {
 			return err
 		}
@@ -123,7 +123,7 @@ func (s *Server) createBootstrapObjects(ctx context.Context) error {
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			_, err := s.api.MustLookup(o.group, "v1", o.resource).Create(ctx, o.namespace, o.obj.DeepCopyObject(), registry.WriteOptions{})
+			_, err := m.api.MustLookup(o.group, "v1", o.resource).Create(ctx, o.namespace, o.obj.DeepCopyObject(), registry.WriteOptions{})
 			if err != nil && !apierrors.IsAlreadyExists(err) {
 				mu.Lock()
 				if firstErr == nil {
@@ -139,7 +139,7 @@ func (s *Server) createBootstrapObjects(ctx context.Context) error {
 
 // aggregateClusterRoles sets the rules of every ClusterRole with an
 // aggregationRule to those of the ClusterRoles its selectors match.
-func (s *Server) aggregateClusterRoles(ctx context.Context, roles *registry.Resource) error {
+func (m *Manager) aggregateClusterRoles(ctx context.Context, roles *registry.Resource) error {
 	res, err := roles.List(ctx, kv.ListOptions{})
 	if err != nil {
 		return err
@@ -171,7 +171,7 @@ func (s *Server) aggregateClusterRoles(ctx context.Context, roles *registry.Reso
 		if equalRules(agg.Rules, rules) {
 			continue
 		}
-		err := s.mutateObject(ctx, roles, agg.Name, func(obj runtime.Object) bool {
+		err := m.mutateObject(ctx, roles, agg.Name, func(obj runtime.Object) bool {
 			cr := obj.(*rbacv1.ClusterRole)
 			if cr.UID != agg.UID {
 				return false
@@ -216,7 +216,7 @@ func equalRules(a, b []rbacv1.PolicyRule) bool {
 
 // mutateObject changes a stored cluster-scoped object through the
 // registry; change reports whether it changed anything.
-func (s *Server) mutateObject(ctx context.Context, x *registry.Resource, name string, change func(runtime.Object) bool) error {
+func (m *Manager) mutateObject(ctx context.Context, x *registry.Resource, name string, change func(runtime.Object) bool) error {
 	_, _, err := x.Update(ctx, "", name, func(cur runtime.Object) (runtime.Object, error) {
 		if !change(cur) {
 			return nil, registry.ErrNoChange

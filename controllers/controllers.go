@@ -1,4 +1,4 @@
-package server
+package controllers
 
 import (
 	"context"
@@ -33,24 +33,23 @@ const rootCAConfigMap = "kube-root-ca.crt"
 // to be re-checked when no event arrives (objects held by finalizers).
 const resyncInterval = 2 * time.Second
 
-// RunControllers starts the controllers; they stop when ctx ends.
-func (s *Server) RunControllers(ctx context.Context) error {
+// Run starts the controllers; they stop when ctx ends.
+func (m *Manager) Run(ctx context.Context) error {
 	for _, ns := range systemNamespaces {
 		obj := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}
-		if _, err := s.namespacesAPI().Create(ctx, "", obj, registry.WriteOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		if _, err := m.namespacesAPI().Create(ctx, "", obj, registry.WriteOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 			return err
 		}
 	}
-	go s.runLoop(ctx, "namespace cache", s.api.WatchNamespaces)
-	go s.runLoop(ctx, "namespace controller", s.namespaceController)
-	go s.runLoop(ctx, "namespace defaults controller", s.defaultsController)
-	go s.runLoop(ctx, "event expiry", s.expiryController)
-	go s.runLoop(ctx, "garbage collector", s.gcController)
-	go s.runLoop(ctx, "storage object in use protection", s.protectionController)
-	go s.runLoop(ctx, "service allocation repair", s.serviceRepairController)
-	go s.runLoop(ctx, "kubernetes service", s.kubernetesServiceController)
-	go s.runLoop(ctx, "bootstrap policy", s.bootstrapController)
-	s.MarkControllersStarted()
+	go m.runLoop(ctx, "namespace cache", m.api.WatchNamespaces)
+	go m.runLoop(ctx, "namespace controller", m.namespaceController)
+	go m.runLoop(ctx, "namespace defaults controller", m.defaultsController)
+	go m.runLoop(ctx, "event expiry", m.expiryController)
+	go m.runLoop(ctx, "garbage collector", m.gcController)
+	go m.runLoop(ctx, "storage object in use protection", m.protectionController)
+	go m.runLoop(ctx, "service allocation repair", m.serviceRepairController)
+	go m.runLoop(ctx, "kubernetes service", m.kubernetesServiceController)
+	go m.runLoop(ctx, "bootstrap policy", m.bootstrapController)
 	return nil
 }
 
@@ -61,10 +60,10 @@ const controllerPage = 500
 // eachStored calls each for every live object opts lists, reading them in
 // pages of controllerPage at the latest revision (not one snapshot: a
 // controller acts on current state, and may change it as it goes).
-func (s *Server) eachStored(ctx context.Context, opts kv.ListOptions, each func(kv.Record) error) error {
+func (m *Manager) eachStored(ctx context.Context, opts kv.ListOptions, each func(kv.Record) error) error {
 	opts.Limit = controllerPage
 	for {
-		res, err := s.store.List(ctx, opts)
+		res, err := m.store.List(ctx, opts)
 		if err != nil {
 			return err
 		}
@@ -83,14 +82,14 @@ func (s *Server) eachStored(ctx context.Context, opts kv.ListOptions, each func(
 
 // runLoop restarts a controller after an error until ctx ends, so a
 // database outage does not stop it for good.
-func (s *Server) runLoop(ctx context.Context, name string, fn func(context.Context) error) {
+func (m *Manager) runLoop(ctx context.Context, name string, fn func(context.Context) error) {
 	backoff := 100 * time.Millisecond
 	for ctx.Err() == nil {
 		err := fn(ctx)
 		if ctx.Err() != nil {
 			return
 		}
-		s.log.Warn("controller restarting", "controller", name, "err", err, "after", backoff)
+		m.log.Warn("controller restarting", "controller", name, "err", err, "after", backoff)
 		select {
 		case <-ctx.Done():
 			return
@@ -102,23 +101,23 @@ func (s *Server) runLoop(ctx context.Context, name string, fn func(context.Conte
 	}
 }
 
-func (s *Server) namespacesAPI() *registry.Resource { return s.api.MustLookup("", "v1", "namespaces") }
+func (m *Manager) namespacesAPI() *registry.Resource { return m.api.MustLookup("", "v1", "namespaces") }
 
 // namespaceController removes the contents of terminating namespaces and
 // then the namespaces themselves.
-func (s *Server) namespaceController(ctx context.Context) error {
-	rev, err := s.store.CurrentRev(ctx)
+func (m *Manager) namespaceController(ctx context.Context) error {
+	rev, err := m.store.CurrentRev(ctx)
 	if err != nil {
 		return err
 	}
-	w, err := s.namespacesAPI().Watch(ctx, kv.WatchOptions{After: rev})
+	w, err := m.namespacesAPI().Watch(ctx, kv.WatchOptions{After: rev})
 	if err != nil {
 		return err
 	}
 	defer w.Stop()
 	t := time.NewTicker(resyncInterval)
 	defer t.Stop()
-	if err := s.finalizeTerminating(ctx); err != nil {
+	if err := m.finalizeTerminating(ctx); err != nil {
 		return err
 	}
 	for {
@@ -131,7 +130,7 @@ func (s *Server) namespaceController(ctx context.Context) error {
 			}
 		case <-t.C:
 		}
-		if err := s.finalizeTerminating(ctx); err != nil {
+		if err := m.finalizeTerminating(ctx); err != nil {
 			return err
 		}
 	}
@@ -144,8 +143,8 @@ type storedNamespace struct {
 }
 
 // namespaces reads every namespace.
-func (s *Server) namespaces(ctx context.Context) ([]storedNamespace, error) {
-	x := s.namespacesAPI()
+func (m *Manager) namespaces(ctx context.Context) ([]storedNamespace, error) {
+	x := m.namespacesAPI()
 	res, err := x.List(ctx, kv.ListOptions{})
 	if err != nil {
 		return nil, err
@@ -161,8 +160,8 @@ func (s *Server) namespaces(ctx context.Context) ([]storedNamespace, error) {
 	return out, nil
 }
 
-func (s *Server) finalizeTerminating(ctx context.Context) error {
-	all, err := s.namespaces(ctx)
+func (m *Manager) finalizeTerminating(ctx context.Context) error {
+	all, err := m.namespaces(ctx)
 	if err != nil {
 		return err
 	}
@@ -171,12 +170,12 @@ func (s *Server) finalizeTerminating(ctx context.Context) error {
 		if ns.DeletionTimestamp == nil {
 			continue
 		}
-		left, err := s.deleteNamespaceContents(ctx, ns.Name)
+		left, err := m.deleteNamespaceContents(ctx, ns.Name)
 		if err != nil {
 			return err
 		}
 		if !left.empty() {
-			if err := s.setTerminatingConditions(ctx, ns, left); err != nil {
+			if err := m.setTerminatingConditions(ctx, ns, left); err != nil {
 				return err
 			}
 			continue
@@ -184,7 +183,7 @@ func (s *Server) finalizeTerminating(ctx context.Context) error {
 		if !onlyKubernetesFinalizer(ns) {
 			continue
 		}
-		removed, err := s.namespacesAPI().Remove(ctx, sn.rec)
+		removed, err := m.namespacesAPI().Remove(ctx, sn.rec)
 		if err != nil {
 			return err
 		}
@@ -192,7 +191,7 @@ func (s *Server) finalizeTerminating(ctx context.Context) error {
 			// kube-apiserver's system namespaces controller recreates a
 			// deleted kube-node-lease (the others may not be deleted).
 			fresh := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns.Name}}
-			if _, err := s.namespacesAPI().Create(ctx, "", fresh, registry.WriteOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			if _, err := m.namespacesAPI().Create(ctx, "", fresh, registry.WriteOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 				return err
 			}
 		}
@@ -227,18 +226,18 @@ const deleteWorkers = 16
 
 // deleteNamespaceContents deletes every object in a namespace and reports
 // what is left (objects with finalizers stay until those are removed).
-func (s *Server) deleteNamespaceContents(ctx context.Context, namespace string) (remaining, error) {
+func (m *Manager) deleteNamespaceContents(ctx context.Context, namespace string) (remaining, error) {
 	left := remaining{resources: map[string]int{}, finalizers: map[string]int{}}
 	var mu sync.Mutex
-	for _, t := range s.storageTypes() {
+	for _, t := range m.storageTypes() {
 		if !t.Namespaced {
 			continue
 		}
 		g, gctx := errgroup.WithContext(ctx)
 		g.SetLimit(deleteWorkers)
-		err := s.eachStored(gctx, kv.ListOptions{Resource: t.StorageResource, Namespace: namespace}, func(item kv.Record) error {
+		err := m.eachStored(gctx, kv.ListOptions{Resource: t.StorageResource, Namespace: namespace}, func(item kv.Record) error {
 			g.Go(func() error {
-				res, err := s.api.For(t).Delete(gctx, namespace, item.Name, &metav1.DeleteOptions{})
+				res, err := m.api.For(t).Delete(gctx, namespace, item.Name, &metav1.DeleteOptions{})
 				if apierrors.IsNotFound(err) || (err == nil && res.Gone) {
 					return nil
 				}
@@ -270,7 +269,7 @@ func (s *Server) deleteNamespaceContents(ctx context.Context, namespace string) 
 
 // setTerminatingConditions reports deletion progress in the namespace's
 // status, with kube-controller-manager's condition types and wording.
-func (s *Server) setTerminatingConditions(ctx context.Context, ns *corev1.Namespace, left remaining) error {
+func (m *Manager) setTerminatingConditions(ctx context.Context, ns *corev1.Namespace, left remaining) error {
 	describe := func(m map[string]int, join string) string {
 		keys := make([]string, 0, len(m))
 		for k := range m {
@@ -305,7 +304,7 @@ func (s *Server) setTerminatingConditions(ctx context.Context, ns *corev1.Namesp
 	for i := range want {
 		want[i].LastTransitionTime = now
 	}
-	return s.mutateMeta(ctx, s.namespacesAPI(), "", ns.Name, "status", func(acc metav1.Object) bool {
+	return m.mutateMeta(ctx, m.namespacesAPI(), "", ns.Name, "status", func(acc metav1.Object) bool {
 		cur, ok := acc.(*corev1.Namespace)
 		if !ok || cur.UID != ns.UID {
 			return false
@@ -317,21 +316,21 @@ func (s *Server) setTerminatingConditions(ctx context.Context, ns *corev1.Namesp
 
 // defaultsController keeps the default ServiceAccount and the
 // kube-root-ca.crt ConfigMap in every active namespace.
-func (s *Server) defaultsController(ctx context.Context) error {
-	rev, err := s.store.CurrentRev(ctx)
+func (m *Manager) defaultsController(ctx context.Context) error {
+	rev, err := m.store.CurrentRev(ctx)
 	if err != nil {
 		return err
 	}
 	var watches []kv.Watcher
 	for _, res := range []string{"namespaces", "configmaps", "serviceaccounts"} {
-		w, err := s.store.Watch(ctx, kv.WatchOptions{Resource: res, After: rev})
+		w, err := m.store.Watch(ctx, kv.WatchOptions{Resource: res, After: rev})
 		if err != nil {
 			return err
 		}
 		defer w.Stop()
 		watches = append(watches, w)
 	}
-	if err := s.ensureDefaults(ctx); err != nil {
+	if err := m.ensureDefaults(ctx); err != nil {
 		return err
 	}
 	for {
@@ -357,14 +356,14 @@ func (s *Server) defaultsController(ctx context.Context) error {
 				continue
 			}
 		}
-		if err := s.ensureDefaults(ctx); err != nil {
+		if err := m.ensureDefaults(ctx); err != nil {
 			return err
 		}
 	}
 }
 
-func (s *Server) ensureDefaults(ctx context.Context) error {
-	all, err := s.namespaces(ctx)
+func (m *Manager) ensureDefaults(ctx context.Context) error {
+	all, err := m.namespaces(ctx)
 	if err != nil {
 		return err
 	}
@@ -373,20 +372,20 @@ func (s *Server) ensureDefaults(ctx context.Context) error {
 		if ns.DeletionTimestamp != nil {
 			continue
 		}
-		sas := s.api.MustLookup("", "v1", "serviceaccounts")
+		sas := m.api.MustLookup("", "v1", "serviceaccounts")
 		if _, err := sas.GetRecord(ctx, ns.Name, "default"); apierrors.IsNotFound(err) {
 			sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}
 			if _, err := sas.Create(ctx, ns.Name, sa, registry.WriteOptions{}); err != nil && !ignorable(err) {
 				return err
 			}
 		}
-		cms := s.api.MustLookup("", "v1", "configmaps")
+		cms := m.api.MustLookup("", "v1", "configmaps")
 		if _, err := cms.GetRecord(ctx, ns.Name, rootCAConfigMap); apierrors.IsNotFound(err) {
 			cm := &corev1.ConfigMap{
 				ObjectMeta: metav1.ObjectMeta{Name: rootCAConfigMap, Annotations: map[string]string{
 					"kubernetes.io/description": "Contains a CA bundle that can be used to verify the kube-apiserver when using internal endpoints such as the internal service IP or kubernetes.default.svc. No other usage is guaranteed across distributions of Kubernetes clusters.",
 				}},
-				Data: map[string]string{"ca.crt": string(s.cfg.CABundle)},
+				Data: map[string]string{"ca.crt": string(m.cfg.CABundle)},
 			}
 			if _, err := cms.Create(ctx, ns.Name, cm, registry.WriteOptions{}); err != nil && !ignorable(err) {
 				return err
@@ -407,11 +406,11 @@ const expiryInterval = 30 * time.Second
 
 // expiryController deletes core Events whose TTL has passed, as etcd
 // leases do for kube-apiserver. The store finds them by an indexed query.
-func (s *Server) expiryController(ctx context.Context) error {
+func (m *Manager) expiryController(ctx context.Context) error {
 	t := time.NewTicker(expiryInterval)
 	defer t.Stop()
 	for {
-		if err := s.expireOnce(ctx, time.Now()); err != nil {
+		if err := m.expireOnce(ctx, time.Now()); err != nil {
 			return err
 		}
 		select {
@@ -422,10 +421,10 @@ func (s *Server) expiryController(ctx context.Context) error {
 	}
 }
 
-func (s *Server) expireOnce(ctx context.Context, now time.Time) error {
-	for _, t := range s.storageTypes() {
+func (m *Manager) expireOnce(ctx context.Context, now time.Time) error {
+	for _, t := range m.storageTypes() {
 		if t.Expiring {
-			if err := s.expire(ctx, s.api.For(t), now); err != nil {
+			if err := m.expire(ctx, m.api.For(t), now); err != nil {
 				return err
 			}
 		}
@@ -433,9 +432,9 @@ func (s *Server) expireOnce(ctx context.Context, now time.Time) error {
 	return nil
 }
 
-func (s *Server) expire(ctx context.Context, x *registry.Resource, now time.Time) error {
+func (m *Manager) expire(ctx context.Context, x *registry.Resource, now time.Time) error {
 	for {
-		recs, err := s.store.Expired(ctx, x.Type().StorageResource, now, 500)
+		recs, err := m.store.Expired(ctx, x.Type().StorageResource, now, 500)
 		if err != nil {
 			return err
 		}
@@ -456,11 +455,11 @@ const serviceRepairInterval = time.Minute
 
 // serviceRepairController repairs the Service allocations; a claim must
 // be one interval old before it counts as leaked.
-func (s *Server) serviceRepairController(ctx context.Context) error {
+func (m *Manager) serviceRepairController(ctx context.Context) error {
 	t := time.NewTicker(serviceRepairInterval)
 	defer t.Stop()
 	for {
-		if err := s.api.RepairServiceAllocations(ctx, serviceRepairInterval); err != nil {
+		if err := m.api.RepairServiceAllocations(ctx, serviceRepairInterval); err != nil {
 			return err
 		}
 		select {

@@ -1,4 +1,4 @@
-package server
+package controllers
 
 import (
 	"context"
@@ -28,11 +28,11 @@ const (
 // frees a claim (a Pod finishing elsewhere) was missed.
 const protectionResync = 30 * time.Second
 
-func (s *Server) protectionController(ctx context.Context) error {
-	pvcs := s.api.MustLookup("", "v1", "persistentvolumeclaims")
-	pvs := s.api.MustLookup("", "v1", "persistentvolumes")
-	pods := s.api.MustLookup("", "v1", "pods")
-	rev, err := s.store.CurrentRev(ctx)
+func (m *Manager) protectionController(ctx context.Context) error {
+	pvcs := m.api.MustLookup("", "v1", "persistentvolumeclaims")
+	pvs := m.api.MustLookup("", "v1", "persistentvolumes")
+	pods := m.api.MustLookup("", "v1", "pods")
+	rev, err := m.store.CurrentRev(ctx)
 	if err != nil {
 		return err
 	}
@@ -51,7 +51,7 @@ func (s *Server) protectionController(ctx context.Context) error {
 	waiting := false // some protected object is still in use
 	for {
 		if rescan {
-			if waiting, err = s.releaseProtected(ctx, pvcs, pvs, pods); err != nil {
+			if waiting, err = m.releaseProtected(ctx, pvcs, pvs, pods); err != nil {
 				return err
 			}
 		}
@@ -95,11 +95,11 @@ func beingDeleted(x *registry.Resource, ev kv.Event) bool {
 
 // releaseProtected removes the protection finalizers that no longer
 // protect anything; waiting reports objects still held because in use.
-func (s *Server) releaseProtected(ctx context.Context, pvcs, pvs, pods *registry.Resource) (waiting bool, err error) {
+func (m *Manager) releaseProtected(ctx context.Context, pvcs, pvs, pods *registry.Resource) (waiting bool, err error) {
 	// Terminating objects that still carry their protection finalizer.
 	held := func(x *registry.Resource, finalizer string) ([]runtime.Object, error) {
 		var out []runtime.Object
-		err := s.eachStored(ctx, kv.ListOptions{Resource: x.Type().StorageResource}, func(rec kv.Record) error {
+		err := m.eachStored(ctx, kv.ListOptions{Resource: x.Type().StorageResource}, func(rec kv.Record) error {
 			obj, err := x.Decode(rec)
 			if err != nil {
 				return err
@@ -113,7 +113,7 @@ func (s *Server) releaseProtected(ctx context.Context, pvcs, pvs, pods *registry
 	}
 	release := func(x *registry.Resource, finalizer string, obj runtime.Object) error {
 		acc := obj.(metav1.Object)
-		return s.mutateMeta(ctx, x, acc.GetNamespace(), acc.GetName(), "", func(cur metav1.Object) bool {
+		return m.mutateMeta(ctx, x, acc.GetNamespace(), acc.GetName(), "", func(cur metav1.Object) bool {
 			return cur.GetUID() == acc.GetUID() && dropFinalizer(cur, finalizer)
 		})
 	}
@@ -123,7 +123,7 @@ func (s *Server) releaseProtected(ctx context.Context, pvcs, pvs, pods *registry
 		return false, err
 	}
 	if len(claims) > 0 {
-		inUse, err := s.claimsInUse(ctx, pods)
+		inUse, err := m.claimsInUse(ctx, pods)
 		if err != nil {
 			return false, err
 		}
@@ -156,9 +156,9 @@ func (s *Server) releaseProtected(ctx context.Context, pvcs, pvs, pods *registry
 
 // claimsInUse names ("namespace/claim") the claims of Pods that have not
 // finished.
-func (s *Server) claimsInUse(ctx context.Context, pods *registry.Resource) (map[string]bool, error) {
+func (m *Manager) claimsInUse(ctx context.Context, pods *registry.Resource) (map[string]bool, error) {
 	inUse := map[string]bool{}
-	err := s.eachStored(ctx, kv.ListOptions{Resource: pods.Type().StorageResource}, func(rec kv.Record) error {
+	err := m.eachStored(ctx, kv.ListOptions{Resource: pods.Type().StorageResource}, func(rec kv.Record) error {
 		obj, err := pods.Decode(rec)
 		if err != nil {
 			return err

@@ -1,4 +1,4 @@
-package server
+package controllers
 
 import (
 	"context"
@@ -41,11 +41,11 @@ const (
 
 // kubernetesServiceController keeps the kubernetes Service and its
 // endpoints until ctx ends, then removes this replica from them.
-func (s *Server) kubernetesServiceController(ctx context.Context) error {
-	t := time.NewTicker(s.cfg.EndpointLeaseDuration / 3)
+func (m *Manager) kubernetesServiceController(ctx context.Context) error {
+	t := time.NewTicker(m.cfg.EndpointLeaseDuration / 3)
 	defer t.Stop()
 	for {
-		if err := s.reconcileKubernetesService(ctx, true); err != nil {
+		if err := m.reconcileKubernetesService(ctx, true); err != nil {
 			return err
 		}
 		select {
@@ -53,8 +53,8 @@ func (s *Server) kubernetesServiceController(ctx context.Context) error {
 			// Leave at once rather than when the Lease expires.
 			bg, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 			defer cancel()
-			if err := s.reconcileKubernetesService(bg, false); err != nil {
-				s.log.Warn("removing this replica from the kubernetes endpoints", "err", err)
+			if err := m.reconcileKubernetesService(bg, false); err != nil {
+				m.log.Warn("removing this replica from the kubernetes endpoints", "err", err)
 			}
 			return nil
 		case <-t.C:
@@ -64,39 +64,39 @@ func (s *Server) kubernetesServiceController(ctx context.Context) error {
 
 // reconcileKubernetesService makes the Service, this replica's Lease
 // (renewed when serving, removed otherwise) and the endpoints right.
-func (s *Server) reconcileKubernetesService(ctx context.Context, serving bool) error {
-	port := int32(s.cfg.Advertise.Port())
+func (m *Manager) reconcileKubernetesService(ctx context.Context, serving bool) error {
+	port := int32(m.cfg.Advertise.Port())
 	if port == 0 {
 		port = 6443
 	}
-	if err := s.ensureKubernetesService(ctx, port); err != nil {
+	if err := m.ensureKubernetesService(ctx, port); err != nil {
 		return err
 	}
-	if !s.cfg.Advertise.Addr().IsValid() {
+	if !m.cfg.Advertise.Addr().IsValid() {
 		return nil // nothing to announce: no address other clients could reach
 	}
-	leases := s.api.MustLookup("coordination.k8s.io", "v1", "leases")
-	own := "apiserver-" + strings.NewReplacer(".", "-", ":", "-").Replace(s.cfg.Advertise.Addr().String())
+	leases := m.api.MustLookup("coordination.k8s.io", "v1", "leases")
+	own := "apiserver-" + strings.NewReplacer(".", "-", ":", "-").Replace(m.cfg.Advertise.Addr().String())
 	if serving {
-		if err := s.renewEndpointLease(ctx, leases, own); err != nil {
+		if err := m.renewEndpointLease(ctx, leases, own); err != nil {
 			return err
 		}
 	} else if _, err := leases.Delete(ctx, metav1.NamespaceSystem, own, &metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 		return err
 	}
-	live, err := s.liveEndpoints(ctx, leases)
+	live, err := m.liveEndpoints(ctx, leases)
 	if err != nil {
 		return err
 	}
-	return s.writeKubernetesEndpoints(ctx, live, port)
+	return m.writeKubernetesEndpoints(ctx, live, port)
 }
 
-func (s *Server) ensureKubernetesService(ctx context.Context, port int32) error {
-	svcs := s.api.MustLookup("", "v1", "services")
+func (m *Manager) ensureKubernetesService(ctx context.Context, port int32) error {
+	svcs := m.api.MustLookup("", "v1", "services")
 	ports := []corev1.ServicePort{{Name: "https", Protocol: corev1.ProtocolTCP, Port: 443, TargetPort: intstr.FromInt32(port)}}
 	cur, _, err := svcs.Get(ctx, metav1.NamespaceDefault, kubernetesName)
 	if apierrors.IsNotFound(err) {
-		ip := s.cfg.ServiceRanges.FirstServiceIP().String()
+		ip := m.cfg.ServiceRanges.FirstServiceIP().String()
 		svc := &corev1.Service{
 			ObjectMeta: metav1.ObjectMeta{Name: kubernetesName, Labels: map[string]string{"component": "apiserver", "provider": "kubernetes"}},
 			Spec:       corev1.ServiceSpec{Type: corev1.ServiceTypeClusterIP, ClusterIP: ip, Ports: ports, SessionAffinity: corev1.ServiceAffinityNone},
@@ -122,20 +122,20 @@ func (s *Server) ensureKubernetesService(ctx context.Context, port int32) error 
 }
 
 // renewEndpointLease creates or renews this replica's Lease.
-func (s *Server) renewEndpointLease(ctx context.Context, leases *registry.Resource, name string) error {
+func (m *Manager) renewEndpointLease(ctx context.Context, leases *registry.Resource, name string) error {
 	now := metav1.NewMicroTime(time.Now())
-	seconds := int32(s.cfg.EndpointLeaseDuration.Seconds())
+	seconds := int32(m.cfg.EndpointLeaseDuration.Seconds())
 	if seconds < 1 {
 		seconds = 1
 	}
-	holder := s.cfg.Advertise.Addr().String()
+	holder := m.cfg.Advertise.Addr().String()
 	_, _, err := leases.Update(ctx, metav1.NamespaceSystem, name, func(obj runtime.Object) (runtime.Object, error) {
 		l, _ := obj.(*coordinationv1.Lease)
 		if l == nil {
 			l = &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: name}}
 		}
 		l.Labels = map[string]string{endpointLeaseLabel: "true"}
-		l.Annotations = map[string]string{endpointPortAnnotation: strconv.Itoa(int(s.cfg.Advertise.Port()))}
+		l.Annotations = map[string]string{endpointPortAnnotation: strconv.Itoa(int(m.cfg.Advertise.Port()))}
 		l.Spec.HolderIdentity, l.Spec.LeaseDurationSeconds, l.Spec.RenewTime = &holder, &seconds, &now
 		l.ResourceVersion = ""
 		return l, nil
@@ -145,7 +145,7 @@ func (s *Server) renewEndpointLease(ctx context.Context, leases *registry.Resour
 
 // liveEndpoints are the addresses of the replicas whose Lease is live;
 // expired Leases are removed on the way.
-func (s *Server) liveEndpoints(ctx context.Context, leases *registry.Resource) ([]string, error) {
+func (m *Manager) liveEndpoints(ctx context.Context, leases *registry.Resource) ([]string, error) {
 	sel := labels.SelectorFromSet(labels.Set{endpointLeaseLabel: "true"})
 	res, err := leases.List(ctx, kv.ListOptions{Namespace: metav1.NamespaceSystem, Pred: kv.Predicate{Label: sel}})
 	if err != nil {
@@ -177,7 +177,7 @@ func (s *Server) liveEndpoints(ctx context.Context, leases *registry.Resource) (
 
 // writeKubernetesEndpoints makes the Endpoints and EndpointSlice list
 // exactly the live replicas.
-func (s *Server) writeKubernetesEndpoints(ctx context.Context, ips []string, port int32) error {
+func (m *Manager) writeKubernetesEndpoints(ctx context.Context, ips []string, port int32) error {
 	var subsets []corev1.EndpointSubset
 	if len(ips) > 0 {
 		ss := corev1.EndpointSubset{Ports: []corev1.EndpointPort{{Name: "https", Port: port, Protocol: corev1.ProtocolTCP}}}
@@ -190,7 +190,7 @@ func (s *Server) writeKubernetesEndpoints(ctx context.Context, ips []string, por
 		ObjectMeta: metav1.ObjectMeta{Name: kubernetesName, Labels: map[string]string{"endpointslice.kubernetes.io/skip-mirror": "true"}},
 		Subsets:    subsets,
 	}
-	if err := s.putIfChanged(ctx, s.api.MustLookup("", "v1", "endpoints"), eps, func(cur runtime.Object) bool {
+	if err := m.putIfChanged(ctx, m.api.MustLookup("", "v1", "endpoints"), eps, func(cur runtime.Object) bool {
 		c := cur.(*corev1.Endpoints)
 		return fmt.Sprint(c.Subsets) == fmt.Sprint(eps.Subsets) && c.Labels["endpointslice.kubernetes.io/skip-mirror"] == "true"
 	}); err != nil {
@@ -203,13 +203,13 @@ func (s *Server) writeKubernetesEndpoints(ctx context.Context, ips []string, por
 		Ports:      []discoveryv1.EndpointPort{{Name: &https, Port: &port, Protocol: &tcp}},
 	}
 	slice.AddressType = discoveryv1.AddressTypeIPv4
-	if s.cfg.ServiceRanges.ClusterIPs.Addr().Is6() {
+	if m.cfg.ServiceRanges.ClusterIPs.Addr().Is6() {
 		slice.AddressType = discoveryv1.AddressTypeIPv6
 	}
 	for _, ip := range ips {
 		slice.Endpoints = append(slice.Endpoints, discoveryv1.Endpoint{Addresses: []string{ip}, Conditions: discoveryv1.EndpointConditions{Ready: &ready}})
 	}
-	return s.putIfChanged(ctx, s.api.MustLookup("discovery.k8s.io", "v1", "endpointslices"), slice, func(cur runtime.Object) bool {
+	return m.putIfChanged(ctx, m.api.MustLookup("discovery.k8s.io", "v1", "endpointslices"), slice, func(cur runtime.Object) bool {
 		c := cur.(*discoveryv1.EndpointSlice)
 		return fmt.Sprint(endpointAddresses(c)) == fmt.Sprint(ips) && len(c.Ports) == 1 && c.Ports[0].Port != nil && *c.Ports[0].Port == port
 	})
@@ -225,7 +225,7 @@ func endpointAddresses(s *discoveryv1.EndpointSlice) []string {
 
 // putIfChanged creates obj in default, or replaces the stored one unless
 // same says it already matches.
-func (s *Server) putIfChanged(ctx context.Context, x *registry.Resource, obj runtime.Object, same func(cur runtime.Object) bool) error {
+func (m *Manager) putIfChanged(ctx context.Context, x *registry.Resource, obj runtime.Object, same func(cur runtime.Object) bool) error {
 	name := obj.(metav1.Object).GetName()
 	if _, err := x.GetRecord(ctx, metav1.NamespaceDefault, name); apierrors.IsNotFound(err) {
 		_, err = x.Create(ctx, metav1.NamespaceDefault, obj.DeepCopyObject(), registry.WriteOptions{})

@@ -1,0 +1,75 @@
+package controllers
+
+import (
+	"context"
+	"log/slog"
+	"net/netip"
+	"sync/atomic"
+	"time"
+
+	"github.com/tabula-dev/tabula/registry"
+	"github.com/tabula-dev/tabula/schema"
+	"github.com/tabula-dev/tabula/sqlstore/kv"
+)
+
+// Store is what the controllers need from the event log beyond the
+// registry: pages of any storage resource, watches, and the indexes the
+// collector and the expiry find their work by.
+type Store interface {
+	List(ctx context.Context, opts kv.ListOptions) (kv.ListResult, error)
+	Watch(ctx context.Context, opts kv.WatchOptions) (kv.Watcher, error)
+	CurrentRev(ctx context.Context) (int64, error)
+	ResourcesWithField(ctx context.Context, field, value string) ([]string, error)
+	Expired(ctx context.Context, resource string, now time.Time, limit int) ([]kv.Record, error)
+}
+
+// Config wires a Manager.
+type Config struct {
+	Store  Store
+	Types  *schema.Registry
+	Logger *slog.Logger
+	// CABundle is published in every namespace's kube-root-ca.crt.
+	CABundle []byte
+	// Advertise is this replica's address in the kubernetes Service's
+	// endpoints (none without an address); EndpointLeaseDuration how long
+	// a replica stays listed without renewing.
+	Advertise             netip.AddrPort
+	EndpointLeaseDuration time.Duration
+	// ServiceRanges give the kubernetes Service its address.
+	ServiceRanges registry.ServiceRanges
+}
+
+// Manager runs the controllers of one server.
+type Manager struct {
+	cfg   Config
+	store Store
+	types *schema.Registry
+	log   *slog.Logger
+	api   *registry.Registry
+	// gcQueue feeds owners to the garbage collector.
+	gcQueue chan gcOwner
+	// bootstrapped flips once the bootstrap policy objects exist.
+	bootstrapped atomic.Bool
+}
+
+// New returns a Manager; SetRegistry must be called before Run (the
+// registry needs the Manager's Observer first).
+func New(cfg Config) *Manager {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.EndpointLeaseDuration == 0 {
+		cfg.EndpointLeaseDuration = 15 * time.Second
+	}
+	return &Manager{cfg: cfg, store: cfg.Store, types: cfg.Types, log: cfg.Logger, gcQueue: make(chan gcOwner, 1024)}
+}
+
+// Observer hears of the registry's writes for the garbage collector.
+func (m *Manager) Observer() registry.Observer { return gcObserver{m} }
+
+// SetRegistry gives the controllers the registry they write through.
+func (m *Manager) SetRegistry(api *registry.Registry) { m.api = api }
+
+// Bootstrapped reports whether the bootstrap policy objects exist
+// (kube-apiserver's poststarthook/rbac/bootstrap-roles readiness).
+func (m *Manager) Bootstrapped() bool { return m.bootstrapped.Load() }
