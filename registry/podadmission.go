@@ -4,6 +4,9 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
+	mrand "math/rand/v2"
+	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
@@ -54,54 +57,98 @@ var podsGR = runtimeschema.GroupResource{Resource: "pods"}
 
 func (p podAdmission) serviceAccount(ctx context.Context, pod *corev1.Pod) error {
 	if pod.Spec.ServiceAccountName == "" {
-		pod.Spec.ServiceAccountName = pod.Spec.DeprecatedServiceAccount
+		pod.Spec.ServiceAccountName = pod.Spec.DeprecatedServiceAccount // as v1 conversion does
 	}
 	if pod.Spec.ServiceAccountName == "" {
 		pod.Spec.ServiceAccountName = "default"
 	}
-	automount := true
-	obj, _, err := p.g.MustLookup("", "v1", "serviceaccounts").Get(ctx, pod.Namespace, pod.Spec.ServiceAccountName)
-	switch {
-	case err == nil:
-		if sa := obj.(*corev1.ServiceAccount); sa.AutomountServiceAccountToken != nil {
-			automount = *sa.AutomountServiceAccountToken
+	sa, err := p.lookupServiceAccount(ctx, pod.Namespace, pod.Spec.ServiceAccountName)
+	if err != nil {
+		if apierrors.IsNotFound(err) {
+			return apierrors.NewForbidden(podsGR, pod.Name, fmt.Errorf("error looking up service account %s/%s: %w", pod.Namespace, pod.Spec.ServiceAccountName, err))
 		}
-	case apierrors.IsNotFound(err) && pod.Spec.ServiceAccountName == "default":
-		// A namespace's default account is made right after the namespace;
-		// a Pod that arrives first is let in as kube's cache would.
-	case apierrors.IsNotFound(err):
-		return apierrors.NewForbidden(podsGR, pod.Name, fmt.Errorf("error looking up service account %s/%s: %w", pod.Namespace, pod.Spec.ServiceAccountName, err))
-	default:
 		return err
 	}
-	if pod.Spec.AutomountServiceAccountToken != nil {
+	automount := true
+	switch {
+	case pod.Spec.AutomountServiceAccountToken != nil: // the Pod's preference wins
 		automount = *pod.Spec.AutomountServiceAccountToken
+	case sa.AutomountServiceAccountToken != nil:
+		automount = *sa.AutomountServiceAccountToken
 	}
-	if !automount {
-		return nil
+	if automount {
+		mountServiceAccountToken(pod)
 	}
-	// A container that mounts something at the path already keeps it.
+	if len(pod.Spec.ImagePullSecrets) == 0 {
+		for _, s := range sa.ImagePullSecrets {
+			pod.Spec.ImagePullSecrets = append(pod.Spec.ImagePullSecrets, corev1.LocalObjectReference{Name: s.Name})
+		}
+	}
+	return nil
+}
+
+// lookupServiceAccount reads an account. The default one is made by a
+// controller right after its namespace, so, as kube-apiserver's plugin
+// does, a missing default account is looked for again for a while
+// (ten tries, 100–200 ms apart) before the Pod is refused.
+func (p podAdmission) lookupServiceAccount(ctx context.Context, namespace, name string) (*corev1.ServiceAccount, error) {
+	x := p.g.MustLookup("", "v1", "serviceaccounts")
+	tries := 1
+	if name == "default" {
+		tries = 10
+	}
+	wait := time.Duration(100+mrand.IntN(100)) * time.Millisecond
+	for i := 0; ; i++ {
+		obj, _, err := x.Get(ctx, namespace, name)
+		if err == nil {
+			return obj.(*corev1.ServiceAccount), nil
+		}
+		if !apierrors.IsNotFound(err) || i+1 >= tries {
+			return nil, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(wait):
+		}
+	}
+}
+
+// mountServiceAccountToken mounts the kube-api-access projected volume
+// (reusing one the Pod already has) in every init and app container that
+// does not mount something at the path already.
+func mountServiceAccountToken(pod *corev1.Pod) {
+	name := ""
+	for _, v := range pod.Spec.Volumes {
+		if strings.HasPrefix(v.Name, "kube-api-access-") {
+			name = v.Name
+			break
+		}
+	}
+	hasVolume := name != ""
+	if !hasVolume {
+		name = "kube-api-access-" + randomSuffix()
+	}
 	mounted := func(c *corev1.Container) bool {
 		for _, m := range c.VolumeMounts {
-			if m.MountPath == saMountPath {
+			if m.Name == name || m.MountPath == saMountPath {
 				return true
 			}
 		}
 		return false
 	}
-	name := "kube-api-access-" + randomSuffix()
 	mount := corev1.VolumeMount{Name: name, ReadOnly: true, MountPath: saMountPath}
-	used := false
+	needed := false
 	for _, cs := range [][]corev1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
 		for i := range cs {
 			if !mounted(&cs[i]) {
 				cs[i].VolumeMounts = append(cs[i].VolumeMounts, mount)
-				used = true
+				needed = true
 			}
 		}
 	}
-	if !used {
-		return nil
+	if hasVolume || !needed {
+		return
 	}
 	seconds, mode := int64(saTokenSeconds), int32(0o644)
 	pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{
@@ -113,7 +160,6 @@ func (p podAdmission) serviceAccount(ctx context.Context, pod *corev1.Pod) error
 				Path: "namespace", FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.namespace"}}}}},
 		}},
 	}})
-	return nil
 }
 
 // randomSuffix is five characters of kube's name alphabet.
@@ -133,8 +179,7 @@ func defaultTolerations(pod *corev1.Pod) {
 	for _, key := range []string{corev1.TaintNodeNotReady, corev1.TaintNodeUnreachable} {
 		tolerated := false
 		for _, t := range pod.Spec.Tolerations {
-			if (t.Key == key || t.Key == "" && t.Operator == corev1.TolerationOpExists) &&
-				(t.Effect == corev1.TaintEffectNoExecute || t.Effect == "") {
+			if (t.Key == key || t.Key == "") && (t.Effect == corev1.TaintEffectNoExecute || t.Effect == "") {
 				tolerated = true
 			}
 		}
@@ -175,20 +220,22 @@ func (p podAdmission) priority(ctx context.Context, pod *corev1.Pod) error {
 		}
 	}
 	value := int32(0)
-	policy := corev1.PreemptLowerPriority
+	policy := ptr(corev1.PreemptLowerPriority) // with no class at all
 	if class != nil {
-		value = class.Value
-		if class.PreemptionPolicy != nil {
-			policy = *class.PreemptionPolicy
-		}
+		value, policy = class.Value, class.PreemptionPolicy
 		pod.Spec.PriorityClassName = class.Name
 	}
 	if pod.Spec.Priority != nil && *pod.Spec.Priority != value {
 		return apierrors.NewForbidden(podsGR, pod.Name, fmt.Errorf("the integer value of priority (%d) must not be provided in pod spec; priority admission controller computed %d from the given PriorityClass name", *pod.Spec.Priority, value))
 	}
 	pod.Spec.Priority = &value
-	if pod.Spec.PreemptionPolicy == nil || class != nil && class.PreemptionPolicy != nil {
-		pod.Spec.PreemptionPolicy = &policy
+	if policy != nil {
+		if pod.Spec.PreemptionPolicy != nil && *pod.Spec.PreemptionPolicy != *policy {
+			return apierrors.NewForbidden(podsGR, pod.Name, fmt.Errorf("the string value of PreemptionPolicy (%s) must not be provided in pod spec; priority admission controller computed %s from the given PriorityClass name", *pod.Spec.PreemptionPolicy, *policy))
+		}
+		pod.Spec.PreemptionPolicy = policy
 	}
 	return nil
 }
+
+func ptr[T any](v T) *T { return &v }

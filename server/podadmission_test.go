@@ -36,6 +36,16 @@ func TestPodAdmission(t *testing.T) {
 	if r.Code != http.StatusCreated || strings.Contains(r.Body.String(), "kube-api-access") {
 		t.Errorf("a Pod of an account that does not automount: %d %s", r.Code, r.Body)
 	}
+	mk("/api/v1/namespaces/default/serviceaccounts", `{"metadata":{"name":"puller"},"imagePullSecrets":[{"name":"registry"}]}`, http.StatusCreated)
+	mk(pods, `{"metadata":{"name":"pulls"},"spec":{"serviceAccountName":"puller",`+container+`}}`, http.StatusCreated,
+		`"imagePullSecrets":[{"name":"registry"}]`)
+	// A Pod that already has the token volume keeps it and gets no second one.
+	r = h.do("POST", pods, ct, []byte(`{"metadata":{"name":"own"},"spec":{"volumes":[{"name":"kube-api-access-mine","emptyDir":{}}],`+container+`}}`))
+	if r.Code != http.StatusCreated || strings.Count(r.Body.String(), `"name":"kube-api-access-`) != 2 || !strings.Contains(r.Body.String(), `"name":"kube-api-access-mine","readOnly":true`) {
+		t.Errorf("a Pod with its own kube-api-access volume: %d %s", r.Code, r.Body)
+	}
+	mk(pods, `{"metadata":{"name":"never"},"spec":{"preemptionPolicy":"Never",`+container+`}}`, http.StatusForbidden,
+		`the string value of PreemptionPolicy (Never) must not be provided in pod spec`)
 	mk(pods, `{"metadata":{"name":"critical"},"spec":{"priorityClassName":"system-cluster-critical",`+container+`}}`, http.StatusCreated,
 		`"priority":2000000000`)
 	mk(pods, `{"metadata":{"name":"unknown"},"spec":{"priorityClassName":"nope",`+container+`}}`, http.StatusForbidden,
