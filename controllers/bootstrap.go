@@ -88,6 +88,17 @@ func (m *Manager) bootstrapController(ctx context.Context) error {
 				return w.Err()
 			}
 		}
+		// A burst of role writes (a chart's worth) is aggregated once.
+		for drained := false; !drained; {
+			select {
+			case _, ok := <-w.Events():
+				if !ok {
+					return w.Err()
+				}
+			default:
+				drained = true
+			}
+		}
 	}
 }
 
