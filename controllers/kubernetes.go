@@ -42,7 +42,9 @@ const (
 // kubernetesServiceController keeps the kubernetes Service and its
 // endpoints until ctx ends, then removes this replica from them.
 func (m *Manager) kubernetesServiceController(ctx context.Context) error {
-	t := time.NewTicker(m.cfg.EndpointLeaseDuration / 3)
+	// Renewed at two thirds of the lease, as kube-apiserver renews its
+	// 15 s master leases every 10 s.
+	t := time.NewTicker(m.cfg.EndpointLeaseDuration * 2 / 3)
 	defer t.Stop()
 	for {
 		if err := m.reconcileKubernetesService(ctx, true); err != nil {
