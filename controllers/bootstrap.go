@@ -9,18 +9,21 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
 	schedulingapiv1 "k8s.io/kubernetes/pkg/apis/scheduling/v1"
 	"k8s.io/kubernetes/plugin/pkg/auth/authorizer/rbac/bootstrappolicy"
 
 	"github.com/tabula-dev/tabula/registry"
+	"github.com/tabula-dev/tabula/schema"
 	"github.com/tabula-dev/tabula/sqlstore/kv"
 )
 
 // The objects kube-apiserver's post-start hooks create on every cluster:
 // the bootstrap RBAC policy (cluster-admin, admin, edit, view, the system:
 // roles and their bindings, from kube's own bootstrappolicy package) and
-// the system PriorityClasses. Missing ones are created; existing ones are
-// left as users changed them.
+// the system PriorityClasses, and the local APIService of every served
+// group-version (as the aggregator's autoregister controller makes them).
+// Missing ones are created; existing ones are left as users changed them.
 
 // bootstrapObject is one object to create in a namespace ("" for cluster
 // scope) of a resource.
@@ -29,7 +32,7 @@ type bootstrapObject struct {
 	obj                        runtime.Object
 }
 
-func bootstrapObjects() []bootstrapObject {
+func bootstrapObjects(types *schema.Registry) []bootstrapObject {
 	var out []bootstrapObject
 	const rbac = "rbac.authorization.k8s.io"
 	for _, r := range append(bootstrappolicy.ClusterRoles(), bootstrappolicy.ControllerRoles()...) {
@@ -50,6 +53,18 @@ func bootstrapObjects() []bootstrapObject {
 	}
 	for _, pc := range schedulingapiv1.SystemPriorityClasses() {
 		out = append(out, bootstrapObject{"scheduling.k8s.io", "priorityclasses", "", pc.DeepCopy()})
+	}
+	for _, gv := range types.GroupVersions() {
+		p, ok := schema.PriorityOf(gv)
+		if !ok || gv.Group == apiregistrationv1.GroupName {
+			continue // the aggregator's own group has none
+		}
+		out = append(out, bootstrapObject{apiregistrationv1.GroupName, "apiservices", "", &apiregistrationv1.APIService{
+			ObjectMeta: metav1.ObjectMeta{Name: gv.Version + "." + gv.Group,
+				Labels: map[string]string{"kube-aggregator.kubernetes.io/automanaged": "onstart"}},
+			Spec: apiregistrationv1.APIServiceSpec{Group: gv.Group, Version: gv.Version,
+				GroupPriorityMinimum: p.Group, VersionPriority: p.Version},
+		}})
 	}
 	return out
 }
@@ -105,7 +120,7 @@ func (m *Manager) bootstrapController(ctx context.Context) error {
 func (m *Manager) createBootstrapObjects(ctx context.Context) error {
 	// What exists already, per resource, so a restart costs one list each.
 	have := map[string]map[string]bool{}
-	objs := bootstrapObjects()
+	objs := bootstrapObjects(m.types)
 	for _, o := range objs {
 		if have[o.resource] != nil {
 			continue

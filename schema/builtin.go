@@ -1,6 +1,7 @@
 package schema
 
 import (
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
@@ -17,11 +18,13 @@ import (
 	nodev1 "k8s.io/api/node/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
 )
 
 var (
@@ -38,7 +41,7 @@ func NewScheme() *runtime.Scheme {
 		corev1.AddToScheme, coordinationv1.AddToScheme, eventsv1.AddToScheme,
 		appsv1.AddToScheme, authenticationv1.AddToScheme, certificatesv1.AddToScheme, flowcontrolv1.AddToScheme, authorizationv1.AddToScheme, autoscalingv1.AddToScheme, autoscalingv2.AddToScheme, batchv1.AddToScheme,
 		discoveryv1.AddToScheme, networkingv1.AddToScheme, nodev1.AddToScheme, policyv1.AddToScheme,
-		rbacv1.AddToScheme, schedulingv1.AddToScheme, storagev1.AddToScheme,
+		rbacv1.AddToScheme, schedulingv1.AddToScheme, storagev1.AddToScheme, admissionregistrationv1.AddToScheme, resourcev1.AddToScheme, apiregistrationv1.AddToScheme,
 	} {
 		utilruntime.Must(add(s))
 	}

@@ -5,7 +5,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/kube-aggregator/pkg/apis/apiregistration"
+	apiregistrationvalidation "k8s.io/kube-aggregator/pkg/apis/apiregistration/validation"
 	podutil "k8s.io/kubernetes/pkg/api/pod"
+	admissionregistrationvalidation "k8s.io/kubernetes/pkg/apis/admissionregistration/validation"
 	"k8s.io/kubernetes/pkg/apis/apps"
 	appsvalidation "k8s.io/kubernetes/pkg/apis/apps/validation"
 	authorizationvalidation "k8s.io/kubernetes/pkg/apis/authorization/validation"
@@ -28,6 +31,8 @@ import (
 	policyvalidation "k8s.io/kubernetes/pkg/apis/policy/validation"
 	"k8s.io/kubernetes/pkg/apis/rbac"
 	rbacvalidation "k8s.io/kubernetes/pkg/apis/rbac/validation"
+	"k8s.io/kubernetes/pkg/apis/resource"
+	resourcevalidation "k8s.io/kubernetes/pkg/apis/resource/validation"
 	schedulingvalidation "k8s.io/kubernetes/pkg/apis/scheduling/validation"
 	"k8s.io/kubernetes/pkg/apis/storage"
 	storagevalidation "k8s.io/kubernetes/pkg/apis/storage/validation"
@@ -42,7 +47,7 @@ func kubeKinds() []*kubeKind {
 	var kinds []*kubeKind
 	for _, g := range [][]*kubeKind{coreKinds(), appsKinds(), batchKinds(), autoscalingKinds(), networkingKinds(),
 		policyKinds(), rbacKinds(), storageKinds(), schedulingKinds(), discoveryKinds(), nodeKinds(), reviewKinds(),
-		certificatesKinds(), flowcontrolKinds()} {
+		certificatesKinds(), flowcontrolKinds(), admissionregistrationKinds(), resourceKinds(), apiregistrationKinds()} {
 		kinds = append(kinds, g...)
 	}
 	return kinds
@@ -458,3 +463,93 @@ func flowcontrolKinds() []*kubeKind {
 
 // flowcontrolGV is the version priority levels are validated as requested in.
 var flowcontrolGV = schema.GroupVersion{Group: "flowcontrol.apiserver.k8s.io", Version: "v1"}
+
+// admissionregistrationKinds are the webhook configurations and admission
+// policies. Tabula stores and validates them (CEL expressions compile as
+// kube-apiserver compiles them) but does not call webhooks or evaluate
+// policies yet: see README, "Known differences".
+func admissionregistrationKinds() []*kubeKind {
+	const g = "admissionregistration.k8s.io"
+	ext := []string{"api-extensions"}
+	mwc := &kubeKind{Type: cluster(g, "v1", "MutatingWebhookConfiguration", "mutatingwebhookconfigurations", nil, ext), generation: generationOnChange}
+	mwc.validate, mwc.validateUpdate = validator(admissionregistrationvalidation.ValidateMutatingWebhookConfiguration,
+		admissionregistrationvalidation.ValidateMutatingWebhookConfigurationUpdate)
+	vwc := &kubeKind{Type: cluster(g, "v1", "ValidatingWebhookConfiguration", "validatingwebhookconfigurations", nil, ext), generation: generationOnChange}
+	vwc.validate, vwc.validateUpdate = validator(admissionregistrationvalidation.ValidateValidatingWebhookConfiguration,
+		admissionregistrationvalidation.ValidateValidatingWebhookConfigurationUpdate)
+	vap := &kubeKind{Type: cluster(g, "v1", "ValidatingAdmissionPolicy", "validatingadmissionpolicies", nil, ext, "status"), generation: generationOnChange}
+	vap.validate, vap.validateUpdate = validator(admissionregistrationvalidation.ValidateValidatingAdmissionPolicy,
+		admissionregistrationvalidation.ValidateValidatingAdmissionPolicyUpdate)
+	_, vapStatus := validator(nil, admissionregistrationvalidation.ValidateValidatingAdmissionPolicyStatusUpdate)
+	vap.subresourceUpdates = map[string]kubeSubresourceUpdate{"status": {prepare: keepSpec, validate: vapStatus}}
+	vapb := &kubeKind{Type: cluster(g, "v1", "ValidatingAdmissionPolicyBinding", "validatingadmissionpolicybindings", nil, ext), generation: generationOnChange}
+	vapb.validate, vapb.validateUpdate = validator(admissionregistrationvalidation.ValidateValidatingAdmissionPolicyBinding,
+		admissionregistrationvalidation.ValidateValidatingAdmissionPolicyBindingUpdate)
+	return []*kubeKind{mwc, vap, vapb, vwc}
+}
+
+// resourceKinds are dynamic resource allocation's classes, claims and
+// slices. With no scheduler or drivers, claims stay unallocated; the
+// strategies' admin-access check (a namespace label) is not made.
+func resourceKinds() []*kubeKind {
+	const g = "resource.k8s.io"
+	dc := &kubeKind{Type: cluster(g, "v1", "DeviceClass", "deviceclasses", nil, nil), generation: generationOnChange}
+	dc.validate, dc.validateUpdate = validator(resourcevalidation.ValidateDeviceClass, resourcevalidation.ValidateDeviceClassUpdate)
+	rc := &kubeKind{Type: namespaced(g, "v1", "ResourceClaim", "resourceclaims", nil, nil, "status")}
+	rc.validate, rc.validateUpdate = validator(resourcevalidation.ValidateResourceClaim, resourcevalidation.ValidateResourceClaimUpdate)
+	_, rcStatus := validator(nil, resourcevalidation.ValidateResourceClaimStatusUpdate)
+	rc.subresourceUpdates = map[string]kubeSubresourceUpdate{"status": {prepare: keepSpec, validate: rcStatus}}
+	rct := &kubeKind{Type: namespaced(g, "v1", "ResourceClaimTemplate", "resourceclaimtemplates", nil, nil)}
+	rct.validate, rct.validateUpdate = validator(resourcevalidation.ValidateResourceClaimTemplate,
+		func(t, old *resource.ResourceClaimTemplate) field.ErrorList {
+			return append(resourcevalidation.ValidateResourceClaimTemplate(t), resourcevalidation.ValidateResourceClaimTemplateUpdate(t, old)...)
+		})
+	rs := &kubeKind{Type: cluster(g, "v1", "ResourceSlice", "resourceslices", nil, nil), generation: generationOnChange}
+	rs.validate, rs.validateUpdate = validator(resourcevalidation.ValidateResourceSlice, resourcevalidation.ValidateResourceSliceUpdate)
+	return []*kubeKind{dc, rc, rct, rs}
+}
+
+// apiregistrationKinds is the aggregator's APIService. Each served
+// group-version has a local one (controllers/ keeps them); an APIService
+// naming a Service is stored, but requests are not proxied to it.
+func apiregistrationKinds() []*kubeKind {
+	as := &kubeKind{Type: cluster("apiregistration.k8s.io", "v1", "APIService", "apiservices", nil, []string{"api-extensions"}, "status"),
+		columns: apiServiceColumns, row: apiServiceRow}
+	as.validate, as.validateUpdate = validator(apiregistrationvalidation.ValidateAPIService, apiregistrationvalidation.ValidateAPIServiceUpdate)
+	as.prepareCreate = func(obj runtime.Object) {
+		// A local APIService is available the moment it exists.
+		if a := obj.(*apiregistration.APIService); a.Spec.Service == nil {
+			apiregistration.SetAPIServiceCondition(a, apiregistration.NewLocalAvailableAPIServiceCondition())
+		}
+	}
+	_, status := validator(nil, apiregistrationvalidation.ValidateAPIServiceStatusUpdate)
+	as.subresourceUpdates = map[string]kubeSubresourceUpdate{"status": {prepare: keepSpec, validate: status}}
+	return []*kubeKind{as}
+}
+
+// apiServiceColumns are the aggregator's Table columns for APIServices;
+// kube's printers have none.
+var apiServiceColumns = []metav1.TableColumnDefinition{
+	nameColumn(0),
+	column("Service", "", "The reference to the service that hosts this API endpoint.", 0),
+	column("Available", "", "Whether this service is available.", 0),
+	ageColumn(),
+}
+
+// apiServiceRow prints "Local" for a group served here, and the Available
+// condition with its reason when it is not True.
+func apiServiceRow(obj runtime.Object) []interface{} {
+	a := obj.(*apiregistration.APIService)
+	service := "Local"
+	if s := a.Spec.Service; s != nil {
+		service = s.Namespace + "/" + s.Name
+	}
+	available := string(apiregistration.ConditionUnknown)
+	if c := apiregistration.GetAPIServiceConditionByType(a, apiregistration.Available); c != nil {
+		available = string(c.Status)
+		if c.Status != apiregistration.ConditionTrue && c.Reason != "" {
+			available += " (" + c.Reason + ")"
+		}
+	}
+	return []interface{}{a.Name, service, available, age(a.CreationTimestamp.Time)}
+}

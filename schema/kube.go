@@ -11,12 +11,14 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	apiregistrationinstall "k8s.io/kube-aggregator/pkg/apis/apiregistration/install"
 	"k8s.io/kubernetes/pkg/api/legacyscheme"
 	"k8s.io/kubernetes/pkg/printers"
 	printersinternal "k8s.io/kubernetes/pkg/printers/internalversion"
 
 	// Conversions and defaults of every built-in group, registered into
 	// legacyscheme as kube-apiserver registers them.
+	_ "k8s.io/kubernetes/pkg/apis/admissionregistration/install"
 	_ "k8s.io/kubernetes/pkg/apis/apps/install"
 	_ "k8s.io/kubernetes/pkg/apis/authentication/install"
 	_ "k8s.io/kubernetes/pkg/apis/authorization/install"
@@ -30,9 +32,14 @@ import (
 	_ "k8s.io/kubernetes/pkg/apis/node/install"
 	_ "k8s.io/kubernetes/pkg/apis/policy/install"
 	_ "k8s.io/kubernetes/pkg/apis/rbac/install"
+	_ "k8s.io/kubernetes/pkg/apis/resource/install"
 	_ "k8s.io/kubernetes/pkg/apis/scheduling/install"
 	_ "k8s.io/kubernetes/pkg/apis/storage/install"
 )
+
+// The aggregator's group registers into its own scheme on kube-apiserver;
+// here it joins the others.
+func init() { apiregistrationinstall.Install(legacyscheme.Scheme) }
 
 // A kubeKind is a built-in kind whose defaults, conversions, validation
 // and Table come from kube's own packages (k8s.io/kubernetes/pkg/apis/...
@@ -64,6 +71,11 @@ type kubeKind struct {
 	prepareUpdate func(obj, old runtime.Object)
 	// requested records the requesting user (kube's internal object).
 	requested func(obj runtime.Object, who Requester)
+
+	// columns and row print a kind kube's printers do not know (row
+	// receives kube's internal object).
+	columns []metav1.TableColumnDefinition
+	row     func(obj runtime.Object) []interface{}
 
 	// returnsDeleted: DELETE answers with the deleted object, as
 	// kube-apiserver's storage for the kind is configured to.
@@ -284,7 +296,16 @@ func (k *kubeKind) build(scheme *runtime.Scheme) *Type {
 	}
 
 	// The columns are those kube's printer declares for the kind.
-	if empty, err := legacyscheme.Scheme.New(internal); err == nil {
+	if k.columns != nil {
+		t.Columns = k.columns
+		t.Row = func(obj runtime.Object) ([]interface{}, error) {
+			in, err := toInternal(obj)
+			if err != nil {
+				return nil, err
+			}
+			return k.row(in), nil
+		}
+	} else if empty, err := legacyscheme.Scheme.New(internal); err == nil {
 		if tbl, err := tables().GenerateTable(empty, printers.GenerateOptions{Wide: true}); err == nil {
 			t.Columns = tbl.ColumnDefinitions
 			t.Row = func(obj runtime.Object) ([]interface{}, error) {

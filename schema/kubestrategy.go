@@ -248,3 +248,15 @@ func csrRequestedBy(obj runtime.Object, who Requester) {
 		}
 	}
 }
+
+// keepSpec is a status write of a kind whose strategy has a status
+// validation of its own: the spec and the metadata a status write may not
+// touch stay as stored.
+func keepSpec(obj, old runtime.Object) {
+	setField(obj, "Spec", old)
+	if n, ok := obj.(metav1.Object); ok {
+		if o, ok := old.(metav1.Object); ok {
+			metav1.ResetObjectMetaForStatus(n, o)
+		}
+	}
+}

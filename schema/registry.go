@@ -57,8 +57,9 @@ func (r *Registry) Types() []*Type {
 	return append([]*Type(nil), r.types...)
 }
 
-// GroupVersions returns the served group-versions: the legacy core group
-// first, then the named groups in registration order.
+// GroupVersions returns the served group-versions in kube-apiserver's
+// discovery order: the legacy core group first, then the named groups by
+// priority (ties by name), each group's versions preferred one first.
 func (r *Registry) GroupVersions() []schema.GroupVersion {
 	seen := map[schema.GroupVersion]bool{}
 	var out []schema.GroupVersion
@@ -69,7 +70,24 @@ func (r *Registry) GroupVersions() []schema.GroupVersion {
 			out = append(out, gv)
 		}
 	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].Group == "" && out[j].Group != "" })
+	sort.SliceStable(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		if (a.Group == "") != (b.Group == "") {
+			return a.Group == ""
+		}
+		pa, oka := PriorityOf(a)
+		pb, okb := PriorityOf(b)
+		switch {
+		case oka != okb:
+			return oka
+		case a.Group != b.Group && pa.Group != pb.Group:
+			return pa.Group > pb.Group
+		case a.Group != b.Group:
+			return a.Group < b.Group
+		default:
+			return pa.Version > pb.Version
+		}
+	})
 	return out
 }
 

@@ -64,8 +64,8 @@ func (s *Server) getAPI(c echo.Context) error {
 	})
 }
 
-// groups returns the named API groups with their versions, in the order
-// they were registered.
+// groups returns the named API groups with their versions, in
+// kube-apiserver's priority order (schema/priorities.go).
 func (s *Server) groups() []metav1.APIGroup {
 	var out []metav1.APIGroup
 	idx := map[string]int{}
@@ -82,7 +82,6 @@ func (s *Server) groups() []metav1.APIGroup {
 		}
 		out[i].Versions = append(out[i].Versions, gvd)
 	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
 }
 
@@ -196,7 +195,6 @@ func (s *Server) aggregatedV2(legacy bool) *apidiscoveryv2.APIGroupDiscoveryList
 		}
 		list.Items[i].Versions = append(list.Items[i].Versions, v)
 	}
-	sort.SliceStable(list.Items, func(i, j int) bool { return list.Items[i].Name < list.Items[j].Name })
 	return list
 }
 
