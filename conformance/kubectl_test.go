@@ -124,6 +124,7 @@ var kubectlScenarios = []kubectlScenario{
 	{"auth whoami and can-i", kubectlAuth},
 	{"logs and exec without nodes", kubectlNodeless},
 	{"delete --cascade=foreground", kubectlCascade},
+	{"rollout history", kubectlRolloutHistory},
 }
 
 var (

@@ -467,3 +467,55 @@ func kubectlCascade(t *testing.T, e *kubectlEnv) {
 		t.Errorf("pods of the orphaned ReplicaSet: %v %v; want both kept", err, pods)
 	}
 }
+
+// kubectlRolloutHistory: `kubectl rollout history` reads a Deployment's
+// revisions from the ReplicaSets it controls (written here as the
+// deployment controller would, one per template) and prints one
+// revision's template.
+func kubectlRolloutHistory(t *testing.T, e *kubectlEnv) {
+	ns := e.ns(t)
+	ctx := context.Background()
+	d, err := e.cs.AppsV1().Deployments(ns).Create(ctx, &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "web"},
+		Spec: appsv1.DeploymentSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "web"}},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "nginx:1.27"}}}},
+		},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	yes := true
+	for rev, image := range map[string]string{"1": "nginx:1.26", "2": "nginx:1.27"} {
+		hash := "h" + rev
+		tmpl := d.Spec.Template.DeepCopy()
+		tmpl.Labels["pod-template-hash"] = hash
+		tmpl.Spec.Containers[0].Image = image
+		annotations := map[string]string{"deployment.kubernetes.io/revision": rev}
+		if rev == "2" {
+			annotations["kubernetes.io/change-cause"] = "kubectl set image deployment/web web=nginx:1.27"
+		}
+		if _, err := e.cs.AppsV1().ReplicaSets(ns).Create(ctx, &appsv1.ReplicaSet{
+			ObjectMeta: metav1.ObjectMeta{Name: "web-" + hash, Labels: tmpl.Labels, Annotations: annotations,
+				OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "Deployment", Name: d.Name, UID: d.UID, Controller: &yes}}},
+			Spec: appsv1.ReplicaSetSpec{
+				Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web", "pod-template-hash": hash}},
+				Template: *tmpl,
+			},
+		}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out := e.k.ok(t, "rollout", "history", "-n", ns, "deployment/web")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 4 || !strings.HasPrefix(lines[0], "deployment.apps/web") || strings.Join(strings.Fields(lines[1]), " ") != "REVISION CHANGE-CAUSE" ||
+		strings.Join(strings.Fields(lines[2]), " ") != "1 <none>" ||
+		strings.Join(strings.Fields(lines[3]), " ") != "2 kubectl set image deployment/web web=nginx:1.27" {
+		t.Errorf("rollout history printed:\n%s", out)
+	}
+	out = e.k.ok(t, "rollout", "history", "-n", ns, "deployment/web", "--revision=1")
+	if !strings.Contains(out, "revision #1") || !strings.Contains(out, "nginx:1.26") || strings.Contains(out, "nginx:1.27") {
+		t.Errorf("rollout history --revision=1 printed:\n%s", out)
+	}
+}
