@@ -164,9 +164,12 @@ func helmLifecycle(t *testing.T, h *helm, tg *target) {
 		t.Errorf("helm uninstall printed:\n%s", out)
 	}
 	for what, get := range map[string]func() error{
-		"Deployment":     func() error { _, err := cs.AppsV1().Deployments(ns).Get(ctx, "demo", metav1.GetOptions{}); return err },
-		"Service":        func() error { _, err := cs.CoreV1().Services(ns).Get(ctx, "demo", metav1.GetOptions{}); return err },
-		"ServiceAccount": func() error { _, err := cs.CoreV1().ServiceAccounts(ns).Get(ctx, "demo", metav1.GetOptions{}); return err },
+		"Deployment": func() error { _, err := cs.AppsV1().Deployments(ns).Get(ctx, "demo", metav1.GetOptions{}); return err },
+		"Service":    func() error { _, err := cs.CoreV1().Services(ns).Get(ctx, "demo", metav1.GetOptions{}); return err },
+		"ServiceAccount": func() error {
+			_, err := cs.CoreV1().ServiceAccounts(ns).Get(ctx, "demo", metav1.GetOptions{})
+			return err
+		},
 	} {
 		if err := get(); !apierrors.IsNotFound(err) {
 			t.Errorf("%s after uninstall: %v; want NotFound", what, err)

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/tabula-dev/tabula/codecs"
 	"github.com/tabula-dev/tabula/schema"
 	"github.com/tabula-dev/tabula/sqlstore/kv"
 )
@@ -156,7 +157,7 @@ func (x *Resource) validate(obj, old runtime.Object) error {
 	if x.t.NameIsDNSLabel {
 		nameFn = apivalidation.NameIsDNSLabel
 	}
-	om := ObjectMetaOf(acc)
+	om := codecs.ObjectMetaOf(acc)
 	// Kinds whose validation checks ObjectMeta itself (kube's functions,
 	// with the kind's own name rule) skip the generic ObjectMeta checks.
 	generic := !x.t.ValidatesMeta
@@ -165,7 +166,7 @@ func (x *Resource) validate(obj, old runtime.Object) error {
 		if err != nil {
 			return err
 		}
-		oom := ObjectMetaOf(oacc)
+		oom := codecs.ObjectMetaOf(oacc)
 		if generic {
 			errs = append(errs, apivalidation.ValidateObjectMetaUpdate(&om, &oom, field.NewPath("metadata"))...)
 		}
@@ -206,20 +207,6 @@ func noNewFinalizersWhileDeleting(obj, old *metav1.ObjectMeta) field.ErrorList {
 	}
 	return field.ErrorList{field.Forbidden(field.NewPath("metadata", "finalizers"),
 		fmt.Sprintf("no new finalizers can be added if the object is being deleted, found new finalizers %#v", added))}
-}
-
-// ObjectMetaOf copies an object's metadata into an ObjectMeta.
-func ObjectMetaOf(a metav1.Object) metav1.ObjectMeta {
-	if m, ok := a.(*metav1.ObjectMeta); ok {
-		return *m
-	}
-	return metav1.ObjectMeta{
-		Name: a.GetName(), GenerateName: a.GetGenerateName(), Namespace: a.GetNamespace(), UID: a.GetUID(),
-		ResourceVersion: a.GetResourceVersion(), Generation: a.GetGeneration(), CreationTimestamp: a.GetCreationTimestamp(),
-		DeletionTimestamp: a.GetDeletionTimestamp(), DeletionGracePeriodSeconds: a.GetDeletionGracePeriodSeconds(),
-		Labels: a.GetLabels(), Annotations: a.GetAnnotations(), OwnerReferences: a.GetOwnerReferences(),
-		Finalizers: a.GetFinalizers(), ManagedFields: a.GetManagedFields(),
-	}
 }
 
 type requesterKey struct{}

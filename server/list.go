@@ -1,7 +1,6 @@
 package server
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"net/http"
@@ -139,52 +138,11 @@ func (r *request) writeList(out codecs.Output, res kv.ListResult, p *listParams)
 		}
 		objs = append(objs, obj)
 	}
-	var body runtime.Object
-	switch out.View {
-	case codecs.ViewTable:
-		tbl, err := r.table(objs, r.c.QueryParam("includeObject"))
-		if err != nil {
-			return err
-		}
-		tbl.ListMeta = lm
-		if out.ViewVersion == "v1beta1" {
-			tbl.APIVersion = "meta.k8s.io/v1beta1"
-		}
-		body = tbl
-	case codecs.ViewPartialObjectMetadataList:
-		l := &metav1.PartialObjectMetadataList{
-			TypeMeta: metav1.TypeMeta{Kind: "PartialObjectMetadataList", APIVersion: "meta.k8s.io/" + out.ViewVersion},
-			ListMeta: lm,
-		}
-		for _, o := range objs {
-			l.Items = append(l.Items, *partialMetadata(o, out.ViewVersion).(*metav1.PartialObjectMetadata))
-		}
-		body = l
-	default:
-		list := r.t.NewList()
-		if lo, ok := list.(metav1.ListInterface); ok {
-			lo.SetResourceVersion(lm.ResourceVersion)
-			lo.SetContinue(lm.Continue)
-			lo.SetRemainingItemCount(lm.RemainingItemCount)
-		}
-		list.GetObjectKind().SetGroupVersionKind(r.t.GroupVersion().WithKind(r.t.ListKind))
-		for _, o := range objs {
-			// Items of a typed list carry no kind and apiVersion.
-			o.GetObjectKind().SetGroupVersionKind(emptyGVK)
-		}
-		if err := codecs.SetList(list, objs); err != nil {
-			return err
-		}
-		body = list
-	}
-	var buf bytes.Buffer
-	if err := r.s.codec.Encode(&buf, out.MediaType, body, wantsPretty(r.c)); err != nil {
+	body, err := codecs.ListView(out, r.t, objs, lm, r.c.QueryParam("includeObject"))
+	if err != nil {
 		return err
 	}
-	resp.Header().Set(echo.HeaderContentType, out.ContentType())
-	resp.WriteHeader(http.StatusOK)
-	_, err := resp.Write(buf.Bytes())
-	return err
+	return r.writeBody(http.StatusOK, out, body)
 }
 
 func (r *request) listMeta(res kv.ListResult, p *listParams) metav1.ListMeta {
@@ -196,35 +154,14 @@ func (r *request) listMeta(res kv.ListResult, p *listParams) metav1.ListMeta {
 	return lm
 }
 
-// streamJSONList writes {"kind":…,"items":[…]} around the stored items.
+// streamJSONList writes the list around the stored items, letting go of
+// each item's stored bytes once written.
 func (r *request) streamJSONList(w *echo.Response, lm metav1.ListMeta, items []kv.Record) error {
-	var head bytes.Buffer
-	head.WriteString(`{"kind":` + strconv.Quote(r.t.ListKind) + `,"apiVersion":` + strconv.Quote(r.t.APIVersion()) + `,"metadata":`)
-	if err := codecs.EncodeJSONCompact(&head, &lm); err != nil {
-		return err
-	}
-	head.WriteString(`,"items":[`)
-	if _, err := w.Write(head.Bytes()); err != nil {
-		return err
-	}
-	for i, rec := range items {
-		b, err := r.itemJSON(rec)
-		if err != nil {
-			return err
-		}
-		if i > 0 {
-			if _, err := w.Write([]byte{','}); err != nil {
-				return err
-			}
-		}
-		// Written: the stored bytes can go before the rest is sent.
+	return codecs.WriteJSONList(w, r.t.APIVersion(), r.t.ListKind, &lm, len(items), func(i int) ([]byte, error) {
+		b, err := r.itemJSON(items[i])
 		items[i].Value = nil
-		if _, err := w.Write(b); err != nil {
-			return err
-		}
-	}
-	_, err := w.Write([]byte("]}\n"))
-	return err
+		return b, err
+	})
 }
 
 // protobufItem returns a stored object's Protobuf encoding, from the cache

@@ -10,7 +10,6 @@ import (
 
 	"github.com/labstack/echo/v4"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
@@ -183,44 +182,25 @@ func (r *request) writeStored(code int, rec kv.Record, written runtime.Object) e
 
 // writeObject answers with a decoded object in the negotiated form.
 func (r *request) writeObject(code int, out codecs.Output, obj runtime.Object) error {
-	var body runtime.Object = obj
-	switch out.View {
-	case codecs.ViewTable:
-		tbl, err := r.table([]runtime.Object{obj}, r.c.QueryParam("includeObject"))
-		if err != nil {
-			return err
-		}
-		if out.ViewVersion == "v1beta1" {
-			tbl.APIVersion = "meta.k8s.io/v1beta1"
-		}
-		if acc, err := meta.Accessor(obj); err == nil {
-			tbl.ResourceVersion = acc.GetResourceVersion()
-		}
-		body = tbl
-	case codecs.ViewPartialObjectMetadata:
-		body = partialMetadata(obj, out.ViewVersion)
+	body, err := codecs.ObjectView(out, r.t, obj, r.c.QueryParam("includeObject"))
+	if err != nil {
+		return err
 	}
-	r.c.Response().Header().Set(echo.HeaderContentType, out.ContentType())
+	return r.writeBody(code, out, body)
+}
+
+// writeBody encodes body in out's media type; it is encoded in full
+// before the status line, so an encoding error still becomes a Status.
+func (r *request) writeBody(code int, out codecs.Output, body runtime.Object) error {
 	var buf bytes.Buffer
 	if err := r.s.codec.Encode(&buf, out.MediaType, body, wantsPretty(r.c)); err != nil {
 		return err
 	}
-	r.c.Response().WriteHeader(code)
-	_, err := r.c.Response().Write(buf.Bytes())
+	resp := r.c.Response()
+	resp.Header().Set(echo.HeaderContentType, out.ContentType())
+	resp.WriteHeader(code)
+	_, err := resp.Write(buf.Bytes())
 	return err
-}
-
-// partialMetadata is obj's PartialObjectMetadata view.
-func partialMetadata(obj runtime.Object, version string) runtime.Object {
-	acc, err := meta.Accessor(obj)
-	if err != nil {
-		return obj
-	}
-	om := registry.ObjectMetaOf(acc)
-	return &metav1.PartialObjectMetadata{
-		TypeMeta:   metav1.TypeMeta{Kind: "PartialObjectMetadata", APIVersion: "meta.k8s.io/" + version},
-		ObjectMeta: om,
-	}
 }
 
 // readBody reads the request body up to the size limit (413 past it).

@@ -1,9 +1,6 @@
 package server
 
 import (
-	"bytes"
-	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"math/rand/v2"
 	"net/http"
@@ -13,7 +10,6 @@ import (
 	"github.com/labstack/echo/v4"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/tabula-dev/tabula/codecs"
 	"github.com/tabula-dev/tabula/sqlstore/kv"
@@ -170,23 +166,19 @@ func (r *request) watch() error {
 	}
 }
 
-// watchEncoder writes watch events in the negotiated representation:
-// newline-separated JSON objects, or length-prefixed Protobuf frames.
+// watchEncoder sends one watch's events: codecs frames them; it adds the
+// HTTP stream and the choice of writing stored JSON as it is.
 type watchEncoder struct {
-	r           *request
-	out         codecs.Output
-	resp        *echo.Response
-	sentColumns bool
-	buf         bytes.Buffer
+	r    *request
+	out  codecs.Output
+	ww   *codecs.WatchWriter
+	resp *echo.Response
 }
 
 func (e *watchEncoder) start(resp *echo.Response) {
 	e.resp = resp
-	ct := e.out.ContentType()
-	if e.out.MediaType == codecs.Protobuf {
-		ct = codecs.Protobuf + ";stream=watch"
-	}
-	resp.Header().Set(echo.HeaderContentType, ct)
+	e.ww = e.r.s.codec.NewWatchWriter(resp, e.out, e.r.t, e.r.c.QueryParam("includeObject"))
+	resp.Header().Set(echo.HeaderContentType, e.ww.ContentType())
 	resp.Header().Set("Transfer-Encoding", "chunked")
 	resp.WriteHeader(http.StatusOK)
 	resp.Flush()
@@ -195,121 +187,26 @@ func (e *watchEncoder) start(resp *echo.Response) {
 func (e *watchEncoder) flush() { e.resp.Flush() }
 
 func (e *watchEncoder) write(ev kv.Event) error {
-	r := e.r
-	if e.out.View == codecs.ViewObject && e.out.MediaType == codecs.JSON {
-		j, err := r.objectJSON(ev.Record)
+	if e.ww.WantsJSON() {
+		j, err := e.r.objectJSON(ev.Record)
 		if err != nil {
 			return err
 		}
-		return e.emitJSON(string(ev.Type), j)
+		return e.ww.EventJSON(string(ev.Type), j)
 	}
-	obj, err := r.decodeStored(ev.Record)
+	obj, err := e.r.decodeStored(ev.Record)
 	if err != nil {
 		return err
 	}
-	return e.emitObject(string(ev.Type), obj)
+	return e.ww.Event(string(ev.Type), obj)
 }
 
-func (e *watchEncoder) emitObject(typ string, obj runtime.Object) error {
-	r := e.r
-	var body runtime.Object = obj
-	switch e.out.View {
-	case codecs.ViewTable:
-		tbl, err := r.table([]runtime.Object{obj}, r.c.QueryParam("includeObject"))
-		if err != nil {
-			return err
-		}
-		if e.out.ViewVersion == "v1beta1" {
-			tbl.APIVersion = "meta.k8s.io/v1beta1"
-		}
-		if e.sentColumns {
-			// Column definitions travel only with the first event.
-			tbl.ColumnDefinitions = nil
-		}
-		e.sentColumns = true
-		body = tbl
-	case codecs.ViewPartialObjectMetadata:
-		body = partialMetadata(obj, e.out.ViewVersion)
-	}
-	if e.out.MediaType == codecs.Protobuf {
-		raw, err := r.s.codec.ProtobufBytes(body)
-		if err != nil {
-			return err
-		}
-		return e.emitProtobuf(typ, raw)
-	}
-	j, err := json.Marshal(body)
-	if err != nil {
-		return err
-	}
-	return e.emitJSON(typ, j)
-}
-
-func (e *watchEncoder) emitJSON(typ string, obj []byte) error {
-	e.buf.Reset()
-	e.buf.WriteString(`{"type":"` + typ + `","object":`)
-	e.buf.Write(obj)
-	e.buf.WriteString("}\n")
-	_, err := e.resp.Write(e.buf.Bytes())
-	return err
-}
-
-func (e *watchEncoder) emitProtobuf(typ string, obj []byte) error {
-	ev := &metav1.WatchEvent{Type: typ, Object: runtime.RawExtension{Raw: obj}}
-	frame, err := e.r.s.codec.ProtobufRaw(ev)
-	if err != nil {
-		return err
-	}
-	var n [4]byte
-	binary.BigEndian.PutUint32(n[:], uint32(len(frame)))
-	if _, err := e.resp.Write(n[:]); err != nil {
-		return err
-	}
-	_, err = e.resp.Write(frame)
-	return err
-}
-
-// bookmark sends a BOOKMARK event: an object of the watched kind that
-// carries only its resourceVersion (and the initial-events-end marker).
 func (e *watchEncoder) bookmark(rev int64, initialEnd bool) error {
-	r := e.r
-	obj := r.t.New()
-	obj.GetObjectKind().SetGroupVersionKind(r.t.GroupVersionKind())
-	if acc, ok := obj.(metav1.Object); ok {
-		acc.SetResourceVersion(strconv.FormatInt(rev, 10))
-		if initialEnd {
-			acc.SetAnnotations(map[string]string{metav1.InitialEventsAnnotationKey: "true"})
-		}
-	}
-	if e.out.MediaType == codecs.Protobuf {
-		raw, err := r.s.codec.ProtobufBytes(obj)
-		if err != nil {
-			return err
-		}
-		return e.emitProtobuf("BOOKMARK", raw)
-	}
-	j, err := json.Marshal(obj)
-	if err != nil {
-		return err
-	}
-	return e.emitJSON("BOOKMARK", j)
+	return e.ww.Bookmark(strconv.FormatInt(rev, 10), initialEnd)
 }
 
 func (e *watchEncoder) writeStatus(st *metav1.Status) error {
-	if e.out.MediaType == codecs.Protobuf {
-		raw, err := e.r.s.codec.ProtobufBytes(st)
-		if err != nil {
-			return err
-		}
-		err = e.emitProtobuf("ERROR", raw)
-		e.flush()
-		return err
-	}
-	j, err := json.Marshal(st)
-	if err != nil {
-		return err
-	}
-	err = e.emitJSON("ERROR", j)
+	err := e.ww.Error(st)
 	e.flush()
 	return err
 }

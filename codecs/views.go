@@ -1,0 +1,191 @@
+package codecs
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	runtimeschema "k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/tabula-dev/tabula/schema"
+)
+
+// The views of objects a client can ask for (Accept's as=…): the object
+// itself, a meta.k8s.io Table, or PartialObjectMetadata. A View is what
+// gets encoded, in whichever media type was negotiated.
+
+// defaultColumns are kube-apiserver's columns for kinds without their own.
+var defaultColumns = []metav1.TableColumnDefinition{
+	{Name: "Name", Type: "string", Format: "name", Description: metav1.ObjectMeta{}.SwaggerDoc()["name"]},
+	{Name: "Created At", Type: "date", Description: metav1.ObjectMeta{}.SwaggerDoc()["creationTimestamp"]},
+}
+
+// ObjectView is one object of t in out's view; includeObject is the
+// request's Table option (Metadata by default, Object, or None).
+func ObjectView(out Output, t *schema.Type, obj runtime.Object, includeObject string) (runtime.Object, error) {
+	switch out.View {
+	case ViewTable:
+		tbl, err := table(out, t, []runtime.Object{obj}, includeObject)
+		if err != nil {
+			return nil, err
+		}
+		if acc, err := meta.Accessor(obj); err == nil {
+			tbl.ResourceVersion = acc.GetResourceVersion()
+		}
+		return tbl, nil
+	case ViewPartialObjectMetadata:
+		return PartialMetadata(obj, out.ViewVersion), nil
+	}
+	return obj, nil
+}
+
+// ListView is a page of objects of t in out's view, with the page's list
+// metadata.
+func ListView(out Output, t *schema.Type, objs []runtime.Object, lm metav1.ListMeta, includeObject string) (runtime.Object, error) {
+	switch out.View {
+	case ViewTable:
+		tbl, err := table(out, t, objs, includeObject)
+		if err != nil {
+			return nil, err
+		}
+		tbl.ListMeta = lm
+		return tbl, nil
+	case ViewPartialObjectMetadataList:
+		l := &metav1.PartialObjectMetadataList{
+			TypeMeta: metav1.TypeMeta{Kind: "PartialObjectMetadataList", APIVersion: "meta.k8s.io/" + out.ViewVersion},
+			ListMeta: lm,
+		}
+		for _, o := range objs {
+			l.Items = append(l.Items, *PartialMetadata(o, out.ViewVersion))
+		}
+		return l, nil
+	}
+	list := t.NewList()
+	if lo, ok := list.(metav1.ListInterface); ok {
+		lo.SetResourceVersion(lm.ResourceVersion)
+		lo.SetContinue(lm.Continue)
+		lo.SetRemainingItemCount(lm.RemainingItemCount)
+	}
+	list.GetObjectKind().SetGroupVersionKind(t.GroupVersion().WithKind(t.ListKind))
+	for _, o := range objs {
+		// Items of a typed list carry no kind and apiVersion.
+		o.GetObjectKind().SetGroupVersionKind(runtimeschema.GroupVersionKind{})
+	}
+	if err := SetList(list, objs); err != nil {
+		return nil, err
+	}
+	return list, nil
+}
+
+// table renders objects as a Table of the negotiated version.
+func table(out Output, t *schema.Type, objs []runtime.Object, includeObject string) (*metav1.Table, error) {
+	switch includeObject {
+	case "", "Metadata", "Object", "None":
+	default:
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("Unable to convert to Table as requested: includeObject: Invalid value: %q: must be 'Metadata', 'Object', 'None', or empty", includeObject))
+	}
+	tbl := &metav1.Table{TypeMeta: metav1.TypeMeta{Kind: "Table", APIVersion: "meta.k8s.io/v1"}}
+	if out.ViewVersion == "v1beta1" {
+		tbl.APIVersion = "meta.k8s.io/v1beta1"
+	}
+	tbl.ColumnDefinitions = t.Columns
+	if tbl.ColumnDefinitions == nil {
+		tbl.ColumnDefinitions = defaultColumns
+	}
+	tbl.Rows = []metav1.TableRow{}
+	for _, obj := range objs {
+		var cells []interface{}
+		if t.Row != nil {
+			var err error
+			if cells, err = t.Row(obj); err != nil {
+				return nil, err
+			}
+		} else {
+			acc, err := meta.Accessor(obj)
+			if err != nil {
+				return nil, err
+			}
+			cells = []interface{}{acc.GetName(), acc.GetCreationTimestamp().UTC().Format(time.RFC3339)}
+		}
+		row := metav1.TableRow{Cells: cells}
+		switch includeObject {
+		case "", "Metadata":
+			row.Object = rawJSON(PartialMetadata(obj, "v1"))
+		case "Object":
+			obj.GetObjectKind().SetGroupVersionKind(t.GroupVersionKind())
+			row.Object = rawJSON(obj)
+		}
+		tbl.Rows = append(tbl.Rows, row)
+	}
+	return tbl, nil
+}
+
+// rawJSON embeds an object in a Table row; RawExtension only marshals Raw.
+func rawJSON(obj runtime.Object) runtime.RawExtension {
+	b, err := json.Marshal(obj)
+	if err != nil {
+		return runtime.RawExtension{}
+	}
+	return runtime.RawExtension{Raw: b}
+}
+
+// PartialMetadata is obj's PartialObjectMetadata view.
+func PartialMetadata(obj runtime.Object, version string) *metav1.PartialObjectMetadata {
+	pm := &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{Kind: "PartialObjectMetadata", APIVersion: "meta.k8s.io/" + version}}
+	if acc, err := meta.Accessor(obj); err == nil {
+		pm.ObjectMeta = ObjectMetaOf(acc)
+	}
+	return pm
+}
+
+// ObjectMetaOf copies an object's metadata into an ObjectMeta.
+func ObjectMetaOf(a metav1.Object) metav1.ObjectMeta {
+	if m, ok := a.(*metav1.ObjectMeta); ok {
+		return *m
+	}
+	return metav1.ObjectMeta{
+		Name: a.GetName(), GenerateName: a.GetGenerateName(), Namespace: a.GetNamespace(), UID: a.GetUID(),
+		ResourceVersion: a.GetResourceVersion(), Generation: a.GetGeneration(), CreationTimestamp: a.GetCreationTimestamp(),
+		DeletionTimestamp: a.GetDeletionTimestamp(), DeletionGracePeriodSeconds: a.GetDeletionGracePeriodSeconds(),
+		Labels: a.GetLabels(), Annotations: a.GetAnnotations(), OwnerReferences: a.GetOwnerReferences(),
+		Finalizers: a.GetFinalizers(), ManagedFields: a.GetManagedFields(),
+	}
+}
+
+// WriteJSONList writes {"kind":…,"apiVersion":…,"metadata":…,"items":[…]}
+// around n items that are JSON already (stored bytes), asking item for
+// each in turn so that a large list is never held twice.
+func WriteJSONList(w io.Writer, apiVersion, listKind string, lm *metav1.ListMeta, n int, item func(i int) ([]byte, error)) error {
+	var head []byte
+	head = append(head, `{"kind":`+strconv.Quote(listKind)+`,"apiVersion":`+strconv.Quote(apiVersion)+`,"metadata":`...)
+	m, err := json.Marshal(lm)
+	if err != nil {
+		return err
+	}
+	head = append(append(head, m...), `,"items":[`...)
+	if _, err := w.Write(head); err != nil {
+		return err
+	}
+	for i := 0; i < n; i++ {
+		b, err := item(i)
+		if err != nil {
+			return err
+		}
+		if i > 0 {
+			if _, err := w.Write([]byte{','}); err != nil {
+				return err
+			}
+		}
+		if _, err := w.Write(b); err != nil {
+			return err
+		}
+	}
+	_, err = w.Write([]byte("]}\n"))
+	return err
+}
