@@ -1,6 +1,9 @@
 package schema
 
 import (
+	"crypto/sha256"
+	"encoding/base64"
+	"slices"
 	"sort"
 	"sync"
 
@@ -100,6 +103,30 @@ func (r *Registry) TypesIn(gv schema.GroupVersion) []*Type {
 		}
 	}
 	return out
+}
+
+// StorageVersionHash is legacy discovery's opaque name for the group,
+// version and kind t's objects are stored as: the first 8 bytes of the
+// SHA-256 of "group/version/kind", base64, as kube-apiserver computes it.
+// Resources without storage of their own have none.
+func (r *Registry) StorageVersionHash(t *Type) string {
+	if t.Virtual || !slices.Contains(t.Verbs, "get") {
+		return ""
+	}
+	group, version, kind := t.Group, t.Version, t.Kind
+	switch {
+	case t.StorageVersion != "":
+		version = t.StorageVersion
+	case t.FromStorage != nil:
+		for _, o := range r.ByStorage(t.StorageResource) {
+			if o.FromStorage == nil {
+				group, version, kind = o.Group, o.Version, o.Kind
+				break
+			}
+		}
+	}
+	sum := sha256.Sum256([]byte(group + "/" + version + "/" + kind))
+	return base64.StdEncoding.EncodeToString(sum[:8])
 }
 
 // ByStorage returns the Types stored under one storage resource.

@@ -30,6 +30,10 @@ type Type struct {
 	// it; the stored bytes are in the storage form, and ToStorage/FromStorage
 	// convert.
 	StorageResource string
+	// StorageVersion is the version objects are stored as when it is
+	// not this Type's own and no other Type serves it (a custom
+	// resource's storage version); empty otherwise.
+	StorageVersion string
 
 	// New returns an empty object of the Go type; NewList an empty list.
 	New     func() runtime.Object

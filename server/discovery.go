@@ -125,6 +125,7 @@ func (s *Server) getResourceList(c echo.Context, group, version string) error {
 		list.APIResources = append(list.APIResources, metav1.APIResource{
 			Name: t.Resource, SingularName: t.Singular, Namespaced: t.Namespaced, Kind: t.Kind,
 			Verbs: t.Verbs, ShortNames: t.ShortNames, Categories: t.Categories,
+			StorageVersionHash: s.reg.StorageVersionHash(t),
 		})
 		for _, sub := range t.Subresources {
 			info := t.Subresource(sub)

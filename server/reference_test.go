@@ -1172,7 +1172,7 @@ func refCompareJSON(c *refFile, ref, ours []byte, state map[string]string) []str
 		}
 	case "APIResourceList":
 		p = append(p, refSubset("resources", got["resources"], want["resources"], "name",
-			"singularName", "namespaced", "kind", "verbs", "shortNames", "categories", "group", "version")...)
+			"singularName", "namespaced", "kind", "verbs", "shortNames", "categories", "group", "version", "storageVersionHash")...)
 	case "APIGroupList":
 		p = append(p, refSubset("groups", got["groups"], want["groups"], "name", "versions", "preferredVersion")...)
 	case "APIGroup":
