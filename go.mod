@@ -89,7 +89,7 @@ require (
 
 tool k8s.io/kube-openapi/cmd/openapi-gen
 
-require k8s.io/apiserver v0.35.10 // indirect
+require k8s.io/apiserver v0.35.10
 
 require k8s.io/component-base v0.35.10 // indirect
 
@@ -121,12 +121,12 @@ require (
 	google.golang.org/genproto/googleapis/api v0.0.0-20250303144028-a0af3efb3deb // indirect
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20250528174236-200df99c418a // indirect
 	google.golang.org/grpc v1.72.2 // indirect
-	k8s.io/apiextensions-apiserver v0.35.10 // indirect
 	k8s.io/dynamic-resource-allocation v0.35.10 // indirect
 	sigs.k8s.io/apiserver-network-proxy/konnectivity-client v0.31.2 // indirect
 )
 
 require (
+	k8s.io/apiextensions-apiserver v0.35.10
 	k8s.io/kube-aggregator v0.35.10
 	k8s.io/kubernetes v1.35.4
 )

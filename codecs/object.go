@@ -8,6 +8,7 @@ import (
 	"io"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	runtimeschema "k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
@@ -47,6 +48,64 @@ func (e *DecodeError) Error() string { return e.Message }
 // the caller to apply its fieldValidation directive; unknown fields are
 // dropped from the object.
 func (c *Codec) Decode(t *schema.Type, mediaType string, body []byte) (obj runtime.Object, strict []string, err error) {
+	if t.Unstructured {
+		obj, strict, err = decodeUnstructured(t, mediaType, body)
+	} else {
+		obj, strict, err = c.decodeTyped(t, mediaType, body)
+	}
+	if err != nil || t.Coerce == nil {
+		return obj, strict, err
+	}
+	unknown, err := t.Coerce(obj)
+	if err != nil {
+		return nil, nil, &DecodeError{Message: fmt.Sprintf("%s in version %q cannot be handled as a %s: %v", t.Kind, t.Version, t.Kind, err)}
+	}
+	for _, u := range unknown {
+		strict = append(strict, fmt.Sprintf("unknown field %q", u))
+	}
+	return obj, strict, nil
+}
+
+// decodeUnstructured reads a JSON or YAML body as an object of a Type
+// that has no Go type; duplicate fields are reported as strict problems.
+func decodeUnstructured(t *schema.Type, mediaType string, body []byte) (runtime.Object, []string, error) {
+	js := body
+	switch mediaType {
+	case JSON:
+	case YAML:
+		var err error
+		if js, err = yaml.YAMLToJSON(body); err != nil {
+			return nil, nil, &DecodeError{Message: fmt.Sprintf("the object provided is unrecognized (must be of type %s): %v (%s)", t.Kind, err, truncate(body))}
+		}
+	default:
+		return nil, nil, &DecodeError{Message: "unsupported media type " + mediaType}
+	}
+	var m map[string]interface{}
+	strictErrs, err := sigsjson.UnmarshalStrict(js, &m, sigsjson.DisallowDuplicateFields)
+	if err != nil || m == nil {
+		if err == nil {
+			err = errors.New("Object 'Kind' is missing")
+		}
+		return nil, nil, &DecodeError{Message: fmt.Sprintf("the object provided is unrecognized (must be of type %s): %v (%s)", t.Kind, err, truncate(body))}
+	}
+	var strict []string
+	for _, e := range strictErrs {
+		strict = append(strict, e.Error())
+	}
+	u := &unstructured.Unstructured{Object: m}
+	gvk := u.GroupVersionKind()
+	if gvk.Kind == "" {
+		return nil, nil, &DecodeError{Message: fmt.Sprintf("Object 'Kind' is missing in '%s'", truncate(body))}
+	}
+	if gvk.Kind != t.Kind || gvk.GroupVersion() != t.GroupVersion() {
+		return nil, nil, &DecodeError{Message: fmt.Sprintf("%s in version %q cannot be handled as a %s: the API version in the data (%s) does not match the expected API version (%s)",
+			gvk.Kind, gvk.Version, t.Kind, u.GetAPIVersion(), t.APIVersion())}
+	}
+	return u, strict, nil
+}
+
+// decodeTyped decodes into the Type's Go type through the scheme.
+func (c *Codec) decodeTyped(t *schema.Type, mediaType string, body []byte) (obj runtime.Object, strict []string, err error) {
 	info, ok := runtime.SerializerInfoForMediaType(c.factory.SupportedMediaTypes(), mediaType)
 	if !ok {
 		return nil, nil, &DecodeError{Message: "unsupported media type " + mediaType}
@@ -111,6 +170,15 @@ func truncate(b []byte) string {
 // apiVersion (the storage resource implies them, and list items are
 // written without them, as kube-apiserver writes typed lists).
 func StorageBytes(obj runtime.Object) ([]byte, error) {
+	if u, ok := obj.(*unstructured.Unstructured); ok {
+		m := make(map[string]interface{}, len(u.Object))
+		for k, v := range u.Object {
+			if k != "apiVersion" && k != "kind" {
+				m[k] = v
+			}
+		}
+		return json.Marshal(m)
+	}
 	ok := obj.GetObjectKind()
 	gvk := ok.GroupVersionKind()
 	ok.SetGroupVersionKind(runtimeschema.GroupVersionKind{})
@@ -122,6 +190,16 @@ func StorageBytes(obj runtime.Object) ([]byte, error) {
 // type (for events.k8s.io that is core/v1 Event), with TypeMeta set.
 func FromStorage(newObj func() runtime.Object, gvk runtimeschema.GroupVersionKind, data []byte) (runtime.Object, error) {
 	obj := newObj()
+	if u, ok := obj.(*unstructured.Unstructured); ok {
+		// Unstructured's own decoder wants kind and apiVersion, which
+		// stored bytes do not carry.
+		u.Object = nil
+		if err := sigsjson.UnmarshalCaseSensitivePreserveInts(data, &u.Object); err != nil {
+			return nil, fmt.Errorf("codecs: decode stored object: %w", err)
+		}
+		u.SetGroupVersionKind(gvk)
+		return u, nil
+	}
 	if err := sigsjson.UnmarshalCaseSensitivePreserveInts(data, obj); err != nil {
 		return nil, fmt.Errorf("codecs: decode stored object: %w", err)
 	}

@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	runtimeschema "k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -67,6 +68,19 @@ func ListView(out Output, t *schema.Type, objs []runtime.Object, lm metav1.ListM
 		return l, nil
 	}
 	list := t.NewList()
+	if ul, ok := list.(*unstructured.UnstructuredList); ok {
+		// Items of an unstructured list keep their kind and apiVersion.
+		ul.SetResourceVersion(lm.ResourceVersion)
+		ul.SetContinue(lm.Continue)
+		ul.SetRemainingItemCount(lm.RemainingItemCount)
+		ul.Items = make([]unstructured.Unstructured, 0, len(objs))
+		for _, o := range objs {
+			if u, ok := o.(*unstructured.Unstructured); ok {
+				ul.Items = append(ul.Items, *u)
+			}
+		}
+		return ul, nil
+	}
 	if lo, ok := list.(metav1.ListInterface); ok {
 		lo.SetResourceVersion(lm.ResourceVersion)
 		lo.SetContinue(lm.Continue)
@@ -161,10 +175,19 @@ func ObjectMetaOf(a metav1.Object) metav1.ObjectMeta {
 // WriteJSONList writes {"kind":…,"apiVersion":…,"metadata":…,"items":[…]}
 // around n items that are JSON already (stored bytes), asking item for
 // each in turn so that a large list is never held twice.
-func WriteJSONList(w io.Writer, apiVersion, listKind string, lm *metav1.ListMeta, n int, item func(i int) ([]byte, error)) error {
+func WriteJSONList(w io.Writer, t *schema.Type, lm *metav1.ListMeta, n int, item func(i int) ([]byte, error)) error {
 	var head []byte
-	head = append(head, `{"kind":`+strconv.Quote(listKind)+`,"apiVersion":`+strconv.Quote(apiVersion)+`,"metadata":`...)
-	m, err := json.Marshal(lm)
+	head = append(head, `{"kind":`+strconv.Quote(t.ListKind)+`,"apiVersion":`+strconv.Quote(t.APIVersion())+`,"metadata":`...)
+	var meta any = lm
+	if t.Unstructured {
+		// An unstructured list always says continue, empty or not.
+		m := map[string]any{"continue": lm.Continue, "resourceVersion": lm.ResourceVersion}
+		if lm.RemainingItemCount != nil {
+			m["remainingItemCount"] = *lm.RemainingItemCount
+		}
+		meta = m
+	}
+	m, err := json.Marshal(meta)
 	if err != nil {
 		return err
 	}

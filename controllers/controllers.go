@@ -41,6 +41,11 @@ func (m *Manager) Run(ctx context.Context) error {
 			return err
 		}
 	}
+	// Custom resources are served from the first request on.
+	if err := m.loadCRDs(ctx); err != nil {
+		m.log.Warn("custom resource definitions not loaded yet", "err", err)
+	}
+	go m.runLoop(ctx, "customresourcedefinitions", m.crdController)
 	go m.runLoop(ctx, "namespace cache", m.api.WatchNamespaces)
 	go m.runLoop(ctx, "namespace controller", m.namespaceController)
 	go m.runLoop(ctx, "namespace defaults controller", m.defaultsController)

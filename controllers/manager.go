@@ -50,6 +50,8 @@ type Manager struct {
 	gcQueue chan gcOwner
 	// bootstrapped flips once the bootstrap policy objects exist.
 	bootstrapped atomic.Bool
+	// crds is what the CRD controller serves.
+	crds *crdState
 }
 
 // New returns a Manager; SetRegistry must be called before Run (the
@@ -61,7 +63,8 @@ func New(cfg Config) *Manager {
 	if cfg.EndpointLeaseDuration == 0 {
 		cfg.EndpointLeaseDuration = 15 * time.Second
 	}
-	return &Manager{cfg: cfg, store: cfg.Store, types: cfg.Types, log: cfg.Logger, gcQueue: make(chan gcOwner, 1024)}
+	return &Manager{cfg: cfg, store: cfg.Store, types: cfg.Types, log: cfg.Logger, gcQueue: make(chan gcOwner, 1024),
+		crds: &crdState{served: map[string]servedCRD{}}}
 }
 
 // Observer hears of the registry's writes for the garbage collector.

@@ -9,6 +9,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	runtimeschema "k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -245,6 +246,11 @@ func (x *Resource) narrowToSubresource(obj, old runtime.Object, subresource stri
 	src, err := runtime.DefaultUnstructuredConverter.ToUnstructured(from)
 	if err != nil {
 		return nil, err
+	}
+	if u, ok := keep.(*unstructured.Unstructured); ok {
+		// The converter hands back an unstructured object's own map, and
+		// keep may be the stored object the update compares against.
+		keep = u.DeepCopy()
 	}
 	dst, err := runtime.DefaultUnstructuredConverter.ToUnstructured(keep)
 	if err != nil {

@@ -47,7 +47,7 @@ func kubeKinds() []*kubeKind {
 	var kinds []*kubeKind
 	for _, g := range [][]*kubeKind{coreKinds(), appsKinds(), batchKinds(), autoscalingKinds(), networkingKinds(),
 		policyKinds(), rbacKinds(), storageKinds(), schedulingKinds(), discoveryKinds(), nodeKinds(), reviewKinds(),
-		certificatesKinds(), flowcontrolKinds(), admissionregistrationKinds(), resourceKinds(), apiregistrationKinds()} {
+		certificatesKinds(), flowcontrolKinds(), admissionregistrationKinds(), resourceKinds(), apiregistrationKinds(), apiextensionsKinds()} {
 		kinds = append(kinds, g...)
 	}
 	return kinds

@@ -21,6 +21,15 @@ type Registry struct {
 	mu    sync.RWMutex
 	types []*Type
 	byGVR map[schema.GroupVersionResource]*Type
+	// onChange hear of Types added or removed while the server runs.
+	onChange []func()
+}
+
+// OnChange calls fn after every later change of the served Types.
+func (r *Registry) OnChange(fn func()) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.onChange = append(r.onChange, fn)
 }
 
 // NewRegistry returns an empty registry using scheme for built-in kinds.
@@ -43,6 +52,38 @@ func (r *Registry) Add(t *Type) {
 		r.types = append(r.types, t)
 	}
 	r.byGVR[gvr] = t
+}
+
+// SetStorage makes types the only Types stored under storageResource:
+// Types of it that are not among them stop being served (a custom
+// resource's versions as its CRD changes; none once it is deleted).
+func (r *Registry) SetStorage(storageResource string, types []*Type) {
+	r.mu.Lock()
+	listeners := r.onChange
+	defer func() {
+		for _, fn := range listeners {
+			fn()
+		}
+	}()
+	defer r.mu.Unlock()
+	kept := r.types[:0:0]
+	for _, t := range r.types {
+		if t.StorageResource != storageResource {
+			kept = append(kept, t)
+			continue
+		}
+		delete(r.byGVR, t.GroupVersion().WithResource(t.Resource))
+	}
+	r.types = kept
+	for _, t := range types {
+		gvr := t.GroupVersion().WithResource(t.Resource)
+		if _, taken := r.byGVR[gvr]; taken {
+			// A built-in or another CRD serves these names; it keeps them.
+			continue
+		}
+		r.types = append(r.types, t)
+		r.byGVR[gvr] = t
+	}
 }
 
 // Lookup finds the Type serving group/version/resource.

@@ -8,6 +8,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/kube-openapi/pkg/spec3"
+	"k8s.io/kube-openapi/pkg/validation/spec"
 )
 
 // Type describes one served resource in one group-version.
@@ -38,6 +40,22 @@ type Type struct {
 	// New returns an empty object of the Go type; NewList an empty list.
 	New     func() runtime.Object
 	NewList func() runtime.Object
+
+	// Unstructured objects are unstructured.Unstructured described by a
+	// schema, not a Go type (custom resources): they have no Protobuf
+	// form, list items carry kind and apiVersion, and strategic merge
+	// patch does not apply to them.
+	Unstructured bool
+	// Coerce runs on every decoded request body (custom resources: prune
+	// unknown fields, apply defaults); it returns the unknown fields'
+	// paths, which the request's fieldValidation judges.
+	Coerce func(obj runtime.Object) (unknown []string, err error)
+
+	// OpenAPIV3 and OpenAPIV2 build the documents of a Type without Go
+	// definitions (a custom resource's, from its CRD's schema); the
+	// server's OpenAPI service merges them into its group-version's.
+	OpenAPIV3 func() (*spec3.OpenAPI, error)
+	OpenAPIV2 func() (*spec.Swagger, error)
 
 	// ToStorage converts an object of this Type to the stored form and
 	// FromStorage back; nil means the served form is the stored form.
@@ -163,6 +181,9 @@ type Deprecation struct {
 	// Replacement names the group-version and kind to use instead
 	// ("discovery.k8s.io/v1 EndpointSlice"), if any.
 	Replacement string
+	// Message, when set, is the whole warning (a CRD version's
+	// deprecationWarning).
+	Message string
 }
 
 // DeprecationWarning is the Warning text kube-apiserver sends for requests
@@ -171,6 +192,9 @@ func (t *Type) DeprecationWarning() string {
 	d := t.Deprecation
 	if d == nil {
 		return ""
+	}
+	if d.Message != "" {
+		return d.Message
 	}
 	msg := fmt.Sprintf("%s %s is deprecated", t.APIVersion(), t.Kind)
 	if d.In != "" {

@@ -120,10 +120,9 @@ func TestDiscoveryGroupOrder(t *testing.T) {
 			t.Errorf("autoscaling prefers %s; want v2", g.PreferredVersion.Version)
 		}
 	}
-	// kube-apiserver 1.35's order (testdata/reference/discovery/apis.json)
-	// without apiextensions.k8s.io, which is not served yet.
+	// kube-apiserver 1.35's order (testdata/reference/discovery/apis.json).
 	want := "apiregistration.k8s.io,apps,events.k8s.io,authentication.k8s.io,authorization.k8s.io,autoscaling,batch,certificates.k8s.io," +
-		"networking.k8s.io,policy,rbac.authorization.k8s.io,storage.k8s.io,admissionregistration.k8s.io,scheduling.k8s.io," +
+		"networking.k8s.io,policy,rbac.authorization.k8s.io,storage.k8s.io,admissionregistration.k8s.io,apiextensions.k8s.io,scheduling.k8s.io," +
 		"coordination.k8s.io,node.k8s.io,discovery.k8s.io,resource.k8s.io,flowcontrol.apiserver.k8s.io"
 	if got := strings.Join(names, ","); got != want {
 		t.Errorf("groups in order\n%s\nwant\n%s", got, want)

@@ -214,12 +214,21 @@ func aggregatedResource(t *schema.Type) apidiscoveryv2.APIResourceDiscovery {
 		Categories:       t.Categories,
 	}
 	subs := append([]string(nil), t.Subresources...)
-	sort.Strings(subs)
+	if t.Unstructured {
+		// kube-apiserver lists a custom resource's group and version
+		// in its kinds, and its subresources as installed (status, scale).
+		r.ResponseKind.Group, r.ResponseKind.Version = t.Group, t.Version
+	} else {
+		sort.Strings(subs)
+	}
 	for _, sub := range subs {
 		info := t.Subresource(sub)
 		kind := &metav1.GroupVersionKind{Group: info.Group, Version: info.Version, Kind: info.Kind}
 		if info.Kind == "" {
-			kind.Kind = t.Kind
+			kind = &metav1.GroupVersionKind{Kind: t.Kind}
+			if t.Unstructured {
+				kind.Group, kind.Version = t.Group, t.Version
+			}
 		}
 		r.Subresources = append(r.Subresources, apidiscoveryv2.APISubresourceDiscovery{
 			Subresource: sub, ResponseKind: kind, Verbs: info.Verbs,

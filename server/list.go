@@ -157,7 +157,7 @@ func (r *request) listMeta(res kv.ListResult, p *listParams) metav1.ListMeta {
 // streamJSONList writes the list around the stored items, letting go of
 // each item's stored bytes once written.
 func (r *request) streamJSONList(w *echo.Response, lm metav1.ListMeta, items []kv.Record) error {
-	return codecs.WriteJSONList(w, r.t.APIVersion(), r.t.ListKind, &lm, len(items), func(i int) ([]byte, error) {
+	return codecs.WriteJSONList(w, r.t, &lm, len(items), func(i int) ([]byte, error) {
 		b, err := r.itemJSON(items[i])
 		items[i].Value = nil
 		return b, err

@@ -60,8 +60,12 @@ func (r *request) objectJSON(rec kv.Record) ([]byte, error) {
 	return codecs.WithTypeMeta(b, r.t.APIVersion(), r.t.Kind), nil
 }
 
-// itemJSON is a record as a list item: no kind and apiVersion.
+// itemJSON is a record as a list item: no kind and apiVersion, except
+// for unstructured kinds, whose items carry them.
 func (r *request) itemJSON(rec kv.Record) ([]byte, error) {
+	if r.t.Unstructured {
+		return r.objectJSON(rec)
+	}
 	if r.t.FromStorage == nil {
 		return rec.Value, nil
 	}
@@ -95,7 +99,7 @@ type negotiation struct {
 }
 
 func (r *request) negotiateOnce(list bool) (codecs.Output, error) {
-	offer := codecs.Offer{Protobuf: r.t.New != nil, List: list, Views: true, Kind: r.internalKind(list)}
+	offer := codecs.Offer{Protobuf: r.t.New != nil && !r.t.Unstructured, List: list, Views: true, Kind: r.internalKind(list)}
 	if k := r.t.SubresourceKind(r.ri.Subresource); k != r.t {
 		// A subresource of its own kind (Scale) has no Table or metadata view.
 		offer.Views, offer.Kind = false, "*"+k.Group+"."+k.Kind

@@ -58,7 +58,8 @@ func (r *request) readPatch() (*patchRequest, error) {
 	switch kind {
 	case apply.JSONPatch, apply.MergePatch:
 	case apply.StrategicPatch:
-		if r.t.New == nil {
+		// It needs a Go type's patch strategies.
+		if r.t.New == nil || r.t.Unstructured {
 			return nil, unsupportedPatch()
 		}
 	default:

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 
+	crdbuilder "k8s.io/apiextensions-apiserver/pkg/controller/openapi/builder"
 	"k8s.io/apimachinery/pkg/util/version"
 	"k8s.io/kube-openapi/pkg/builder"
 	"k8s.io/kube-openapi/pkg/builder3"
@@ -69,6 +70,9 @@ func New(reg *schema.Registry, info Info) (*Service, error) {
 	s.v2.RegisterOpenAPIVersionedService("/openapi/v2", &mux)
 	s.v2h = mux.h
 	s.publishV3(all, names)
+	// Custom resources come and go: their documents are rebuilt (on the
+	// next request for one) whenever the served Types change.
+	reg.OnChange(func() { _ = s.Rebuild() })
 	return s, nil
 }
 
@@ -189,12 +193,32 @@ func (s *Service) build() (map[string]*spec3.OpenAPI, *spec.Swagger, error) {
 
 	docs := map[string]*spec3.OpenAPI{}
 	var all []common.RouteContainer
+	var custom []*spec.Swagger
 	for _, gv := range s.reg.GroupVersions() {
-		c := gvRoutes(gv, s.reg.TypesIn(gv), hasDefinition)
+		types := s.reg.TypesIn(gv)
+		c := gvRoutes(gv, types, hasDefinition)
 		name := strings.TrimPrefix(gvPath(gv), "/")
 		doc, err := builder3.BuildOpenAPISpecFromRoutes([]common.RouteContainer{c}, s.v3Config(namer))
 		if err != nil {
 			return nil, nil, fmt.Errorf("openapi: building %s: %w", name, err)
+		}
+		// Types without Go definitions bring documents of their own.
+		for _, t := range types {
+			if t.OpenAPIV3 == nil || t.OpenAPIV2 == nil {
+				continue
+			}
+			v3, err := t.OpenAPIV3()
+			if err != nil {
+				return nil, nil, fmt.Errorf("openapi: building %s %s: %w", name, t.Resource, err)
+			}
+			if doc, err = crdbuilder.MergeSpecsV3(doc, v3); err != nil {
+				return nil, nil, fmt.Errorf("openapi: merging %s %s: %w", name, t.Resource, err)
+			}
+			v2, err := t.OpenAPIV2()
+			if err != nil {
+				return nil, nil, fmt.Errorf("openapi: building v2 %s %s: %w", name, t.Resource, err)
+			}
+			custom = append(custom, v2)
 		}
 		docs[name] = doc
 		all = append(all, c)
@@ -218,6 +242,11 @@ func (s *Service) build() (map[string]*spec3.OpenAPI, *spec.Swagger, error) {
 	v2, err := builder.BuildOpenAPISpecFromRoutes(all, s.v2Config(namer))
 	if err != nil {
 		return nil, nil, fmt.Errorf("openapi: building v2: %w", err)
+	}
+	if len(custom) > 0 {
+		if v2, err = crdbuilder.MergeSpecs(v2, custom...); err != nil {
+			return nil, nil, fmt.Errorf("openapi: merging v2: %w", err)
+		}
 	}
 	return docs, v2, nil
 }

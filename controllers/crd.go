@@ -1,0 +1,297 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"strings"
+	"time"
+
+	"k8s.io/apiextensions-apiserver/pkg/apihelpers"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/sets"
+
+	"github.com/tabula-dev/tabula/registry"
+	"github.com/tabula-dev/tabula/schema"
+	"github.com/tabula-dev/tabula/sqlstore/kv"
+)
+
+// The CRD controller does what kube-apiserver's naming, establishing and
+// finalizing controllers do, and what its CRD handler does on each
+// request: it accepts a CRD's names unless another CRD of the group holds
+// them, serves its resource (schema.CustomResourceTypes registered in the
+// server's types, so handlers, discovery and the other controllers see
+// it), marks it Established, and on delete removes its objects before
+// letting the CRD go. Every replica runs it and serves what it sees; the
+// status writes agree, so replicas racing on them only retry.
+
+// crdResync bounds how long a deleting CRD waits for its objects to be
+// checked again when no event arrives (objects held by finalizers).
+const crdResync = 2 * time.Second
+
+func (m *Manager) crdsAPI() *registry.Resource {
+	return m.api.MustLookup("apiextensions.k8s.io", "v1", "customresourcedefinitions")
+}
+
+// servedCRD is what the controller last registered for one CRD.
+type servedCRD struct {
+	uid        string
+	generation int64
+	names      apiextensionsv1.CustomResourceDefinitionNames
+	storage    string // the storage resource its types are under
+}
+
+// crdState is the controller's memory across syncs.
+type crdState struct {
+	served map[string]servedCRD
+}
+
+// loadCRDs serves the resources of every stored CRD once, before the
+// server takes requests, so custom resources answer from the first one.
+func (m *Manager) loadCRDs(ctx context.Context) error {
+	st := m.crds
+	crds, err := m.listCRDs(ctx)
+	if err != nil {
+		return err
+	}
+	for _, crd := range crds {
+		if err := m.syncCRD(ctx, st, crd, crds); err != nil {
+			m.log.Warn("custom resource definition not served", "crd", crd.Name, "err", err)
+		}
+	}
+	return nil
+}
+
+func (m *Manager) crdController(ctx context.Context) error {
+	st := m.crds
+	rev, err := m.store.CurrentRev(ctx)
+	if err != nil {
+		return err
+	}
+	x := m.crdsAPI()
+	w, err := x.Watch(ctx, kv.WatchOptions{After: rev})
+	if err != nil {
+		return err
+	}
+	defer w.Stop()
+	t := time.NewTicker(crdResync)
+	defer t.Stop()
+	for {
+		crds, err := m.listCRDs(ctx)
+		if err != nil {
+			return err
+		}
+		seen := map[string]bool{}
+		for _, crd := range crds {
+			seen[crd.Name] = true
+			if err := m.syncCRD(ctx, st, crd, crds); err != nil {
+				m.log.Warn("custom resource definition not served", "crd", crd.Name, "err", err)
+			}
+		}
+		for name, s := range st.served {
+			if !seen[name] {
+				// Gone: its resource is no longer served.
+				m.types.SetStorage(s.storage, nil)
+				delete(st.served, name)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case _, ok := <-w.Events():
+			if !ok {
+				return w.Err()
+			}
+		case <-t.C:
+		}
+	}
+}
+
+func (m *Manager) listCRDs(ctx context.Context) ([]*apiextensionsv1.CustomResourceDefinition, error) {
+	x := m.crdsAPI()
+	var out []*apiextensionsv1.CustomResourceDefinition
+	err := m.eachStored(ctx, kv.ListOptions{Resource: x.Type().StorageResource}, func(rec kv.Record) error {
+		obj, err := x.Decode(rec)
+		if err != nil {
+			return err
+		}
+		out = append(out, obj.(*apiextensionsv1.CustomResourceDefinition))
+		return nil
+	})
+	return out, err
+}
+
+// syncCRD brings one CRD's serving and status up to date.
+func (m *Manager) syncCRD(ctx context.Context, st *crdState, crd *apiextensionsv1.CustomResourceDefinition, all []*apiextensionsv1.CustomResourceDefinition) error {
+	if crd.DeletionTimestamp != nil {
+		return m.finalizeCRD(ctx, crd)
+	}
+	names, namesCond, estCond := acceptNames(crd, all)
+	if namesCond.Status == apiextensionsv1.ConditionTrue {
+		prev, ok := st.served[crd.Name]
+		if !ok || prev.uid != string(crd.UID) || prev.generation != crd.Generation || !reflect.DeepEqual(prev.names, names) {
+			served := crd.DeepCopy()
+			served.Status.AcceptedNames = names
+			types, err := schema.CustomResourceTypes(served)
+			if err != nil {
+				return err
+			}
+			storage := names.Plural + "." + crd.Spec.Group
+			if ok && prev.storage != storage {
+				m.types.SetStorage(prev.storage, nil)
+			}
+			m.types.SetStorage(storage, types)
+			st.served[crd.Name] = servedCRD{uid: string(crd.UID), generation: crd.Generation, names: names, storage: storage}
+		}
+		// Served now: established, as kube-apiserver's establishing
+		// controller marks it once its handler can serve.
+		estCond = apiextensionsv1.CustomResourceDefinitionCondition{Type: apiextensionsv1.Established, Status: apiextensionsv1.ConditionTrue,
+			Reason: "InitialNamesAccepted", Message: "the initial names have been accepted"}
+	}
+	if reflect.DeepEqual(crd.Status.AcceptedNames, names) && sameCondition(crd, namesCond) && sameCondition(crd, estCond) {
+		return nil
+	}
+	_, _, err := m.crdsAPI().Update(ctx, "", crd.Name, func(cur runtime.Object) (runtime.Object, error) {
+		c, ok := cur.(*apiextensionsv1.CustomResourceDefinition)
+		if !ok || c.UID != crd.UID {
+			return nil, registry.ErrNoChange
+		}
+		c.Status.AcceptedNames = names
+		apihelpers.SetCRDCondition(c, namesCond)
+		apihelpers.SetCRDCondition(c, estCond)
+		return c, nil
+	}, registry.UpdateOptions{Subresource: "status"})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}
+
+func sameCondition(crd *apiextensionsv1.CustomResourceDefinition, want apiextensionsv1.CustomResourceDefinitionCondition) bool {
+	c := apihelpers.FindCRDCondition(crd, want.Type)
+	return c != nil && c.Status == want.Status && c.Reason == want.Reason && c.Message == want.Message
+}
+
+// acceptNames decides which of crd's requested names it may have: those
+// it holds already, and those no CRD of its group has accepted.
+func acceptNames(crd *apiextensionsv1.CustomResourceDefinition, all []*apiextensionsv1.CustomResourceDefinition) (apiextensionsv1.CustomResourceDefinitionNames, apiextensionsv1.CustomResourceDefinitionCondition, apiextensionsv1.CustomResourceDefinitionCondition) {
+	resources, kinds := sets.New[string](), sets.New[string]()
+	for _, o := range all {
+		if o.Spec.Group != crd.Spec.Group || o.UID == crd.UID {
+			continue
+		}
+		n := o.Status.AcceptedNames
+		resources.Insert(n.Plural, n.Singular)
+		resources.Insert(n.ShortNames...)
+		kinds.Insert(n.Kind, n.ListKind)
+	}
+	want, have := crd.Spec.Names, crd.Status.AcceptedNames
+	names := have
+	cond := apiextensionsv1.CustomResourceDefinitionCondition{Type: apiextensionsv1.NamesAccepted, Status: apiextensionsv1.ConditionTrue,
+		Reason: "NoConflicts", Message: "no conflicts found"}
+	conflict := func(reason, name string) {
+		cond.Status, cond.Reason, cond.Message = apiextensionsv1.ConditionFalse, reason, fmt.Sprintf("%q is already in use", name)
+	}
+	free := func(name, held string, used sets.Set[string]) bool { return name == held || !used.Has(name) }
+
+	if free(want.Plural, have.Plural, resources) {
+		names.Plural = want.Plural
+	} else {
+		conflict("PluralConflict", want.Plural)
+	}
+	if free(want.Singular, have.Singular, resources) {
+		names.Singular = want.Singular
+	} else {
+		conflict("SingularConflict", want.Singular)
+	}
+	var taken []string
+	for _, s := range want.ShortNames {
+		if !free(s, "", resources) && !sets.New(have.ShortNames...).Has(s) {
+			taken = append(taken, fmt.Sprintf("%q is already in use", s))
+		}
+	}
+	if len(taken) == 0 {
+		names.ShortNames = want.ShortNames
+	} else {
+		cond.Status, cond.Reason, cond.Message = apiextensionsv1.ConditionFalse, "ShortNamesConflict", strings.Join(taken, ", ")
+		if len(taken) > 1 {
+			cond.Message = "[" + cond.Message + "]"
+		}
+	}
+	if free(want.Kind, have.Kind, kinds) {
+		names.Kind = want.Kind
+	} else {
+		conflict("KindConflict", want.Kind)
+	}
+	if free(want.ListKind, have.ListKind, kinds) {
+		names.ListKind = want.ListKind
+	} else {
+		conflict("ListKindConflict", want.ListKind)
+	}
+	names.Categories = want.Categories
+
+	est := apiextensionsv1.CustomResourceDefinitionCondition{Type: apiextensionsv1.Established, Status: apiextensionsv1.ConditionFalse,
+		Reason: "NotAccepted", Message: "not all names are accepted"}
+	if old := apihelpers.FindCRDCondition(crd, apiextensionsv1.Established); old != nil {
+		est = *old
+	}
+	return names, cond, est
+}
+
+// finalizeCRD removes a deleted CRD's objects, then its cleanup
+// finalizer; objects still held by finalizers of their own keep it (and
+// the resource served, so their controllers can let them go).
+func (m *Manager) finalizeCRD(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition) error {
+	if !apihelpers.CRDHasFinalizer(crd, apiextensionsv1.CustomResourceCleanupFinalizer) {
+		return nil
+	}
+	names := crd.Status.AcceptedNames
+	remaining := 0
+	if names.Plural != "" {
+		var x *registry.Resource
+		for _, v := range crd.Spec.Versions {
+			if r, ok := m.api.Lookup(crd.Spec.Group, v.Name, names.Plural); ok {
+				x = r
+				break
+			}
+		}
+		if x != nil {
+			err := m.eachStored(ctx, kv.ListOptions{Resource: x.Type().StorageResource}, func(rec kv.Record) error {
+				remaining++
+				if _, err := x.Delete(ctx, rec.Namespace, rec.Name, &metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+					return err
+				}
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+			if remaining > 0 {
+				// Check again: finalizers may still hold some.
+				res, err := x.List(ctx, kv.ListOptions{Limit: 1})
+				if err != nil {
+					return err
+				}
+				remaining = len(res.Items)
+			}
+		}
+	}
+	if remaining > 0 {
+		return nil
+	}
+	_, _, err := m.crdsAPI().Update(ctx, "", crd.Name, func(cur runtime.Object) (runtime.Object, error) {
+		c, ok := cur.(*apiextensionsv1.CustomResourceDefinition)
+		if !ok || c.UID != crd.UID {
+			return nil, registry.ErrNoChange
+		}
+		apihelpers.CRDRemoveFinalizer(c, apiextensionsv1.CustomResourceCleanupFinalizer)
+		return c, nil
+	}, registry.UpdateOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}

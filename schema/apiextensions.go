@@ -1,0 +1,67 @@
+package schema
+
+import (
+	"context"
+
+	"k8s.io/apiextensions-apiserver/pkg/apihelpers"
+	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
+	apiextensionsinstall "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/install"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apiextensionsvalidation "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/validation"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/kubernetes/pkg/api/legacyscheme"
+)
+
+// apiextensions.k8s.io registers into its own scheme on kube-apiserver;
+// here it joins the others, for its defaults and conversions.
+func init() { apiextensionsinstall.Install(legacyscheme.Scheme) }
+
+// apiextensionsKinds is the CustomResourceDefinition. Validation is the
+// apiextensions-apiserver's own (names, versions, structural schemas, CEL
+// rules and their estimated cost); controllers/crd.go accepts the names,
+// establishes the CRD and serves its resource (CustomResourceTypes).
+func apiextensionsKinds() []*kubeKind {
+	crd := &kubeKind{Type: cluster("apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions",
+		[]string{"crd", "crds"}, []string{"api-extensions"}, "status"), generation: generationOnChange}
+	crd.validate, crd.validateUpdate = validator(
+		func(c *apiextensions.CustomResourceDefinition) field.ErrorList {
+			return apiextensionsvalidation.ValidateCustomResourceDefinition(context.Background(), c)
+		},
+		func(c, old *apiextensions.CustomResourceDefinition) field.ErrorList {
+			return apiextensionsvalidation.ValidateCustomResourceDefinitionUpdate(context.Background(), c, old)
+		})
+	// Both record the storage version among the stored ones, as the
+	// CRD strategy does.
+	crd.prepareCreate = func(obj runtime.Object) { recordStoredVersion(obj.(*apiextensions.CustomResourceDefinition)) }
+	crd.prepareUpdate = func(obj, _ runtime.Object) { recordStoredVersion(obj.(*apiextensions.CustomResourceDefinition)) }
+	_, status := validator(nil, apiextensionsvalidation.ValidateUpdateCustomResourceDefinitionStatus)
+	crd.subresourceUpdates = map[string]kubeSubresourceUpdate{"status": {prepare: keepSpec, validate: status}}
+	// The first delete only marks the CRD: the cleanup finalizer holds it
+	// until controllers/crd.go has removed every custom resource.
+	crd.PrepareForDelete = func(obj runtime.Object) {
+		c, ok := obj.(*apiextensionsv1.CustomResourceDefinition)
+		if !ok {
+			return
+		}
+		if !apihelpers.CRDHasFinalizer(c, apiextensionsv1.CustomResourceCleanupFinalizer) {
+			c.Finalizers = append(c.Finalizers, apiextensionsv1.CustomResourceCleanupFinalizer)
+		}
+		apihelpers.SetCRDCondition(c, apiextensionsv1.CustomResourceDefinitionCondition{
+			Type: apiextensionsv1.Terminating, Status: apiextensionsv1.ConditionTrue, Reason: "InstanceDeletionPending",
+			Message: "CustomResourceDefinition marked for deletion; CustomResource deletion will begin soon",
+		})
+	}
+	return []*kubeKind{crd}
+}
+
+func recordStoredVersion(c *apiextensions.CustomResourceDefinition) {
+	for _, v := range c.Spec.Versions {
+		if v.Storage {
+			if !apiextensions.IsStoredVersion(c, v.Name) {
+				c.Status.StoredVersions = append(c.Status.StoredVersions, v.Name)
+			}
+			return
+		}
+	}
+}

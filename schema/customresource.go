@@ -1,0 +1,491 @@
+package schema
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"k8s.io/apiextensions-apiserver/pkg/apihelpers"
+	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
+	celvalidation "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/cel"
+	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/cel/model"
+	structuraldefaulting "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/defaulting"
+	structurallisttype "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/listtype"
+	schemaobjectmeta "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/objectmeta"
+	structuralpruning "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/pruning"
+	apiservervalidation "k8s.io/apiextensions-apiserver/pkg/apiserver/validation"
+	openapibuilder "k8s.io/apiextensions-apiserver/pkg/controller/openapi/builder"
+	"k8s.io/apiextensions-apiserver/pkg/registry/customresource/tableconvertor"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	celconfig "k8s.io/apiserver/pkg/apis/cel"
+	"k8s.io/apiserver/pkg/cel/common"
+	"k8s.io/kube-openapi/pkg/spec3"
+	"k8s.io/kube-openapi/pkg/validation/spec"
+)
+
+// A custom resource is a Type built from its CustomResourceDefinition:
+// objects are unstructured, and the strategy hooks run the
+// apiextensions-apiserver's structural-schema packages (pruning,
+// defaulting, OpenAPI validation with ratcheting, list types, embedded
+// ObjectMeta, CEL rules) the way kube-apiserver's custom resource
+// strategy calls them.
+
+// verbsCustomResource are the verbs in kube-apiserver's order for a
+// custom resource.
+var verbsCustomResource = []string{"delete", "deletecollection", "get", "list", "patch", "create", "update", "watch"}
+
+// CustomResourceTypes returns the Types serving crd's resource, one per
+// served version, named by the CRD's accepted names.
+func CustomResourceTypes(crd *apiextensionsv1.CustomResourceDefinition) ([]*Type, error) {
+	names := crd.Status.AcceptedNames
+	if names.Plural == "" || names.Kind == "" {
+		return nil, fmt.Errorf("%s: names not accepted", crd.Name)
+	}
+	storage := ""
+	for _, v := range crd.Spec.Versions {
+		if v.Storage {
+			storage = v.Name
+		}
+	}
+	var out []*Type
+	for _, v := range crd.Spec.Versions {
+		if !v.Served {
+			continue
+		}
+		t, err := customResourceType(crd, v, storage)
+		if err != nil {
+			return nil, fmt.Errorf("%s version %s: %w", crd.Name, v.Name, err)
+		}
+		out = append(out, t)
+	}
+	return out, nil
+}
+
+// crStrategy holds what one version's hooks share.
+type crStrategy struct {
+	gvk        schema.GroupVersionKind
+	structural *structuralschema.Structural
+	validator  apiservervalidation.SchemaValidator
+	// statusValidator checks status alone, as a status write does.
+	statusValidator apiservervalidation.SchemaValidator
+	cel             *celvalidation.Validator
+	status          bool
+	scale           *apiextensionsv1.CustomResourceSubresourceScale
+	preserve        bool
+}
+
+func customResourceType(crd *apiextensionsv1.CustomResourceDefinition, v apiextensionsv1.CustomResourceDefinitionVersion, storage string) (*Type, error) {
+	names := crd.Status.AcceptedNames
+	gvk := schema.GroupVersionKind{Group: crd.Spec.Group, Version: v.Name, Kind: names.Kind}
+	listKind := names.ListKind
+	if listKind == "" {
+		listKind = names.Kind + "List"
+	}
+	t := &Type{
+		Group: crd.Spec.Group, Version: v.Name, Kind: names.Kind, ListKind: listKind,
+		Resource: names.Plural, Singular: names.Singular, ShortNames: names.ShortNames, Categories: names.Categories,
+		Namespaced:      crd.Spec.Scope == apiextensionsv1.NamespaceScoped,
+		Verbs:           verbsCustomResource,
+		StorageResource: names.Plural + "." + crd.Spec.Group,
+		StorageVersion:  storage,
+		Unstructured:    true,
+	}
+	if t.Singular == "" {
+		t.Singular = strings.ToLower(names.Kind)
+	}
+	t.New = func() runtime.Object {
+		u := &unstructured.Unstructured{Object: map[string]interface{}{}}
+		u.SetGroupVersionKind(gvk)
+		return u
+	}
+	t.NewList = func() runtime.Object {
+		l := &unstructured.UnstructuredList{Object: map[string]interface{}{}}
+		l.SetGroupVersionKind(gvk.GroupVersion().WithKind(listKind))
+		return l
+	}
+
+	st := &crStrategy{gvk: gvk, preserve: crd.Spec.PreserveUnknownFields}
+	if err := st.compileSchema(crd, v.Name); err != nil {
+		return nil, err
+	}
+	subs, err := apihelpers.GetSubresourcesForVersion(crd, v.Name)
+	if err != nil {
+		return nil, err
+	}
+	if subs != nil && subs.Status != nil {
+		st.status = true
+		t.Subresources = append(t.Subresources, "status")
+		t.SubresourceUpdates = map[string]SubresourceUpdate{"status": {Prepare: st.prepareStatus, Validate: st.validateStatus}}
+	}
+	if subs != nil && subs.Scale != nil {
+		st.scale = subs.Scale
+		t.Subresources = append(t.Subresources, "scale")
+		sel := ""
+		if subs.Scale.LabelSelectorPath != nil {
+			sel = *subs.Scale.LabelSelectorPath
+		}
+		t.Scale = &Scale{SpecReplicasPath: subs.Scale.SpecReplicasPath, StatusReplicasPath: subs.Scale.StatusReplicasPath,
+			LabelSelectorPath: sel, SelectorForm: SelectorString}
+	}
+	if v.Deprecated {
+		msg := fmt.Sprintf("%s/%s %s is deprecated", crd.Spec.Group, v.Name, names.Kind)
+		if v.DeprecationWarning != nil {
+			msg = *v.DeprecationWarning
+		}
+		t.Deprecation = &Deprecation{Message: msg}
+	}
+
+	t.Coerce = st.coerce
+	t.FromStorage = st.fromStorage
+	if c := crd.Spec.Conversion; c != nil && c.Strategy == apiextensionsv1.WebhookConverter && v.Name != storage {
+		// Objects are kept in the storage version; another version would
+		// need the webhook, which Tabula does not call: fail clearly.
+		err := fmt.Errorf("conversion webhook for %s failed: webhook conversion is not supported by this server; use version %s", gvk, storage)
+		t.Coerce = func(runtime.Object) ([]string, error) { return nil, err }
+		t.FromStorage = func(runtime.Object) (runtime.Object, error) { return nil, apierrors.NewInternalError(err) }
+	}
+	t.PrepareForCreate = st.prepareForCreate
+	t.PrepareForUpdate = st.prepareForUpdate
+	t.Validate = st.validate
+
+	// The documents come from the apiextensions-apiserver's builder with
+	// the options kube-apiserver's OpenAPI controllers pass.
+	frozen := crd.DeepCopy()
+	t.OpenAPIV3 = func() (*spec3.OpenAPI, error) {
+		return openapibuilder.BuildOpenAPIV3(frozen, v.Name, openapibuilder.Options{V2: false, IncludeSelectableFields: true})
+	}
+	t.OpenAPIV2 = func() (*spec.Swagger, error) {
+		return openapibuilder.BuildOpenAPIV2(frozen, v.Name, openapibuilder.Options{V2: true, StripValueValidation: true, StripNullable: true, IncludeSelectableFields: true})
+	}
+
+	if err := crColumns(t, v); err != nil {
+		return nil, err
+	}
+	crSelectableFields(t, v.SelectableFields)
+	return t, nil
+}
+
+// compileSchema builds the structural schema, the OpenAPI validator and
+// the CEL rules of one version.
+func (st *crStrategy) compileSchema(crd *apiextensionsv1.CustomResourceDefinition, version string) error {
+	v1schema, err := apihelpers.GetSchemaForVersion(crd, version)
+	if err != nil {
+		return err
+	}
+	if v1schema == nil || v1schema.OpenAPIV3Schema == nil {
+		// Only CRDs that preserve unknown fields may go without one.
+		st.structural = &structuralschema.Structural{Extensions: structuralschema.Extensions{XPreserveUnknownFields: true}}
+		return nil
+	}
+	in := &apiextensions.CustomResourceValidation{}
+	if err := apiextensionsv1.Convert_v1_CustomResourceValidation_To_apiextensions_CustomResourceValidation(v1schema, in, nil); err != nil {
+		return err
+	}
+	if st.structural, err = structuralschema.NewStructural(in.OpenAPIV3Schema); err != nil {
+		return err
+	}
+	if st.validator, _, err = apiservervalidation.NewSchemaValidator(in.OpenAPIV3Schema); err != nil {
+		return err
+	}
+	if status, ok := in.OpenAPIV3Schema.Properties["status"]; ok {
+		if st.statusValidator, _, err = apiservervalidation.NewSchemaValidator(&status); err != nil {
+			return err
+		}
+	}
+	st.cel = celvalidation.NewValidator(st.structural, true, celconfig.PerCallLimit)
+	return nil
+}
+
+// coerce is what decoding a request body does to a custom resource, in
+// kube-apiserver's order: metadata is read as ObjectMeta, unknown fields
+// are pruned (their paths returned for fieldValidation), nulls without a
+// default dropped, embedded ObjectMeta coerced, then defaults applied.
+func (st *crStrategy) coerce(obj runtime.Object) ([]string, error) {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return nil, fmt.Errorf("custom resource: %T is not unstructured", obj)
+	}
+	return st.coerceMap(u.Object, false)
+}
+
+func (st *crStrategy) coerceMap(obj map[string]interface{}, fromStorage bool) ([]string, error) {
+	om, found, unknown, err := schemaobjectmeta.GetObjectMetaWithOptions(obj, schemaobjectmeta.ObjectMetaOptions{
+		DropMalformedFields: fromStorage, ReturnUnknownFieldPaths: !fromStorage,
+	})
+	if err != nil {
+		return nil, err
+	}
+	if !st.preserve {
+		pruned := structuralpruning.PruneWithOptions(obj, st.structural, true, structuralschema.UnknownFieldPathOptions{TrackUnknownFieldPaths: !fromStorage})
+		unknown = append(unknown, pruned...)
+		structuraldefaulting.PruneNonNullableNullsWithoutDefaults(obj, st.structural)
+	}
+	ferr, metaUnknown := schemaobjectmeta.CoerceWithOptions(nil, obj, st.structural, false, schemaobjectmeta.CoerceOptions{
+		DropInvalidFields: fromStorage, ReturnUnknownFieldPaths: !fromStorage,
+	})
+	if ferr != nil {
+		return nil, ferr
+	}
+	unknown = append(unknown, metaUnknown...)
+	if found {
+		if err := schemaobjectmeta.SetObjectMeta(obj, om); err != nil {
+			return nil, err
+		}
+	}
+	structuraldefaulting.Default(obj, st.structural)
+	return unknown, nil
+}
+
+// fromStorage defaults a stored object as kube-apiserver does on read,
+// so defaults added to the schema later show in old objects.
+func (st *crStrategy) fromStorage(obj runtime.Object) (runtime.Object, error) {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return nil, fmt.Errorf("custom resource: %T is not unstructured", obj)
+	}
+	if _, err := st.coerceMap(u.Object, true); err != nil {
+		return nil, err
+	}
+	return u, nil
+}
+
+func (st *crStrategy) prepareForCreate(obj runtime.Object) {
+	u := obj.(*unstructured.Unstructured)
+	if st.status {
+		delete(u.Object, "status") // a create cannot set status
+	}
+	u.SetGeneration(1)
+}
+
+func (st *crStrategy) prepareForUpdate(obj, old runtime.Object) {
+	u, o := obj.(*unstructured.Unstructured), old.(*unstructured.Unstructured)
+	if st.status {
+		if s, ok := o.Object["status"]; ok {
+			u.Object["status"] = s
+		} else {
+			delete(u.Object, "status")
+		}
+	}
+	// Any change outside metadata moves the generation.
+	if !equality.Semantic.DeepEqual(withoutMetadata(u.Object), withoutMetadata(o.Object)) {
+		u.SetGeneration(o.GetGeneration() + 1)
+	}
+}
+
+func withoutMetadata(m map[string]interface{}) map[string]interface{} {
+	out := make(map[string]interface{}, len(m))
+	for k, v := range m {
+		if k != "metadata" {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// validate is the custom resource strategy's validation. An update
+// ratchets: errors in values it leaves unchanged do not fail it.
+func (st *crStrategy) validate(obj, old runtime.Object) field.ErrorList {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return field.ErrorList{field.InternalError(nil, fmt.Errorf("%T is not unstructured", obj))}
+	}
+	var errs field.ErrorList
+	var oldObj map[string]interface{}
+	var correlated *common.CorrelatedObject
+	if old != nil {
+		oldObj = old.(*unstructured.Unstructured).Object
+		correlated = common.NewCorrelatedObject(u.Object, oldObj, &model.Structural{Structural: st.structural})
+	}
+	if st.validator != nil {
+		if old == nil {
+			errs = append(errs, apiservervalidation.ValidateCustomResource(nil, u.Object, st.validator)...)
+		} else {
+			errs = append(errs, apiservervalidation.ValidateCustomResourceUpdate(nil, u.Object, oldObj, st.validator,
+				apiservervalidation.WithRatcheting(correlated))...)
+		}
+	}
+	errs = append(errs, st.validateScale(u.Object, true)...)
+	errs = append(errs, schemaobjectmeta.Validate(nil, u.Object, st.structural, false)...)
+	if old == nil {
+		errs = append(errs, structurallisttype.ValidateListSetsAndMaps(nil, st.structural, u.Object)...)
+	} else if len(structurallisttype.ValidateListSetsAndMaps(nil, st.structural, oldObj)) == 0 {
+		// List uniqueness ratchets as a whole: only an old object that
+		// kept it must keep it.
+		errs = append(errs, structurallisttype.ValidateListSetsAndMaps(nil, st.structural, u.Object)...)
+	}
+	if st.cel != nil {
+		if blocked := blockingError(errs); blocked != nil {
+			return append(errs, blocked)
+		}
+		var opts []celvalidation.Option
+		if correlated != nil {
+			opts = append(opts, celvalidation.WithRatcheting(correlated))
+		}
+		celErrs, _ := st.cel.Validate(context.Background(), nil, st.structural, u.Object, oldObj, celconfig.RuntimeCELCostBudget, opts...)
+		errs = append(errs, celErrs...)
+	}
+	return errs
+}
+
+// prepareStatus is a status write: the stored object with the request's
+// status, nothing else.
+func (st *crStrategy) prepareStatus(obj, old runtime.Object) (runtime.Object, error) {
+	u, ok1 := obj.(*unstructured.Unstructured)
+	o, ok2 := old.(*unstructured.Unstructured)
+	if !ok1 || !ok2 {
+		return nil, fmt.Errorf("custom resource: %T is not unstructured", obj)
+	}
+	out := o.DeepCopy()
+	if s, ok := u.Object["status"]; ok {
+		out.Object["status"] = s
+	} else {
+		delete(out.Object, "status")
+	}
+	out.SetResourceVersion(u.GetResourceVersion())
+	return out, nil
+}
+
+// validateStatus is the status strategy's validation: status against its
+// own schema (ratcheting), the scale status count, list types and CEL.
+func (st *crStrategy) validateStatus(obj, old runtime.Object) field.ErrorList {
+	u, ok1 := obj.(*unstructured.Unstructured)
+	o, ok2 := old.(*unstructured.Unstructured)
+	if !ok1 || !ok2 {
+		return field.ErrorList{field.InternalError(nil, fmt.Errorf("%T is not unstructured", obj))}
+	}
+	correlated := common.NewCorrelatedObject(u.Object, o.Object, &model.Structural{Structural: st.structural})
+	var errs field.ErrorList
+	if status, ok := u.Object["status"]; ok && st.statusValidator != nil {
+		errs = append(errs, apiservervalidation.ValidateCustomResourceUpdate(field.NewPath("status"), status, o.Object["status"], st.statusValidator,
+			apiservervalidation.WithRatcheting(correlated.Key("status")))...)
+	}
+	errs = append(errs, st.validateScale(u.Object, false)...)
+	if newErrs := structurallisttype.ValidateListSetsAndMaps(nil, st.structural, u.Object); len(newErrs) > 0 {
+		if len(structurallisttype.ValidateListSetsAndMaps(nil, st.structural, o.Object)) == 0 {
+			errs = append(errs, newErrs...)
+		}
+	}
+	if st.cel != nil {
+		if blocked := blockingError(errs); blocked != nil {
+			return append(errs, blocked)
+		}
+		celErrs, _ := st.cel.Validate(context.Background(), nil, st.structural, u.Object, o.Object, celconfig.RuntimeCELCostBudget,
+			celvalidation.WithRatcheting(correlated))
+		errs = append(errs, celErrs...)
+	}
+	return errs
+}
+
+// blockingError: CEL rules are not run on an object with values of the
+// wrong type, unsupported, missing or too large, as kube-apiserver skips
+// them (a rule could not be evaluated on them safely).
+func blockingError(errs field.ErrorList) *field.Error {
+	for _, e := range errs {
+		switch e.Type {
+		case field.ErrorTypeNotSupported, field.ErrorTypeRequired, field.ErrorTypeTooLong, field.ErrorTypeTooMany, field.ErrorTypeTypeInvalid:
+			return field.Invalid(nil, nil, "some validation rules were not checked because the object was invalid; correct the existing errors to complete validation")
+		}
+	}
+	return nil
+}
+
+// validateScale checks the replica counts the scale subresource reads:
+// the status count, and with spec the spec count first.
+func (st *crStrategy) validateScale(obj map[string]interface{}, spec bool) field.ErrorList {
+	if st.scale == nil {
+		return nil
+	}
+	var errs field.ErrorList
+	paths := []string{st.scale.StatusReplicasPath}
+	if spec {
+		paths = []string{st.scale.SpecReplicasPath, st.scale.StatusReplicasPath}
+	}
+	for _, p := range paths {
+		if p == "" {
+			continue
+		}
+		n, _, err := unstructured.NestedInt64(obj, strings.Split(strings.TrimPrefix(p, "."), ".")...)
+		switch {
+		case err != nil:
+			errs = append(errs, field.Invalid(field.NewPath(p), n, err.Error()))
+		case n < 0:
+			errs = append(errs, field.Invalid(field.NewPath(p), n, "should be a non-negative integer"))
+		case n > 1<<31-1:
+			errs = append(errs, field.Invalid(field.NewPath(p), n, fmt.Sprintf("should be less than or equal to %v", 1<<31-1)))
+		}
+	}
+	return errs
+}
+
+// crColumns prints the version's additionalPrinterColumns (an Age column
+// when it has none), through the apiextensions-apiserver's convertor.
+func crColumns(t *Type, v apiextensionsv1.CustomResourceDefinitionVersion) error {
+	cols := v.AdditionalPrinterColumns
+	if len(cols) == 0 {
+		cols = []apiextensionsv1.CustomResourceColumnDefinition{{Name: "Age", Type: "date",
+			Description: metav1.ObjectMeta{}.SwaggerDoc()["creationTimestamp"], JSONPath: ".metadata.creationTimestamp"}}
+	}
+	conv, err := tableconvertor.New(cols)
+	if err != nil {
+		return err
+	}
+	empty, err := conv.ConvertToTable(context.Background(), &unstructured.UnstructuredList{Object: map[string]interface{}{}}, nil)
+	if err != nil {
+		return err
+	}
+	t.Columns = empty.ColumnDefinitions
+	t.Row = func(obj runtime.Object) ([]interface{}, error) {
+		tbl, err := conv.ConvertToTable(context.Background(), obj, nil)
+		if err != nil {
+			return nil, err
+		}
+		if len(tbl.Rows) != 1 {
+			return nil, fmt.Errorf("custom resource table: %d rows for one object", len(tbl.Rows))
+		}
+		return tbl.Rows[0].Cells, nil
+	}
+	return nil
+}
+
+// crSelectableFields makes the version's selectableFields usable in field
+// selectors: each JSONPath's value, as kube-apiserver formats it.
+func crSelectableFields(t *Type, sfs []apiextensionsv1.SelectableField) {
+	if len(sfs) == 0 {
+		return
+	}
+	paths := make([][]string, len(sfs))
+	for i, sf := range sfs {
+		name := strings.TrimPrefix(sf.JSONPath, ".")
+		t.FieldLabels = append(t.FieldLabels, name)
+		paths[i] = strings.Split(name, ".")
+	}
+	t.Fields = func(obj runtime.Object) map[string]string {
+		u, ok := obj.(*unstructured.Unstructured)
+		if !ok {
+			return nil
+		}
+		out := map[string]string{}
+		for i, p := range paths {
+			v, found, err := unstructured.NestedFieldNoCopy(u.Object, p...)
+			if err != nil || !found {
+				out[t.FieldLabels[i]] = ""
+				continue
+			}
+			switch x := v.(type) {
+			case string:
+				out[t.FieldLabels[i]] = x
+			case bool, int64, float64:
+				out[t.FieldLabels[i]] = fmt.Sprint(x)
+			}
+		}
+		return out
+	}
+}

@@ -1,0 +1,181 @@
+package server_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+)
+
+// The CRD tests run on the reference harness (an in-process server with
+// its controllers); crds/ in the reference replay covers one CRD's
+// validation, defaults, subresources and Table against kube-apiserver's
+// recorded answers, these the lifecycle around it.
+
+const crdPath = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+
+// gadgetsCRD has two versions: v1 stored, v1beta1 served and deprecated.
+const gadgetsCRD = `{"apiVersion":"apiextensions.k8s.io/v1","kind":"CustomResourceDefinition",
+ "metadata":{"name":"gadgets.test.example.com"},
+ "spec":{"group":"test.example.com","scope":"Namespaced",
+  "names":{"plural":"gadgets","singular":"gadget","kind":"Gadget","shortNames":["gd"]},
+  "versions":[
+   {"name":"v1","served":true,"storage":true,"schema":{"openAPIV3Schema":{"type":"object","properties":{"spec":{"type":"object","properties":{
+     "name":{"type":"string","maxLength":8},"size":{"type":"integer","default":2}}}}}}},
+   {"name":"v1beta1","served":true,"storage":false,"deprecated":true,"deprecationWarning":"gadgets v1beta1 is going away",
+    "schema":{"openAPIV3Schema":{"type":"object","properties":{"spec":{"type":"object","properties":{
+     "name":{"type":"string","maxLength":8},"size":{"type":"integer","default":2}}}}}}}]}}`
+
+func establish(t *testing.T, h *refHarness, name string) {
+	t.Helper()
+	h.waitFor(name+" Established", func() bool {
+		return crdCondition(h, name, "Established") == "True"
+	})
+}
+
+func crdCondition(h *refHarness, name, typ string) string {
+	rec := h.do("GET", crdPath+"/"+name, nil, nil)
+	if rec.Code != http.StatusOK {
+		return ""
+	}
+	var crd map[string]interface{}
+	_ = json.Unmarshal(rec.Body.Bytes(), &crd)
+	for _, c := range refList(refDig(crd, "status", "conditions")) {
+		if m, _ := c.(map[string]interface{}); m["type"] == typ {
+			s, _ := m["status"].(string)
+			return s
+		}
+	}
+	return ""
+}
+
+// TestCRDVersionsAndDeletion: a CR written in one version reads in the
+// other with its apiVersion rewritten; the deprecated version warns;
+// deleting the CRD waits for a CR's finalizer, then removes the CRs and
+// stops serving the resource.
+func TestCRDVersionsAndDeletion(t *testing.T) {
+	h := refNewHarness(t)
+	h.createNamespace("crd-life", nil)
+	h.mustDo("POST", crdPath, "application/json", gadgetsCRD, http.StatusCreated)
+	establish(t, h, "gadgets.test.example.com")
+
+	beta := "/apis/test.example.com/v1beta1/namespaces/crd-life/gadgets"
+	rec := h.do("POST", beta, map[string]string{"Content-Type": "application/json"},
+		[]byte(`{"apiVersion":"test.example.com/v1beta1","kind":"Gadget","metadata":{"name":"g1","finalizers":["test.example.com/hold"]},"spec":{"name":"one"}}`))
+	if rec.Code != http.StatusCreated {
+		t.Fatalf("create through v1beta1: %d %s", rec.Code, rec.Body)
+	}
+	if w := rec.Header().Values("Warning"); len(w) != 1 || !strings.Contains(w[0], "gadgets v1beta1 is going away") {
+		t.Errorf("Warning %q; want the CRD's deprecationWarning", w)
+	}
+	g := h.getJSON("/apis/test.example.com/v1/namespaces/crd-life/gadgets/g1")
+	if g["apiVersion"] != "test.example.com/v1" || refDig(g, "spec", "size") != float64(2) {
+		t.Errorf("read through v1: apiVersion %v, spec.size %v; want test.example.com/v1 and the default 2", g["apiVersion"], refDig(g, "spec", "size"))
+	}
+
+	h.mustDo("DELETE", crdPath+"/gadgets.test.example.com", "", "", http.StatusOK)
+	h.waitFor("Terminating condition", func() bool { return crdCondition(h, "gadgets.test.example.com", "Terminating") == "True" })
+	// The CR's own finalizer holds it, and so the CRD, which keeps
+	// serving so the finalizer's owner can let go.
+	h.waitFor("g1 marked for deletion", func() bool {
+		return refDig(h.getJSON("/apis/test.example.com/v1/namespaces/crd-life/gadgets/g1"), "metadata", "deletionTimestamp") != nil
+	})
+	if rec := h.do("GET", crdPath+"/gadgets.test.example.com", nil, nil); rec.Code != http.StatusOK {
+		t.Fatalf("CRD gone while a CR is held by its finalizer: %d", rec.Code)
+	}
+	h.mustDo("PATCH", "/apis/test.example.com/v1/namespaces/crd-life/gadgets/g1", "application/merge-patch+json",
+		`{"metadata":{"finalizers":null}}`, http.StatusOK)
+	h.waitFor("CRD gone", func() bool {
+		return h.do("GET", crdPath+"/gadgets.test.example.com", nil, nil).Code == http.StatusNotFound
+	})
+	h.waitFor("resource unserved", func() bool {
+		return h.do("GET", "/apis/test.example.com/v1/namespaces/crd-life/gadgets", nil, nil).Code == http.StatusNotFound
+	})
+	// Created again, the resource starts empty.
+	h.mustDo("POST", crdPath, "application/json", gadgetsCRD, http.StatusCreated)
+	establish(t, h, "gadgets.test.example.com")
+	list := h.getJSON("/apis/test.example.com/v1/namespaces/crd-life/gadgets")
+	if items := refList(list["items"]); len(items) != 0 {
+		t.Errorf("recreated CRD lists %d old objects; want none", len(items))
+	}
+}
+
+// TestCRDNameConflict: a CRD asking for a kind another CRD of its group
+// holds is not accepted, is not established and is not served.
+func TestCRDNameConflict(t *testing.T) {
+	h := refNewHarness(t)
+	h.mustDo("POST", crdPath, "application/json", gadgetsCRD, http.StatusCreated)
+	establish(t, h, "gadgets.test.example.com")
+	other := strings.NewReplacer("gadgets.test", "gizmos.test", `"plural":"gadgets","singular":"gadget"`, `"plural":"gizmos","singular":"gizmo"`, `"shortNames":["gd"]`, `"shortNames":["gz"]`).Replace(gadgetsCRD)
+	h.mustDo("POST", crdPath, "application/json", other, http.StatusCreated)
+	h.waitFor("gizmos NamesAccepted False", func() bool { return crdCondition(h, "gizmos.test.example.com", "NamesAccepted") == "False" })
+	crd := h.getJSON(crdPath + "/gizmos.test.example.com")
+	var reason, msg interface{}
+	for _, c := range refList(refDig(crd, "status", "conditions")) {
+		if m := c.(map[string]interface{}); m["type"] == "NamesAccepted" {
+			reason, msg = m["reason"], m["message"]
+		}
+	}
+	// kube-apiserver checks kind, then listKind, and reports the last
+	// conflict found: the defaulted listKind GadgetList.
+	if reason != "ListKindConflict" || msg != `"GadgetList" is already in use` {
+		t.Errorf("NamesAccepted reason %v message %v; want ListKindConflict, \"GadgetList\" is already in use", reason, msg)
+	}
+	if s := crdCondition(h, "gizmos.test.example.com", "Established"); s != "False" {
+		t.Errorf("Established %q; want False", s)
+	}
+	if rec := h.do("GET", "/apis/test.example.com/v1/gizmos", nil, nil); rec.Code != http.StatusNotFound {
+		t.Errorf("conflicting CRD served: %d", rec.Code)
+	}
+}
+
+// TestCRValidationRatcheting: after the schema tightens, an update that
+// leaves an invalid value as it is succeeds; changing it to another
+// invalid value fails; a transition rule runs on every update.
+func TestCRValidationRatcheting(t *testing.T) {
+	h := refNewHarness(t)
+	h.createNamespace("crd-ratchet", nil)
+	h.mustDo("POST", crdPath, "application/json", gadgetsCRD, http.StatusCreated)
+	establish(t, h, "gadgets.test.example.com")
+	items := "/apis/test.example.com/v1/namespaces/crd-ratchet/gadgets"
+	h.mustDo("POST", items, "application/json", `{"apiVersion":"test.example.com/v1","kind":"Gadget","metadata":{"name":"g"},"spec":{"name":"longname"}}`, http.StatusCreated)
+
+	// maxLength 8 → 4, and size may only grow.
+	tight := strings.Replace(strings.Replace(gadgetsCRD, `"maxLength":8`, `"maxLength":4`, 1),
+		`"size":{"type":"integer","default":2}`, `"size":{"type":"integer","default":2,"x-kubernetes-validations":[{"rule":"self >= oldSelf","message":"size may not shrink"}]}`, 1)
+	cur := h.getJSON(crdPath + "/gadgets.test.example.com")
+	rv, _ := refDig(cur, "metadata", "resourceVersion").(string)
+	tight = strings.Replace(tight, `"metadata":{"name":"gadgets.test.example.com"}`, `"metadata":{"name":"gadgets.test.example.com","resourceVersion":"`+rv+`"}`, 1)
+	h.mustDo("PUT", crdPath+"/gadgets.test.example.com", "application/json", tight, http.StatusOK)
+	h.waitFor("tightened schema served", func() bool {
+		rec := h.do("POST", items+"?dryRun=All", map[string]string{"Content-Type": "application/json"},
+			[]byte(`{"apiVersion":"test.example.com/v1","kind":"Gadget","metadata":{"name":"probe"},"spec":{"name":"toolong"}}`))
+		return rec.Code == http.StatusUnprocessableEntity
+	})
+
+	h.mustDo("PATCH", items+"/g", "application/merge-patch+json", `{"spec":{"size":5}}`, http.StatusOK)
+	rec := h.do("PATCH", items+"/g", map[string]string{"Content-Type": "application/merge-patch+json"}, []byte(`{"spec":{"name":"othername"}}`))
+	if rec.Code != http.StatusUnprocessableEntity || !strings.Contains(rec.Body.String(), "spec.name: Too long") {
+		t.Errorf("changing an invalid value to another: %d %s; want 422 spec.name Too long", rec.Code, rec.Body)
+	}
+	rec = h.do("PATCH", items+"/g", map[string]string{"Content-Type": "application/merge-patch+json"}, []byte(`{"spec":{"size":3}}`))
+	if rec.Code != http.StatusUnprocessableEntity || !strings.Contains(rec.Body.String(), "size may not shrink") {
+		t.Errorf("shrinking size: %d %s; want 422 size may not shrink", rec.Code, rec.Body)
+	}
+}
+
+// TestCRDWebhookConversion: a version that would need the conversion
+// webhook fails clearly; the storage version works.
+func TestCRDWebhookConversion(t *testing.T) {
+	h := refNewHarness(t)
+	h.createNamespace("crd-webhook", nil)
+	crd := strings.Replace(gadgetsCRD, `"scope":"Namespaced",`, `"scope":"Namespaced","conversion":{"strategy":"Webhook","webhook":{"conversionReviewVersions":["v1"],"clientConfig":{"url":"https://convert.example.com/"}}},`, 1)
+	h.mustDo("POST", crdPath, "application/json", crd, http.StatusCreated)
+	establish(t, h, "gadgets.test.example.com")
+	h.mustDo("POST", "/apis/test.example.com/v1/namespaces/crd-webhook/gadgets", "application/json",
+		`{"apiVersion":"test.example.com/v1","kind":"Gadget","metadata":{"name":"g"}}`, http.StatusCreated)
+	rec := h.do("GET", "/apis/test.example.com/v1beta1/namespaces/crd-webhook/gadgets/g", nil, nil)
+	if rec.Code != http.StatusInternalServerError || !strings.Contains(rec.Body.String(), "webhook conversion is not supported") {
+		t.Errorf("GET through the converted version: %d %s; want 500 naming webhook conversion", rec.Code, rec.Body)
+	}
+}
