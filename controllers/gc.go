@@ -209,14 +209,23 @@ func (m *Manager) checkOwners(ctx context.Context, o gcOwner) error {
 }
 
 // storageTypes lists one served Type per storage resource (virtual
-// types store nothing).
+// types store nothing): the one served as stored, or for a custom
+// resource, whose every version converts on read, its storage version.
 func (m *Manager) storageTypes() []*schema.Type {
 	var out []*schema.Type
-	seen := map[string]bool{}
+	at := map[string]int{}
 	for _, t := range m.types.Types() {
-		if t.FromStorage == nil && !t.Virtual && !seen[t.StorageResource] {
-			seen[t.StorageResource] = true
+		if t.Virtual {
+			continue
+		}
+		asStored := t.FromStorage == nil || t.Version == t.StorageVersion
+		i, seen := at[t.StorageResource]
+		switch {
+		case !seen && (asStored || t.StorageVersion != ""):
+			at[t.StorageResource] = len(out)
 			out = append(out, t)
+		case seen && asStored && out[i].FromStorage != nil && out[i].Version != out[i].StorageVersion:
+			out[i] = t
 		}
 	}
 	return out

@@ -179,3 +179,32 @@ func TestCRDWebhookConversion(t *testing.T) {
 		t.Errorf("GET through the converted version: %d %s; want 500 naming webhook conversion", rec.Code, rec.Body)
 	}
 }
+
+// TestCustomResourcesCollected: the garbage collector and namespace
+// deletion treat custom resources like built-in objects.
+func TestCustomResourcesCollected(t *testing.T) {
+	h := refNewHarness(t)
+	h.createNamespace("crd-gc", nil)
+	h.mustDo("POST", crdPath, "application/json", gadgetsCRD, http.StatusCreated)
+	establish(t, h, "gadgets.test.example.com")
+	items := "/apis/test.example.com/v1/namespaces/crd-gc/gadgets"
+
+	owner := h.mustDo("POST", "/api/v1/namespaces/crd-gc/configmaps", "application/json",
+		`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"owner"}}`, http.StatusCreated)
+	uid, _ := refDig(owner, "metadata", "uid").(string)
+	h.mustDo("POST", items, "application/json", `{"apiVersion":"test.example.com/v1","kind":"Gadget","metadata":{"name":"owned",
+		"ownerReferences":[{"apiVersion":"v1","kind":"ConfigMap","name":"owner","uid":"`+uid+`"}]}}`, http.StatusCreated)
+	h.mustDo("POST", items, "application/json", `{"apiVersion":"test.example.com/v1","kind":"Gadget","metadata":{"name":"free"}}`, http.StatusCreated)
+
+	h.mustDo("DELETE", "/api/v1/namespaces/crd-gc/configmaps/owner", "", "", http.StatusOK)
+	h.waitFor("the owned Gadget collected", func() bool { return h.do("GET", items+"/owned", nil, nil).Code == http.StatusNotFound })
+	if rec := h.do("GET", items+"/free", nil, nil); rec.Code != http.StatusOK {
+		t.Errorf("a Gadget without owners: %d after its neighbour's owner went", rec.Code)
+	}
+
+	h.mustDo("DELETE", "/api/v1/namespaces/crd-gc", "", "", http.StatusOK)
+	h.waitFor("namespace gone", func() bool { return h.do("GET", "/api/v1/namespaces/crd-gc", nil, nil).Code == http.StatusNotFound })
+	if rec := h.do("GET", "/apis/test.example.com/v1/gadgets", nil, nil); !strings.Contains(rec.Body.String(), `"items":[]`) {
+		t.Errorf("Gadgets left after their namespace was deleted: %s", rec.Body)
+	}
+}
