@@ -22,6 +22,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
+	"k8s.io/client-go/util/retry"
 )
 
 // typicalObjects reads testdata/typical-objects.yaml.
@@ -156,14 +157,24 @@ func lifecycle(t *testing.T, rc dynamic.ResourceInterface, httpc *http.Client, h
 		t.Errorf("the Table does not list %s: %d rows", name, len(tbl.Rows))
 	}
 
-	// Update: a label added through PUT.
-	labels := got.GetLabels()
-	if labels == nil {
-		labels = map[string]string{}
-	}
-	labels["typical.example.com/put"] = "yes"
-	got.SetLabels(labels)
-	updated, err := rc.Update(ctx, got, metav1.UpdateOptions{})
+	// Update: a label added through PUT, read again and retried when a
+	// controller wrote first (a new CRD's status, say), as clients do.
+	var updated *unstructured.Unstructured
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		labels := got.GetLabels()
+		if labels == nil {
+			labels = map[string]string{}
+		}
+		labels["typical.example.com/put"] = "yes"
+		got.SetLabels(labels)
+		var err error
+		if updated, err = rc.Update(ctx, got, metav1.UpdateOptions{}); apierrors.IsConflict(err) {
+			if cur, gerr := rc.Get(ctx, name, metav1.GetOptions{}); gerr == nil {
+				got = cur
+			}
+		}
+		return err
+	})
 	if err != nil {
 		t.Fatalf("update: %v", err)
 	}

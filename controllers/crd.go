@@ -44,29 +44,68 @@ type servedCRD struct {
 	storage    string // the storage resource its types are under
 }
 
-// crdState is the controller's memory across syncs.
+// crdState is the controller's memory across syncs: what it serves, and
+// the CRDs as last seen (names are accepted against the whole group).
 type crdState struct {
 	served map[string]servedCRD
+	crds   map[string]*apiextensionsv1.CustomResourceDefinition
 }
 
 // loadCRDs serves the resources of every stored CRD once, before the
 // server takes requests, so custom resources answer from the first one.
 func (m *Manager) loadCRDs(ctx context.Context) error {
-	st := m.crds
 	crds, err := m.listCRDs(ctx)
 	if err != nil {
 		return err
 	}
+	m.crds.crds = map[string]*apiextensionsv1.CustomResourceDefinition{}
 	for _, crd := range crds {
-		if err := m.syncCRD(ctx, st, crd, crds); err != nil {
-			m.log.Warn("custom resource definition not served", "crd", crd.Name, "err", err)
-		}
+		m.crds.crds[crd.Name] = crd
 	}
+	m.syncAll(ctx)
 	return nil
 }
 
-func (m *Manager) crdController(ctx context.Context) error {
+// syncAll syncs every known CRD, and stops serving what is gone.
+func (m *Manager) syncAll(ctx context.Context) {
 	st := m.crds
+	all := st.all()
+	for _, crd := range all {
+		if err := m.syncCRD(ctx, st, crd, all); err != nil {
+			m.log.Warn("custom resource definition not served", "crd", crd.Name, "err", err)
+		}
+	}
+	for name, s := range st.served {
+		if _, ok := st.crds[name]; !ok {
+			// Gone: its resource is no longer served.
+			m.types.SetStorage(s.storage, nil)
+			delete(st.served, name)
+		}
+	}
+}
+
+func (st *crdState) all() []*apiextensionsv1.CustomResourceDefinition {
+	out := make([]*apiextensionsv1.CustomResourceDefinition, 0, len(st.crds))
+	for _, c := range st.crds {
+		out = append(out, c)
+	}
+	return out
+}
+
+// deleting reports whether some CRD waits for its objects to go.
+func (st *crdState) deleting() bool {
+	for _, c := range st.crds {
+		if c.DeletionTimestamp != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// crdController keeps the CRDs it has seen up to date from their watch
+// and syncs them on each change; only while a CRD is being deleted does
+// it look again on a timer (its objects' finalizers send no CRD event).
+func (m *Manager) crdController(ctx context.Context) error {
 	rev, err := m.store.CurrentRev(ctx)
 	if err != nil {
 		return err
@@ -77,35 +116,33 @@ func (m *Manager) crdController(ctx context.Context) error {
 		return err
 	}
 	defer w.Stop()
+	// Changes between loadCRDs and the watch's start: read them all again.
+	if err := m.loadCRDs(ctx); err != nil {
+		return err
+	}
 	t := time.NewTicker(crdResync)
 	defer t.Stop()
 	for {
-		crds, err := m.listCRDs(ctx)
-		if err != nil {
-			return err
-		}
-		seen := map[string]bool{}
-		for _, crd := range crds {
-			seen[crd.Name] = true
-			if err := m.syncCRD(ctx, st, crd, crds); err != nil {
-				m.log.Warn("custom resource definition not served", "crd", crd.Name, "err", err)
-			}
-		}
-		for name, s := range st.served {
-			if !seen[name] {
-				// Gone: its resource is no longer served.
-				m.types.SetStorage(s.storage, nil)
-				delete(st.served, name)
-			}
-		}
 		select {
 		case <-ctx.Done():
 			return nil
-		case _, ok := <-w.Events():
+		case ev, ok := <-w.Events():
 			if !ok {
 				return w.Err()
 			}
+			if ev.Type == kv.Deleted {
+				delete(m.crds.crds, ev.Name)
+			} else if obj, err := x.Decode(ev.Record); err == nil {
+				m.crds.crds[ev.Name] = obj.(*apiextensionsv1.CustomResourceDefinition)
+			}
+			// A change can free or take names other CRDs of the group
+			// asked for, so all are looked at; unchanged ones cost a
+			// comparison.
+			m.syncAll(ctx)
 		case <-t.C:
+			if m.crds.deleting() {
+				m.syncAll(ctx)
+			}
 		}
 	}
 }
