@@ -170,9 +170,9 @@ func (m *Manager) syncCRD(ctx context.Context, st *crdState, crd *apiextensionsv
 	if namesCond.Status == apiextensionsv1.ConditionTrue {
 		prev, ok := st.served[crd.Name]
 		if !ok || prev.uid != string(crd.UID) || prev.generation != crd.Generation || !reflect.DeepEqual(prev.names, names) {
-			served := crd.DeepCopy()
+			served := *crd // CustomResourceTypes keeps a deep copy of its own
 			served.Status.AcceptedNames = names
-			types, err := schema.CustomResourceTypes(served)
+			types, err := schema.CustomResourceTypes(&served)
 			if err != nil {
 				return err
 			}

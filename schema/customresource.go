@@ -55,6 +55,9 @@ func CustomResourceTypes(crd *apiextensionsv1.CustomResourceDefinition) ([]*Type
 			storage = v.Name
 		}
 	}
+	// One copy, shared by the versions' hooks (the OpenAPI builders read
+	// it later): the caller may reuse its CRD.
+	crd = crd.DeepCopy()
 	var out []*Type
 	for _, v := range crd.Spec.Versions {
 		if !v.Served {
@@ -158,7 +161,7 @@ func customResourceType(crd *apiextensionsv1.CustomResourceDefinition, v apiexte
 
 	// The documents come from the apiextensions-apiserver's builder with
 	// the options kube-apiserver's OpenAPI controllers pass.
-	frozen := crd.DeepCopy()
+	frozen := crd
 	t.OpenAPIV3 = func() (*spec3.OpenAPI, error) {
 		return openapibuilder.BuildOpenAPIV3(frozen, v.Name, openapibuilder.Options{V2: false, IncludeSelectableFields: true})
 	}
