@@ -1,10 +1,20 @@
 package server_test
 
 import (
+	"context"
 	"encoding/json"
+	"io"
+	"log/slog"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"k8s.io/apimachinery/pkg/version"
+
+	"github.com/tabula-dev/tabula/schema"
+	"github.com/tabula-dev/tabula/server"
+	"github.com/tabula-dev/tabula/sqlstore"
 )
 
 // The CRD tests run on the reference harness (an in-process server with
@@ -207,4 +217,42 @@ func TestCustomResourcesCollected(t *testing.T) {
 	if rec := h.do("GET", "/apis/test.example.com/v1/gadgets", nil, nil); !strings.Contains(rec.Body.String(), `"items":[]`) {
 		t.Errorf("Gadgets left after their namespace was deleted: %s", rec.Body)
 	}
+}
+
+// TestCRDServedByEveryReplica: replicas on one database each serve a CRD
+// created through another, and each stops when it is deleted.
+func TestCRDServedByEveryReplica(t *testing.T) {
+	ctx := context.Background()
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	st, err := sqlstore.Open(ctx, "sqlite://"+filepath.Join(t.TempDir(), "state.db"), sqlstore.Options{Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	replica := func() http.Handler {
+		srv, err := server.New(server.Config{Store: st, Registry: schema.NewBuiltin(), Version: version.Info{GitVersion: "v1.35.0"}, Logger: quiet})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cctx, cancel := context.WithCancel(ctx)
+		t.Cleanup(cancel)
+		if err := srv.RunControllers(cctx); err != nil {
+			t.Fatal(err)
+		}
+		return srv.Handler()
+	}
+	a := &refHarness{t: t, h: replica(), state: map[string]string{}}
+	b := &refHarness{t: t, h: replica(), state: map[string]string{}}
+	a.waitFor("namespace default", func() bool { return a.do("GET", "/api/v1/namespaces/default", nil, nil).Code == http.StatusOK })
+
+	a.mustDo("POST", crdPath, "application/json", gadgetsCRD, http.StatusCreated)
+	items := "/apis/test.example.com/v1/namespaces/default/gadgets"
+	b.waitFor("replica B serves gadgets", func() bool { return b.do("GET", items, nil, nil).Code == http.StatusOK })
+	b.mustDo("POST", items, "application/json", `{"apiVersion":"test.example.com/v1","kind":"Gadget","metadata":{"name":"g"},"spec":{"name":"x"}}`, http.StatusCreated)
+	if g := a.getJSON(items + "/g"); refDig(g, "spec", "size") != float64(2) {
+		t.Errorf("replica A reads %v; want the Gadget with its default size 2", g)
+	}
+	b.mustDo("DELETE", crdPath+"/gadgets.test.example.com", "", "", http.StatusOK)
+	a.waitFor("replica A stops serving gadgets", func() bool { return a.do("GET", items, nil, nil).Code == http.StatusNotFound })
+	b.waitFor("replica B stops serving gadgets", func() bool { return b.do("GET", items, nil, nil).Code == http.StatusNotFound })
 }
