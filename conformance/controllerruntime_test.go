@@ -7,9 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
-	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -23,37 +21,20 @@ import (
 // The operator in testdata/operator is its own module: controller-runtime
 // and the client-go it pins are built as an operator author would build
 // them, without touching Tabula's dependencies.
-var operatorBin struct {
-	once sync.Once
-	path string
-	err  error
-}
+var operatorBin suiteArtifact
 
 func operatorBinary() (string, error) {
-	operatorBin.once.Do(func() {
-		dir, err := suiteDir()
-		if err != nil {
-			operatorBin.err = err
-			return
-		}
+	return operatorBin.get(func(dir string) (string, error) {
 		src, err := filepath.Abs(filepath.Join("testdata", "operator"))
 		if err != nil {
-			operatorBin.err = err
-			return
+			return "", err
 		}
 		out := filepath.Join(dir, "gizmo-operator")
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
-		defer cancel()
-		cmd := exec.CommandContext(ctx, goTool(), "build", "-o", out, ".")
-		cmd.Dir = src
-		cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod", "CGO_ENABLED=0")
-		if b, err := cmd.CombinedOutput(); err != nil {
-			operatorBin.err = fmt.Errorf("building testdata/operator: %v\n%s", err, b)
-			return
+		if _, err := goOutside(src, nil, "build", "-o", out, "."); err != nil {
+			return "", err
 		}
-		operatorBin.path = out
+		return out, nil
 	})
-	return operatorBin.path, operatorBin.err
 }
 
 // TestControllerRuntime runs a controller-runtime manager against each

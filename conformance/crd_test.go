@@ -5,10 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -294,54 +292,35 @@ var operatorModules = []struct{ module, dir string }{
 	{"github.com/prometheus-operator/prometheus-operator@v0.79.2", "example/prometheus-operator-crd"},
 }
 
-var operatorCRDs struct {
-	once sync.Once
-	dir  string
-	err  error
-}
+var operatorCRDs suiteArtifact
 
 // operatorCRDDir fetches the operators' modules once and writes their
 // CRDs into one directory. cert-manager's are the chart's templates: the
 // lines holding template actions (labels and comments) are dropped, which
 // leaves the CRDs as the chart renders them without labels.
 func operatorCRDDir() (string, error) {
-	operatorCRDs.once.Do(func() {
-		dir, err := suiteDir()
-		if err != nil {
-			operatorCRDs.err = err
-			return
-		}
+	return operatorCRDs.get(func(dir string) (string, error) {
 		out := filepath.Join(dir, "operator-crds")
 		if err := os.MkdirAll(out, 0o755); err != nil {
-			operatorCRDs.err = err
-			return
+			return "", err
 		}
 		for _, m := range operatorModules {
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-			cmd := exec.CommandContext(ctx, goTool(), "mod", "download", "-json", m.module)
-			cmd.Dir = dir
-			cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod")
-			b, err := cmd.Output()
-			cancel()
+			b, err := goOutside(dir, nil, "mod", "download", "-json", m.module)
 			if err != nil {
-				operatorCRDs.err = fmt.Errorf("go mod download %s: %v\n%s", m.module, err, b)
-				return
+				return "", err
 			}
 			var info struct{ Dir string }
 			if err := json.Unmarshal(b, &info); err != nil || info.Dir == "" {
-				operatorCRDs.err = fmt.Errorf("go mod download %s: no directory in %s", m.module, b)
-				return
+				return "", fmt.Errorf("go mod download %s: no directory in %s", m.module, b)
 			}
 			files, err := filepath.Glob(filepath.Join(info.Dir, m.dir, "*.yaml"))
 			if err != nil || len(files) == 0 {
-				operatorCRDs.err = fmt.Errorf("%s: no CRDs under %s", m.module, m.dir)
-				return
+				return "", fmt.Errorf("%s: no CRDs under %s", m.module, m.dir)
 			}
 			for _, f := range files {
 				src, err := os.ReadFile(f)
 				if err != nil {
-					operatorCRDs.err = err
-					return
+					return "", err
 				}
 				var kept []string
 				for _, line := range strings.Split(string(src), "\n") {
@@ -350,14 +329,12 @@ func operatorCRDDir() (string, error) {
 					}
 				}
 				if err := os.WriteFile(filepath.Join(out, filepath.Base(f)), []byte(strings.Join(kept, "\n")), 0o644); err != nil {
-					operatorCRDs.err = err
-					return
+					return "", err
 				}
 			}
 		}
-		operatorCRDs.dir = out
+		return out, nil
 	})
-	return operatorCRDs.dir, operatorCRDs.err
 }
 
 func crdOperators(t *testing.T, e *kubectlEnv) {

@@ -248,6 +248,45 @@ func suiteDir() (string, error) {
 	return scratch.dir, scratch.err
 }
 
+// A suiteArtifact is made once per test binary, on first use, in the
+// suite's scratch directory: a tool built from the module proxy, files
+// fetched from a module.
+type suiteArtifact struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+func (a *suiteArtifact) get(make func(dir string) (string, error)) (string, error) {
+	a.once.Do(func() {
+		dir, err := suiteDir()
+		if err != nil {
+			a.err = err
+			return
+		}
+		a.path, a.err = make(dir)
+	})
+	return a.path, a.err
+}
+
+// goOutside runs the go tool in dir as for a module other than this one:
+// its own go.mod decides the dependencies. It returns stdout (and stderr
+// within the error).
+func goOutside(dir string, env []string, args ...string) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, goTool(), args...)
+	cmd.Dir = dir
+	cmd.Env = append(append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod", "CGO_ENABLED=0"), env...)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return out, fmt.Errorf("go %s: %v\n%s%s", strings.Join(args, " "), err, out, stderr.String())
+	}
+	return out, nil
+}
+
 // The tabula binary, built once per test binary on first use.
 var binary struct {
 	once sync.Once

@@ -8,9 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
-	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -20,35 +18,18 @@ import (
 // newest 3.x release when it was pinned.
 const helmModule = "helm.sh/helm/v3/cmd/helm@v3.22.0"
 
-var helmPath struct {
-	once sync.Once
-	path string
-	err  error
-}
+var helmBin suiteArtifact
 
-// helmBinary builds Helm once per test binary into the suite's scratch
-// directory; the Go build cache makes later runs a link.
+// helmBinary builds Helm once per test binary; the Go build cache makes
+// later runs a link.
 func helmBinary() (string, error) {
-	helmPath.once.Do(func() {
-		dir, err := suiteDir()
-		if err != nil {
-			helmPath.err = err
-			return
-		}
+	return helmBin.get(func(dir string) (string, error) {
 		bin := filepath.Join(dir, "helm-bin")
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
-		defer cancel()
-		cmd := exec.CommandContext(ctx, goTool(), "install", helmModule)
-		// Outside this module: Helm's own go.mod decides its dependencies.
-		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "GOBIN="+bin, "GOWORK=off", "GOFLAGS=-mod=mod", "CGO_ENABLED=0")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			helmPath.err = fmt.Errorf("go install %s: %v\n%s", helmModule, err, out)
-			return
+		if _, err := goOutside(dir, []string{"GOBIN=" + bin}, "install", helmModule); err != nil {
+			return "", err
 		}
-		helmPath.path = filepath.Join(bin, "helm")
+		return filepath.Join(bin, "helm"), nil
 	})
-	return helmPath.path, helmPath.err
 }
 
 // helm runs the Helm binary against one target, with configuration,

@@ -229,21 +229,19 @@ func acceptNames(crd *apiextensionsv1.CustomResourceDefinition, all []*apiextens
 	names := have
 	cond := apiextensionsv1.CustomResourceDefinitionCondition{Type: apiextensionsv1.NamesAccepted, Status: apiextensionsv1.ConditionTrue,
 		Reason: "NoConflicts", Message: "no conflicts found"}
-	conflict := func(reason, name string) {
+	// A name is free when the CRD holds it already or no other CRD of
+	// the group does; kube-apiserver checks in this order and reports the
+	// last conflict.
+	free := func(name, held string, used sets.Set[string]) bool { return name == held || !used.Has(name) }
+	accept := func(into *string, name, held string, used sets.Set[string], reason string) {
+		if free(name, held, used) {
+			*into = name
+			return
+		}
 		cond.Status, cond.Reason, cond.Message = apiextensionsv1.ConditionFalse, reason, fmt.Sprintf("%q is already in use", name)
 	}
-	free := func(name, held string, used sets.Set[string]) bool { return name == held || !used.Has(name) }
-
-	if free(want.Plural, have.Plural, resources) {
-		names.Plural = want.Plural
-	} else {
-		conflict("PluralConflict", want.Plural)
-	}
-	if free(want.Singular, have.Singular, resources) {
-		names.Singular = want.Singular
-	} else {
-		conflict("SingularConflict", want.Singular)
-	}
+	accept(&names.Plural, want.Plural, have.Plural, resources, "PluralConflict")
+	accept(&names.Singular, want.Singular, have.Singular, resources, "SingularConflict")
 	var taken []string
 	for _, s := range want.ShortNames {
 		if !free(s, "", resources) && !sets.New(have.ShortNames...).Has(s) {
@@ -258,16 +256,8 @@ func acceptNames(crd *apiextensionsv1.CustomResourceDefinition, all []*apiextens
 			cond.Message = "[" + cond.Message + "]"
 		}
 	}
-	if free(want.Kind, have.Kind, kinds) {
-		names.Kind = want.Kind
-	} else {
-		conflict("KindConflict", want.Kind)
-	}
-	if free(want.ListKind, have.ListKind, kinds) {
-		names.ListKind = want.ListKind
-	} else {
-		conflict("ListKindConflict", want.ListKind)
-	}
+	accept(&names.Kind, want.Kind, have.Kind, kinds, "KindConflict")
+	accept(&names.ListKind, want.ListKind, have.ListKind, kinds, "ListKindConflict")
 	names.Categories = want.Categories
 
 	est := apiextensionsv1.CustomResourceDefinitionCondition{Type: apiextensionsv1.Established, Status: apiextensionsv1.ConditionFalse,
