@@ -10,7 +10,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 	apidiscoveryv2 "k8s.io/api/apidiscovery/v2"
-	apidiscoveryv2beta1 "k8s.io/api/apidiscovery/v2beta1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	runtimeschema "k8s.io/apimachinery/pkg/runtime/schema"
@@ -29,31 +29,58 @@ func (s *Server) discoveryRoutes(e *echo.Echo) {
 	})
 }
 
-// aggregated reports which aggregated discovery version the client asked
-// for ("v2", "v2beta1") and in which media type; "" means legacy.
+// aggregated reports whether the client asked for aggregated discovery
+// (apidiscovery.k8s.io/v2; v2beta1 is no longer served, as on
+// kube-apiserver 1.35) and in which media type; "" means legacy.
 func aggregated(accept string) (version, mediaType string) {
 	for _, part := range strings.Split(accept, ",") {
 		p := strings.ReplaceAll(strings.TrimSpace(part), " ", "")
-		if !strings.Contains(p, "g=apidiscovery.k8s.io") || !strings.Contains(p, "as=APIGroupDiscoveryList") {
+		if !strings.Contains(p, "g=apidiscovery.k8s.io") || !strings.Contains(p, "as=APIGroupDiscoveryList") || !strings.Contains(p, "v=v2;") && !strings.HasSuffix(p, "v=v2") {
 			continue
 		}
-		mt := codecs.JSON
 		if strings.HasPrefix(p, codecs.Protobuf) {
-			mt = codecs.Protobuf
+			return "v2", codecs.Protobuf
 		}
-		switch {
-		case strings.Contains(p, "v=v2beta1"):
-			return "v2beta1", mt
-		case strings.Contains(p, "v=v2"):
-			return "v2", mt
-		}
+		return "v2", codecs.JSON
 	}
 	return "", ""
+}
+
+// legacyAcceptable reports whether accept takes the legacy discovery
+// documents: it names a plain media type they come in (or any), not only
+// views such as an older aggregated version.
+func legacyAcceptable(accept string) bool {
+	if strings.TrimSpace(accept) == "" {
+		return true
+	}
+	for _, part := range strings.Split(accept, ",") {
+		mt, params, _ := strings.Cut(strings.ReplaceAll(strings.TrimSpace(part), " ", ""), ";")
+		if strings.Contains(params, "as=") {
+			continue
+		}
+		switch mt {
+		case codecs.JSON, codecs.YAML, codecs.Protobuf, "*/*", "application/*":
+			return true
+		}
+	}
+	return false
+}
+
+// discoveryNotAcceptable is kube-apiserver's 406 for discovery requests
+// it has no form for.
+func discoveryNotAcceptable() error {
+	return &apierrors.StatusError{ErrStatus: metav1.Status{
+		Status: metav1.StatusFailure, Code: http.StatusNotAcceptable, Reason: metav1.StatusReasonNotAcceptable,
+		Message: "only the following media types are accepted: application/json, application/yaml, application/vnd.kubernetes.protobuf",
+	}}
 }
 
 func (s *Server) getAPI(c echo.Context) error {
 	if v, mt := aggregated(c.Request().Header.Get("Accept")); v != "" {
 		return s.writeAggregated(c, v, mt, true)
+	}
+	if !legacyAcceptable(c.Request().Header.Get("Accept")) {
+		return discoveryNotAcceptable()
 	}
 	return s.writeJSON(c, http.StatusOK, &metav1.APIVersions{
 		TypeMeta: metav1.TypeMeta{Kind: "APIVersions"},
@@ -88,6 +115,9 @@ func (s *Server) groups() []metav1.APIGroup {
 func (s *Server) getAPIs(c echo.Context) error {
 	if v, mt := aggregated(c.Request().Header.Get("Accept")); v != "" {
 		return s.writeAggregated(c, v, mt, false)
+	}
+	if !legacyAcceptable(c.Request().Header.Get("Accept")) {
+		return discoveryNotAcceptable()
 	}
 	return s.writeJSON(c, http.StatusOK, &metav1.APIGroupList{
 		TypeMeta: metav1.TypeMeta{Kind: "APIGroupList", APIVersion: "v1"},
@@ -141,11 +171,7 @@ func (s *Server) getResourceList(c echo.Context, group, version string) error {
 }
 
 func (s *Server) writeAggregated(c echo.Context, version, mediaType string, legacy bool) error {
-	list := s.aggregatedV2(legacy)
-	var obj runtime.Object = list
-	if version == "v2beta1" {
-		obj = toV2beta1(list)
-	}
+	var obj runtime.Object = s.aggregatedV2(legacy)
 	ct := mediaType + ";g=apidiscovery.k8s.io;v=" + version + ";as=APIGroupDiscoveryList"
 	var body bytes.Buffer
 	if mediaType == codecs.Protobuf {
@@ -237,44 +263,11 @@ func aggregatedResource(t *schema.Type) apidiscoveryv2.APIResourceDiscovery {
 	return r
 }
 
-// toV2beta1 copies a v2 list into the field-for-field identical v2beta1
-// types that older kubectl versions ask for.
-func toV2beta1(in *apidiscoveryv2.APIGroupDiscoveryList) *apidiscoveryv2beta1.APIGroupDiscoveryList {
-	out := &apidiscoveryv2beta1.APIGroupDiscoveryList{
-		TypeMeta: metav1.TypeMeta{Kind: "APIGroupDiscoveryList", APIVersion: "apidiscovery.k8s.io/v2beta1"},
-	}
-	for _, g := range in.Items {
-		og := apidiscoveryv2beta1.APIGroupDiscovery{ObjectMeta: g.ObjectMeta}
-		for _, v := range g.Versions {
-			ov := apidiscoveryv2beta1.APIVersionDiscovery{Version: v.Version, Freshness: apidiscoveryv2beta1.DiscoveryFreshness(v.Freshness)}
-			for _, r := range v.Resources {
-				or := apidiscoveryv2beta1.APIResourceDiscovery{
-					Resource: r.Resource, ResponseKind: r.ResponseKind, Scope: apidiscoveryv2beta1.ResourceScope(r.Scope),
-					SingularResource: r.SingularResource, Verbs: r.Verbs, ShortNames: r.ShortNames, Categories: r.Categories,
-				}
-				for _, sr := range r.Subresources {
-					or.Subresources = append(or.Subresources, apidiscoveryv2beta1.APISubresourceDiscovery{
-						Subresource: sr.Subresource, ResponseKind: sr.ResponseKind, Verbs: sr.Verbs,
-					})
-				}
-				ov.Resources = append(ov.Resources, or)
-			}
-			og.Versions = append(og.Versions, ov)
-		}
-		out.Items = append(out.Items, og)
-	}
-	return out
-}
-
 // discoveryProtobuf encodes an aggregated discovery document with the
 // Kubernetes Protobuf envelope.
 func (s *Server) discoveryProtobuf(obj runtime.Object, version string) ([]byte, error) {
 	sch := runtime.NewScheme()
-	if version == "v2beta1" {
-		_ = apidiscoveryv2beta1.AddToScheme(sch)
-	} else {
-		_ = apidiscoveryv2.AddToScheme(sch)
-	}
+	_ = apidiscoveryv2.AddToScheme(sch)
 	return codecs.New(sch).ProtobufBytes(obj)
 }
 

@@ -116,8 +116,6 @@ var refKnownGaps = map[string]string{
 	"writes/jsonpatch-test-fails":           "422 message should be the generic \"the server rejected our request due to an error in our request\"",
 	"writes/jsonpatch-test-resourceversion": "422 message should be the generic \"the server rejected our request due to an error in our request\"",
 	"writes/smp-configmap-bad-directive":    "unknown $patch directive: kube-apiserver answers 500, Tabula 422",
-	// Discovery.
-	"discovery/aggregated-apis-v2beta1": "apidiscovery v2beta1 is still served; kube-apiserver 1.35 answers 406",
 }
 
 var refCases = []refCase{
