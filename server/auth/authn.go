@@ -78,7 +78,7 @@ func NewAuthenticator(opts Options) (*Authenticator, error) {
 }
 
 // Authenticate returns the user of r. Methods are tried in kube-apiserver's
-// order: a client certificate verified during the TLS handshake, then an
+// order: a client certificate verified against the client CA, then an
 // "Authorization: Bearer" token. A request with neither is anonymous
 // (ok=false, err=nil); one whose credentials all fail returns an error.
 func (a *Authenticator) Authenticate(r *http.Request) (*User, bool, error) {
@@ -99,21 +99,19 @@ func (a *Authenticator) Authenticate(r *http.Request) (*User, bool, error) {
 }
 
 func (a *Authenticator) authenticateCert(r *http.Request) (*User, bool, error) {
-	// VerifiedChains is only set when the TLS stack verified the peer
-	// certificate (ClientAuth VerifyClientCertIfGiven or stricter); a merely
-	// presented certificate proves nothing.
-	if a.clientCA == nil || r.TLS == nil || len(r.TLS.VerifiedChains) == 0 {
+	// The TLS stack only requests a client certificate (RequestClientCert);
+	// it is verified here, as kube-apiserver does, so that a certificate
+	// from another CA, expired or without client-auth usage gets a 401
+	// Status instead of a failed handshake.
+	if a.clientCA == nil || r.TLS == nil || len(r.TLS.PeerCertificates) == 0 {
 		return nil, false, nil
 	}
-	leaf := r.TLS.VerifiedChains[0][0]
+	leaf := r.TLS.PeerCertificates[0]
 	key := chainKey(r.TLS.PeerCertificates)
 	now := time.Now()
 	if u, ok := a.verified.get(key, now); ok {
 		return u, true, nil
 	}
-	// Verify again against our own pool, as kube-apiserver does: the server's
-	// tls.Config might trust more CAs than the authenticator should (or be
-	// configured elsewhere), and only this check ties identity to ClientCA.
 	intermediates := x509.NewCertPool()
 	for i, c := range r.TLS.PeerCertificates {
 		if i > 0 {

@@ -150,13 +150,15 @@ func EnsurePKI(dir string, sans []string) (*PKI, error) {
 }
 
 // ServerTLSConfig returns the TLS configuration for the API server: the
-// serving certificate, and client certificates optional but verified against
-// the CA when presented (kube-apiserver's behaviour: a client may instead
-// authenticate with a bearer token, or not at all for health endpoints).
+// serving certificate, and client certificates requested (naming the CA
+// they should come from) but not required or verified in the handshake:
+// the authenticator verifies them and answers a bad one with 401, as
+// kube-apiserver does (a client may instead authenticate with a bearer
+// token, or not at all for health endpoints).
 func (p *PKI) ServerTLSConfig() *tls.Config {
 	return &tls.Config{
 		Certificates: []tls.Certificate{p.ServingCert},
-		ClientAuth:   tls.VerifyClientCertIfGiven,
+		ClientAuth:   tls.RequestClientCert,
 		ClientCAs:    p.CAPool,
 		MinVersion:   tls.VersionTLS12,
 		// h2 first: client-go prefers HTTP/2 and watches multiplex over it.
