@@ -30,7 +30,7 @@ var gzipWriters = sync.Pool{New: func() any {
 func compressLarge(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		req := c.Request()
-		if isTrue(c.QueryParam("watch")) || strings.Contains(req.URL.Path, "/watch/") {
+		if queryBool(c.QueryParams(), "watch") || strings.Contains(req.URL.Path, "/watch/") {
 			return next(c)
 		}
 		res := c.Response()

@@ -52,7 +52,7 @@ func (r *request) parseListParams() (*listParams, error) {
 		}
 		p.timeoutSeconds = n
 	}
-	p.bookmarks = isTrue(q.Get("allowWatchBookmarks"))
+	p.bookmarks = queryBool(q, "allowWatchBookmarks")
 	if v, ok := q["sendInitialEvents"]; ok && len(v) > 0 {
 		b, err := strconv.ParseBool(v[0])
 		if err != nil {

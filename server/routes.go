@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -186,7 +187,7 @@ func verbFor(method string, ri requestInfo, c echo.Context) string {
 	named := ri.Name != ""
 	switch method {
 	case http.MethodGet, http.MethodHead:
-		if ri.WatchPath || isTrue(c.QueryParam("watch")) {
+		if ri.WatchPath || queryBool(c.QueryParams(), "watch") {
 			return "watch"
 		}
 		if named {
@@ -243,12 +244,15 @@ func (s *Server) authorize(c echo.Context, ri requestInfo, verb string) error {
 
 // isTrue parses boolean query parameters as kube-apiserver does
 // (strconv.ParseBool: 1, t, T, TRUE, true, True).
-func isTrue(v string) bool {
-	switch v {
-	case "1", "t", "T", "TRUE", "true", "True":
-		return true
+// queryBool reads a boolean query parameter as kube-apiserver's parameter
+// codec does: absent, "0" or "false" (any case) is false; anything else,
+// the empty value included ("?watch="), is true.
+func queryBool(q url.Values, name string) bool {
+	vs, ok := q[name]
+	if !ok || len(vs) == 0 {
+		return false
 	}
-	return false
+	return vs[0] != "0" && !strings.EqualFold(vs[0], "false")
 }
 
 // requestTimeout reads the timeout query parameter of non-long-running

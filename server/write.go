@@ -7,6 +7,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/runtime"
 	runtimeschema "k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -37,7 +38,9 @@ func optionsKind(verb string) string {
 
 // writeOptions parses the query parameters every write shares.
 func (r *request) writeOptions() (fieldValidation, bool, error) {
-	var errs field.ErrorList
+	// kube-apiserver's option validation: fieldManager first (at most 128
+	// printable characters; it names a managedFields entry).
+	errs := metav1validation.ValidateFieldManager(r.c.QueryParam("fieldManager"), field.NewPath("fieldManager"))
 	fv := fieldValidation(r.c.QueryParam("fieldValidation"))
 	switch fv {
 	case "":
