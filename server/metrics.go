@@ -18,6 +18,8 @@ type requestMetrics struct {
 	duration *prometheus.HistogramVec
 	// deprecated is 1 for each deprecated API that has been requested.
 	deprecated *prometheus.GaugeVec
+	// longRunning counts the watches being served.
+	longRunning *prometheus.GaugeVec
 }
 
 func newRequestMetrics(reg prometheus.Registerer) *requestMetrics {
@@ -35,9 +37,13 @@ func newRequestMetrics(reg prometheus.Registerer) *requestMetrics {
 			Name: "apiserver_requested_deprecated_apis",
 			Help: "Deprecated APIs that have been requested, by group, version, resource, subresource and removed_release.",
 		}, []string{"group", "version", "resource", "subresource", "removed_release"}),
+		longRunning: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "apiserver_longrunning_requests",
+			Help: "Long-running requests (watches) being served, by verb, group and resource.",
+		}, []string{"verb", "group", "resource"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.total, m.duration, m.deprecated)
+		reg.MustRegister(m.total, m.duration, m.deprecated, m.longRunning)
 	}
 	return m
 }

@@ -41,6 +41,11 @@ type Config struct {
 	// MinRequestTimeout bounds watches that name no timeoutSeconds: each
 	// gets a random duration in [1, 2) times this (default 30 minutes).
 	MinRequestTimeout time.Duration
+	// WatchWriteTimeout is how long one watch frame may take to reach a
+	// client (default 30s): a watcher that stops reading is closed then
+	// (and at its timeoutSeconds, whichever is first), its goroutine and
+	// buffers freed.
+	WatchWriteTimeout time.Duration
 	// RequestTimeout bounds non-long-running requests (default 60s, like
 	// kube-apiserver's --request-timeout); clients may ask for less.
 	RequestTimeout time.Duration
@@ -120,6 +125,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if !cfg.ServiceRanges.ClusterIPs.IsValid() {
 		cfg.ServiceRanges = registry.DefaultServiceRanges()
+	}
+	if cfg.WatchWriteTimeout == 0 {
+		cfg.WatchWriteTimeout = 30 * time.Second
 	}
 	if cfg.MinRequestTimeout == 0 {
 		cfg.MinRequestTimeout = 30 * time.Minute

@@ -77,7 +77,8 @@ func (r *request) watch() error {
 		}
 	}
 	w, err := r.res.Watch(ctx, kv.WatchOptions{Namespace: r.ri.Namespace, After: start, Pred: p.pred})
-	enc := &watchEncoder{r: r, out: out}
+	enc := &watchEncoder{r: r, out: out, end: time.Now().Add(timeout), frameTimeout: r.s.cfg.WatchWriteTimeout}
+	defer enc.finish()
 	resp := r.c.Response()
 	var ce *kv.CompactedError
 	if errors.As(err, &ce) {
@@ -93,6 +94,9 @@ func (r *request) watch() error {
 	defer w.Stop()
 	r.s.watches.Add(1)
 	defer r.s.watches.Done()
+	open := r.s.metrics.longRunning.WithLabelValues("WATCH", r.ri.Group, r.ri.Resource)
+	open.Inc()
+	defer open.Dec()
 
 	enc.start(resp)
 	for _, rec := range state.Items {
@@ -173,10 +177,35 @@ type watchEncoder struct {
 	out  codecs.Output
 	ww   *codecs.WatchWriter
 	resp *echo.Response
+	rc   *http.ResponseController
+	// end is when the watch times out; frameTimeout bounds each write.
+	end          time.Time
+	frameTimeout time.Duration
+}
+
+// deadline bounds the next write: a client that stops reading cannot hold
+// the handler past its own timeout or one frame's allowance.
+func (e *watchEncoder) deadline() {
+	d := time.Now().Add(e.frameTimeout)
+	if !e.end.IsZero() && e.end.Before(d) {
+		d = e.end
+	}
+	_ = e.rc.SetWriteDeadline(d) // not every writer has deadlines (tests' recorders)
+}
+
+// finish gives the end of the stream one frame's allowance: the deadline
+// may have reached the watch's end, and net/http still writes the final
+// chunk (it clears the deadline after that).
+func (e *watchEncoder) finish() {
+	if e.rc != nil {
+		_ = e.rc.SetWriteDeadline(time.Now().Add(e.frameTimeout))
+	}
 }
 
 func (e *watchEncoder) start(resp *echo.Response) {
 	e.resp = resp
+	e.rc = http.NewResponseController(resp)
+	e.deadline()
 	e.ww = e.r.s.codec.NewWatchWriter(resp, e.out, e.r.t, e.r.c.QueryParam("includeObject"))
 	resp.Header().Set(echo.HeaderContentType, e.ww.ContentType())
 	resp.Header().Set("Transfer-Encoding", "chunked")
@@ -184,9 +213,13 @@ func (e *watchEncoder) start(resp *echo.Response) {
 	resp.Flush()
 }
 
-func (e *watchEncoder) flush() { e.resp.Flush() }
+func (e *watchEncoder) flush() {
+	e.deadline()
+	_ = e.rc.Flush()
+}
 
 func (e *watchEncoder) write(ev kv.Event) error {
+	e.deadline()
 	if e.ww.WantsJSON() {
 		j, err := e.r.objectJSON(ev.Record)
 		if err != nil {
@@ -202,10 +235,12 @@ func (e *watchEncoder) write(ev kv.Event) error {
 }
 
 func (e *watchEncoder) bookmark(rev int64, initialEnd bool) error {
+	e.deadline()
 	return e.ww.Bookmark(strconv.FormatInt(rev, 10), initialEnd)
 }
 
 func (e *watchEncoder) writeStatus(st *metav1.Status) error {
+	e.deadline()
 	err := e.ww.Error(st)
 	e.flush()
 	return err

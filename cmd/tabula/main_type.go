@@ -67,6 +67,11 @@ type Config struct {
 	NodePorts   string
 	// RequestTimeout bounds non-long-running requests.
 	RequestTimeout time.Duration
+	// IdleTimeout closes keep-alive connections idle this long;
+	// WatchWriteTimeout closes a watch whose client takes no frame for
+	// this long.
+	IdleTimeout       time.Duration
+	WatchWriteTimeout time.Duration
 	// ShutdownDelay keeps serving, with /readyz failing, this long after
 	// SIGTERM, so load balancers stop sending traffic first.
 	ShutdownDelay time.Duration
@@ -111,6 +116,8 @@ func NewMain() *Main {
 		ServiceCIDR:        "10.96.0.0/12",
 		NodePorts:          "30000-32767",
 		RequestTimeout:     time.Minute,
+		IdleTimeout:        90 * time.Second,
+		WatchWriteTimeout:  30 * time.Second,
 		QueryTimeout:       30 * time.Second,
 		CompactionWindow:   5 * time.Minute,
 		CompactionInterval: time.Minute,
@@ -153,6 +160,8 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.StringVar(&c.ServiceCIDR, "service-cluster-ip-range", c.ServiceCIDR, "the `CIDR` Services get their cluster IPs from")
 	fs.StringVar(&c.NodePorts, "service-node-port-range", c.NodePorts, "the `range` NodePort and LoadBalancer Services get node ports from")
 	fs.DurationVar(&c.RequestTimeout, "request-timeout", c.RequestTimeout, "the longest a non-watch request may run (clients' ?timeout= may ask for less)")
+	fs.DurationVar(&c.IdleTimeout, "idle-timeout", c.IdleTimeout, "close keep-alive connections idle this long (kube-apiserver's 90s)")
+	fs.DurationVar(&c.WatchWriteTimeout, "watch-write-timeout", c.WatchWriteTimeout, "close a watch whose client has not taken a frame within this long")
 	fs.DurationVar(&c.ShutdownDelay, "shutdown-delay-duration", 0, "time to keep serving with /readyz failing after SIGTERM, before the listener closes")
 	fs.DurationVar(&c.CompactionWindow, "compaction-window", c.CompactionWindow, "how much history to keep for watches and paginated lists")
 	fs.DurationVar(&c.CompactionInterval, "compaction-interval", c.CompactionInterval, "how often to compact history")
@@ -286,7 +295,7 @@ func (m *Main) Run(ctx context.Context) error {
 	}
 	m.srv, err = server.New(server.Config{
 		Store: m.store, Registry: reg, Authenticator: authn, Version: v, OpenAPI: oa.Handler(),
-		Logger: m.log, Metrics: metrics, EventTTL: c.EventTTL, RequestTimeout: c.RequestTimeout, CABundle: pki.CAPEM,
+		Logger: m.log, Metrics: metrics, EventTTL: c.EventTTL, RequestTimeout: c.RequestTimeout, WatchWriteTimeout: c.WatchWriteTimeout, CABundle: pki.CAPEM,
 		Profiling: c.Profiling, ServiceRanges: ranges, Advertise: advertise, ServiceAccountTokens: saTokens,
 	})
 	if err != nil {
@@ -302,14 +311,19 @@ func (m *Main) Run(ctx context.Context) error {
 		m.store.Close()
 		return err
 	}
+	// kube-apiserver's serving settings: idle connections closed after
+	// 90s, 1 MiB of headers, 1000 streams per HTTP/2 connection
+	// (--http2-max-streams-per-connection; informers multiplex many
+	// watches over one) with 256 KiB frames and per-stream buffers.
+	const frame = 256 * 1024
 	m.http = &http.Server{
 		Handler:           m.srv.Handler(),
 		TLSConfig:         pki.ServerTLSConfig(),
-		ReadHeaderTimeout: 30 * time.Second,
-		// kube-apiserver allows 1000 streams per HTTP/2 connection
-		// (--http2-max-streams-per-connection): informers multiplex many
-		// watches over one connection.
-		HTTP2:    &http.HTTP2Config{MaxConcurrentStreams: 1000},
+		ReadHeaderTimeout: 32 * time.Second,
+		IdleTimeout:       c.IdleTimeout,
+		MaxHeaderBytes:    1 << 20,
+		HTTP2: &http.HTTP2Config{MaxConcurrentStreams: 1000, MaxReadFrameSize: frame,
+			MaxReceiveBufferPerStream: frame, MaxReceiveBufferPerConnection: frame * 1000},
 		ErrorLog: slog.NewLogLogger(m.log.Handler(), slog.LevelDebug),
 	}
 	m.done = make(chan struct{})

@@ -1,0 +1,76 @@
+package server_test
+
+import (
+	"bufio"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/tabula-dev/tabula/server"
+	"github.com/tabula-dev/tabula/server/servertest"
+	"github.com/tabula-dev/tabula/sqlstore/storetest"
+)
+
+// TestWatchClientThatStopsReading: a watcher that never reads is closed
+// once a frame cannot be written within the write timeout, long before
+// its own timeoutSeconds, and the server's goroutines and open watches
+// return to where they were.
+func TestWatchClientThatStopsReading(t *testing.T) {
+	metrics := prometheus.NewRegistry()
+	srv := servertest.Server(t, server.Config{Store: storetest.Open(t, "sqlite://:memory:"), Metrics: metrics, WatchWriteTimeout: time.Second})
+	ts := httptest.NewServer(srv.Handler())
+	defer ts.Close()
+	h := &refHarness{t: t, h: srv.Handler(), state: map[string]string{}}
+
+	openWatches := func() float64 {
+		mfs, err := metrics.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0.0
+		for _, mf := range mfs {
+			if mf.GetName() == "apiserver_longrunning_requests" {
+				for _, m := range mf.GetMetric() {
+					n += m.GetGauge().GetValue()
+				}
+			}
+		}
+		return n
+	}
+	runtime.GC()
+	baseline := runtime.NumGoroutine()
+
+	conn, err := net.Dial("tcp", ts.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_ = conn.(*net.TCPConn).SetReadBuffer(4096)
+	fmt.Fprintf(conn, "GET /api/v1/namespaces/default/configmaps?watch=1&timeoutSeconds=300 HTTP/1.1\r\nHost: tabula\r\n\r\n")
+	// Read the status line only: the watch is open, then nothing more.
+	status, err := bufio.NewReader(conn).ReadString('\n')
+	if err != nil || !strings.Contains(status, "200") {
+		t.Fatalf("watch answered %q, %v", status, err)
+	}
+	h.waitFor("the watch counted", func() bool { return openWatches() == 1 })
+
+	// Far more than the socket buffers hold.
+	big := strings.Repeat("x", 512*1024)
+	start := time.Now()
+	for i := 0; i < 64; i++ {
+		h.mustDo("POST", "/api/v1/namespaces/default/configmaps", "application/json",
+			fmt.Sprintf(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"big-%d"},"data":{"k":"%s"}}`, i, big), http.StatusCreated)
+	}
+	h.waitFor("the stuck watch closed", func() bool { return openWatches() == 0 })
+	if took := time.Since(start); took > 60*time.Second {
+		t.Errorf("the stuck watch lasted %v after the writes began", took)
+	}
+	h.waitFor("goroutines back to the baseline", func() bool { return runtime.NumGoroutine() <= baseline+2 })
+}
