@@ -20,6 +20,10 @@ type requestMetrics struct {
 	deprecated *prometheus.GaugeVec
 	// longRunning counts the watches being served.
 	longRunning *prometheus.GaugeVec
+	// inflight and dropped are the in-flight limit's slots taken and
+	// requests refused, by kind (readOnly, mutating).
+	inflight *prometheus.GaugeVec
+	dropped  *prometheus.CounterVec
 }
 
 func newRequestMetrics(reg prometheus.Registerer) *requestMetrics {
@@ -41,9 +45,17 @@ func newRequestMetrics(reg prometheus.Registerer) *requestMetrics {
 			Name: "apiserver_longrunning_requests",
 			Help: "Long-running requests (watches) being served, by verb, group and resource.",
 		}, []string{"verb", "group", "resource"}),
+		inflight: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "apiserver_current_inflight_requests",
+			Help: "Requests holding an in-flight slot, by kind (readOnly, mutating).",
+		}, []string{"request_kind"}),
+		dropped: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "apiserver_dropped_requests_total",
+			Help: "Requests refused with 429 because their in-flight pool was full, by kind.",
+		}, []string{"request_kind"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.total, m.duration, m.deprecated, m.longRunning)
+		reg.MustRegister(m.total, m.duration, m.deprecated, m.longRunning, m.inflight, m.dropped)
 	}
 	return m
 }

@@ -36,6 +36,7 @@ func (s *Server) routes() *echo.Echo {
 			}
 		})
 	}
+	e.Use(s.limitInflight)
 	s.healthRoutes(e)
 	s.metricsRoute(e)
 	s.profilingRoutes(e)

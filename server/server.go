@@ -41,6 +41,10 @@ type Config struct {
 	// MinRequestTimeout bounds watches that name no timeoutSeconds: each
 	// gets a random duration in [1, 2) times this (default 30 minutes).
 	MinRequestTimeout time.Duration
+	// MaxRequestsInflight and MaxMutatingRequestsInflight bound the
+	// read-only and mutating requests served at once (kube-apiserver's
+	// defaults 400 and 200); more get 429. Zero means no limit.
+	MaxRequestsInflight, MaxMutatingRequestsInflight int
 	// WatchWriteTimeout is how long one watch frame may take to reach a
 	// client (default 30s): a watcher that stops reading is closed then
 	// (and at its timeoutSeconds, whichever is first), its goroutine and
@@ -97,6 +101,8 @@ type Server struct {
 	shutdownOnce sync.Once
 	ready        readiness
 	watches      sync.WaitGroup
+	// readOnly and mutating are the in-flight pools (nil: unlimited).
+	readOnly, mutating inflight
 }
 
 // New builds a Server; Handler returns its HTTP handler.
@@ -142,6 +148,8 @@ func New(cfg Config) (*Server, error) {
 		shutdown: make(chan struct{}),
 
 		protoCache: newProtoCache(protoCacheBytes),
+		readOnly:   newInflight(cfg.MaxRequestsInflight),
+		mutating:   newInflight(cfg.MaxMutatingRequestsInflight),
 	}
 	s.controllers = controllers.New(controllers.Config{Store: cfg.Store, Types: cfg.Registry, Logger: cfg.Logger, CABundle: cfg.CABundle,
 		Advertise: cfg.Advertise, EndpointLeaseDuration: cfg.EndpointLeaseDuration, ServiceRanges: cfg.ServiceRanges})

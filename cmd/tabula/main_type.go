@@ -72,6 +72,10 @@ type Config struct {
 	// this long.
 	IdleTimeout       time.Duration
 	WatchWriteTimeout time.Duration
+	// MaxRequestsInflight and MaxMutatingRequestsInflight bound the
+	// read-only and mutating requests served at once (0: no limit).
+	MaxRequestsInflight         int
+	MaxMutatingRequestsInflight int
 	// ShutdownDelay keeps serving, with /readyz failing, this long after
 	// SIGTERM, so load balancers stop sending traffic first.
 	ShutdownDelay time.Duration
@@ -110,19 +114,21 @@ type Main struct {
 // NewMain returns a Main with the defaults.
 func NewMain() *Main {
 	return &Main{Config: Config{
-		Listen:             "127.0.0.1:6443",
-		DataDir:            "tabula-data",
-		EventTTL:           time.Hour,
-		ServiceCIDR:        "10.96.0.0/12",
-		NodePorts:          "30000-32767",
-		RequestTimeout:     time.Minute,
-		IdleTimeout:        90 * time.Second,
-		WatchWriteTimeout:  30 * time.Second,
-		QueryTimeout:       30 * time.Second,
-		CompactionWindow:   5 * time.Minute,
-		CompactionInterval: time.Minute,
-		LogLevel:           "info",
-		Profiling:          true,
+		Listen:                      "127.0.0.1:6443",
+		DataDir:                     "tabula-data",
+		EventTTL:                    time.Hour,
+		ServiceCIDR:                 "10.96.0.0/12",
+		NodePorts:                   "30000-32767",
+		RequestTimeout:              time.Minute,
+		IdleTimeout:                 90 * time.Second,
+		WatchWriteTimeout:           30 * time.Second,
+		MaxRequestsInflight:         400,
+		MaxMutatingRequestsInflight: 200,
+		QueryTimeout:                30 * time.Second,
+		CompactionWindow:            5 * time.Minute,
+		CompactionInterval:          time.Minute,
+		LogLevel:                    "info",
+		Profiling:                   true,
 	}}
 }
 
@@ -162,6 +168,8 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.DurationVar(&c.RequestTimeout, "request-timeout", c.RequestTimeout, "the longest a non-watch request may run (clients' ?timeout= may ask for less)")
 	fs.DurationVar(&c.IdleTimeout, "idle-timeout", c.IdleTimeout, "close keep-alive connections idle this long (kube-apiserver's 90s)")
 	fs.DurationVar(&c.WatchWriteTimeout, "watch-write-timeout", c.WatchWriteTimeout, "close a watch whose client has not taken a frame within this long")
+	fs.IntVar(&c.MaxRequestsInflight, "max-requests-inflight", c.MaxRequestsInflight, "read-only requests served at once; more get 429 with Retry-After (0: no limit; watches are not counted)")
+	fs.IntVar(&c.MaxMutatingRequestsInflight, "max-mutating-requests-inflight", c.MaxMutatingRequestsInflight, "mutating requests served at once; more get 429 with Retry-After (0: no limit)")
 	fs.DurationVar(&c.ShutdownDelay, "shutdown-delay-duration", 0, "time to keep serving with /readyz failing after SIGTERM, before the listener closes")
 	fs.DurationVar(&c.CompactionWindow, "compaction-window", c.CompactionWindow, "how much history to keep for watches and paginated lists")
 	fs.DurationVar(&c.CompactionInterval, "compaction-interval", c.CompactionInterval, "how often to compact history")
@@ -296,6 +304,7 @@ func (m *Main) Run(ctx context.Context) error {
 	m.srv, err = server.New(server.Config{
 		Store: m.store, Registry: reg, Authenticator: authn, Version: v, OpenAPI: oa.Handler(),
 		Logger: m.log, Metrics: metrics, EventTTL: c.EventTTL, RequestTimeout: c.RequestTimeout, WatchWriteTimeout: c.WatchWriteTimeout, CABundle: pki.CAPEM,
+		MaxRequestsInflight: c.MaxRequestsInflight, MaxMutatingRequestsInflight: c.MaxMutatingRequestsInflight,
 		Profiling: c.Profiling, ServiceRanges: ranges, Advertise: advertise, ServiceAccountTokens: saTokens,
 	})
 	if err != nil {

@@ -1,0 +1,77 @@
+package server_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"testing"
+
+	"github.com/tabula-dev/tabula/server"
+	"github.com/tabula-dev/tabula/server/auth"
+	"github.com/tabula-dev/tabula/server/servertest"
+	"github.com/tabula-dev/tabula/sqlstore/storetest"
+)
+
+// TestInflightLimits: with its read-only pool full, a user's read gets
+// 429 with Retry-After at once, while writes (their own pool), watches
+// (long-running), health probes and system:masters still get through.
+func TestInflightLimits(t *testing.T) {
+	tokens := filepath.Join(t.TempDir(), "tokens.csv")
+	if err := os.WriteFile(tokens, []byte("tok-alice,alice,1000\ntok-root,root,1001,\"system:masters\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	a, err := auth.NewAuthenticator(auth.Options{TokenFile: tokens})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := servertest.Server(t, server.Config{Store: storetest.Open(t, "sqlite://:memory:"), Authenticator: a,
+		MaxRequestsInflight: 1, MaxMutatingRequestsInflight: 1})
+	h := &refHarness{t: t, h: srv.Handler(), state: map[string]string{}}
+	as := func(token string) map[string]string {
+		return map[string]string{"Authorization": "Bearer " + token, "Content-Type": "application/json"}
+	}
+
+	// A read that waits for a revision far ahead holds the one read-only
+	// slot for the 3 s the server waits before answering 504.
+	rec := h.do("GET", "/api/v1/namespaces/default/configmaps", as("tok-alice"), nil)
+	var list map[string]interface{}
+	if err := json.Unmarshal(rec.Body.Bytes(), &list); err != nil {
+		t.Fatalf("list: %d %s", rec.Code, rec.Body)
+	}
+	rv, _ := strconv.Atoi(fmt.Sprint(refDig(list, "metadata", "resourceVersion")))
+	var wg sync.WaitGroup
+	wg.Add(1)
+	var held int
+	go func() {
+		defer wg.Done()
+		held = h.do("GET", "/api/v1/namespaces/default/configmaps?resourceVersionMatch=NotOlderThan&resourceVersion="+strconv.Itoa(rv+100000), as("tok-alice"), nil).Code
+	}()
+	h.waitFor("the slot taken", func() bool {
+		return h.do("GET", "/api/v1/namespaces/default/configmaps/none", as("tok-alice"), nil).Code == http.StatusTooManyRequests
+	})
+	rec = h.do("GET", "/api/v1/namespaces/default/configmaps", as("tok-alice"), nil)
+	if rec.Code != http.StatusTooManyRequests || rec.Header().Get("Retry-After") != "1" {
+		t.Errorf("read with the pool full: %d Retry-After %q; want 429 and 1", rec.Code, rec.Header().Get("Retry-After"))
+	}
+	for what, code := range map[string]int{
+		"watch":              h.do("GET", "/api/v1/namespaces/default/configmaps?watch=1&timeoutSeconds=1", as("tok-alice"), nil).Code,
+		"healthz":            h.do("GET", "/healthz", nil, nil).Code,
+		"read as root":       h.do("GET", "/api/v1/namespaces/default/configmaps", as("tok-root"), nil).Code,
+		"write (other pool)": h.do("POST", "/api/v1/namespaces/default/configmaps", as("tok-alice"), []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"go"}}`)).Code,
+	} {
+		if code == http.StatusTooManyRequests {
+			t.Errorf("%s refused with 429", what)
+		}
+	}
+	wg.Wait()
+	if held != http.StatusGatewayTimeout {
+		t.Errorf("the held read answered %d; want its 504", held)
+	}
+	if code := h.do("GET", "/api/v1/namespaces/default/configmaps", as("tok-alice"), nil).Code; code != http.StatusOK {
+		t.Errorf("read after the slot was freed: %d", code)
+	}
+}
