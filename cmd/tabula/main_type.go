@@ -26,6 +26,7 @@ import (
 	"github.com/tabula-dev/tabula/server/auth"
 	"github.com/tabula-dev/tabula/server/openapi"
 	"github.com/tabula-dev/tabula/sqlstore"
+	"github.com/tabula-dev/tabula/sqlstore/kv"
 )
 
 // APILevel is the Kubernetes API version Tabula implements; clients pick
@@ -57,7 +58,11 @@ type Config struct {
 	DataDir       string
 	TLSSANs       []string
 	TokenAuthFile string
-	EventTTL      time.Duration
+	// Token makes every replica started with it on one database share the
+	// cluster's CA and service-account key, stored in the database sealed
+	// with a key derived from it.
+	Token    string
+	EventTTL time.Duration
 	// AdvertiseAddress is the IP the kubernetes Service's endpoints list
 	// for this replica (default: the listen IP, or the host's first
 	// non-loopback address).
@@ -161,6 +166,7 @@ func (m *Main) ParseFlags(args []string) error {
 	sans := (*stringList)(&c.TLSSANs)
 	fs.Var(sans, "tls-san", "extra DNS `names` or IPs for the serving certificate (repeatable, comma-separated)")
 	fs.StringVar(&c.TokenAuthFile, "token-auth-file", "", "static bearer tokens, in kube-apiserver's CSV format")
+	fs.StringVar(&c.Token, "token", "", "shared `secret` of the replicas on one database: the first generates the CA and service-account key and stores them sealed with it, the others load them (a wrong token fails start-up)")
 	fs.DurationVar(&c.EventTTL, "event-ttl", c.EventTTL, "how long core Events are kept")
 	fs.StringVar(&c.AdvertiseAddress, "advertise-address", "", "the `IP` in-cluster clients reach this replica at, listed in the kubernetes Service's endpoints (default: the listen IP, or the host's first non-loopback address)")
 	fs.StringVar(&c.ServiceCIDR, "service-cluster-ip-range", c.ServiceCIDR, "the `CIDR` Services get their cluster IPs from")
@@ -251,10 +257,6 @@ func (m *Main) Run(ctx context.Context) error {
 	if ip, err := netip.ParseAddr(c.AdvertiseAddress); err == nil {
 		sans = append(sans, ip.String())
 	}
-	pki, err := auth.EnsurePKI(filepath.Join(c.DataDir, "pki"), sans)
-	if err != nil {
-		return err
-	}
 	db := c.DB
 	if db == "" {
 		db = "sqlite://state.db"
@@ -266,6 +268,18 @@ func (m *Main) Run(ctx context.Context) error {
 	m.store, err = sqlstore.Open(ctx, db, sqlstore.Options{Logger: m.log, Dir: dataDir,
 		CompactWindow: c.CompactionWindow, CompactInterval: c.CompactionInterval, QueryTimeout: c.QueryTimeout})
 	if err != nil {
+		return err
+	}
+	pkiDir := filepath.Join(c.DataDir, "pki")
+	if c.Token != "" {
+		if err := shareClusterSecrets(ctx, m.store, c.Token, pkiDir, sans); err != nil {
+			m.store.Close()
+			return err
+		}
+	}
+	pki, err := auth.EnsurePKI(pkiDir, sans)
+	if err != nil {
+		m.store.Close()
 		return err
 	}
 	saKey, err := auth.EnsureServiceAccountKey(pki.Dir)
@@ -432,4 +446,49 @@ func advertiseAddress(flagValue, listenAddr string) (netip.AddrPort, error) {
 		}
 	}
 	return netip.AddrPortFrom(netip.Addr{}, ap.Port()), nil
+}
+
+// clusterSecretsKey is where the sealed cluster secrets live in the log;
+// no served resource maps to it, so no API request can read it.
+var clusterSecretsKey = kv.Key{Resource: "tabula.internal/cluster-secrets", Name: "pki"}
+
+// shareClusterSecrets makes the PKI directory hold the cluster's shared
+// CA and service-account key: those in the database when a replica
+// stored them, opened with token (a wrong token is an error and changes
+// nothing); otherwise this replica's, which it stores for the others.
+func shareClusterSecrets(ctx context.Context, st *sqlstore.Store, token, pkiDir string, sans []string) error {
+	for {
+		rec, err := st.Get(ctx, clusterSecretsKey)
+		if err == nil {
+			s, err := auth.OpenSecrets(token, rec.Value)
+			if err != nil {
+				return err
+			}
+			return auth.InstallSecrets(pkiDir, s)
+		}
+		if !errors.Is(err, kv.ErrNotFound) {
+			return err
+		}
+		// The first replica: its PKI (made now if missing) becomes the
+		// cluster's.
+		if _, err := auth.EnsurePKI(pkiDir, sans); err != nil {
+			return err
+		}
+		if _, err := auth.EnsureServiceAccountKey(pkiDir); err != nil {
+			return err
+		}
+		s, err := auth.LocalSecrets(pkiDir)
+		if err != nil {
+			return err
+		}
+		sealed, err := auth.SealSecrets(token, s)
+		if err != nil {
+			return err
+		}
+		_, err = st.Create(ctx, clusterSecretsKey, func(int64) (kv.Entry, error) { return kv.Entry{Value: sealed}, nil })
+		if !errors.Is(err, kv.ErrExists) {
+			return err
+		}
+		// Another replica stored its secrets first: take those.
+	}
 }

@@ -1,0 +1,112 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/tabula-dev/tabula/server/auth"
+	"github.com/tabula-dev/tabula/sqlstore/dbtest"
+)
+
+// TestReplicasShareOneIdentity: replicas started on one database with one
+// --token share the CA and service-account key, so one kubeconfig works
+// on every replica and kube-root-ca.crt is the same bundle; a replica with
+// another token refuses to start and changes nothing.
+func TestReplicasShareOneIdentity(t *testing.T) {
+	for _, b := range []struct {
+		name string
+		db   func(t *testing.T) string
+	}{
+		{"sqlite", func(t *testing.T) string { return "sqlite://" + filepath.Join(t.TempDir(), "shared.db") }},
+		{"postgres", func(t *testing.T) string { return dbtest.Postgres(t) }},
+		{"mariadb", func(t *testing.T) string { return dbtest.MariaDB(t) }},
+	} {
+		t.Run(b.name, func(t *testing.T) {
+			db := b.db(t)
+			start := func(token string) (*Main, string, error) {
+				dir := t.TempDir()
+				m := NewMain()
+				if err := m.ParseFlags([]string{"--db", db, "--data-dir", dir, "--listen", "127.0.0.1:0", "--token", token, "--log-level", "error"}); err != nil {
+					t.Fatal(err)
+				}
+				err := m.Run(context.Background())
+				if err == nil {
+					t.Cleanup(func() { m.Close() })
+				}
+				return m, dir, err
+			}
+			a, dirA, err := start("s3cret")
+			if err != nil {
+				t.Fatal(err)
+			}
+			bm, dirB, err := start("s3cret")
+			if err != nil {
+				t.Fatal(err)
+			}
+			caA, _ := os.ReadFile(filepath.Join(dirA, "pki", auth.CACertFile))
+			caB, _ := os.ReadFile(filepath.Join(dirB, "pki", auth.CACertFile))
+			if len(caA) == 0 || !bytes.Equal(caA, caB) {
+				t.Fatal("the replicas have different CAs")
+			}
+
+			// A's kubeconfig, pointed at B.
+			cfg, err := clientcmd.BuildConfigFromFlags("", a.KubeconfigPath)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg.Host = "https://" + bm.Addr
+			cs, err := kubernetes.NewForConfig(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			var cm string
+			deadline := time.Now().Add(20 * time.Second)
+			for {
+				c, err := cs.CoreV1().ConfigMaps("default").Get(ctx, "kube-root-ca.crt", metav1.GetOptions{})
+				if err == nil {
+					cm = c.Data["ca.crt"]
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("A's kubeconfig against B: %v", err)
+				}
+				<-time.After(50 * time.Millisecond) // the namespace defaults controller writes it
+			}
+			if cm != string(caA) {
+				t.Errorf("kube-root-ca.crt holds %q; want the shared CA", cm)
+			}
+
+			sealedBefore := readSealed(t, a)
+			_, dirC, err := start("wrong")
+			if !errors.Is(err, auth.ErrWrongToken) {
+				t.Fatalf("start with another token: %v; want ErrWrongToken", err)
+			}
+			if _, err := os.Stat(filepath.Join(dirC, "pki")); !os.IsNotExist(err) {
+				t.Errorf("the refused replica wrote its PKI directory: %v", err)
+			}
+			if !bytes.Equal(readSealed(t, a), sealedBefore) {
+				t.Error("the refused replica changed the stored secrets")
+			}
+		})
+	}
+}
+
+func readSealed(t *testing.T, m *Main) []byte {
+	t.Helper()
+	rec, err := m.store.Get(context.Background(), clusterSecretsKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rec.Value
+}
