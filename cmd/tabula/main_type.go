@@ -61,8 +61,11 @@ type Config struct {
 	// Token makes every replica started with it on one database share the
 	// cluster's CA and service-account key, stored in the database sealed
 	// with a key derived from it.
-	Token    string
-	EventTTL time.Duration
+	Token string
+	// PreviousToken rotates the token: secrets sealed with it are sealed
+	// again with Token.
+	PreviousToken string
+	EventTTL      time.Duration
 	// AdvertiseAddress is the IP the kubernetes Service's endpoints list
 	// for this replica (default: the listen IP, or the host's first
 	// non-loopback address).
@@ -166,6 +169,7 @@ func (m *Main) ParseFlags(args []string) error {
 	sans := (*stringList)(&c.TLSSANs)
 	fs.Var(sans, "tls-san", "extra DNS `names` or IPs for the serving certificate (repeatable, comma-separated)")
 	fs.StringVar(&c.TokenAuthFile, "token-auth-file", "", "static bearer tokens, in kube-apiserver's CSV format")
+	fs.StringVar(&c.PreviousToken, "previous-token", "", "the token being rotated out: secrets sealed with it are sealed again with --token")
 	fs.StringVar(&c.Token, "token", "", "shared `secret` of the replicas on one database: the first generates the CA and service-account key and stores them sealed with it, the others load them (a wrong token fails start-up)")
 	fs.DurationVar(&c.EventTTL, "event-ttl", c.EventTTL, "how long core Events are kept")
 	fs.StringVar(&c.AdvertiseAddress, "advertise-address", "", "the `IP` in-cluster clients reach this replica at, listed in the kubernetes Service's endpoints (default: the listen IP, or the host's first non-loopback address)")
@@ -272,7 +276,7 @@ func (m *Main) Run(ctx context.Context) error {
 	}
 	pkiDir := filepath.Join(c.DataDir, "pki")
 	if c.Token != "" {
-		if err := shareClusterSecrets(ctx, m.store, c.Token, pkiDir, sans); err != nil {
+		if err := shareClusterSecrets(ctx, m.store, c.Token, c.PreviousToken, pkiDir, sans); err != nil {
 			m.store.Close()
 			return err
 		}
@@ -456,12 +460,29 @@ var clusterSecretsKey = kv.Key{Resource: "tabula.internal/cluster-secrets", Name
 // CA and service-account key: those in the database when a replica
 // stored them, opened with token (a wrong token is an error and changes
 // nothing); otherwise this replica's, which it stores for the others.
-func shareClusterSecrets(ctx context.Context, st *sqlstore.Store, token, pkiDir string, sans []string) error {
+// Secrets sealed with previous (a token being rotated out) are sealed
+// again with token.
+func shareClusterSecrets(ctx context.Context, st *sqlstore.Store, token, previous, pkiDir string, sans []string) error {
 	for {
 		rec, err := st.Get(ctx, clusterSecretsKey)
 		if err == nil {
 			s, err := auth.OpenSecrets(token, rec.Value)
-			if err != nil {
+			if errors.Is(err, auth.ErrWrongToken) && previous != "" {
+				if s, err = auth.OpenSecrets(previous, rec.Value); err != nil {
+					return err
+				}
+				sealed, err := auth.SealSecrets(token, s)
+				if err != nil {
+					return err
+				}
+				_, err = st.Update(ctx, clusterSecretsKey, rec.Rev, func(int64) (kv.Entry, error) { return kv.Entry{Value: sealed}, nil })
+				if errors.Is(err, kv.ErrConflict) {
+					continue // another replica rotated it first
+				}
+				if err != nil {
+					return err
+				}
+			} else if err != nil {
 				return err
 			}
 			return auth.InstallSecrets(pkiDir, s)

@@ -32,10 +32,10 @@ func TestReplicasShareOneIdentity(t *testing.T) {
 	} {
 		t.Run(b.name, func(t *testing.T) {
 			db := b.db(t)
-			start := func(token string) (*Main, string, error) {
+			start := func(token string, extra ...string) (*Main, string, error) {
 				dir := t.TempDir()
 				m := NewMain()
-				if err := m.ParseFlags([]string{"--db", db, "--data-dir", dir, "--listen", "127.0.0.1:0", "--token", token, "--log-level", "error"}); err != nil {
+				if err := m.ParseFlags(append([]string{"--db", db, "--data-dir", dir, "--listen", "127.0.0.1:0", "--token", token, "--log-level", "error"}, extra...)); err != nil {
 					t.Fatal(err)
 				}
 				err := m.Run(context.Background())
@@ -97,6 +97,23 @@ func TestReplicasShareOneIdentity(t *testing.T) {
 			}
 			if !bytes.Equal(readSealed(t, a), sealedBefore) {
 				t.Error("the refused replica changed the stored secrets")
+			}
+
+			// Rotation: a replica given the new token and the old one
+			// seals the secrets again; then the new token alone works and
+			// the old one no longer does.
+			if _, _, err := start("n3w", "--previous-token", "s3cret"); err != nil {
+				t.Fatalf("start with the new token and --previous-token: %v", err)
+			}
+			_, dirD, err := start("n3w")
+			if err != nil {
+				t.Fatalf("start with the new token alone: %v", err)
+			}
+			if caD, _ := os.ReadFile(filepath.Join(dirD, "pki", auth.CACertFile)); !bytes.Equal(caD, caA) {
+				t.Error("the CA changed with the token")
+			}
+			if _, _, err := start("s3cret"); !errors.Is(err, auth.ErrWrongToken) {
+				t.Errorf("start with the old token after rotation: %v; want ErrWrongToken", err)
 			}
 		})
 	}
