@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/tabula-dev/tabula/server"
 	"github.com/tabula-dev/tabula/server/auth"
 	"github.com/tabula-dev/tabula/server/servertest"
@@ -28,7 +30,8 @@ func TestInflightLimits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := servertest.Server(t, server.Config{Store: storetest.Open(t, "sqlite://:memory:"), Authenticator: a,
+	metrics := prometheus.NewRegistry()
+	srv := servertest.Server(t, server.Config{Store: storetest.Open(t, "sqlite://:memory:"), Authenticator: a, Metrics: metrics,
 		MaxRequestsInflight: 1, MaxMutatingRequestsInflight: 1})
 	h := &refHarness{t: t, h: srv.Handler(), state: map[string]string{}}
 	as := func(token string) map[string]string {
@@ -50,9 +53,8 @@ func TestInflightLimits(t *testing.T) {
 		defer wg.Done()
 		held = h.do("GET", "/api/v1/namespaces/default/configmaps?resourceVersionMatch=NotOlderThan&resourceVersion="+strconv.Itoa(rv+100000), as("tok-alice"), nil).Code
 	}()
-	h.waitFor("the slot taken", func() bool {
-		return h.do("GET", "/api/v1/namespaces/default/configmaps/none", as("tok-alice"), nil).Code == http.StatusTooManyRequests
-	})
+	// Watched through the gauge, which takes no slot itself.
+	h.waitFor("the slot taken", func() bool { return gaugeValue(t, metrics, "apiserver_current_inflight_requests", "readOnly") == 1 })
 	rec = h.do("GET", "/api/v1/namespaces/default/configmaps", as("tok-alice"), nil)
 	if rec.Code != http.StatusTooManyRequests || rec.Header().Get("Retry-After") != "1" {
 		t.Errorf("read with the pool full: %d Retry-After %q; want 429 and 1", rec.Code, rec.Header().Get("Retry-After"))
@@ -74,4 +76,26 @@ func TestInflightLimits(t *testing.T) {
 	if code := h.do("GET", "/api/v1/namespaces/default/configmaps", as("tok-alice"), nil).Code; code != http.StatusOK {
 		t.Errorf("read after the slot was freed: %d", code)
 	}
+}
+
+// gaugeValue reads one labelled value of a gauge from a registry.
+func gaugeValue(t *testing.T, reg *prometheus.Registry, name, label string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetValue() == label {
+					return m.GetGauge().GetValue()
+				}
+			}
+		}
+	}
+	return 0
 }

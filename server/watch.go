@@ -77,7 +77,7 @@ func (r *request) watch() error {
 		}
 	}
 	w, err := r.res.Watch(ctx, kv.WatchOptions{Namespace: r.ri.Namespace, After: start, Pred: p.pred})
-	enc := &watchEncoder{r: r, out: out, end: time.Now().Add(timeout), frameTimeout: r.s.cfg.WatchWriteTimeout}
+	enc := &watchEncoder{r: r, out: out, frameTimeout: r.s.cfg.WatchWriteTimeout}
 	defer enc.finish()
 	resp := r.c.Response()
 	var ce *kv.CompactedError
@@ -178,24 +178,25 @@ type watchEncoder struct {
 	ww   *codecs.WatchWriter
 	resp *echo.Response
 	rc   *http.ResponseController
-	// end is when the watch times out; frameTimeout bounds each write.
-	end          time.Time
+	// frameTimeout bounds the writing of each burst of frames; armed says
+	// a deadline is set. It is cleared between bursts: an HTTP/2 stream's
+	// deadline resets the stream when it passes, even with nothing to
+	// write, and an idle watch must live on.
 	frameTimeout time.Duration
+	armed        bool
 }
 
-// deadline bounds the next write: a client that stops reading cannot hold
-// the handler past its own timeout or one frame's allowance.
-func (e *watchEncoder) deadline() {
-	d := time.Now().Add(e.frameTimeout)
-	if !e.end.IsZero() && e.end.Before(d) {
-		d = e.end
+// arm bounds the writes of the coming burst: a client that stops reading
+// cannot hold the handler (past its timeoutSeconds too) longer than this.
+func (e *watchEncoder) arm() {
+	if !e.armed && e.rc != nil {
+		_ = e.rc.SetWriteDeadline(time.Now().Add(e.frameTimeout)) // not every writer has deadlines (tests' recorders)
+		e.armed = true
 	}
-	_ = e.rc.SetWriteDeadline(d) // not every writer has deadlines (tests' recorders)
 }
 
-// finish gives the end of the stream one frame's allowance: the deadline
-// may have reached the watch's end, and net/http still writes the final
-// chunk (it clears the deadline after that).
+// finish gives the end of the stream one allowance: net/http still
+// writes the final chunk after the handler returns.
 func (e *watchEncoder) finish() {
 	if e.rc != nil {
 		_ = e.rc.SetWriteDeadline(time.Now().Add(e.frameTimeout))
@@ -205,21 +206,25 @@ func (e *watchEncoder) finish() {
 func (e *watchEncoder) start(resp *echo.Response) {
 	e.resp = resp
 	e.rc = http.NewResponseController(resp)
-	e.deadline()
+	e.arm()
 	e.ww = e.r.s.codec.NewWatchWriter(resp, e.out, e.r.t, e.r.c.QueryParam("includeObject"))
 	resp.Header().Set(echo.HeaderContentType, e.ww.ContentType())
 	resp.Header().Set("Transfer-Encoding", "chunked")
 	resp.WriteHeader(http.StatusOK)
-	resp.Flush()
+	e.flush()
 }
 
+// flush sends the burst and, once it is through, lifts the deadline.
 func (e *watchEncoder) flush() {
-	e.deadline()
-	_ = e.rc.Flush()
+	e.arm()
+	if err := e.rc.Flush(); err == nil && e.armed {
+		_ = e.rc.SetWriteDeadline(time.Time{})
+		e.armed = false
+	}
 }
 
 func (e *watchEncoder) write(ev kv.Event) error {
-	e.deadline()
+	e.arm()
 	if e.ww.WantsJSON() {
 		j, err := e.r.objectJSON(ev.Record)
 		if err != nil {
@@ -235,12 +240,12 @@ func (e *watchEncoder) write(ev kv.Event) error {
 }
 
 func (e *watchEncoder) bookmark(rev int64, initialEnd bool) error {
-	e.deadline()
+	e.arm()
 	return e.ww.Bookmark(strconv.FormatInt(rev, 10), initialEnd)
 }
 
 func (e *watchEncoder) writeStatus(st *metav1.Status) error {
-	e.deadline()
+	e.arm()
 	err := e.ww.Error(st)
 	e.flush()
 	return err

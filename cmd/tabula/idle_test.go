@@ -9,6 +9,10 @@ import (
 	"net/http"
 	"testing"
 	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
 )
 
 // TestIdleConnectionsClose: a keep-alive connection left idle is closed by
@@ -49,5 +53,42 @@ func TestIdleConnectionsClose(t *testing.T) {
 	}
 	if idle := time.Since(idleFrom); idle < 900*time.Millisecond || idle > 10*time.Second {
 		t.Errorf("closed after %v idle; want about the 1s --idle-timeout", idle)
+	}
+}
+
+// TestIdleWatchOutlivesTheWriteTimeout: over HTTP/2, where a stream's
+// write deadline resets it when it passes, a watch with nothing to send
+// lives past --watch-write-timeout until its own timeoutSeconds.
+func TestIdleWatchOutlivesTheWriteTimeout(t *testing.T) {
+	m := NewMain()
+	if err := m.ParseFlags([]string{"--db", "sqlite://:memory:", "--data-dir", t.TempDir(), "--listen", "127.0.0.1:0",
+		"--watch-write-timeout", "500ms", "--log-level", "error"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	cfg, err := clientcmd.BuildConfigFromFlags("", m.KubeconfigPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	timeout := int64(3)
+	w, err := cs.CoreV1().ConfigMaps("kube-public").Watch(ctx, metav1.ListOptions{TimeoutSeconds: &timeout, LabelSelector: "nothing=matches"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	started := time.Now()
+	for ev := range w.ResultChan() {
+		t.Errorf("unexpected event %s: %v", ev.Type, ev.Object)
+	}
+	if lived := time.Since(started); lived < 2500*time.Millisecond {
+		t.Errorf("the idle watch ended after %v; want it to last its 3s timeoutSeconds past the 500ms write timeout", lived)
 	}
 }
