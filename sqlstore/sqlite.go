@@ -49,6 +49,13 @@ func (sqliteDialect) reclaim(ctx context.Context, db *sql.DB) error {
 	return err
 }
 
+// backup copies the database at one snapshot into a new file with
+// VACUUM INTO, which reads in one transaction beside the writers (WAL).
+func (sqliteDialect) backup(ctx context.Context, db *sql.DB, dest string) error {
+	_, err := db.ExecContext(ctx, "VACUUM INTO ?", dest)
+	return err
+}
+
 // lockMigrations: the writer connection is the only writer, and
 // BEGIN IMMEDIATE in each migration serializes processes sharing a file.
 func (sqliteDialect) lockMigrations(context.Context, *sql.Conn) (func(), error) {

@@ -26,6 +26,10 @@ func main() {
 	case "serve":
 	case "probe":
 		os.Exit(probe(os.Args[2:], os.Stderr))
+	case "backup":
+		os.Exit(runBackup(os.Args[2:], os.Stdout, os.Stderr))
+	case "restore":
+		os.Exit(runRestore(os.Args[2:], os.Stdout, os.Stderr))
 	case "help", "-h", "--help":
 		usage(os.Stdout)
 		return
@@ -64,6 +68,8 @@ Commands:
   serve     serve the Kubernetes API (tabula serve --help for flags)
   probe     GET a health endpoint (default https://127.0.0.1:6443/readyz);
             exit 0 when it answers 200 (container health checks)
+  backup    copy an SQLite database while it serves (tabula backup FILE)
+  restore   put a backup back, with every replica stopped (tabula restore --from FILE)
   version   print the version
 `)
 }
