@@ -345,6 +345,7 @@ func crdOperators(t *testing.T, e *kubectlEnv) {
 	// create, not apply: the Prometheus CRDs are larger than the
 	// last-applied annotation may be, as on kube-apiserver.
 	e.k.ok(t, "create", "-f", dir)
+	t.Cleanup(func() { e.k.run(t, "delete", "-f", dir, "--wait=false") })
 	e.k.ok(t, "wait", "--for=condition=Established", "--timeout=60s",
 		"crd/certificates.cert-manager.io", "crd/issuers.cert-manager.io", "crd/clusterissuers.cert-manager.io",
 		"crd/prometheuses.monitoring.coreos.com", "crd/servicemonitors.monitoring.coreos.com", "crd/prometheusrules.monitoring.coreos.com",

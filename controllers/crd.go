@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
+	"sync"
 	"time"
 
 	"k8s.io/apiextensions-apiserver/pkg/apihelpers"
@@ -44,11 +45,22 @@ type servedCRD struct {
 	storage    string // the storage resource its types are under
 }
 
-// crdState is the controller's memory across syncs: what it serves, and
-// the CRDs as last seen (names are accepted against the whole group).
+// crdState is the controller's memory: the CRDs as last seen (names are
+// accepted against the whole group) and what is served for each. The
+// watch loop keeps names and conditions current at once; building a
+// CRD's types (compiling its schema and rules, which takes long for large
+// CRDs) happens apart, so a new CRD's status never waits behind another's
+// build (kubectl wait reads the conditions right after a create).
 type crdState struct {
+	mu     sync.Mutex
 	served map[string]servedCRD
 	crds   map[string]*apiextensionsv1.CustomResourceDefinition
+	// build is signalled when some CRD's types need building.
+	build chan struct{}
+}
+
+func newCRDState() *crdState {
+	return &crdState{served: map[string]servedCRD{}, crds: map[string]*apiextensionsv1.CustomResourceDefinition{}, build: make(chan struct{}, 1)}
 }
 
 // loadCRDs serves the resources of every stored CRD once, before the
@@ -58,33 +70,21 @@ func (m *Manager) loadCRDs(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	m.crds.crds = map[string]*apiextensionsv1.CustomResourceDefinition{}
+	st := m.crds
+	st.mu.Lock()
+	st.crds = map[string]*apiextensionsv1.CustomResourceDefinition{}
 	for _, crd := range crds {
-		m.crds.crds[crd.Name] = crd
+		st.crds[crd.Name] = crd
 	}
-	m.syncAll(ctx)
+	st.mu.Unlock()
+	m.buildPass(ctx)
+	m.namePass(ctx)
 	return nil
 }
 
-// syncAll syncs every known CRD, and stops serving what is gone.
-func (m *Manager) syncAll(ctx context.Context) {
-	st := m.crds
-	all := st.all()
-	for _, crd := range all {
-		if err := m.syncCRD(ctx, st, crd, all); err != nil {
-			m.log.Warn("custom resource definition not served", "crd", crd.Name, "err", err)
-		}
-	}
-	for name, s := range st.served {
-		if _, ok := st.crds[name]; !ok {
-			// Gone: its resource is no longer served.
-			m.types.SetStorage(s.storage, nil)
-			delete(st.served, name)
-		}
-	}
-}
-
 func (st *crdState) all() []*apiextensionsv1.CustomResourceDefinition {
+	st.mu.Lock()
+	defer st.mu.Unlock()
 	out := make([]*apiextensionsv1.CustomResourceDefinition, 0, len(st.crds))
 	for _, c := range st.crds {
 		out = append(out, c)
@@ -94,6 +94,8 @@ func (st *crdState) all() []*apiextensionsv1.CustomResourceDefinition {
 
 // deleting reports whether some CRD waits for its objects to go.
 func (st *crdState) deleting() bool {
+	st.mu.Lock()
+	defer st.mu.Unlock()
 	for _, c := range st.crds {
 		if c.DeletionTimestamp != nil {
 			return true
@@ -102,9 +104,18 @@ func (st *crdState) deleting() bool {
 	return false
 }
 
-// crdController keeps the CRDs it has seen up to date from their watch
-// and syncs them on each change; only while a CRD is being deleted does
-// it look again on a timer (its objects' finalizers send no CRD event).
+// servedAs reports whether crd's current generation is served under names.
+func (st *crdState) servedAs(crd *apiextensionsv1.CustomResourceDefinition, names apiextensionsv1.CustomResourceDefinitionNames) bool {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	s, ok := st.served[crd.Name]
+	return ok && s.uid == string(crd.UID) && s.generation == crd.Generation && reflect.DeepEqual(s.names, names)
+}
+
+// crdController keeps the CRDs it has seen up to date from their watch:
+// on each change it updates names and conditions and lets the builder
+// serve what changed; only while a CRD is being deleted does it look
+// again on a timer (its objects' finalizers send no CRD event).
 func (m *Manager) crdController(ctx context.Context) error {
 	rev, err := m.store.CurrentRev(ctx)
 	if err != nil {
@@ -120,6 +131,9 @@ func (m *Manager) crdController(ctx context.Context) error {
 	if err := m.loadCRDs(ctx); err != nil {
 		return err
 	}
+	bctx, stop := context.WithCancel(ctx)
+	defer stop()
+	go m.crdBuilder(bctx)
 	t := time.NewTicker(crdResync)
 	defer t.Stop()
 	for {
@@ -130,19 +144,33 @@ func (m *Manager) crdController(ctx context.Context) error {
 			if !ok {
 				return w.Err()
 			}
+			m.crds.mu.Lock()
 			if ev.Type == kv.Deleted {
 				delete(m.crds.crds, ev.Name)
 			} else if obj, err := x.Decode(ev.Record); err == nil {
 				m.crds.crds[ev.Name] = obj.(*apiextensionsv1.CustomResourceDefinition)
 			}
+			m.crds.mu.Unlock()
 			// A change can free or take names other CRDs of the group
 			// asked for, so all are looked at; unchanged ones cost a
 			// comparison.
-			m.syncAll(ctx)
+			m.namePass(ctx)
 		case <-t.C:
 			if m.crds.deleting() {
-				m.syncAll(ctx)
+				m.namePass(ctx)
 			}
+		}
+	}
+}
+
+// crdBuilder builds the types of CRDs that need them, one pass per signal.
+func (m *Manager) crdBuilder(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-m.crds.build:
+			m.buildPass(ctx)
 		}
 	}
 }
@@ -161,34 +189,105 @@ func (m *Manager) listCRDs(ctx context.Context) ([]*apiextensionsv1.CustomResour
 	return out, err
 }
 
-// syncCRD brings one CRD's serving and status up to date.
-func (m *Manager) syncCRD(ctx context.Context, st *crdState, crd *apiextensionsv1.CustomResourceDefinition, all []*apiextensionsv1.CustomResourceDefinition) error {
-	if crd.DeletionTimestamp != nil {
-		return m.finalizeCRD(ctx, crd)
-	}
-	names, namesCond, estCond := acceptNames(crd, all)
-	if namesCond.Status == apiextensionsv1.ConditionTrue {
-		prev, ok := st.served[crd.Name]
-		if !ok || prev.uid != string(crd.UID) || prev.generation != crd.Generation || !reflect.DeepEqual(prev.names, names) {
-			served := *crd // CustomResourceTypes keeps a deep copy of its own
-			served.Status.AcceptedNames = names
-			types, err := schema.CustomResourceTypes(&served)
-			if err != nil {
-				return err
+// namePass brings every CRD's accepted names and conditions up to date,
+// finishes deleting CRDs, stops serving the gone ones and signals the
+// builder when some CRD's types are missing or stale.
+func (m *Manager) namePass(ctx context.Context) {
+	st := m.crds
+	all := st.all()
+	needBuild := false
+	for _, crd := range all {
+		if crd.DeletionTimestamp != nil {
+			if err := m.finalizeCRD(ctx, crd); err != nil {
+				m.log.Warn("custom resource definition not finalized", "crd", crd.Name, "err", err)
 			}
-			storage := names.Plural + "." + crd.Spec.Group
-			if ok && prev.storage != storage {
-				m.types.SetStorage(prev.storage, nil)
-			}
-			m.types.SetStorage(storage, types)
-			st.served[crd.Name] = servedCRD{uid: string(crd.UID), generation: crd.Generation, names: names, storage: storage}
+			continue
 		}
-		// Served now: established, as kube-apiserver's establishing
-		// controller marks it once its handler can serve.
-		estCond = apiextensionsv1.CustomResourceDefinitionCondition{Type: apiextensionsv1.Established, Status: apiextensionsv1.ConditionTrue,
-			Reason: "InitialNamesAccepted", Message: "the initial names have been accepted"}
+		names, namesCond, _ := acceptNames(crd, all)
+		if namesCond.Status == apiextensionsv1.ConditionTrue && !st.servedAs(crd, names) {
+			needBuild = true
+		}
+		if err := m.writeCRDStatus(ctx, crd, names, namesCond); err != nil {
+			m.log.Warn("custom resource definition status not written", "crd", crd.Name, "err", err)
+		}
 	}
-	if reflect.DeepEqual(crd.Status.AcceptedNames, names) && sameCondition(crd, namesCond) && sameCondition(crd, estCond) {
+	st.mu.Lock()
+	for name, s := range st.served {
+		if _, ok := st.crds[name]; !ok {
+			// Gone: its resource is no longer served.
+			m.types.SetStorage(s.storage, nil)
+			delete(st.served, name)
+		}
+	}
+	st.mu.Unlock()
+	if needBuild {
+		select {
+		case st.build <- struct{}{}:
+		default: // a pass is pending already
+		}
+	}
+}
+
+// buildPass serves every CRD whose names are accepted and whose types are
+// missing or stale, then marks it Established.
+func (m *Manager) buildPass(ctx context.Context) {
+	st := m.crds
+	all := st.all()
+	for _, crd := range all {
+		if crd.DeletionTimestamp != nil {
+			continue
+		}
+		names, namesCond, _ := acceptNames(crd, all)
+		if namesCond.Status != apiextensionsv1.ConditionTrue || st.servedAs(crd, names) {
+			continue
+		}
+		served := *crd // CustomResourceTypes keeps a deep copy of its own
+		served.Status.AcceptedNames = names
+		types, err := schema.CustomResourceTypes(&served)
+		if err != nil {
+			m.log.Warn("custom resource definition not served", "crd", crd.Name, "err", err)
+			continue
+		}
+		storage := names.Plural + "." + crd.Spec.Group
+		st.mu.Lock()
+		if _, ok := st.crds[crd.Name]; !ok {
+			st.mu.Unlock()
+			continue // deleted while it was built
+		}
+		if prev, ok := st.served[crd.Name]; ok && prev.storage != storage {
+			m.types.SetStorage(prev.storage, nil)
+		}
+		m.types.SetStorage(storage, types)
+		st.served[crd.Name] = servedCRD{uid: string(crd.UID), generation: crd.Generation, names: names, storage: storage}
+		st.mu.Unlock()
+		if err := m.writeCRDStatus(ctx, crd, names, namesCond); err != nil {
+			m.log.Warn("custom resource definition status not written", "crd", crd.Name, "err", err)
+		}
+	}
+}
+
+// writeCRDStatus records names and conditions. Established is True once
+// this replica serves the CRD's current generation (kube-apiserver's
+// establishing controller marks it when its handler can serve); it is
+// decided again on each attempt, so a write racing the builder's never
+// takes an Established back.
+func (m *Manager) writeCRDStatus(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition, names apiextensionsv1.CustomResourceDefinitionNames, namesCond apiextensionsv1.CustomResourceDefinitionCondition) error {
+	established := func(c *apiextensionsv1.CustomResourceDefinition) apiextensionsv1.CustomResourceDefinitionCondition {
+		if namesCond.Status == apiextensionsv1.ConditionTrue && m.crds.servedAs(c, names) {
+			return apiextensionsv1.CustomResourceDefinitionCondition{Type: apiextensionsv1.Established, Status: apiextensionsv1.ConditionTrue,
+				Reason: "InitialNamesAccepted", Message: "the initial names have been accepted"}
+		}
+		if old := apihelpers.FindCRDCondition(c, apiextensionsv1.Established); old != nil && (old.Status == apiextensionsv1.ConditionTrue || namesCond.Status != apiextensionsv1.ConditionTrue) {
+			return *old
+		}
+		if namesCond.Status == apiextensionsv1.ConditionTrue {
+			return apiextensionsv1.CustomResourceDefinitionCondition{Type: apiextensionsv1.Established, Status: apiextensionsv1.ConditionFalse,
+				Reason: "Installing", Message: "the initial names have been accepted"}
+		}
+		return apiextensionsv1.CustomResourceDefinitionCondition{Type: apiextensionsv1.Established, Status: apiextensionsv1.ConditionFalse,
+			Reason: "NotAccepted", Message: "not all names are accepted"}
+	}
+	if reflect.DeepEqual(crd.Status.AcceptedNames, names) && sameCondition(crd, namesCond) && sameCondition(crd, established(crd)) {
 		return nil
 	}
 	_, _, err := m.crdsAPI().Update(ctx, "", crd.Name, func(cur runtime.Object) (runtime.Object, error) {
@@ -196,9 +295,13 @@ func (m *Manager) syncCRD(ctx context.Context, st *crdState, crd *apiextensionsv
 		if !ok || c.UID != crd.UID {
 			return nil, registry.ErrNoChange
 		}
+		est := established(c)
+		if reflect.DeepEqual(c.Status.AcceptedNames, names) && sameCondition(c, namesCond) && sameCondition(c, est) {
+			return nil, registry.ErrNoChange
+		}
 		c.Status.AcceptedNames = names
 		apihelpers.SetCRDCondition(c, namesCond)
-		apihelpers.SetCRDCondition(c, estCond)
+		apihelpers.SetCRDCondition(c, est)
 		return c, nil
 	}, registry.UpdateOptions{Subresource: "status"})
 	if apierrors.IsNotFound(err) {

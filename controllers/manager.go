@@ -2,7 +2,6 @@ package controllers
 
 import (
 	"context"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"log/slog"
 	"net/netip"
 	"sync/atomic"
@@ -65,7 +64,7 @@ func New(cfg Config) *Manager {
 		cfg.EndpointLeaseDuration = 15 * time.Second
 	}
 	return &Manager{cfg: cfg, store: cfg.Store, types: cfg.Types, log: cfg.Logger, gcQueue: make(chan gcOwner, 1024),
-		crds: &crdState{served: map[string]servedCRD{}, crds: map[string]*apiextensionsv1.CustomResourceDefinition{}}}
+		crds: newCRDState()}
 }
 
 // Observer hears of the registry's writes for the garbage collector.
