@@ -313,8 +313,12 @@ func (s *Store) writePlan(x execer, p batchPlan) error {
 			if err != nil {
 				return err
 			}
+			stored, err := s.seal(r.key, r.e.Value)
+			if err != nil {
+				return err
+			}
 			t.add(r.rev, r.key.Resource, r.key.Namespace, r.key.Name, int64(r.op), r.created, r.prev, r.next,
-				string(labels), string(fields), r.expires, r.e.Value)
+				string(labels), string(fields), r.expires, stored)
 		}
 		if err := s.insertRows(x, t, ""); err != nil {
 			return err

@@ -106,7 +106,7 @@ func (s *Store) listByIndex(ctx context.Context, tx *sql.Tx, opts kv.ListOptions
 		if i, ok := at[rev]; ok {
 			r := res.Items[i]
 			r.Value = value
-			v, err := encodeItem(opts, r)
+			v, err := s.encodeItem(opts, r)
 			res.Items[i].Value = v
 			return err
 		}

@@ -1,7 +1,6 @@
 package sqlstore
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -28,7 +27,8 @@ func (s *Store) Get(ctx context.Context, key kv.Key) (kv.Record, error) {
 	if err != nil {
 		return r, unavailable(err)
 	}
-	return r, nil
+	r.Value, err = s.open(key, r.Value)
+	return r, err
 }
 
 // listBatch is how many rows one query reads while filling a page; it
@@ -109,7 +109,7 @@ func (s *Store) List(ctx context.Context, opts kv.ListOptions) (kv.ListResult, e
 				return res, nil
 			}
 			r.Value = value
-			if r.Value, err = encodeItem(opts, r); err != nil {
+			if r.Value, err = s.encodeItem(opts, r); err != nil {
 				rows.Close()
 				return res, err
 			}
@@ -127,12 +127,19 @@ func (s *Store) List(ctx context.Context, opts kv.ListOptions) (kv.ListResult, e
 }
 
 // encodeItem is the value a list keeps for r, whose Value the driver
-// owns: opts.Encode's bytes, or a copy.
-func encodeItem(opts kv.ListOptions, r kv.Record) ([]byte, error) {
+// owns: opts.Encode's bytes, or the plain value (a copy).
+func (s *Store) encodeItem(opts kv.ListOptions, r kv.Record) ([]byte, error) {
 	if opts.Encode != nil {
+		if s.opts.Values != nil {
+			v, err := s.open(r.Key, r.Value)
+			if err != nil {
+				return nil, err
+			}
+			r.Value = v
+		}
 		return opts.Encode(r)
 	}
-	return bytes.Clone(r.Value), nil
+	return s.open(r.Key, r.Value)
 }
 
 // listQuery builds the page query from constant fragments; every value

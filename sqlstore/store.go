@@ -1,6 +1,7 @@
 package sqlstore
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"errors"
@@ -42,6 +43,41 @@ type Options struct {
 	// <data-dir>/state.db); empty means the working directory.
 	Dir    string
 	Logger *slog.Logger
+	// Values, when set, transforms every value on its way to and from the
+	// database: encryption at rest (sqlstore/encrypt). Everything above
+	// the store sees plain values.
+	Values Values
+}
+
+// Values seals stored values and opens them again; the object's key is
+// the authenticated data that binds a sealed value to it.
+type Values interface {
+	Seal(resource, namespace, name string, plain []byte) ([]byte, error)
+	Open(resource, namespace, name string, stored []byte) ([]byte, error)
+}
+
+// open turns a value read from the database into the plain value; the
+// result never aliases v (drivers own the scanned bytes).
+func (s *Store) open(key kv.Key, v []byte) ([]byte, error) {
+	if s.opts.Values == nil {
+		return bytes.Clone(v), nil
+	}
+	out, err := s.opts.Values.Open(key.Resource, key.Namespace, key.Name, v)
+	if err != nil {
+		return nil, fmt.Errorf("sqlstore: %s %s/%s: %w", key.Resource, key.Namespace, key.Name, err)
+	}
+	if len(out) > 0 && len(v) > 0 && &out[0] == &v[0] {
+		out = bytes.Clone(out)
+	}
+	return out, nil
+}
+
+// seal turns a plain value into the one the database stores.
+func (s *Store) seal(key kv.Key, v []byte) ([]byte, error) {
+	if s.opts.Values == nil {
+		return v, nil
+	}
+	return s.opts.Values.Seal(key.Resource, key.Namespace, key.Name, v)
 }
 
 // Store is the event log on one database.

@@ -263,6 +263,13 @@ func (s *Store) readLog(ctx context.Context, key kv.Key, after, upTo int64, limi
 			&labels, &fields, &r.value, &pl, &pf); err != nil {
 			return nil, err
 		}
+		if s.opts.Values != nil {
+			v, err := s.open(r.key, r.value)
+			if err != nil {
+				return nil, err
+			}
+			r.value = v
+		}
 		_ = json.Unmarshal([]byte(labels), &r.labels)
 		_ = json.Unmarshal([]byte(fields), &r.fields)
 		if pl != nil && pf != nil {

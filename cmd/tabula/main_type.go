@@ -26,6 +26,7 @@ import (
 	"github.com/tabula-dev/tabula/server/auth"
 	"github.com/tabula-dev/tabula/server/openapi"
 	"github.com/tabula-dev/tabula/sqlstore"
+	"github.com/tabula-dev/tabula/sqlstore/encrypt"
 	"github.com/tabula-dev/tabula/sqlstore/kv"
 )
 
@@ -62,6 +63,9 @@ type Config struct {
 	// cluster's CA and service-account key, stored in the database sealed
 	// with a key derived from it.
 	Token string
+	// EncryptionProviderConfig is kube-apiserver's encryption-at-rest
+	// configuration file.
+	EncryptionProviderConfig string
 	// PreviousToken rotates the token: secrets sealed with it are sealed
 	// again with Token.
 	PreviousToken string
@@ -169,6 +173,7 @@ func (m *Main) ParseFlags(args []string) error {
 	sans := (*stringList)(&c.TLSSANs)
 	fs.Var(sans, "tls-san", "extra DNS `names` or IPs for the serving certificate (repeatable, comma-separated)")
 	fs.StringVar(&c.TokenAuthFile, "token-auth-file", "", "static bearer tokens, in kube-apiserver's CSV format")
+	fs.StringVar(&c.EncryptionProviderConfig, "encryption-provider-config", "", "an EncryptionConfiguration `file` (kube-apiserver's format): the resources it names are stored encrypted")
 	fs.StringVar(&c.PreviousToken, "previous-token", "", "the token being rotated out: secrets sealed with it are sealed again with --token")
 	fs.StringVar(&c.Token, "token", "", "shared `secret` of the replicas on one database: the first generates the CA and service-account key and stores them sealed with it, the others load them (a wrong token fails start-up)")
 	fs.DurationVar(&c.EventTTL, "event-ttl", c.EventTTL, "how long core Events are kept")
@@ -269,8 +274,16 @@ func (m *Main) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	m.store, err = sqlstore.Open(ctx, db, sqlstore.Options{Logger: m.log, Dir: dataDir,
-		CompactWindow: c.CompactionWindow, CompactInterval: c.CompactionInterval, QueryTimeout: c.QueryTimeout})
+	opts := sqlstore.Options{Logger: m.log, Dir: dataDir,
+		CompactWindow: c.CompactionWindow, CompactInterval: c.CompactionInterval, QueryTimeout: c.QueryTimeout}
+	if c.EncryptionProviderConfig != "" {
+		enc, err := encrypt.Load(c.EncryptionProviderConfig)
+		if err != nil {
+			return err
+		}
+		opts.Values = enc
+	}
+	m.store, err = sqlstore.Open(ctx, db, opts)
 	if err != nil {
 		return err
 	}
@@ -300,6 +313,7 @@ func (m *Main) Run(ctx context.Context) error {
 	metrics := prometheus.NewRegistry()
 	metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	metrics.MustRegister(sqlstore.Collectors()...)
+	metrics.MustRegister(encrypt.Collectors()...)
 	reg := schema.NewBuiltin()
 	v := Version()
 	oa, err := openapi.New(reg, openapi.Info{Title: "Kubernetes", Version: v.GitVersion})
