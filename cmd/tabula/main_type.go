@@ -63,6 +63,9 @@ type Config struct {
 	// cluster's CA and service-account key, stored in the database sealed
 	// with a key derived from it.
 	Token string
+	// TLSCertFile and TLSPrivateKeyFile serve another certificate;
+	// ClientCAFile trusts another CA's client certificates too.
+	TLSCertFile, TLSPrivateKeyFile, ClientCAFile string
 	// EncryptionProviderConfig is kube-apiserver's encryption-at-rest
 	// configuration file.
 	EncryptionProviderConfig string
@@ -173,6 +176,9 @@ func (m *Main) ParseFlags(args []string) error {
 	sans := (*stringList)(&c.TLSSANs)
 	fs.Var(sans, "tls-san", "extra DNS `names` or IPs for the serving certificate (repeatable, comma-separated)")
 	fs.StringVar(&c.TokenAuthFile, "token-auth-file", "", "static bearer tokens, in kube-apiserver's CSV format")
+	fs.StringVar(&c.TLSCertFile, "tls-cert-file", "", "serve this certificate `file` (PEM, with its chain) instead of the generated one; needs --tls-private-key-file")
+	fs.StringVar(&c.TLSPrivateKeyFile, "tls-private-key-file", "", "the private key `file` of --tls-cert-file")
+	fs.StringVar(&c.ClientCAFile, "client-ca-file", "", "also accept client certificates of the CAs in this PEM `file` (the generated CA stays trusted)")
 	fs.StringVar(&c.EncryptionProviderConfig, "encryption-provider-config", "", "an EncryptionConfiguration `file` (kube-apiserver's format): the resources it names are stored encrypted")
 	fs.StringVar(&c.PreviousToken, "previous-token", "", "the token being rotated out: secrets sealed with it are sealed again with --token")
 	fs.StringVar(&c.Token, "token", "", "shared `secret` of the replicas on one database: the first generates the CA and service-account key and stores them sealed with it, the others load them (a wrong token fails start-up)")
@@ -299,13 +305,17 @@ func (m *Main) Run(ctx context.Context) error {
 		m.store.Close()
 		return err
 	}
+	if err := usePKIFiles(pki, &c); err != nil {
+		m.store.Close()
+		return err
+	}
 	saKey, err := auth.EnsureServiceAccountKey(pki.Dir)
 	if err != nil {
 		m.store.Close()
 		return err
 	}
 	saTokens := auth.NewServiceAccountTokens(saKey)
-	authn, err := auth.NewAuthenticator(auth.Options{ClientCA: pki.CAPool, TokenFile: c.TokenAuthFile, ServiceAccountTokens: saTokens})
+	authn, err := auth.NewAuthenticator(auth.Options{ClientCA: pki.ClientCAPool, TokenFile: c.TokenAuthFile, ServiceAccountTokens: saTokens})
 	if err != nil {
 		m.store.Close()
 		return err
@@ -335,7 +345,7 @@ func (m *Main) Run(ctx context.Context) error {
 	}
 	m.srv, err = server.New(server.Config{
 		Store: m.store, Registry: reg, Authenticator: authn, Version: v, OpenAPI: oa.Handler(),
-		Logger: m.log, Metrics: metrics, EventTTL: c.EventTTL, RequestTimeout: c.RequestTimeout, WatchWriteTimeout: c.WatchWriteTimeout, CABundle: pki.CAPEM,
+		Logger: m.log, Metrics: metrics, EventTTL: c.EventTTL, RequestTimeout: c.RequestTimeout, WatchWriteTimeout: c.WatchWriteTimeout, CABundle: rootCABundle(pki),
 		MaxRequestsInflight: c.MaxRequestsInflight, MaxMutatingRequestsInflight: c.MaxMutatingRequestsInflight,
 		Profiling: c.Profiling, ServiceRanges: ranges, Advertise: advertise, ServiceAccountTokens: saTokens,
 	})
@@ -526,4 +536,30 @@ func shareClusterSecrets(ctx context.Context, st *sqlstore.Store, token, previou
 		}
 		// Another replica stored its secrets first: take those.
 	}
+}
+
+// usePKIFiles applies the certificates given as files over the generated
+// ones.
+func usePKIFiles(pki *auth.PKI, c *Config) error {
+	if (c.TLSCertFile == "") != (c.TLSPrivateKeyFile == "") {
+		return errors.New("--tls-cert-file and --tls-private-key-file go together")
+	}
+	if c.TLSCertFile != "" {
+		if err := pki.UseServingFiles(c.TLSCertFile, c.TLSPrivateKeyFile); err != nil {
+			return err
+		}
+	}
+	if c.ClientCAFile != "" {
+		return pki.UseClientCAFile(c.ClientCAFile)
+	}
+	return nil
+}
+
+// rootCABundle is kube-root-ca.crt's content: what verifies the serving
+// certificate, as kube-apiserver publishes its root CA.
+func rootCABundle(pki *auth.PKI) []byte {
+	if len(pki.ServingCAPEM) > 0 {
+		return pki.ServingCAPEM
+	}
+	return pki.CAPEM
 }

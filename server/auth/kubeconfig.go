@@ -40,7 +40,7 @@ func WriteKubeconfig(path, serverURL string, p *PKI) error {
 	cfg := clientcmdapi.NewConfig()
 	cfg.Clusters[KubeconfigCluster] = &clientcmdapi.Cluster{
 		Server:                   serverURL,
-		CertificateAuthorityData: p.CAPEM,
+		CertificateAuthorityData: p.ServingCAPEM, // none: the system roots verify a served certificate from files
 	}
 	cfg.AuthInfos[KubeconfigUser] = &clientcmdapi.AuthInfo{
 		ClientCertificateData: p.adminCertPEM,

@@ -79,6 +79,13 @@ type PKI struct {
 
 	// ServingCert is the server's certificate and key, Leaf populated.
 	ServingCert tls.Certificate
+	// ServingCAPEM is what clients should trust to verify ServingCert:
+	// CAPEM, or another CA when the serving certificate came from files
+	// (nil: the clients' system roots).
+	ServingCAPEM []byte
+	// ClientCAPool verifies client certificates: CAPool, or it and the
+	// CAs of --client-ca-file.
+	ClientCAPool *x509.CertPool
 	// AdminCert is the admin client certificate and key, for in-process
 	// clients (tests, tooling) that do not go through a kubeconfig.
 	AdminCert tls.Certificate
@@ -159,7 +166,7 @@ func (p *PKI) ServerTLSConfig() *tls.Config {
 	return &tls.Config{
 		Certificates: []tls.Certificate{p.ServingCert},
 		ClientAuth:   tls.RequestClientCert,
-		ClientCAs:    p.CAPool,
+		ClientCAs:    p.ClientCAPool,
 		MinVersion:   tls.VersionTLS12,
 		// h2 first: client-go prefers HTTP/2 and watches multiplex over it.
 		NextProtos: []string{"h2", "http/1.1"},
@@ -247,6 +254,8 @@ func (p *PKI) setCA(cert *x509.Certificate, certPEM []byte) {
 	p.CAPEM = certPEM
 	p.CAPool = x509.NewCertPool()
 	p.CAPool.AddCert(cert)
+	p.ClientCAPool = p.CAPool
+	p.ServingCAPEM = certPEM
 }
 
 // ensureLeaf returns the leaf certificate at certPath/keyPath, reissuing it
