@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -25,7 +26,14 @@ import (
 func TestWatchClientThatStopsReading(t *testing.T) {
 	metrics := prometheus.NewRegistry()
 	srv := servertest.Server(t, server.Config{Store: storetest.Open(t, "sqlite://:memory:"), Metrics: metrics, WatchWriteTimeout: time.Second})
-	ts := httptest.NewServer(srv.Handler())
+	ts := httptest.NewUnstartedServer(srv.Handler())
+	var closedConns atomic.Int32
+	ts.Config.ConnState = func(_ net.Conn, st http.ConnState) {
+		if st == http.StateClosed {
+			closedConns.Add(1)
+		}
+	}
+	ts.Start()
 	defer ts.Close()
 	h := &refHarness{t: t, h: srv.Handler(), state: map[string]string{}}
 
@@ -73,4 +81,7 @@ func TestWatchClientThatStopsReading(t *testing.T) {
 		t.Errorf("the stuck watch lasted %v after the writes began", took)
 	}
 	h.waitFor("goroutines back to the baseline", func() bool { return runtime.NumGoroutine() <= baseline+2 })
+	// The server let go of the connection too (its kernel may still be
+	// sending what it had queued).
+	h.waitFor("the stuck connection closed by the server", func() bool { return closedConns.Load() >= 1 })
 }
