@@ -32,6 +32,8 @@ type WriteOptions struct {
 type Result struct {
 	Rec kv.Record
 	Obj runtime.Object
+	// Warnings are what the Type's strategy says about the accepted write.
+	Warnings []string
 }
 
 // Create stores a new object in namespace (ignored for cluster-scoped
@@ -66,6 +68,7 @@ func (x *Resource) Create(ctx context.Context, namespace string, obj runtime.Obj
 	if err := x.g.admitCreate(ctx, x.t, acc); err != nil {
 		return Result{}, err
 	}
+	warnings := x.warnings(obj, nil)
 	if opts.DryRun {
 		// The store would refuse a name that is taken; so does a dry run.
 		if _, err := x.GetRecord(ctx, acc.GetNamespace(), acc.GetName()); err == nil {
@@ -73,14 +76,22 @@ func (x *Resource) Create(ctx context.Context, namespace string, obj runtime.Obj
 		} else if !apierrors.IsNotFound(err) {
 			return Result{}, err
 		}
-		return Result{Obj: obj}, nil
+		return Result{Obj: obj, Warnings: warnings}, nil
 	}
 	rec, err := x.g.store.Create(ctx, x.Key(acc.GetNamespace(), acc.GetName()), x.encoder(obj))
 	if err != nil {
 		return Result{}, x.storeError(err, acc.GetName())
 	}
 	x.g.observer.Written(x.st, acc, nil)
-	return Result{Rec: rec, Obj: obj}, nil
+	return Result{Rec: rec, Obj: obj, Warnings: warnings}, nil
+}
+
+// warnings asks the Type's strategy about an accepted write.
+func (x *Resource) warnings(obj, old runtime.Object) []string {
+	if x.t.Warnings == nil {
+		return nil
+	}
+	return x.t.Warnings(obj, old)
 }
 
 // mustAccessor is meta.Accessor for objects known to have metadata.

@@ -140,9 +140,13 @@ func (x *Resource) storeUpdate(ctx context.Context, namespace, name string, obj,
 			return Result{}, false, err
 		}
 	}
+	var warnings []string
+	if opts.Subresource == "" {
+		warnings = x.warnings(obj, old)
+	}
 	if opts.DryRun {
 		acc.SetResourceVersion(strconv.FormatInt(cur.Rev, 10))
-		return Result{Obj: obj}, false, nil
+		return Result{Obj: obj, Warnings: warnings}, false, nil
 	}
 	var rec kv.Record
 	oldAcc := mustAccessor(old)
@@ -164,7 +168,7 @@ func (x *Resource) storeUpdate(ctx context.Context, namespace, name string, obj,
 	} else {
 		x.g.observer.Written(x.st, acc, oldAcc)
 	}
-	return Result{Rec: rec, Obj: obj}, false, nil
+	return Result{Rec: rec, Obj: obj, Warnings: warnings}, false, nil
 }
 
 // afterDelete runs what follows an object's removal.

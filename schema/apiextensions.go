@@ -2,14 +2,19 @@ package schema
 
 import (
 	"context"
+	"fmt"
+	"slices"
 
 	"k8s.io/apiextensions-apiserver/pkg/apihelpers"
 	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
 	apiextensionsinstall "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/install"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextensionsvalidation "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/validation"
+	apiservervalidation "k8s.io/apiextensions-apiserver/pkg/apiserver/validation"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/apiserver/pkg/cel/environment"
+	"k8s.io/kube-openapi/pkg/validation/spec"
 	"k8s.io/kubernetes/pkg/api/legacyscheme"
 )
 
@@ -35,6 +40,19 @@ func apiextensionsKinds() []*kubeKind {
 	// CRD strategy does.
 	crd.prepareCreate = func(obj runtime.Object) { recordStoredVersion(obj.(*apiextensions.CustomResourceDefinition)) }
 	crd.prepareUpdate = func(obj, _ runtime.Object) { recordStoredVersion(obj.(*apiextensions.CustomResourceDefinition)) }
+	crd.warnings = func(obj, old runtime.Object) []string {
+		var before []string
+		if old != nil {
+			before = unrecognizedFormats(old.(*apiextensions.CustomResourceDefinition))
+		}
+		var out []string
+		for _, f := range unrecognizedFormats(obj.(*apiextensions.CustomResourceDefinition)) {
+			if !slices.Contains(before, f) { // an update warns of new ones only
+				out = append(out, fmt.Sprintf("unrecognized format %q", f))
+			}
+		}
+		return out
+	}
 	_, status := validator(nil, apiextensionsvalidation.ValidateUpdateCustomResourceDefinitionStatus)
 	crd.subresourceUpdates = map[string]kubeSubresourceUpdate{"status": {prepare: keepSpec, validate: status}}
 	// The first delete only marks the CRD: the cleanup finalizer holds it
@@ -53,6 +71,31 @@ func apiextensionsKinds() []*kubeKind {
 		})
 	}
 	return []*kubeKind{crd}
+}
+
+// unrecognizedFormats lists the schema formats the apiextensions-apiserver
+// does not check at the default compatibility version (kept and allowed,
+// but worth a warning, as kube-apiserver gives).
+func unrecognizedFormats(c *apiextensions.CustomResourceDefinition) []string {
+	var out []string
+	visit := func(s *apiextensions.JSONSchemaProps) {
+		apiextensionsvalidation.SchemaHas(s, func(p *apiextensions.JSONSchemaProps) bool {
+			if p.Format != "" {
+				probe := &spec.Schema{SchemaProps: spec.SchemaProps{Format: p.Format, Type: []string{p.Type}}}
+				out = append(out, apiservervalidation.GetUnrecognizedFormats(probe, environment.DefaultCompatibilityVersion())...)
+			}
+			return false
+		})
+	}
+	if c.Spec.Validation != nil && c.Spec.Validation.OpenAPIV3Schema != nil {
+		visit(c.Spec.Validation.OpenAPIV3Schema)
+	}
+	for _, v := range c.Spec.Versions {
+		if v.Schema != nil && v.Schema.OpenAPIV3Schema != nil {
+			visit(v.Schema.OpenAPIV3Schema)
+		}
+	}
+	return out
 }
 
 func recordStoredVersion(c *apiextensions.CustomResourceDefinition) {

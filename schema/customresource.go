@@ -24,6 +24,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	celconfig "k8s.io/apiserver/pkg/apis/cel"
 	"k8s.io/apiserver/pkg/cel/common"
@@ -158,6 +160,7 @@ func customResourceType(crd *apiextensionsv1.CustomResourceDefinition, v apiexte
 	t.PrepareForCreate = st.prepareForCreate
 	t.PrepareForUpdate = st.prepareForUpdate
 	t.Validate = st.validate
+	t.Warnings = finalizerWarnings
 
 	// The documents come from the apiextensions-apiserver's builder with
 	// the options kube-apiserver's OpenAPI controllers pass.
@@ -385,6 +388,43 @@ func (st *crStrategy) validateStatus(obj, old runtime.Object) field.ErrorList {
 		errs = append(errs, celErrs...)
 	}
 	return errs
+}
+
+// finalizerWarnings are kube-apiserver's warnings for finalizers a custom
+// resource write adds whose names other writers could collide with.
+func finalizerWarnings(obj, old runtime.Object) []string {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return nil
+	}
+	had := map[string]bool{}
+	if o, ok := old.(*unstructured.Unstructured); ok {
+		for _, f := range o.GetFinalizers() {
+			had[f] = true
+		}
+	}
+	added := sets.New[string]()
+	for _, f := range u.GetFinalizers() {
+		if !had[f] {
+			added.Insert(f)
+		}
+	}
+	const path = "metadata.finalizers"
+	var out []string
+	for _, f := range sets.List(added) {
+		for _, msg := range validation.IsQualifiedName(f) {
+			out = append(out, fmt.Sprintf("%s: %q: %s", path, f, msg))
+		}
+		if strings.Contains(f, "/") || f == metav1.FinalizerOrphanDependents || f == metav1.FinalizerDeleteDependents || f == "kubernetes" {
+			continue
+		}
+		if strings.Contains(f, ".") {
+			out = append(out, fmt.Sprintf("%s: %q: prefer a domain-qualified finalizer name including a path (/) to avoid accidental conflicts with other finalizer writers", path, f))
+		} else {
+			out = append(out, fmt.Sprintf("%s: %q: prefer a domain-qualified finalizer name to avoid accidental conflicts with other finalizer writers", path, f))
+		}
+	}
+	return out
 }
 
 // blockingError: CEL rules are not run on an object with values of the

@@ -60,6 +60,9 @@ type kubeKind struct {
 	// annotation; EndpointSlices: labels).
 	generationMeta func(metav1.Object) map[string]string
 
+	// warnings receives kube's internal objects (old is nil on create).
+	warnings func(obj, old runtime.Object) []string
+
 	// validate and validateUpdate receive kube's internal objects.
 	validate       func(obj runtime.Object) field.ErrorList
 	validateUpdate func(obj, old runtime.Object) field.ErrorList
@@ -253,6 +256,22 @@ func (k *kubeKind) build(scheme *runtime.Scheme) *Type {
 			return field.ErrorList{field.InternalError(nil, err)}
 		}
 		return k.validateUpdate(in, oin)
+	}
+
+	if k.warnings != nil {
+		t.Warnings = func(obj, old runtime.Object) []string {
+			in, err := toInternal(obj)
+			if err != nil {
+				return nil
+			}
+			var oin runtime.Object
+			if old != nil {
+				if oin, err = toInternal(old); err != nil {
+					return nil
+				}
+			}
+			return k.warnings(in, oin)
+		}
 	}
 
 	for sub, su := range k.subresourceUpdates {

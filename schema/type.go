@@ -74,6 +74,11 @@ type Type struct {
 	// ObjectMeta checks are done by the generic path.
 	Validate func(obj, old runtime.Object) field.ErrorList
 
+	// Warnings are what the kind's strategy says about an accepted create
+	// (old == nil) or update, sent as Warning headers (kube-apiserver's
+	// WarningsOnCreate and WarningsOnUpdate).
+	Warnings func(obj, old runtime.Object) []string
+
 	// ValidatesMeta says Validate checks ObjectMeta itself, with the
 	// kind's own name rule (kube's validation functions do), so the
 	// generic ObjectMeta checks are not run again.

@@ -256,3 +256,35 @@ func TestCRDServedByEveryReplica(t *testing.T) {
 	a.waitFor("replica A stops serving gadgets", func() bool { return a.do("GET", items, nil, nil).Code == http.StatusNotFound })
 	b.waitFor("replica B stops serving gadgets", func() bool { return b.do("GET", items, nil, nil).Code == http.StatusNotFound })
 }
+
+// TestCRDWarnings: kube-apiserver's strategy warnings: a CRD schema format
+// it does not check, and a custom resource finalizer name that other
+// writers could collide with.
+func TestCRDWarnings(t *testing.T) {
+	h := refNewHarness(t)
+	h.createNamespace("crd-warn", nil)
+	crd := strings.Replace(gadgetsCRD, `"name":{"type":"string","maxLength":8}`, `"name":{"type":"string","maxLength":8,"format":"gadget-code"}`, 1)
+	rec := h.do("POST", crdPath, map[string]string{"Content-Type": "application/json"}, []byte(crd))
+	if rec.Code != http.StatusCreated {
+		t.Fatalf("create: %d %s", rec.Code, rec.Body)
+	}
+	if w := rec.Header().Values("Warning"); len(w) != 1 || !strings.Contains(w[0], `unrecognized format \"gadget-code\"`) {
+		t.Errorf("CRD create warnings %q; want one for the unrecognized format", w)
+	}
+	establish(t, h, "gadgets.test.example.com")
+	rec = h.do("POST", "/apis/test.example.com/v1/namespaces/crd-warn/gadgets", map[string]string{"Content-Type": "application/json"},
+		[]byte(`{"apiVersion":"test.example.com/v1","kind":"Gadget","metadata":{"name":"g","finalizers":["hold","example.com/ok"]}}`))
+	if rec.Code != http.StatusCreated {
+		t.Fatalf("create gadget: %d %s", rec.Code, rec.Body)
+	}
+	want := `metadata.finalizers: \"hold\": prefer a domain-qualified finalizer name to avoid accidental conflicts with other finalizer writers`
+	if w := rec.Header().Values("Warning"); len(w) != 1 || !strings.Contains(w[0], want) {
+		t.Errorf("custom resource warnings %q; want one about the finalizer \"hold\"", w)
+	}
+	// An update warns only of what it adds.
+	rec = h.do("PATCH", "/apis/test.example.com/v1/namespaces/crd-warn/gadgets/g", map[string]string{"Content-Type": "application/merge-patch+json"},
+		[]byte(`{"spec":{"name":"x"}}`))
+	if w := rec.Header().Values("Warning"); rec.Code != http.StatusOK || len(w) != 0 {
+		t.Errorf("update keeping the finalizers: %d, warnings %q; want none", rec.Code, w)
+	}
+}
