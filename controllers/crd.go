@@ -374,43 +374,82 @@ func acceptNames(crd *apiextensionsv1.CustomResourceDefinition, all []*apiextens
 // finalizeCRD removes a deleted CRD's objects, then its cleanup
 // finalizer; objects still held by finalizers of their own keep it (and
 // the resource served, so their controllers can let them go).
+// deleteCustomResources deletes a CRD's objects and says how many are
+// left (held by finalizers of their own).
+func (m *Manager) deleteCustomResources(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition) (int, error) {
+	names := crd.Status.AcceptedNames
+	if names.Plural == "" {
+		return 0, nil
+	}
+	var x *registry.Resource
+	for _, v := range crd.Spec.Versions {
+		if r, ok := m.api.Lookup(crd.Spec.Group, v.Name, names.Plural); ok {
+			x = r
+			break
+		}
+	}
+	if x == nil {
+		return 0, nil
+	}
+	seen := 0
+	err := m.eachStored(ctx, kv.ListOptions{Resource: x.Type().StorageResource}, func(rec kv.Record) error {
+		seen++
+		if _, err := x.Delete(ctx, rec.Namespace, rec.Name, &metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			return err
+		}
+		return nil
+	})
+	if err != nil || seen == 0 {
+		return 0, err
+	}
+	// Check again: finalizers may still hold some.
+	res, err := x.List(ctx, kv.ListOptions{Limit: 1})
+	if err != nil {
+		return 0, err
+	}
+	return len(res.Items), nil
+}
+
 func (m *Manager) finalizeCRD(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition) error {
 	if !apihelpers.CRDHasFinalizer(crd, apiextensionsv1.CustomResourceCleanupFinalizer) {
 		return nil
 	}
-	names := crd.Status.AcceptedNames
-	remaining := 0
-	if names.Plural != "" {
-		var x *registry.Resource
-		for _, v := range crd.Spec.Versions {
-			if r, ok := m.api.Lookup(crd.Spec.Group, v.Name, names.Plural); ok {
-				x = r
-				break
-			}
+	// The Terminating condition follows kube-apiserver's finalizing
+	// controller: in progress while objects go, then completed (or never
+	// established) just before the finalizer is removed.
+	terminating := func(status apiextensionsv1.ConditionStatus, reason, message string) error {
+		want := apiextensionsv1.CustomResourceDefinitionCondition{Type: apiextensionsv1.Terminating, Status: status, Reason: reason, Message: message}
+		if sameCondition(crd, want) {
+			return nil
 		}
-		if x != nil {
-			err := m.eachStored(ctx, kv.ListOptions{Resource: x.Type().StorageResource}, func(rec kv.Record) error {
-				remaining++
-				if _, err := x.Delete(ctx, rec.Namespace, rec.Name, &metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-					return err
-				}
-				return nil
-			})
-			if err != nil {
-				return err
+		_, _, err := m.crdsAPI().Update(ctx, "", crd.Name, func(cur runtime.Object) (runtime.Object, error) {
+			c, ok := cur.(*apiextensionsv1.CustomResourceDefinition)
+			if !ok || c.UID != crd.UID {
+				return nil, registry.ErrNoChange
 			}
-			if remaining > 0 {
-				// Check again: finalizers may still hold some.
-				res, err := x.List(ctx, kv.ListOptions{Limit: 1})
-				if err != nil {
-					return err
-				}
-				remaining = len(res.Items)
-			}
+			apihelpers.SetCRDCondition(c, want)
+			return c, nil
+		}, registry.UpdateOptions{Subresource: "status"})
+		if apierrors.IsNotFound(err) {
+			return nil
 		}
+		return err
 	}
-	if remaining > 0 {
-		return nil
+	if !apihelpers.IsCRDConditionTrue(crd, apiextensionsv1.Established) {
+		if err := terminating(apiextensionsv1.ConditionFalse, "NeverEstablished", "resource was never established"); err != nil {
+			return err
+		}
+	} else {
+		if err := terminating(apiextensionsv1.ConditionTrue, "InstanceDeletionInProgress", "CustomResource deletion is in progress"); err != nil {
+			return err
+		}
+		remaining, err := m.deleteCustomResources(ctx, crd)
+		if err != nil || remaining > 0 {
+			return err // finalizers of their own hold some: look again later
+		}
+		if err := terminating(apiextensionsv1.ConditionFalse, "InstanceDeletionCompleted", "removed all instances"); err != nil {
+			return err
+		}
 	}
 	_, _, err := m.crdsAPI().Update(ctx, "", crd.Name, func(cur runtime.Object) (runtime.Object, error) {
 		c, ok := cur.(*apiextensionsv1.CustomResourceDefinition)

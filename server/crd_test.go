@@ -93,6 +93,14 @@ func TestCRDVersionsAndDeletion(t *testing.T) {
 	if rec := h.do("GET", crdPath+"/gadgets.test.example.com", nil, nil); rec.Code != http.StatusOK {
 		t.Fatalf("CRD gone while a CR is held by its finalizer: %d", rec.Code)
 	}
+	h.waitFor("Terminating: InstanceDeletionInProgress", func() bool {
+		for _, c := range refList(refDig(h.getJSON(crdPath+"/gadgets.test.example.com"), "status", "conditions")) {
+			if m := c.(map[string]interface{}); m["type"] == "Terminating" {
+				return m["reason"] == "InstanceDeletionInProgress" && m["message"] == "CustomResource deletion is in progress"
+			}
+		}
+		return false
+	})
 	h.mustDo("PATCH", "/apis/test.example.com/v1/namespaces/crd-life/gadgets/g1", "application/merge-patch+json",
 		`{"metadata":{"finalizers":null}}`, http.StatusOK)
 	h.waitFor("CRD gone", func() bool {
