@@ -57,6 +57,9 @@ type crdState struct {
 	crds   map[string]*apiextensionsv1.CustomResourceDefinition
 	// build is signalled when some CRD's types need building.
 	build chan struct{}
+	// loadedAt is the revision the last full load read from (changes after
+	// it come from the watch); the controller takes it once.
+	loadedAt int64
 }
 
 func newCRDState() *crdState {
@@ -66,12 +69,17 @@ func newCRDState() *crdState {
 // loadCRDs serves the resources of every stored CRD once, before the
 // server takes requests, so custom resources answer from the first one.
 func (m *Manager) loadCRDs(ctx context.Context) error {
+	rev, err := m.store.CurrentRev(ctx)
+	if err != nil {
+		return err
+	}
 	crds, err := m.listCRDs(ctx)
 	if err != nil {
 		return err
 	}
 	st := m.crds
 	st.mu.Lock()
+	st.loadedAt = rev
 	st.crds = map[string]*apiextensionsv1.CustomResourceDefinition{}
 	for _, crd := range crds {
 		st.crds[crd.Name] = crd
@@ -117,9 +125,18 @@ func (st *crdState) servedAs(crd *apiextensionsv1.CustomResourceDefinition, name
 // serve what changed; only while a CRD is being deleted does it look
 // again on a timer (its objects' finalizers send no CRD event).
 func (m *Manager) crdController(ctx context.Context) error {
-	rev, err := m.store.CurrentRev(ctx)
-	if err != nil {
-		return err
+	// The first run goes on from the load Run did before serving; a
+	// restart loads again from a watch started first.
+	m.crds.mu.Lock()
+	rev := m.crds.loadedAt
+	m.crds.loadedAt = 0
+	m.crds.mu.Unlock()
+	reload := rev == 0
+	if reload {
+		var err error
+		if rev, err = m.store.CurrentRev(ctx); err != nil {
+			return err
+		}
 	}
 	x := m.crdsAPI()
 	w, err := x.Watch(ctx, kv.WatchOptions{After: rev})
@@ -127,9 +144,13 @@ func (m *Manager) crdController(ctx context.Context) error {
 		return err
 	}
 	defer w.Stop()
-	// Changes between loadCRDs and the watch's start: read them all again.
-	if err := m.loadCRDs(ctx); err != nil {
-		return err
+	if reload {
+		if err := m.loadCRDs(ctx); err != nil {
+			return err
+		}
+		m.crds.mu.Lock()
+		m.crds.loadedAt = 0 // the watch covers what follows
+		m.crds.mu.Unlock()
 	}
 	bctx, stop := context.WithCancel(ctx)
 	defer stop()
@@ -203,7 +224,7 @@ func (m *Manager) namePass(ctx context.Context) {
 			}
 			continue
 		}
-		names, namesCond, _ := acceptNames(crd, all)
+		names, namesCond := acceptNames(crd, all)
 		if namesCond.Status == apiextensionsv1.ConditionTrue && !st.servedAs(crd, names) {
 			needBuild = true
 		}
@@ -237,7 +258,7 @@ func (m *Manager) buildPass(ctx context.Context) {
 		if crd.DeletionTimestamp != nil {
 			continue
 		}
-		names, namesCond, _ := acceptNames(crd, all)
+		names, namesCond := acceptNames(crd, all)
 		if namesCond.Status != apiextensionsv1.ConditionTrue || st.servedAs(crd, names) {
 			continue
 		}
@@ -317,7 +338,7 @@ func sameCondition(crd *apiextensionsv1.CustomResourceDefinition, want apiextens
 
 // acceptNames decides which of crd's requested names it may have: those
 // it holds already, and those no CRD of its group has accepted.
-func acceptNames(crd *apiextensionsv1.CustomResourceDefinition, all []*apiextensionsv1.CustomResourceDefinition) (apiextensionsv1.CustomResourceDefinitionNames, apiextensionsv1.CustomResourceDefinitionCondition, apiextensionsv1.CustomResourceDefinitionCondition) {
+func acceptNames(crd *apiextensionsv1.CustomResourceDefinition, all []*apiextensionsv1.CustomResourceDefinition) (apiextensionsv1.CustomResourceDefinitionNames, apiextensionsv1.CustomResourceDefinitionCondition) {
 	resources, kinds := sets.New[string](), sets.New[string]()
 	for _, o := range all {
 		if o.Spec.Group != crd.Spec.Group || o.UID == crd.UID {
@@ -362,18 +383,9 @@ func acceptNames(crd *apiextensionsv1.CustomResourceDefinition, all []*apiextens
 	accept(&names.Kind, want.Kind, have.Kind, kinds, "KindConflict")
 	accept(&names.ListKind, want.ListKind, have.ListKind, kinds, "ListKindConflict")
 	names.Categories = want.Categories
-
-	est := apiextensionsv1.CustomResourceDefinitionCondition{Type: apiextensionsv1.Established, Status: apiextensionsv1.ConditionFalse,
-		Reason: "NotAccepted", Message: "not all names are accepted"}
-	if old := apihelpers.FindCRDCondition(crd, apiextensionsv1.Established); old != nil {
-		est = *old
-	}
-	return names, cond, est
+	return names, cond
 }
 
-// finalizeCRD removes a deleted CRD's objects, then its cleanup
-// finalizer; objects still held by finalizers of their own keep it (and
-// the resource served, so their controllers can let them go).
 // deleteCustomResources deletes a CRD's objects and says how many are
 // left (held by finalizers of their own).
 func (m *Manager) deleteCustomResources(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition) (int, error) {
@@ -410,6 +422,9 @@ func (m *Manager) deleteCustomResources(ctx context.Context, crd *apiextensionsv
 	return len(res.Items), nil
 }
 
+// finalizeCRD removes a deleted CRD's objects, then its cleanup
+// finalizer; objects still held by finalizers of their own keep it (and
+// the resource served, so their controllers can let them go).
 func (m *Manager) finalizeCRD(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition) error {
 	if !apihelpers.CRDHasFinalizer(crd, apiextensionsv1.CustomResourceCleanupFinalizer) {
 		return nil

@@ -209,22 +209,25 @@ func (m *Manager) checkOwners(ctx context.Context, o gcOwner) error {
 }
 
 // storageTypes lists one served Type per storage resource (virtual
-// types store nothing): the one served as stored, or for a custom
-// resource, whose every version converts on read, its storage version.
+// types store nothing), one that reads the stored form as it is where
+// there is one: a custom resource converts on read in every version, so
+// for it any served version does, its storage version first.
 func (m *Manager) storageTypes() []*schema.Type {
+	readsStored := func(t *schema.Type) bool {
+		return t.FromStorage == nil || (t.StorageVersion != "" && t.Version == t.StorageVersion)
+	}
 	var out []*schema.Type
 	at := map[string]int{}
 	for _, t := range m.types.Types() {
 		if t.Virtual {
 			continue
 		}
-		asStored := t.FromStorage == nil || t.Version == t.StorageVersion
 		i, seen := at[t.StorageResource]
 		switch {
-		case !seen && (asStored || t.StorageVersion != ""):
+		case !seen && (readsStored(t) || t.StorageVersion != ""):
 			at[t.StorageResource] = len(out)
 			out = append(out, t)
-		case seen && asStored && out[i].FromStorage != nil && out[i].Version != out[i].StorageVersion:
+		case seen && readsStored(t) && !readsStored(out[i]):
 			out[i] = t
 		}
 	}

@@ -251,9 +251,9 @@ func (x *Resource) narrowToSubresource(obj, old runtime.Object, subresource stri
 	if err != nil {
 		return nil, err
 	}
-	if u, ok := keep.(*unstructured.Unstructured); ok {
+	if u, ok := keep.(*unstructured.Unstructured); ok && subresource != "" {
 		// The converter hands back an unstructured object's own map, and
-		// keep may be the stored object the update compares against.
+		// here keep is the stored object the update compares against.
 		keep = u.DeepCopy()
 	}
 	dst, err := runtime.DefaultUnstructuredConverter.ToUnstructured(keep)

@@ -76,7 +76,6 @@ func CustomResourceTypes(crd *apiextensionsv1.CustomResourceDefinition) ([]*Type
 
 // crStrategy holds what one version's hooks share.
 type crStrategy struct {
-	gvk        schema.GroupVersionKind
 	structural *structuralschema.Structural
 	validator  apiservervalidation.SchemaValidator
 	// statusValidator checks status alone, as a status write does.
@@ -117,7 +116,7 @@ func customResourceType(crd *apiextensionsv1.CustomResourceDefinition, v apiexte
 		return l
 	}
 
-	st := &crStrategy{gvk: gvk, preserve: crd.Spec.PreserveUnknownFields}
+	st := &crStrategy{preserve: crd.Spec.PreserveUnknownFields}
 	if err := st.compileSchema(crd, v.Name); err != nil {
 		return nil, err
 	}

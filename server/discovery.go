@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/labstack/echo/v4"
 	apidiscoveryv2 "k8s.io/api/apidiscovery/v2"
@@ -29,58 +30,46 @@ func (s *Server) discoveryRoutes(e *echo.Echo) {
 	})
 }
 
-// aggregated reports whether the client asked for aggregated discovery
-// (apidiscovery.k8s.io/v2; v2beta1 is no longer served, as on
-// kube-apiserver 1.35) and in which media type; "" means legacy.
-func aggregated(accept string) (version, mediaType string) {
+// discoveryForm reads a discovery request's Accept: the media type of
+// aggregated discovery (apidiscovery.k8s.io/v2; v2beta1 is no longer
+// served, as on kube-apiserver 1.35), or "" for the legacy documents. An
+// Accept that names only forms Tabula does not serve (an older aggregated
+// version) is kube-apiserver's 406.
+func discoveryForm(accept string) (aggregatedType string, err error) {
+	legacy := strings.TrimSpace(accept) == ""
 	for _, part := range strings.Split(accept, ",") {
 		p := strings.ReplaceAll(strings.TrimSpace(part), " ", "")
-		if !strings.Contains(p, "g=apidiscovery.k8s.io") || !strings.Contains(p, "as=APIGroupDiscoveryList") || !strings.Contains(p, "v=v2;") && !strings.HasSuffix(p, "v=v2") {
+		mt, params, _ := strings.Cut(p, ";")
+		if !strings.Contains(params, "as=") {
+			switch mt {
+			case codecs.JSON, codecs.YAML, codecs.Protobuf, "*/*", "application/*":
+				legacy = true
+			}
 			continue
 		}
-		if strings.HasPrefix(p, codecs.Protobuf) {
-			return "v2", codecs.Protobuf
-		}
-		return "v2", codecs.JSON
-	}
-	return "", ""
-}
-
-// legacyAcceptable reports whether accept takes the legacy discovery
-// documents: it names a plain media type they come in (or any), not only
-// views such as an older aggregated version.
-func legacyAcceptable(accept string) bool {
-	if strings.TrimSpace(accept) == "" {
-		return true
-	}
-	for _, part := range strings.Split(accept, ",") {
-		mt, params, _ := strings.Cut(strings.ReplaceAll(strings.TrimSpace(part), " ", ""), ";")
-		if strings.Contains(params, "as=") {
-			continue
-		}
-		switch mt {
-		case codecs.JSON, codecs.YAML, codecs.Protobuf, "*/*", "application/*":
-			return true
+		if strings.Contains(params, "g=apidiscovery.k8s.io") && strings.Contains(params, "as=APIGroupDiscoveryList") &&
+			(strings.Contains(params, "v=v2;") || strings.HasSuffix(params, "v=v2")) {
+			if mt == codecs.Protobuf {
+				return codecs.Protobuf, nil
+			}
+			return codecs.JSON, nil
 		}
 	}
-	return false
-}
-
-// discoveryNotAcceptable is kube-apiserver's 406 for discovery requests
-// it has no form for.
-func discoveryNotAcceptable() error {
-	return &apierrors.StatusError{ErrStatus: metav1.Status{
-		Status: metav1.StatusFailure, Code: http.StatusNotAcceptable, Reason: metav1.StatusReasonNotAcceptable,
-		Message: "only the following media types are accepted: application/json, application/yaml, application/vnd.kubernetes.protobuf",
-	}}
+	if !legacy {
+		return "", &apierrors.StatusError{ErrStatus: metav1.Status{
+			Status: metav1.StatusFailure, Code: http.StatusNotAcceptable, Reason: metav1.StatusReasonNotAcceptable,
+			Message: "only the following media types are accepted: " + codecs.Offer{Protobuf: true}.Available(),
+		}}
+	}
+	return "", nil
 }
 
 func (s *Server) getAPI(c echo.Context) error {
-	if v, mt := aggregated(c.Request().Header.Get("Accept")); v != "" {
-		return s.writeAggregated(c, v, mt, true)
-	}
-	if !legacyAcceptable(c.Request().Header.Get("Accept")) {
-		return discoveryNotAcceptable()
+	if mt, err := discoveryForm(c.Request().Header.Get("Accept")); err != nil || mt != "" {
+		if err != nil {
+			return err
+		}
+		return s.writeAggregated(c, mt, true)
 	}
 	return s.writeJSON(c, http.StatusOK, &metav1.APIVersions{
 		TypeMeta: metav1.TypeMeta{Kind: "APIVersions"},
@@ -113,11 +102,11 @@ func (s *Server) groups() []metav1.APIGroup {
 }
 
 func (s *Server) getAPIs(c echo.Context) error {
-	if v, mt := aggregated(c.Request().Header.Get("Accept")); v != "" {
-		return s.writeAggregated(c, v, mt, false)
-	}
-	if !legacyAcceptable(c.Request().Header.Get("Accept")) {
-		return discoveryNotAcceptable()
+	if mt, err := discoveryForm(c.Request().Header.Get("Accept")); err != nil || mt != "" {
+		if err != nil {
+			return err
+		}
+		return s.writeAggregated(c, mt, false)
 	}
 	return s.writeJSON(c, http.StatusOK, &metav1.APIGroupList{
 		TypeMeta: metav1.TypeMeta{Kind: "APIGroupList", APIVersion: "v1"},
@@ -170,12 +159,12 @@ func (s *Server) getResourceList(c echo.Context, group, version string) error {
 	return s.writeJSON(c, http.StatusOK, list)
 }
 
-func (s *Server) writeAggregated(c echo.Context, version, mediaType string, legacy bool) error {
-	var obj runtime.Object = s.aggregatedV2(legacy)
-	ct := mediaType + ";g=apidiscovery.k8s.io;v=" + version + ";as=APIGroupDiscoveryList"
+func (s *Server) writeAggregated(c echo.Context, mediaType string, legacy bool) error {
+	obj := s.aggregatedV2(legacy)
+	ct := mediaType + ";g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
 	var body bytes.Buffer
 	if mediaType == codecs.Protobuf {
-		b, err := s.discoveryProtobuf(obj, version)
+		b, err := discoveryCodec().ProtobufBytes(obj)
 		if err != nil {
 			return err
 		}
@@ -263,13 +252,13 @@ func aggregatedResource(t *schema.Type) apidiscoveryv2.APIResourceDiscovery {
 	return r
 }
 
-// discoveryProtobuf encodes an aggregated discovery document with the
-// Kubernetes Protobuf envelope.
-func (s *Server) discoveryProtobuf(obj runtime.Object, version string) ([]byte, error) {
+// discoveryCodec encodes aggregated discovery documents in the Kubernetes
+// Protobuf envelope.
+var discoveryCodec = sync.OnceValue(func() *codecs.Codec {
 	sch := runtime.NewScheme()
 	_ = apidiscoveryv2.AddToScheme(sch)
-	return codecs.New(sch).ProtobufBytes(obj)
-}
+	return codecs.New(sch)
+})
 
 func (s *Server) writeJSON(c echo.Context, code int, v any) error {
 	c.Response().Header().Set(echo.HeaderContentType, codecs.JSON)

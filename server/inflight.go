@@ -60,9 +60,10 @@ func (s *Server) limitInflight(next echo.HandlerFunc) echo.HandlerFunc {
 			return next(c)
 		}
 		s.metrics.dropped.WithLabelValues(kind).Inc()
-		// kube-apiserver's answer, plain text as its filter writes it.
+		// kube-apiserver's answer, written as its filter writes it.
 		c.Response().Header().Set("Retry-After", "1")
-		return c.String(http.StatusTooManyRequests, "Too many requests, please try again later.\n")
+		http.Error(c.Response(), "Too many requests, please try again later.", http.StatusTooManyRequests)
+		return nil
 	}
 }
 

@@ -56,8 +56,10 @@ func TestInflightLimits(t *testing.T) {
 	// Watched through the gauge, which takes no slot itself.
 	h.waitFor("the slot taken", func() bool { return gaugeValue(t, metrics, "apiserver_current_inflight_requests", "readOnly") == 1 })
 	rec = h.do("GET", "/api/v1/namespaces/default/configmaps", as("tok-alice"), nil)
-	if rec.Code != http.StatusTooManyRequests || rec.Header().Get("Retry-After") != "1" {
-		t.Errorf("read with the pool full: %d Retry-After %q; want 429 and 1", rec.Code, rec.Header().Get("Retry-After"))
+	if rec.Code != http.StatusTooManyRequests || rec.Header().Get("Retry-After") != "1" ||
+		rec.Header().Get("Content-Type") != "text/plain; charset=utf-8" || rec.Body.String() != "Too many requests, please try again later.\n" {
+		t.Errorf("read with the pool full: %d Retry-After %q %q %q; want kube-apiserver's 429", rec.Code, rec.Header().Get("Retry-After"),
+			rec.Header().Get("Content-Type"), rec.Body)
 	}
 	for what, code := range map[string]int{
 		"watch":              h.do("GET", "/api/v1/namespaces/default/configmaps?watch=1&timeoutSeconds=1", as("tok-alice"), nil).Code,

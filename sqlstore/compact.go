@@ -177,8 +177,10 @@ func (s *Store) Expired(ctx context.Context, resource string, now time.Time, lim
 		if err := rows.Scan(&r.Namespace, &r.Name, &r.Rev, &r.CreatedRev, &r.Value); err != nil {
 			return nil, err
 		}
-		if r.Value, err = s.open(r.Key, r.Value); err != nil {
-			return nil, err
+		if s.opts.Values != nil {
+			if r.Value, err = s.open(r.Key, r.Value); err != nil {
+				return nil, err
+			}
 		}
 		out = append(out, r)
 	}

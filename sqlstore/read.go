@@ -27,7 +27,9 @@ func (s *Store) Get(ctx context.Context, key kv.Key) (kv.Record, error) {
 	if err != nil {
 		return r, unavailable(err)
 	}
-	r.Value, err = s.open(key, r.Value)
+	if s.opts.Values != nil { // else the scanned value is ours already
+		r.Value, err = s.open(key, r.Value)
+	}
 	return r, err
 }
 

@@ -18,8 +18,8 @@ const defaultBump = 1_000_000_000
 
 // dbFlags are the database flags backup and restore share with serve.
 func dbFlags(fs *flag.FlagSet) (db, dataDir *string) {
-	db = fs.String("db", envOr("TABULA_DB", "sqlite://state.db"), "database `URL` (as for tabula serve)")
-	dataDir = fs.String("data-dir", envOr("TABULA_DATA_DIR", "tabula-data"), "directory a relative SQLite path is in")
+	db = fs.String("db", envOr(envName("db"), defaultDB), "database `URL` (as for tabula serve)")
+	dataDir = fs.String("data-dir", envOr(envName("data-dir"), NewMain().Config.DataDir), "directory a relative SQLite path is in")
 	return db, dataDir
 }
 

@@ -126,6 +126,9 @@ type Main struct {
 	done   chan struct{}
 }
 
+// defaultDB is the database without --db: SQLite in the data directory.
+const defaultDB = "sqlite://state.db"
+
 // NewMain returns a Main with the defaults.
 func NewMain() *Main {
 	return &Main{Config: Config{
@@ -274,7 +277,7 @@ func (m *Main) Run(ctx context.Context) error {
 	}
 	db := c.DB
 	if db == "" {
-		db = "sqlite://state.db"
+		db = defaultDB
 	}
 	dataDir, err := filepath.Abs(c.DataDir)
 	if err != nil {
