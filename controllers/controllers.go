@@ -380,7 +380,7 @@ func (m *Manager) ensureDefaults(ctx context.Context) error {
 		sas := m.api.MustLookup("", "v1", "serviceaccounts")
 		if _, err := sas.GetRecord(ctx, ns.Name, "default"); apierrors.IsNotFound(err) {
 			sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}
-			if _, err := sas.Create(ctx, ns.Name, sa, registry.WriteOptions{}); err != nil && !ignorable(err) {
+			if _, err := sas.Create(ctx, ns.Name, sa, registry.WriteOptions{Manager: registry.ManagerControllerManager}); err != nil && !ignorable(err) {
 				return err
 			}
 		}
@@ -392,7 +392,7 @@ func (m *Manager) ensureDefaults(ctx context.Context) error {
 				}},
 				Data: map[string]string{"ca.crt": string(m.cfg.CABundle)},
 			}
-			if _, err := cms.Create(ctx, ns.Name, cm, registry.WriteOptions{}); err != nil && !ignorable(err) {
+			if _, err := cms.Create(ctx, ns.Name, cm, registry.WriteOptions{Manager: registry.ManagerControllerManager}); err != nil && !ignorable(err) {
 				return err
 			}
 		}

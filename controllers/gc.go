@@ -441,7 +441,7 @@ func (m *Manager) mutateMeta(ctx context.Context, x *registry.Resource, namespac
 		}
 		acc.SetResourceVersion("") // retried on conflict
 		return cur, nil
-	}, registry.UpdateOptions{Subresource: subresource})
+	}, registry.UpdateOptions{Subresource: subresource, WriteOptions: registry.WriteOptions{Manager: registry.ManagerControllerManager}})
 	if apierrors.IsNotFound(err) {
 		return nil
 	}

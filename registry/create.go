@@ -25,6 +25,12 @@ import (
 type WriteOptions struct {
 	// DryRun runs every step but the store write.
 	DryRun bool
+	// Manager names who writes, for managedFields (kube-apiserver's
+	// fieldManager, or the User-Agent's first part); "" is the server.
+	Manager string
+	// fieldsTracked: the write's managedFields are already done (an
+	// apply computes them while it merges).
+	fieldsTracked bool
 }
 
 // Result is an object as a write left it: Rec is the stored record (zero
@@ -40,6 +46,11 @@ type Result struct {
 // Types): server-owned metadata is filled, the Type's strategy runs, the
 // object is validated and the namespace must admit it.
 func (x *Resource) Create(ctx context.Context, namespace string, obj runtime.Object, opts WriteOptions) (res Result, err error) {
+	// managedFields record what the writer sent, before admission and
+	// the kind's storage (allocated addresses, priorities) add theirs.
+	if obj, err = x.trackFields(nil, obj, opts, ""); err != nil {
+		return Result{}, err
+	}
 	if x.hooks != nil {
 		if err := x.checkNamespace(mustAccessor(obj), namespace); err != nil {
 			return Result{}, err
@@ -121,7 +132,6 @@ func (x *Resource) prepareCreate(namespace string, obj runtime.Object) (metav1.O
 	acc.SetDeletionTimestamp(nil)
 	acc.SetDeletionGracePeriodSeconds(nil)
 	acc.SetSelfLink("")
-	acc.SetManagedFields(nil)
 	if x.t.PrepareForCreate != nil {
 		x.t.PrepareForCreate(obj)
 	}

@@ -85,7 +85,7 @@ func (x *Resource) UpdateScale(ctx context.Context, namespace, name string, muta
 		}
 		acc.SetResourceVersion(sc.ResourceVersion)
 		return obj, nil
-	}, UpdateOptions{WriteOptions: opts})
+	}, UpdateOptions{WriteOptions: opts, trackedAs: "scale"})
 	if err != nil {
 		return nil, Result{}, err
 	}

@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -42,16 +43,23 @@ type UpdateOptions struct {
 	// validated itself, which kube-apiserver writes to storage without the
 	// kind's update validation (pods/binding sets the immutable nodeName).
 	SkipValidation bool
+	// createByApply: an apply creates the object when it is missing.
+	createByApply bool
+	// trackedAs names the subresource managedFields record the write
+	// under when it is not Subresource (a scale write is stored as an
+	// update of the main resource).
+	trackedAs string
 }
 
-// Update runs read-modify-write with compare-and-swap. created reports an
+// Update runs read-modify-write with compare-and-swap; managedFields
+// record what the write changed (opts.Manager's Update entry). created reports an
 // update that created the object. An object being deleted whose last
 // finalizer the update removes is deleted.
 func (x *Resource) Update(ctx context.Context, namespace, name string, mutate MutateFunc, opts UpdateOptions) (res Result, created bool, err error) {
 	for attempt := 0; ; attempt++ {
 		cur, err := x.g.store.Get(ctx, x.Key(namespace, name))
 		if errors.Is(err, kv.ErrNotFound) {
-			if !x.t.AllowCreateOnUpdate || !opts.CreateMissing {
+			if !(x.t.AllowCreateOnUpdate && opts.CreateMissing) && !opts.createByApply {
 				return Result{}, false, x.NotFound(name)
 			}
 			obj, err := mutate(nil)
@@ -87,6 +95,13 @@ func (x *Resource) Update(ctx context.Context, namespace, name string, mutate Mu
 			return Result{}, false, err
 		}
 		if err := checkName(obj, name); err != nil {
+			return Result{}, false, err
+		}
+		tracked := opts.Subresource
+		if opts.trackedAs != "" {
+			tracked = opts.trackedAs
+		}
+		if obj, err = x.trackFields(old, obj, opts.WriteOptions, tracked); err != nil {
 			return Result{}, false, err
 		}
 		acc, err := meta.Accessor(obj)
@@ -151,11 +166,18 @@ func (x *Resource) storeUpdate(ctx context.Context, namespace, name string, obj,
 	var rec kv.Record
 	oldAcc := mustAccessor(old)
 	deleted := acc.GetDeletionTimestamp() != nil && len(acc.GetFinalizers()) == 0 && !x.t.RemovedByController
+	enc := x.encoder(obj)
 	if deleted {
 		// The last finalizer is gone: the pending delete completes.
-		rec, err = x.g.store.Delete(ctx, x.Key(namespace, name), cur.Rev, x.encoder(obj))
+		rec, err = x.g.store.Delete(ctx, x.Key(namespace, name), cur.Rev, enc)
 	} else {
-		rec, err = x.g.store.Update(ctx, x.Key(namespace, name), cur.Rev, x.encoder(obj))
+		// A write that changes nothing is not stored: the resourceVersion
+		// stays and watchers hear nothing, as on kube-apiserver (a no-op
+		// apply or a PUT of what was read).
+		if e, err := enc(cur.Rev); err == nil && bytes.Equal(e.Value, cur.Value) {
+			return Result{Rec: cur, Obj: obj, Warnings: warnings}, false, nil
+		}
+		rec, err = x.g.store.Update(ctx, x.Key(namespace, name), cur.Rev, enc)
 	}
 	if errors.Is(err, kv.ErrConflict) && !conditional && attempt < maxUpdateRetries {
 		return Result{}, true, nil
@@ -214,9 +236,6 @@ func (x *Resource) prepareUpdate(obj, old runtime.Object, subresource string) er
 		acc.SetGeneration(oacc.GetGeneration()) // a subresource's own Prepare keeps it
 	}
 	acc.SetSelfLink("")
-	// managedFields are not tracked yet: keep the stored ones rather than
-	// trusting (possibly malformed) client-sent entries.
-	acc.SetManagedFields(oacc.GetManagedFields())
 	// Subresource writes were already narrowed; the Type's hook guards
 	// the main resource.
 	if x.t.PrepareForUpdate != nil && subresource == "" {

@@ -57,10 +57,15 @@ func NewBuiltin() *Registry {
 	r := NewRegistry(NewScheme())
 	for _, t := range builtinTypes() {
 		decorate(t)
+		t.ManagedFields = builtinManagedFields(t)
 		r.Add(t)
 	}
 	for _, k := range kubeKinds() {
-		r.Add(k.build(r.Scheme))
+		t := k.build(r.Scheme)
+		if !t.Virtual {
+			t.ManagedFields = builtinManagedFields(t)
+		}
+		r.Add(t)
 	}
 	return r
 }

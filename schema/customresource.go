@@ -60,12 +60,16 @@ func CustomResourceTypes(crd *apiextensionsv1.CustomResourceDefinition) ([]*Type
 	// One copy, shared by the versions' hooks (the OpenAPI builders read
 	// it later): the caller may reuse its CRD.
 	crd = crd.DeepCopy()
+	types := customTypeConverter(crd)
 	var out []*Type
 	for _, v := range crd.Spec.Versions {
 		if !v.Served {
 			continue
 		}
 		t, err := customResourceType(crd, v, storage)
+		if err == nil {
+			t.ManagedFields = customManagedFields(types, t, t.Coerce)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("%s version %s: %w", crd.Name, v.Name, err)
 		}

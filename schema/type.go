@@ -57,6 +57,10 @@ type Type struct {
 	OpenAPIV3 func() (*spec3.OpenAPI, error)
 	OpenAPIV2 func() (*spec.Swagger, error)
 
+	// ManagedFields describes the kind to field management (managedFields
+	// and Server-Side Apply); nil for kinds that are never stored.
+	ManagedFields func() (*ManagedFields, error)
+
 	// ToStorage converts an object of this Type to the stored form and
 	// FromStorage back; nil means the served form is the stored form.
 	ToStorage   func(runtime.Object) (runtime.Object, error)

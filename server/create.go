@@ -55,7 +55,7 @@ func isObjectMediaType(mt string) bool {
 
 // createObject creates a decoded object through the registry and answers.
 func (r *request) createObject(obj runtime.Object, dryRun bool) error {
-	res, err := r.res.Create(r.ctx, r.ri.Namespace, obj, registry.WriteOptions{DryRun: dryRun})
+	res, err := r.res.Create(r.ctx, r.ri.Namespace, obj, registry.WriteOptions{DryRun: dryRun, Manager: r.manager()})
 	if err != nil {
 		return err
 	}

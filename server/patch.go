@@ -17,15 +17,19 @@ import (
 
 	"github.com/tabula-dev/tabula/apply"
 	"github.com/tabula-dev/tabula/codecs"
+	"github.com/tabula-dev/tabula/registry"
 	"github.com/tabula-dev/tabula/schema"
 )
 
-// patch handles PATCH of one object in the three client-side patch
-// formats; Server-Side Apply is not served yet (415).
+// patch handles PATCH of one object: the three client-side patch formats
+// and Server-Side Apply.
 func (r *request) patch() error {
 	p, err := r.readPatch()
 	if err != nil {
 		return err
+	}
+	if p.kind == apply.ServerSideApply {
+		return r.serverSideApply(p)
 	}
 	return r.updateObject(func(current runtime.Object) (runtime.Object, error) {
 		if current == nil {
@@ -62,6 +66,10 @@ func (r *request) readPatch() (*patchRequest, error) {
 		if r.t.New == nil || r.t.Unstructured {
 			return nil, unsupportedPatch()
 		}
+	case apply.ServerSideApply:
+		if r.ri.Subresource != "" && r.ri.Subresource != "status" {
+			return nil, unsupportedPatch()
+		}
 	default:
 		return nil, unsupportedPatch()
 	}
@@ -74,8 +82,9 @@ func (r *request) readPatch() (*patchRequest, error) {
 	}
 	p := &patchRequest{r: r, kind: kind, body: body, fv: fv, dryRun: dryRun}
 	// Duplicate keys in the patch document itself count as field problems
-	// too (JSON Patch is a list of operations, checked by its decoder).
-	if kind != apply.JSONPatch {
+	// too (JSON Patch is a list of operations, checked by its decoder; an
+	// applied configuration is YAML, checked when it is applied).
+	if kind != apply.JSONPatch && kind != apply.ServerSideApply {
 		var doc map[string]any
 		if strictErrs, err := sigsjson.UnmarshalStrict(body, &doc); err == nil {
 			for _, e := range strictErrs {
@@ -167,4 +176,32 @@ func patchError(err error) error {
 		}}
 	}
 	return err
+}
+
+// serverSideApply merges an applied configuration into the object as the
+// request's field manager, creating the object when it does not exist.
+func (r *request) serverSideApply(p *patchRequest) error {
+	if p.fv != fvIgnore {
+		// Duplicate fields (kube-apiserver checks them once the apply is
+		// done; here before, with the same answer).
+		if err := apply.StrictProblems(p.body); err != nil {
+			if p.fv == fvStrict {
+				return apierrors.NewBadRequest("error strict decoding YAML: " + err.Error())
+			}
+			r.warn(err.Error())
+		}
+	}
+	res, created, err := r.res.Apply(r.ctx, r.ri.Namespace, r.ri.Name, p.body, registry.ApplyOptions{
+		WriteOptions: registry.WriteOptions{DryRun: p.dryRun, Manager: r.manager()},
+		Subresource:  r.ri.Subresource,
+		Force:        queryBool(r.c.QueryParams(), "force"),
+	})
+	if err != nil {
+		return err
+	}
+	code := http.StatusOK
+	if created {
+		code = http.StatusCreated
+	}
+	return r.writeResult(code, res)
 }

@@ -21,7 +21,7 @@ func (r *request) update() error {
 // of a missing object of a Type that allows it creates the object (201).
 func (r *request) updateObject(mutate registry.MutateFunc, dryRun bool) error {
 	res, created, err := r.res.Update(r.ctx, r.ri.Namespace, r.ri.Name, mutate, registry.UpdateOptions{
-		WriteOptions:  registry.WriteOptions{DryRun: dryRun},
+		WriteOptions:  registry.WriteOptions{DryRun: dryRun, Manager: r.manager()},
 		Subresource:   r.ri.Subresource,
 		CreateMissing: r.verb == "update",
 	})

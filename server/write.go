@@ -1,9 +1,12 @@
 package server
 
 import (
+	"mime"
 	"net/http"
 	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -40,7 +43,18 @@ func optionsKind(verb string) string {
 func (r *request) writeOptions() (fieldValidation, bool, error) {
 	// kube-apiserver's option validation: fieldManager first (at most 128
 	// printable characters; it names a managedFields entry).
-	errs := metav1validation.ValidateFieldManager(r.c.QueryParam("fieldManager"), field.NewPath("fieldManager"))
+	var errs field.ErrorList
+	if r.verb == "patch" {
+		// kube-apiserver's PatchOptions rules come first.
+		if !isApply(r.c.Request().Header.Get("Content-Type")) {
+			if _, ok := r.c.QueryParams()["force"]; ok {
+				errs = append(errs, field.Forbidden(field.NewPath("force"), "may not be specified for non-apply patch"))
+			}
+		} else if r.c.QueryParam("fieldManager") == "" {
+			errs = append(errs, field.Required(field.NewPath("fieldManager"), "is required for apply patch"))
+		}
+	}
+	errs = append(errs, metav1validation.ValidateFieldManager(r.c.QueryParam("fieldManager"), field.NewPath("fieldManager"))...)
 	fv := fieldValidation(r.c.QueryParam("fieldValidation"))
 	switch fv {
 	case "":
@@ -130,3 +144,34 @@ func (r *request) warn(text string) {
 func addWarning(h http.Header, text string) {
 	h.Add("Warning", "299 - "+strconv.Quote(text))
 }
+
+// isApply reports a Server-Side Apply content type (YAML or CBOR).
+func isApply(contentType string) bool {
+	ct, _, _ := mime.ParseMediaType(contentType)
+	return ct == codecs.ApplyPatch || ct == codecs.ApplyPatchCBOR
+}
+
+// manager is the field manager the request's writes record: the
+// fieldManager parameter, or else what precedes the first "/" of the
+// User-Agent, printable characters only, at most 128 bytes (as
+// kube-apiserver derives it).
+func (r *request) manager() string {
+	if m := r.c.QueryParam("fieldManager"); m != "" {
+		return m
+	}
+	ua, _, _ := strings.Cut(r.c.Request().UserAgent(), "/")
+	var b strings.Builder
+	for _, c := range ua {
+		if !unicode.IsPrint(c) {
+			continue
+		}
+		if b.Len()+utf8.RuneLen(c) > maxFieldManagerLength {
+			break
+		}
+		b.WriteRune(c)
+	}
+	return b.String()
+}
+
+// maxFieldManagerLength is kube's limit on a field manager's name.
+const maxFieldManagerLength = 128

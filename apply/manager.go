@@ -1,0 +1,149 @@
+package apply
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/managedfields"
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
+	"sigs.k8s.io/yaml"
+
+	"github.com/tabula-dev/tabula/schema"
+)
+
+// ServerSideApply is the media type of a Server-Side Apply patch (YAML,
+// or JSON, which is YAML too).
+const ServerSideApply Kind = "application/apply-patch+yaml"
+
+// Manager keeps the managedFields of one kind's objects as written
+// through one subresource ("" for the main resource), with kube's own
+// field manager (k8s.io/apimachinery/pkg/util/managedfields) on the
+// kind's structured-merge-diff types: the same ownership, conflicts and
+// merges as kube-apiserver's, the same encoding of the entries.
+type Manager struct {
+	t  *schema.Type
+	mf *schema.ManagedFields
+	fm *managedfields.FieldManager
+}
+
+// NewManager returns the field manager of t written through subresource.
+// reset names the top-level fields such writes never change (the status
+// of the main resource, the spec of the status subresource): nobody
+// comes to own them by writing them there, as kube's strategies' reset
+// fields say.
+func NewManager(t *schema.Type, subresource string, reset ...string) (*Manager, error) {
+	if t.ManagedFields == nil {
+		return nil, fmt.Errorf("%s: no field management", t.GroupVersionKind())
+	}
+	mf, err := t.ManagedFields()
+	if err != nil {
+		return nil, err
+	}
+	var resetFields map[fieldpath.APIVersion]fieldpath.Filter
+	if len(reset) > 0 {
+		set := fieldpath.NewSet()
+		for _, f := range reset {
+			set.Insert(fieldpath.MakePathOrDie(f))
+		}
+		resetFields = fieldpath.NewExcludeFilterSetMap(map[fieldpath.APIVersion]*fieldpath.Set{
+			fieldpath.APIVersion(t.GroupVersion().String()): set,
+		})
+	}
+	newManager := managedfields.NewDefaultFieldManager
+	if mf.Custom {
+		newManager = managedfields.NewDefaultCRDFieldManager
+	}
+	fm, err := newManager(mf.Types, mf.Convertor, mf.Defaulter, mf.Creater, t.GroupVersionKind(), mf.Hub, subresource, resetFields)
+	if err != nil {
+		return nil, err
+	}
+	return &Manager{t: t, mf: mf, fm: fm}, nil
+}
+
+// Update records in obj's managedFields what manager changed from live
+// to obj (operation Update). live is an empty object for a create. A
+// body that sets managedFields to [] or [{}] resets them; a body without
+// them keeps the live ones. A built-in object is defaulted first, as
+// kube-apiserver decodes request bodies, so the writer owns the defaults
+// of what it wrote (custom resources were defaulted when decoded).
+func (m *Manager) Update(live, obj runtime.Object, manager string) runtime.Object {
+	if !m.mf.Custom {
+		m.mf.Defaulter.Default(obj)
+	}
+	return m.fm.UpdateNoErrors(live, obj, manager)
+}
+
+// Empty is the live object a create starts from.
+func (m *Manager) Empty() runtime.Object {
+	obj := m.t.New()
+	obj.GetObjectKind().SetGroupVersionKind(m.t.GroupVersionKind())
+	return obj
+}
+
+// Apply merges the applied configuration patch (YAML or JSON) into live
+// as manager (operation Apply) and returns the object to store, in the
+// Type's own form. Fields other managers own with other values are a
+// 409 Conflict listing each, unless force takes them over.
+func (m *Manager) Apply(live runtime.Object, patch []byte, manager string, force bool) (runtime.Object, error) {
+	applied := &unstructured.Unstructured{Object: map[string]interface{}{}}
+	if err := yaml.Unmarshal(patch, &applied.Object); err != nil {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("error decoding YAML: %v", err))
+	}
+	obj, err := m.fm.Apply(live, applied, manager, force)
+	if err != nil {
+		return nil, serverError(err)
+	}
+	// Built-in kinds come back in kube's internal version.
+	if gvk := obj.GetObjectKind().GroupVersionKind(); gvk != m.t.GroupVersionKind() {
+		if obj, err = m.mf.Convertor.ConvertToVersion(obj, m.t.GroupVersion()); err != nil {
+			return nil, serverError(err)
+		}
+		obj.GetObjectKind().SetGroupVersionKind(m.t.GroupVersionKind())
+	}
+	return obj, nil
+}
+
+// StrictProblems reports the duplicate fields of an applied
+// configuration, which fieldValidation Strict refuses and Warn reports;
+// a configuration that does not parse at all is Apply's to refuse.
+func StrictProblems(patch []byte) error {
+	var doc map[string]interface{}
+	if yaml.Unmarshal(patch, &doc) != nil {
+		return nil
+	}
+	return yaml.UnmarshalStrict(patch, &doc)
+}
+
+// serverError keeps the field manager's Status errors (400, 409) and
+// answers anything else as kube-apiserver answers an error that is not a
+// Status: 500 with the error's text and no reason.
+func serverError(err error) error {
+	var st apierrors.APIStatus
+	if errors.As(err, &st) {
+		return err
+	}
+	return &apierrors.StatusError{ErrStatus: metav1.Status{
+		Status: metav1.StatusFailure, Code: http.StatusInternalServerError, Message: err.Error(),
+	}}
+}
+
+// SetsResourceVersion reports whether an applied configuration names a
+// resourceVersion, making the apply conditional on it.
+func SetsResourceVersion(patch []byte) bool {
+	var doc struct {
+		Metadata struct {
+			ResourceVersion *string `json:"resourceVersion"`
+		} `json:"metadata"`
+	}
+	j, err := yaml.YAMLToJSON(patch)
+	if err != nil || json.Unmarshal(j, &doc) != nil {
+		return false
+	}
+	return doc.Metadata.ResourceVersion != nil && *doc.Metadata.ResourceVersion != ""
+}

@@ -1,0 +1,128 @@
+package registry
+
+import (
+	"context"
+	"net/http"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/tabula-dev/tabula/apply"
+	"github.com/tabula-dev/tabula/schema"
+)
+
+// Field managers of the server's own writes, named as kube-apiserver's
+// managedFields name them: what kube-apiserver writes itself, and what
+// kube-controller-manager's controllers write (Tabula runs those in
+// process).
+const (
+	ManagerAPIServer         = "kube-apiserver"
+	ManagerControllerManager = "kube-controller-manager"
+)
+
+// manager is the field manager a write records, the server's own when
+// the caller names none.
+func (o WriteOptions) manager() string {
+	if o.Manager == "" {
+		return ManagerAPIServer
+	}
+	return o.Manager
+}
+
+// fieldManager returns the field manager of writes through subresource,
+// or nil for kinds without field management.
+func (x *Resource) fieldManager(subresource string) (*apply.Manager, error) {
+	if x.t.ManagedFields == nil {
+		return nil, nil
+	}
+	return apply.NewManager(x.t, subresource, x.resetFields(subresource)...)
+}
+
+// resetFields are the top-level fields a write through subresource never
+// changes (narrowToSubresource puts the stored ones back), so writing
+// them there gives no ownership: as kube-apiserver's strategies reset
+// status on the main resource and spec on the status subresource.
+func (x *Resource) resetFields(subresource string) []string {
+	switch {
+	case subresource == "" && x.t.HasSubresource("status"):
+		return []string{"status"}
+	case subresource == "status":
+		return []string{"spec"}
+	}
+	return nil
+}
+
+// trackFields records in obj's managedFields what the write changes from
+// live (nil for a create).
+func (x *Resource) trackFields(live, obj runtime.Object, opts WriteOptions, subresource string) (runtime.Object, error) {
+	if opts.fieldsTracked {
+		return obj, nil
+	}
+	fm, err := x.fieldManager(subresource)
+	if err != nil || fm == nil {
+		return obj, err
+	}
+	if live == nil {
+		live = fm.Empty()
+	}
+	return fm.Update(live, obj, opts.manager()), nil
+}
+
+// ApplyOptions are a Server-Side Apply's options.
+type ApplyOptions struct {
+	WriteOptions
+	// Subresource is "" or "status".
+	Subresource string
+	// Force takes over fields other managers own.
+	Force bool
+}
+
+// Apply merges an applied configuration (YAML or JSON) into the named
+// object as opts.Manager, creating the object when it does not exist
+// (only through the main resource). created reports a create.
+func (x *Resource) Apply(ctx context.Context, namespace, name string, patch []byte, opts ApplyOptions) (res Result, created bool, err error) {
+	fm, err := x.fieldManager(opts.Subresource)
+	if err != nil {
+		return Result{}, false, err
+	}
+	if fm == nil {
+		return Result{}, false, unsupportedApply(x.t)
+	}
+	conditional := apply.SetsResourceVersion(patch)
+	mutate := func(cur runtime.Object) (runtime.Object, error) {
+		live := cur
+		if live == nil {
+			live = fm.Empty()
+		}
+		obj, err := fm.Apply(live, patch, opts.manager(), opts.Force)
+		if err != nil {
+			return nil, err
+		}
+		if !conditional {
+			// An apply without a resourceVersion applies to whatever is
+			// current: the update retries on conflict instead of failing.
+			if acc, err := meta.Accessor(obj); err == nil {
+				acc.SetResourceVersion("")
+			}
+		}
+		return obj, nil
+	}
+	wo := opts.WriteOptions
+	wo.fieldsTracked = true
+	return x.Update(ctx, namespace, name, mutate, UpdateOptions{
+		WriteOptions:  wo,
+		Subresource:   opts.Subresource,
+		createByApply: opts.Subresource == "",
+	})
+}
+
+// unsupportedApply is the 415 for a kind without field management.
+func unsupportedApply(t *schema.Type) error {
+	return &apierrors.StatusError{ErrStatus: metav1.Status{
+		Status: metav1.StatusFailure, Code: http.StatusUnsupportedMediaType, Reason: metav1.StatusReasonUnsupportedMediaType,
+		Message: "apply is not supported for " + t.GroupResource().String(), Details: &metav1.StatusDetails{},
+	}}
+}
