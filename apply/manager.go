@@ -33,11 +33,7 @@ type Manager struct {
 }
 
 // NewManager returns the field manager of t written through subresource.
-// reset names the top-level fields such writes never change (the status
-// of the main resource, the spec of the status subresource): nobody
-// comes to own them by writing them there, as kube's strategies' reset
-// fields say.
-func NewManager(t *schema.Type, subresource string, reset ...string) (*Manager, error) {
+func NewManager(t *schema.Type, subresource string) (*Manager, error) {
 	if t.ManagedFields == nil {
 		return nil, fmt.Errorf("%s: no field management", t.GroupVersionKind())
 	}
@@ -45,13 +41,13 @@ func NewManager(t *schema.Type, subresource string, reset ...string) (*Manager, 
 	if err != nil {
 		return nil, err
 	}
-	var resetFields map[fieldpath.APIVersion]fieldpath.Filter
-	if len(reset) > 0 {
+	var filters map[fieldpath.APIVersion]fieldpath.Filter
+	if reset := resetFields(t, subresource); len(reset) > 0 {
 		set := fieldpath.NewSet()
 		for _, f := range reset {
 			set.Insert(fieldpath.MakePathOrDie(f))
 		}
-		resetFields = fieldpath.NewExcludeFilterSetMap(map[fieldpath.APIVersion]*fieldpath.Set{
+		filters = fieldpath.NewExcludeFilterSetMap(map[fieldpath.APIVersion]*fieldpath.Set{
 			fieldpath.APIVersion(t.GroupVersion().String()): set,
 		})
 	}
@@ -59,11 +55,25 @@ func NewManager(t *schema.Type, subresource string, reset ...string) (*Manager, 
 	if mf.Custom {
 		newManager = managedfields.NewDefaultCRDFieldManager
 	}
-	fm, err := newManager(mf.Types, mf.Convertor, mf.Defaulter, mf.Creater, t.GroupVersionKind(), mf.Hub, subresource, resetFields)
+	fm, err := newManager(mf.Types, mf.Convertor, mf.Defaulter, mf.Creater, t.GroupVersionKind(), mf.Hub, subresource, filters)
 	if err != nil {
 		return nil, err
 	}
 	return &Manager{t: t, mf: mf, fm: fm}, nil
+}
+
+// resetFields are the top-level fields a write through subresource never
+// changes (the registry puts the stored ones back), so writing them
+// there gives no ownership: kube-apiserver's strategies reset status on
+// the main resource and spec on the status subresource.
+func resetFields(t *schema.Type, subresource string) []string {
+	switch {
+	case subresource == "" && t.HasSubresource("status"):
+		return []string{"status"}
+	case subresource == "status":
+		return []string{"spec"}
+	}
+	return nil
 }
 
 // Update records in obj's managedFields what manager changed from live

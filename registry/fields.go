@@ -38,21 +38,7 @@ func (x *Resource) fieldManager(subresource string) (*apply.Manager, error) {
 	if x.t.ManagedFields == nil {
 		return nil, nil
 	}
-	return apply.NewManager(x.t, subresource, x.resetFields(subresource)...)
-}
-
-// resetFields are the top-level fields a write through subresource never
-// changes (narrowToSubresource puts the stored ones back), so writing
-// them there gives no ownership: as kube-apiserver's strategies reset
-// status on the main resource and spec on the status subresource.
-func (x *Resource) resetFields(subresource string) []string {
-	switch {
-	case subresource == "" && x.t.HasSubresource("status"):
-		return []string{"status"}
-	case subresource == "status":
-		return []string{"spec"}
-	}
-	return nil
+	return apply.NewManager(x.t, subresource)
 }
 
 // trackFields records in obj's managedFields what the write changes from

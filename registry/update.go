@@ -287,10 +287,16 @@ func (x *Resource) narrowToSubresource(obj, old runtime.Object, subresource stri
 		}
 	}
 	if subresource != "" {
-		// Subresource writes may still move metadata.resourceVersion.
+		// Subresource writes may still move metadata.resourceVersion, and
+		// an apply through one brings the managedFields it computed.
 		if m, ok := src["metadata"].(map[string]interface{}); ok {
 			if md, ok := dst["metadata"].(map[string]interface{}); ok {
 				md["resourceVersion"] = m["resourceVersion"]
+				if mf, ok := m["managedFields"]; ok {
+					md["managedFields"] = mf
+				} else {
+					delete(md, "managedFields")
+				}
 			}
 		}
 	}

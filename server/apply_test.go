@@ -1,0 +1,211 @@
+package server_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/tabula-dev/tabula/sqlstore/kv"
+)
+
+// applyHeaders are what kubectl apply --server-side sends.
+var applyHeaders = map[string]string{"Content-Type": "application/apply-patch+yaml"}
+
+type managedEntry struct {
+	Manager, Operation, APIVersion, Subresource string
+	Time                                        *string
+	FieldsV1                                    map[string]interface{}
+}
+
+type appliedObject struct {
+	Metadata struct {
+		ResourceVersion string
+		Labels          map[string]string
+		ManagedFields   []managedEntry
+	}
+	Data   map[string]string
+	Spec   map[string]interface{}
+	Status map[string]interface{}
+}
+
+func decodeApplied(t *testing.T, code int, body []byte, want int) appliedObject {
+	t.Helper()
+	if code != want {
+		t.Fatalf("answer %d, want %d: %s", code, want, body)
+	}
+	var o appliedObject
+	if err := json.Unmarshal(body, &o); err != nil {
+		t.Fatal(err)
+	}
+	return o
+}
+
+// TestApplyNoOpIsNotStored: an apply or a PUT that changes nothing keeps
+// the resourceVersion and stores nothing (watchers hear nothing), as
+// kube-apiserver skips writes that change no byte.
+func TestApplyNoOpIsNotStored(t *testing.T) {
+	h := refNewHarness(t)
+	const cms = "/api/v1/namespaces/default/configmaps"
+	cfg := []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: noop\ndata:\n  k: v\n")
+	r := h.do("PATCH", cms+"/noop?fieldManager=m", applyHeaders, cfg)
+	created := decodeApplied(t, r.Code, r.Body.Bytes(), http.StatusCreated)
+	// Every stored change of the object after its create, in order.
+	createdRV, _ := strconv.ParseInt(created.Metadata.ResourceVersion, 10, 64)
+	w, err := h.store.Watch(context.Background(), kv.WatchOptions{Resource: "configmaps", Namespace: "default", Name: "noop", After: createdRV})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	r = h.do("PATCH", cms+"/noop?fieldManager=m", applyHeaders, cfg)
+	again := decodeApplied(t, r.Code, r.Body.Bytes(), http.StatusOK)
+	if again.Metadata.ResourceVersion != created.Metadata.ResourceVersion {
+		t.Errorf("no-op apply moved resourceVersion %s → %s", created.Metadata.ResourceVersion, again.Metadata.ResourceVersion)
+	}
+	if *again.Metadata.ManagedFields[0].Time != *created.Metadata.ManagedFields[0].Time {
+		t.Errorf("no-op apply moved the entry's time")
+	}
+	// A PUT of the object as read back.
+	got := h.do("GET", cms+"/noop", nil, nil)
+	r = h.do("PUT", cms+"/noop", map[string]string{"Content-Type": "application/json"}, got.Body.Bytes())
+	put := decodeApplied(t, r.Code, r.Body.Bytes(), http.StatusOK)
+	if put.Metadata.ResourceVersion != created.Metadata.ResourceVersion {
+		t.Errorf("no-op PUT moved resourceVersion %s → %s", created.Metadata.ResourceVersion, put.Metadata.ResourceVersion)
+	}
+	// A real change is stored, and it is the first change watchers see.
+	r = h.do("PATCH", cms+"/noop?fieldManager=m", applyHeaders, []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: noop\ndata:\n  k: changed\n"))
+	changed := decodeApplied(t, r.Code, r.Body.Bytes(), http.StatusOK)
+	if changed.Metadata.ResourceVersion == created.Metadata.ResourceVersion {
+		t.Error("a changing apply kept the resourceVersion")
+	}
+	ev := <-w.Events()
+	if got := strconv.FormatInt(ev.Rev, 10); ev.Type != kv.Modified || got != changed.Metadata.ResourceVersion {
+		t.Errorf("first stored change after the create: %s at %s, want the changing apply at %s", ev.Type, got, changed.Metadata.ResourceVersion)
+	}
+}
+
+// TestApplyStatusSubresource: an apply through /status writes the status
+// only, recorded with subresource "status"; the main resource's apply of
+// status is ignored (and not owned), as kube-apiserver's strategies
+// reset it.
+func TestApplyStatusSubresource(t *testing.T) {
+	h := refNewHarness(t)
+	const deploy = "/apis/apps/v1/namespaces/default/deployments"
+	main := "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  replicas: 2\n  selector:\n    matchLabels: {app: web}\n" +
+		"  template:\n    metadata:\n      labels: {app: web}\n    spec:\n      containers:\n      - {name: c, image: nginx}\nstatus:\n  replicas: 7\n"
+	r := h.do("PATCH", deploy+"/web?fieldManager=user", applyHeaders, []byte(main))
+	o := decodeApplied(t, r.Code, r.Body.Bytes(), http.StatusCreated)
+	if o.Status["replicas"] != nil {
+		t.Errorf("apply of the main resource set status.replicas to %v", o.Status["replicas"])
+	}
+	if len(o.Metadata.ManagedFields) != 1 || o.Metadata.ManagedFields[0].FieldsV1["f:status"] != nil {
+		t.Errorf("main resource apply owns status: %+v", o.Metadata.ManagedFields)
+	}
+
+	status := "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  replicas: 9\nstatus:\n  replicas: 2\n  readyReplicas: 1\n"
+	r = h.do("PATCH", deploy+"/web/status?fieldManager=ctrl", applyHeaders, []byte(status))
+	o = decodeApplied(t, r.Code, r.Body.Bytes(), http.StatusOK)
+	if o.Spec["replicas"] != float64(2) || o.Status["readyReplicas"] != float64(1) {
+		t.Errorf("status apply: spec.replicas %v (want 2, unchanged), status.readyReplicas %v (want 1)", o.Spec["replicas"], o.Status["readyReplicas"])
+	}
+	var ctrl *managedEntry
+	for i, e := range o.Metadata.ManagedFields {
+		if e.Manager == "ctrl" {
+			ctrl = &o.Metadata.ManagedFields[i]
+		}
+	}
+	if ctrl == nil {
+		t.Fatalf("no entry for ctrl: %s", r.Body)
+	}
+	if ctrl.Subresource != "status" || ctrl.Operation != "Apply" || ctrl.FieldsV1["f:spec"] != nil || ctrl.FieldsV1["f:status"] == nil {
+		t.Errorf("status apply entry %+v", ctrl)
+	}
+
+	// Status of a missing object: 404, nothing created.
+	r = h.do("PATCH", deploy+"/absent/status?fieldManager=ctrl", applyHeaders, []byte(strings.Replace(status, "name: web", "name: absent", 1)))
+	if r.Code != http.StatusNotFound {
+		t.Errorf("status apply of a missing object: %d %s", r.Code, r.Body)
+	}
+}
+
+// TestApplyOptions: dryRun applies without storing, a stale
+// resourceVersion in the configuration is a 409, CBOR and the scale
+// subresource are refused with 415, and writes without fieldManager are
+// recorded under the User-Agent's product name.
+func TestApplyOptions(t *testing.T) {
+	h := refNewHarness(t)
+	const cms = "/api/v1/namespaces/default/configmaps"
+	cfg := "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: opts\ndata:\n  k: v\n"
+	r := h.do("PATCH", cms+"/opts?fieldManager=m", applyHeaders, []byte(cfg))
+	created := decodeApplied(t, r.Code, r.Body.Bytes(), http.StatusCreated)
+
+	r = h.do("PATCH", cms+"/opts?fieldManager=m&dryRun=All", applyHeaders, []byte(strings.Replace(cfg, "k: v", "k: dry", 1)))
+	if dry := decodeApplied(t, r.Code, r.Body.Bytes(), http.StatusOK); dry.Data["k"] != "dry" {
+		t.Errorf("dry-run apply answered %v", dry.Data)
+	}
+	r = h.do("GET", cms+"/opts", nil, nil)
+	if got := decodeApplied(t, r.Code, r.Body.Bytes(), http.StatusOK); got.Data["k"] != "v" ||
+		got.Metadata.ResourceVersion != created.Metadata.ResourceVersion {
+		t.Errorf("dry-run apply was stored: %+v", got)
+	}
+
+	stale := strings.Replace(cfg, "name: opts", "name: opts\n  resourceVersion: \"1\"", 1)
+	if r := h.do("PATCH", cms+"/opts?fieldManager=m", applyHeaders, []byte(stale)); r.Code != http.StatusConflict || !strings.Contains(r.Body.String(), "the object has been modified") {
+		t.Errorf("apply with a stale resourceVersion: %d %s", r.Code, r.Body)
+	}
+
+	if r := h.do("PATCH", cms+"/opts?fieldManager=m", map[string]string{"Content-Type": "application/apply-patch+cbor"}, []byte{0xa0}); r.Code != http.StatusUnsupportedMediaType {
+		t.Errorf("apply-patch+cbor: %d %s", r.Code, r.Body)
+	}
+	const deploy = "/apis/apps/v1/namespaces/default/deployments"
+	if r := h.do("PATCH", deploy+"/web/scale?fieldManager=m", applyHeaders, []byte("apiVersion: autoscaling/v1\nkind: Scale\nspec:\n  replicas: 1\n")); r.Code != http.StatusUnsupportedMediaType {
+		t.Errorf("apply to scale: %d %s", r.Code, r.Body)
+	}
+	if r := h.do("PATCH", cms+"/opts?fieldManager="+strings.Repeat("m", 129), applyHeaders, []byte(cfg)); r.Code != http.StatusUnprocessableEntity {
+		t.Errorf("a 129-character field manager: %d %s", r.Code, r.Body)
+	}
+
+	// No fieldManager: the User-Agent's product, unprintable runes dropped.
+	r = h.do("PATCH", cms+"/opts", map[string]string{"Content-Type": "application/merge-patch+json", "User-Agent": "my\u0007tool/2.0 (linux)"},
+		[]byte(`{"data":{"ua":"x"}}`))
+	o := decodeApplied(t, r.Code, r.Body.Bytes(), http.StatusOK)
+	found := false
+	for _, e := range o.Metadata.ManagedFields {
+		if e.Manager == "mytool" && e.Operation == "Update" && e.FieldsV1["f:data"] != nil {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("no Update entry for mytool: %+v", o.Metadata.ManagedFields)
+	}
+}
+
+// TestServerWritesAreManaged: objects the server writes itself carry the
+// managers kube-apiserver's would: kube-apiserver for its own, and
+// kube-controller-manager for what that process's controllers make.
+func TestServerWritesAreManaged(t *testing.T) {
+	h := refNewHarness(t)
+	managers := func(path string) []string {
+		t.Helper()
+		r := h.do("GET", path, nil, nil)
+		o := decodeApplied(t, r.Code, r.Body.Bytes(), http.StatusOK)
+		var out []string
+		for _, e := range o.Metadata.ManagedFields {
+			out = append(out, e.Manager+"/"+e.Operation)
+		}
+		return out
+	}
+	for path, want := range map[string]string{
+		"/api/v1/namespaces/default":                                      "kube-apiserver/Update",
+		"/api/v1/namespaces/default/services/kubernetes":                  "kube-apiserver/Update",
+		"/api/v1/namespaces/default/configmaps/kube-root-ca.crt":          "kube-controller-manager/Update",
+		"/apis/rbac.authorization.k8s.io/v1/clusterroles/admin":           "kube-apiserver/Update",
+		"/apis/scheduling.k8s.io/v1/priorityclasses/system-node-critical": "kube-apiserver/Update",
+	} {
+		if got := managers(path); len(got) == 0 || got[0] != want {
+			t.Errorf("%s: managedFields %v, want %s", path, got, want)
+		}
+	}
+}
