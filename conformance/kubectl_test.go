@@ -125,6 +125,10 @@ var kubectlScenarios = []kubectlScenario{
 	{"logs and exec without nodes", kubectlNodeless},
 	{"delete --cascade=foreground", kubectlCascade},
 	{"rollout history", kubectlRolloutHistory},
+	{"apply --server-side", kubectlServerSideApply},
+	{"apply client-side to server-side and back", kubectlApplyMigration},
+	{"apply --server-side an application manifest", kubectlApplyApplicationServerSide},
+	{"client-go Apply with applyconfigurations", clientGoApply},
 }
 
 var (
