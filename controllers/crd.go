@@ -323,6 +323,7 @@ func (m *Manager) writeCRDStatus(ctx context.Context, crd *apiextensionsv1.Custo
 		c.Status.AcceptedNames = names
 		apihelpers.SetCRDCondition(c, namesCond)
 		apihelpers.SetCRDCondition(c, est)
+		c.ResourceVersion = "" // decided from cur: retried on conflict
 		return c, nil
 	}, registry.UpdateOptions{Subresource: "status"})
 	if apierrors.IsNotFound(err) {
@@ -443,6 +444,7 @@ func (m *Manager) finalizeCRD(ctx context.Context, crd *apiextensionsv1.CustomRe
 				return nil, registry.ErrNoChange
 			}
 			apihelpers.SetCRDCondition(c, want)
+			c.ResourceVersion = "" // retried on conflict
 			return c, nil
 		}, registry.UpdateOptions{Subresource: "status"})
 		if apierrors.IsNotFound(err) {
@@ -472,6 +474,7 @@ func (m *Manager) finalizeCRD(ctx context.Context, crd *apiextensionsv1.CustomRe
 			return nil, registry.ErrNoChange
 		}
 		apihelpers.CRDRemoveFinalizer(c, apiextensionsv1.CustomResourceCleanupFinalizer)
+		c.ResourceVersion = "" // retried on conflict
 		return c, nil
 	}, registry.UpdateOptions{})
 	if apierrors.IsNotFound(err) {
