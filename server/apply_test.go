@@ -209,3 +209,39 @@ func TestServerWritesAreManaged(t *testing.T) {
 		}
 	}
 }
+
+// TestApplyCustomResourceVersions: appliers through two versions of a
+// custom resource (the seed's "an applier can change the API version it
+// uses"): each entry records its version, a conflict crosses versions,
+// and reading through either version shows the same entries.
+func TestApplyCustomResourceVersions(t *testing.T) {
+	h := refNewHarness(t)
+	h.createNamespace("crd-apply", nil)
+	h.mustDo("POST", crdPath, "application/json", gadgetsCRD, http.StatusCreated)
+	establish(t, h, "gadgets.test.example.com")
+	const v1, beta = "/apis/test.example.com/v1/namespaces/crd-apply/gadgets/g", "/apis/test.example.com/v1beta1/namespaces/crd-apply/gadgets/g"
+
+	r := h.do("PATCH", beta+"?fieldManager=old-client", applyHeaders, []byte("apiVersion: test.example.com/v1beta1\nkind: Gadget\nmetadata:\n  name: g\nspec:\n  name: one\n"))
+	if r.Code != http.StatusCreated {
+		t.Fatalf("apply through v1beta1: %d %s", r.Code, r.Body)
+	}
+	r = h.do("PATCH", v1+"?fieldManager=new-client", applyHeaders, []byte("apiVersion: test.example.com/v1\nkind: Gadget\nmetadata:\n  name: g\nspec:\n  size: 5\n"))
+	if r.Code != http.StatusOK {
+		t.Fatalf("apply through v1: %d %s", r.Code, r.Body)
+	}
+	r = h.do("PATCH", v1+"?fieldManager=new-client", applyHeaders, []byte("apiVersion: test.example.com/v1\nkind: Gadget\nmetadata:\n  name: g\nspec:\n  size: 5\n  name: two\n"))
+	if r.Code != http.StatusConflict || !strings.Contains(r.Body.String(), `conflict with \"old-client\": .spec.name`) {
+		t.Errorf("changing the v1beta1 applier's field through v1: %d %s", r.Code, r.Body)
+	}
+	for _, path := range []string{v1, beta} {
+		g := h.getJSON(path)
+		versions := map[string]string{}
+		for _, e := range refList(refDig(g, "metadata", "managedFields")) {
+			m := e.(map[string]interface{})
+			versions[m["manager"].(string)] = m["apiVersion"].(string)
+		}
+		if versions["old-client"] != "test.example.com/v1beta1" || versions["new-client"] != "test.example.com/v1" || refDig(g, "spec", "size") != float64(5) {
+			t.Errorf("read through %s: managers %v, spec %v", path, versions, g["spec"])
+		}
+	}
+}
