@@ -39,8 +39,11 @@ type scenario struct {
 }
 
 type step struct {
-	Name    string `json:"name"`
-	Manager string `json:"manager"`
+	Name string `json:"name"`
+	// CRD, when set, replaces the scenario's CRD before the step (a
+	// schema change between writes).
+	CRD     *apiextensionsv1.CustomResourceDefinition `json:"crd"`
+	Manager string                                    `json:"manager"`
 	// Apply is an applied configuration (Server-Side Apply); Update is a
 	// whole object written by create, update or a client-side patch.
 	Apply       map[string]interface{} `json:"apply"`
@@ -97,20 +100,7 @@ func TestScenarios(t *testing.T) {
 
 func runScenario(t *testing.T, sc *scenario) {
 	reg := schema.NewBuiltin()
-	if sc.CRD != nil {
-		crd := sc.CRD
-		crd.Status.AcceptedNames = crd.Spec.Names
-		if crd.Status.AcceptedNames.ListKind == "" {
-			crd.Status.AcceptedNames.ListKind = crd.Spec.Names.Kind + "List"
-		}
-		types, err := schema.CustomResourceTypes(crd)
-		if err != nil {
-			t.Fatalf("CRD: %v", err)
-		}
-		for _, ty := range types {
-			reg.Add(ty)
-		}
-	}
+	addCRD(t, reg, sc.CRD)
 	parts := strings.SplitN(sc.Resource, "/", 3)
 	if len(parts) != 3 {
 		t.Fatalf("resource %q is not group/version/resource", sc.Resource)
@@ -133,6 +123,10 @@ func runScenario(t *testing.T, sc *scenario) {
 		name := st.Name
 		if name == "" {
 			name = fmt.Sprint("step ", i+1)
+		}
+		if st.CRD != nil {
+			addCRD(t, reg, st.CRD)
+			first, _ = reg.Lookup(parts[0], parts[1], parts[2])
 		}
 		// The step's Type: the version its object names.
 		ty := first
@@ -189,6 +183,25 @@ func runScenario(t *testing.T, sc *scenario) {
 			acc.SetUID("0b8b8a2e-7d5c-4a40-a3a4-000000000001")
 		}
 		checkObject(t, name, live, st.Expect)
+	}
+}
+
+// addCRD serves crd's versions in reg (none when crd is nil).
+func addCRD(t *testing.T, reg *schema.Registry, crd *apiextensionsv1.CustomResourceDefinition) {
+	t.Helper()
+	if crd == nil {
+		return
+	}
+	crd.Status.AcceptedNames = crd.Spec.Names
+	if crd.Status.AcceptedNames.ListKind == "" {
+		crd.Status.AcceptedNames.ListKind = crd.Spec.Names.Kind + "List"
+	}
+	types, err := schema.CustomResourceTypes(crd)
+	if err != nil {
+		t.Fatalf("CRD: %v", err)
+	}
+	for _, ty := range types {
+		reg.Add(ty)
 	}
 }
 

@@ -236,7 +236,9 @@ func TestCRDServedByEveryReplica(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer st.Close()
+	// Closed after the replicas' controllers are cancelled (cleanups run
+	// last-registered first).
+	t.Cleanup(func() { st.Close() })
 	replica := func() http.Handler {
 		srv, err := server.New(server.Config{Store: st, Registry: schema.NewBuiltin(), Version: version.Info{GitVersion: "v1.35.0"}, Logger: quiet})
 		if err != nil {

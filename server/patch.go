@@ -199,9 +199,5 @@ func (r *request) serverSideApply(p *patchRequest) error {
 	if err != nil {
 		return err
 	}
-	code := http.StatusOK
-	if created {
-		code = http.StatusCreated
-	}
-	return r.writeResult(code, res)
+	return r.writeUpdated(res, created)
 }

@@ -28,6 +28,11 @@ func (r *request) updateObject(mutate registry.MutateFunc, dryRun bool) error {
 	if err != nil {
 		return err
 	}
+	return r.writeUpdated(res, created)
+}
+
+// writeUpdated answers an update: 200, or 201 when it created the object.
+func (r *request) writeUpdated(res registry.Result, created bool) error {
 	code := http.StatusOK
 	if created {
 		code = http.StatusCreated

@@ -97,6 +97,10 @@ type Store struct {
 	closedCtx   context.Context
 	cancelClose context.CancelFunc
 	wg          sync.WaitGroup
+	// closing guards wg: a watch starting while Close waits is refused
+	// instead of adding to a WaitGroup being waited on.
+	closing   sync.RWMutex
+	isClosing bool
 	// stmts caches prepared statements by pool and query text, for
 	// dialects where preparing is the cost (see dialect.cacheStatements).
 	stmts sync.Map
@@ -211,6 +215,9 @@ func (s *Store) Ready(ctx context.Context) error {
 // Close stops the poller, ends every watch and closes the database.
 func (s *Store) Close() error {
 	s.once.Do(func() {
+		s.closing.Lock()
+		s.isClosing = true
+		s.closing.Unlock()
 		close(s.closed)
 		s.cancelClose()
 	})

@@ -3,6 +3,7 @@ package sqlstore
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"sync"
 	"time"
 
@@ -291,6 +292,11 @@ func (s *Store) Watch(ctx context.Context, opts kv.WatchOptions) (kv.Watcher, er
 	}
 	if opts.After < compacted {
 		return nil, &kv.CompactedError{Requested: opts.After, Compacted: compacted}
+	}
+	s.closing.RLock()
+	defer s.closing.RUnlock()
+	if s.isClosing {
+		return nil, fmt.Errorf("sqlstore: watch on a closed store: %w", kv.ErrUnavailable)
 	}
 	w := &watcher{
 		opts: opts,
