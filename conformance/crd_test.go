@@ -342,14 +342,18 @@ func crdOperators(t *testing.T, e *kubectlEnv) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// create, not apply: the Prometheus CRDs are larger than the
-	// last-applied annotation may be, as on kube-apiserver.
-	e.k.ok(t, "create", "-f", dir)
+	// apply --server-side, as the Prometheus operator's installation
+	// says: its CRDs are larger than client-side apply's last-applied
+	// annotation may be. Applied again, nothing conflicts.
+	e.k.ok(t, "apply", "--server-side", "-f", dir)
 	t.Cleanup(func() { e.k.run(t, "delete", "-f", dir, "--wait=false") })
 	e.k.ok(t, "wait", "--for=condition=Established", "--timeout=60s",
 		"crd/certificates.cert-manager.io", "crd/issuers.cert-manager.io", "crd/clusterissuers.cert-manager.io",
 		"crd/prometheuses.monitoring.coreos.com", "crd/servicemonitors.monitoring.coreos.com", "crd/prometheusrules.monitoring.coreos.com",
 		"crd/alertmanagers.monitoring.coreos.com", "crd/scrapeconfigs.monitoring.coreos.com")
+	if out := e.k.ok(t, "apply", "--server-side", "-f", dir); strings.Count(out, "serverside-applied") < 8 {
+		t.Errorf("second apply --server-side of the operator CRDs:\n%s", out)
+	}
 
 	ns := e.ns(t)
 	samples := e.writeFile(t, "samples.yaml", `apiVersion: cert-manager.io/v1
