@@ -635,6 +635,12 @@ func kubectlExplain(t *testing.T, e *kubectlEnv) {
 			regexp.MustCompile(`(?m)^\s+image\s+<string>$`),
 			regexp.MustCompile(`(?m)^\s+name\s+<string> -required-$`),
 		}},
+		{"customresourcedefinition.spec.versions", []*regexp.Regexp{
+			regexp.MustCompile(`(?m)^GROUP:\s+apiextensions\.k8s\.io$`),
+			regexp.MustCompile(`(?m)^KIND:\s+CustomResourceDefinition$`),
+			regexp.MustCompile(`(?m)^FIELD: versions <\[\]CustomResourceDefinitionVersion>$`),
+			regexp.MustCompile(`(?m)^\s+served\s+<boolean> -required-$`),
+		}},
 		{"lease.spec", []*regexp.Regexp{
 			regexp.MustCompile(`(?m)^GROUP:\s+coordination\.k8s\.io$`),
 			regexp.MustCompile(`(?m)^KIND:\s+Lease$`),

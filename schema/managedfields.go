@@ -3,7 +3,6 @@ package schema
 import (
 	"fmt"
 	"reflect"
-	"strings"
 	"sync"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -16,7 +15,6 @@ import (
 	"k8s.io/kube-openapi/pkg/common"
 	"k8s.io/kube-openapi/pkg/validation/spec"
 	"k8s.io/kubernetes/pkg/api/legacyscheme"
-	"sigs.k8s.io/structured-merge-diff/v6/typed"
 
 	generated "github.com/tabula-dev/tabula/schema/openapi"
 )
@@ -63,9 +61,7 @@ func builtinManagedFields(t *Type) func() (*ManagedFields, error) {
 
 // builtinTypeConverter knows every definition of schema/openapi; each
 // kind's definition carries the group-version-kinds legacyscheme
-// registers its Go type as. Kinds without a definition there (the
-// CustomResourceDefinition) are tracked with deduced types: every field
-// granular, every list atomic.
+// registers its Go type as.
 var builtinTypeConverter = sync.OnceValues(buildBuiltinTypeConverter)
 
 func buildBuiltinTypeConverter() (managedfields.TypeConverter, error) {
@@ -98,7 +94,7 @@ func buildBuiltinTypeConverter() (managedfields.TypeConverter, error) {
 	if err != nil {
 		return nil, fmt.Errorf("field management types: %w", err)
 	}
-	return fallbackTypes{tc}, nil
+	return tc, nil
 }
 
 // modelName is the OpenAPI definition name of a Go type, as its
@@ -108,26 +104,6 @@ func modelName(rt reflect.Type) string {
 		return n.OpenAPIModelName()
 	}
 	return ""
-}
-
-// fallbackTypes types objects whose kind has no definition by deduction
-// instead of failing their writes.
-type fallbackTypes struct{ managedfields.TypeConverter }
-
-var deduced = managedfields.NewDeducedTypeConverter()
-
-func (f fallbackTypes) ObjectToTyped(obj runtime.Object, opts ...typed.ValidationOptions) (*typed.TypedValue, error) {
-	tv, err := f.TypeConverter.ObjectToTyped(obj, opts...)
-	if err != nil && isNoType(err) {
-		return deduced.ObjectToTyped(obj, opts...)
-	}
-	return tv, err
-}
-
-// isNoType recognises the converter's unexported "no corresponding type
-// for <gvk>" error.
-func isNoType(err error) bool {
-	return strings.HasPrefix(err.Error(), "no corresponding type for ")
 }
 
 // customManagedFields is the field management of a custom resource
