@@ -13,10 +13,13 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	runtimeschema "k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/kubernetes/pkg/apis/autoscaling"
 	autoscalingvalidation "k8s.io/kubernetes/pkg/apis/autoscaling/validation"
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
+	"github.com/tabula-dev/tabula/apply"
 	"github.com/tabula-dev/tabula/schema"
 )
 
@@ -94,6 +97,83 @@ func (x *Resource) UpdateScale(ctx context.Context, namespace, name string, muta
 		return nil, Result{}, apierrors.NewBadRequest(err.Error())
 	}
 	return sc, res, nil
+}
+
+// ApplyScale applies a Scale configuration to an object's replicas as
+// kube-apiserver does: the object's managedFields are seen as a Scale's
+// (owners of the replicas path own spec.replicas), the apply runs on the
+// Scale, and its entries go back to the object under subresource
+// "scale".
+func (x *Resource) ApplyScale(ctx context.Context, namespace, name string, patch []byte, opts ApplyOptions) (*autoscalingv1.Scale, Result, error) {
+	fm, err := apply.NewManager(schema.ScaleKind, "scale")
+	if err != nil {
+		return nil, Result{}, err
+	}
+	path, err := fieldpath.MakePath(toInterfaces(fieldPath(x.t.Scale.SpecReplicasPath))...)
+	if err != nil {
+		return nil, Result{}, err
+	}
+	mappings := managedfields.ResourcePathMappings{x.t.GroupVersion().String(): path}
+	conditional := apply.SetsResourceVersion(patch)
+	wo := opts.WriteOptions
+	wo.fieldsTracked = true
+	res, _, err := x.Update(ctx, namespace, name, func(cur runtime.Object) (runtime.Object, error) {
+		if cur == nil {
+			return nil, x.NotFound(name)
+		}
+		sc, err := x.scaleOf(cur)
+		if err != nil {
+			return nil, apierrors.NewBadRequest(err.Error())
+		}
+		acc := mustAccessor(cur)
+		handler := managedfields.NewScaleHandler(acc.GetManagedFields(), x.t.GroupVersion(), mappings)
+		if sc.ManagedFields, err = handler.ToSubresource(); err != nil {
+			return nil, err
+		}
+		out, err := fm.Apply(sc, patch, opts.manager(), opts.Force)
+		if err != nil {
+			return nil, err
+		}
+		applied := out.(*autoscalingv1.Scale)
+		if err := checkName(applied, name); err != nil {
+			return nil, err
+		}
+		if errs := validateScale(applied); len(errs) > 0 {
+			return nil, apierrors.NewInvalid(runtimeschema.GroupKind{Group: autoscaling.GroupName, Kind: "Scale"}, name, errs)
+		}
+		entries, err := handler.ToParent(applied.ManagedFields)
+		if err != nil {
+			return nil, err
+		}
+		obj, err := x.withReplicas(cur, applied.Spec.Replicas)
+		if err != nil {
+			return nil, err
+		}
+		oacc := mustAccessor(obj)
+		oacc.SetManagedFields(entries)
+		if conditional {
+			oacc.SetResourceVersion(applied.ResourceVersion)
+		} else {
+			oacc.SetResourceVersion("")
+		}
+		return obj, nil
+	}, UpdateOptions{WriteOptions: wo})
+	if err != nil {
+		return nil, Result{}, err
+	}
+	sc, err := x.scaleOf(res.Obj)
+	if err != nil {
+		return nil, Result{}, apierrors.NewBadRequest(err.Error())
+	}
+	return sc, res, nil
+}
+
+func toInterfaces(s []string) []interface{} {
+	out := make([]interface{}, len(s))
+	for i, v := range s {
+		out[i] = v
+	}
+	return out
 }
 
 // validateScale runs kube's Scale validation on the internal type.

@@ -3,6 +3,7 @@ package server_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -131,9 +132,9 @@ func TestApplyStatusSubresource(t *testing.T) {
 }
 
 // TestApplyOptions: dryRun applies without storing, a stale
-// resourceVersion in the configuration is a 409, CBOR and the scale
-// subresource are refused with 415, and writes without fieldManager are
-// recorded under the User-Agent's product name.
+// resourceVersion in the configuration is a 409, CBOR is refused with
+// 415, and writes without fieldManager are recorded under the
+// User-Agent's product name.
 func TestApplyOptions(t *testing.T) {
 	h := refNewHarness(t)
 	const cms = "/api/v1/namespaces/default/configmaps"
@@ -158,10 +159,6 @@ func TestApplyOptions(t *testing.T) {
 
 	if r := h.do("PATCH", cms+"/opts?fieldManager=m", map[string]string{"Content-Type": "application/apply-patch+cbor"}, []byte{0xa0}); r.Code != http.StatusUnsupportedMediaType {
 		t.Errorf("apply-patch+cbor: %d %s", r.Code, r.Body)
-	}
-	const deploy = "/apis/apps/v1/namespaces/default/deployments"
-	if r := h.do("PATCH", deploy+"/web/scale?fieldManager=m", applyHeaders, []byte("apiVersion: autoscaling/v1\nkind: Scale\nspec:\n  replicas: 1\n")); r.Code != http.StatusUnsupportedMediaType {
-		t.Errorf("apply to scale: %d %s", r.Code, r.Body)
 	}
 	if r := h.do("PATCH", cms+"/opts?fieldManager="+strings.Repeat("m", 129), applyHeaders, []byte(cfg)); r.Code != http.StatusUnprocessableEntity {
 		t.Errorf("a 129-character field manager: %d %s", r.Code, r.Body)
@@ -243,5 +240,52 @@ func TestApplyCustomResourceVersions(t *testing.T) {
 		if versions["old-client"] != "test.example.com/v1beta1" || versions["new-client"] != "test.example.com/v1" || refDig(g, "spec", "size") != float64(5) {
 			t.Errorf("read through %s: managers %v, spec %v", path, versions, g["spec"])
 		}
+	}
+}
+
+// TestApplyScale: an apply through /scale sees who owns the object's
+// replicas (a conflict with the Deployment's applier), takes them with
+// force, and is recorded on the Deployment under subresource "scale" — so
+// the user can then drop replicas from the manifest without resetting
+// them (the seed's handover to an autoscaler, through the subresource
+// the autoscaler writes).
+func TestApplyScale(t *testing.T) {
+	h := refNewHarness(t)
+	const deploy = "/apis/apps/v1/namespaces/default/deployments/web"
+	manifest := "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n%s  selector:\n    matchLabels: {app: web}\n" +
+		"  template:\n    metadata:\n      labels: {app: web}\n    spec:\n      containers:\n      - {name: c, image: nginx}\n"
+	r := h.do("PATCH", deploy+"?fieldManager=user", applyHeaders, []byte(fmt.Sprintf(manifest, "  replicas: 2\n")))
+	decodeApplied(t, r.Code, r.Body.Bytes(), http.StatusCreated)
+
+	scale := []byte("apiVersion: autoscaling/v1\nkind: Scale\nmetadata:\n  name: web\nspec:\n  replicas: 5\n")
+	r = h.do("PATCH", deploy+"/scale?fieldManager=hpa", applyHeaders, scale)
+	if r.Code != http.StatusConflict || !strings.Contains(r.Body.String(), `conflict with \"user\": .spec.replicas`) {
+		t.Fatalf("scale apply over the user's replicas: %d %s", r.Code, r.Body)
+	}
+	r = h.do("PATCH", deploy+"/scale?fieldManager=hpa&force=true", applyHeaders, scale)
+	if r.Code != http.StatusOK || !strings.Contains(r.Body.String(), `"kind":"Scale"`) || !strings.Contains(r.Body.String(), `"replicas":5`) {
+		t.Fatalf("forced scale apply: %d %s", r.Code, r.Body)
+	}
+	r = h.do("GET", deploy, nil, nil)
+	d := decodeApplied(t, r.Code, r.Body.Bytes(), http.StatusOK)
+	var hpa, user *managedEntry
+	for i, e := range d.Metadata.ManagedFields {
+		switch e.Manager {
+		case "hpa":
+			hpa = &d.Metadata.ManagedFields[i]
+		case "user":
+			user = &d.Metadata.ManagedFields[i]
+		}
+	}
+	if d.Spec["replicas"] != float64(5) || hpa == nil || hpa.Subresource != "scale" || hpa.Operation != "Apply" || hpa.APIVersion != "apps/v1" ||
+		fmt.Sprint(hpa.FieldsV1) != "map[f:spec:map[f:replicas:map[]]]" {
+		t.Fatalf("after the scale apply: replicas %v, hpa entry %+v", d.Spec["replicas"], hpa)
+	}
+	if user == nil || user.FieldsV1["f:spec"].(map[string]interface{})["f:replicas"] != nil {
+		t.Errorf("the user still owns replicas: %+v", user)
+	}
+	r = h.do("PATCH", deploy+"?fieldManager=user", applyHeaders, []byte(fmt.Sprintf(manifest, "")))
+	if d := decodeApplied(t, r.Code, r.Body.Bytes(), http.StatusOK); d.Spec["replicas"] != float64(5) {
+		t.Errorf("the user's manifest without replicas reset them to %v; want the autoscaler's 5", d.Spec["replicas"])
 	}
 }

@@ -67,7 +67,7 @@ func (r *request) readPatch() (*patchRequest, error) {
 			return nil, unsupportedPatch()
 		}
 	case apply.ServerSideApply:
-		if r.ri.Subresource != "" && r.ri.Subresource != "status" {
+		if r.ri.Subresource != "" && r.ri.Subresource != "status" && r.ri.Subresource != "scale" {
 			return nil, unsupportedPatch()
 		}
 	default:
@@ -181,23 +181,37 @@ func patchError(err error) error {
 // serverSideApply merges an applied configuration into the object as the
 // request's field manager, creating the object when it does not exist.
 func (r *request) serverSideApply(p *patchRequest) error {
-	if p.fv != fvIgnore {
-		// Duplicate fields (kube-apiserver checks them once the apply is
-		// done; here before, with the same answer).
-		if err := apply.StrictProblems(p.body); err != nil {
-			if p.fv == fvStrict {
-				return apierrors.NewBadRequest("error strict decoding YAML: " + err.Error())
-			}
-			r.warn(err.Error())
-		}
+	if err := p.strictProblems(); err != nil {
+		return err
 	}
-	res, created, err := r.res.Apply(r.ctx, r.ri.Namespace, r.ri.Name, p.body, registry.ApplyOptions{
-		WriteOptions: registry.WriteOptions{DryRun: p.dryRun, Manager: r.manager()},
-		Subresource:  r.ri.Subresource,
-		Force:        queryBool(r.c.QueryParams(), "force"),
-	})
+	res, created, err := r.res.Apply(r.ctx, r.ri.Namespace, r.ri.Name, p.body, p.applyOptions())
 	if err != nil {
 		return err
 	}
 	return r.writeUpdated(res, created)
+}
+
+// strictProblems applies fieldValidation to the duplicate fields of an
+// applied configuration (kube-apiserver checks them once the apply is
+// done; here before, with the same answer).
+func (p *patchRequest) strictProblems() error {
+	if p.fv == fvIgnore {
+		return nil
+	}
+	if err := apply.StrictProblems(p.body); err != nil {
+		if p.fv == fvStrict {
+			return apierrors.NewBadRequest("error strict decoding YAML: " + err.Error())
+		}
+		p.r.warn(err.Error())
+	}
+	return nil
+}
+
+// applyOptions are the registry's options for this apply.
+func (p *patchRequest) applyOptions() registry.ApplyOptions {
+	return registry.ApplyOptions{
+		WriteOptions: registry.WriteOptions{DryRun: p.dryRun, Manager: p.r.manager()},
+		Subresource:  p.r.ri.Subresource,
+		Force:        queryBool(p.r.c.QueryParams(), "force"),
+	}
 }

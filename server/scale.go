@@ -5,6 +5,7 @@ import (
 
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 
+	"github.com/tabula-dev/tabula/apply"
 	"github.com/tabula-dev/tabula/registry"
 	"github.com/tabula-dev/tabula/schema"
 )
@@ -37,6 +38,16 @@ func (r *request) scale() error {
 		p, err := r.readPatch()
 		if err != nil {
 			return err
+		}
+		if p.kind == apply.ServerSideApply {
+			if err := p.strictProblems(); err != nil {
+				return err
+			}
+			sc, _, err := r.res.ApplyScale(r.ctx, r.ri.Namespace, r.ri.Name, p.body, p.applyOptions())
+			if err != nil {
+				return err
+			}
+			return r.writeScale(sc)
 		}
 		sc, _, err := r.res.UpdateScale(r.ctx, r.ri.Namespace, r.ri.Name, func(cur *autoscalingv1.Scale) (*autoscalingv1.Scale, error) {
 			obj, err := p.apply(cur, schema.ScaleKind)
