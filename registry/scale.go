@@ -89,6 +89,11 @@ func (x *Resource) UpdateScale(ctx context.Context, namespace, name string, muta
 		acc.SetResourceVersion(sc.ResourceVersion)
 		return obj, nil
 	}, UpdateOptions{WriteOptions: opts, trackedAs: "scale"})
+	return x.scaleAnswer(res, err)
+}
+
+// scaleAnswer is the Scale of the object an update left.
+func (x *Resource) scaleAnswer(res Result, err error) (*autoscalingv1.Scale, Result, error) {
 	if err != nil {
 		return nil, Result{}, err
 	}
@@ -158,14 +163,7 @@ func (x *Resource) ApplyScale(ctx context.Context, namespace, name string, patch
 		}
 		return obj, nil
 	}, UpdateOptions{WriteOptions: wo})
-	if err != nil {
-		return nil, Result{}, err
-	}
-	sc, err := x.scaleOf(res.Obj)
-	if err != nil {
-		return nil, Result{}, apierrors.NewBadRequest(err.Error())
-	}
-	return sc, res, nil
+	return x.scaleAnswer(res, err)
 }
 
 func toInterfaces(s []string) []interface{} {
