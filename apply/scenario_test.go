@@ -141,7 +141,7 @@ func runScenario(t *testing.T, sc *scenario) {
 			}
 		}
 		if live != nil {
-			live = convertTo(t, live, ty)
+			live = convertTo(t, reg, live, ty)
 			ageTimes(live)
 		}
 		m, err := apply.NewManager(ty, st.Subresource)
@@ -220,15 +220,37 @@ func decodeAs(t *testing.T, ty *schema.Type, m map[string]interface{}) runtime.O
 	return obj
 }
 
-// convertTo reads the live object as ty serves it (another version of a
-// custom resource differs in apiVersion only).
-func convertTo(t *testing.T, obj runtime.Object, ty *schema.Type) runtime.Object {
-	if obj.GetObjectKind().GroupVersionKind() == ty.GroupVersionKind() {
+// convertTo reads the live object as ty serves it, as the registry does:
+// through the stored form (a built-in kind's other version), or by
+// apiVersion alone (a custom resource's).
+func convertTo(t *testing.T, reg *schema.Registry, obj runtime.Object, ty *schema.Type) runtime.Object {
+	t.Helper()
+	gvk := obj.GetObjectKind().GroupVersionKind()
+	if gvk == ty.GroupVersionKind() {
 		return obj
 	}
-	m := toMap(t, obj)
-	m["apiVersion"] = ty.GroupVersion().String()
-	return decodeAs(t, ty, m)
+	if ty.Unstructured {
+		m := toMap(t, obj)
+		m["apiVersion"] = ty.GroupVersion().String()
+		return decodeAs(t, ty, m)
+	}
+	from, ok := reg.Lookup(gvk.Group, gvk.Version, ty.Resource)
+	if !ok {
+		t.Fatalf("no type serves %v", gvk)
+	}
+	var err error
+	if from.ToStorage != nil {
+		if obj, err = from.ToStorage(obj); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if ty.FromStorage != nil {
+		if obj, err = ty.FromStorage(obj); err != nil {
+			t.Fatal(err)
+		}
+	}
+	obj.GetObjectKind().SetGroupVersionKind(ty.GroupVersionKind())
+	return obj
 }
 
 func ageTimes(obj runtime.Object) {
