@@ -258,6 +258,8 @@ func TestCRDServedByEveryReplica(t *testing.T) {
 	a.mustDo("POST", crdPath, "application/json", gadgetsCRD, http.StatusCreated)
 	items := "/apis/test.example.com/v1/namespaces/default/gadgets"
 	b.waitFor("replica B serves gadgets", func() bool { return b.do("GET", items, nil, nil).Code == http.StatusOK })
+	// Each replica serves the CRD once its own watch brings it.
+	a.waitFor("replica A serves gadgets", func() bool { return a.do("GET", items, nil, nil).Code == http.StatusOK })
 	b.mustDo("POST", items, "application/json", `{"apiVersion":"test.example.com/v1","kind":"Gadget","metadata":{"name":"g"},"spec":{"name":"x"}}`, http.StatusCreated)
 	if g := a.getJSON(items + "/g"); refDig(g, "spec", "size") != float64(2) {
 		t.Errorf("replica A reads %v; want the Gadget with its default size 2", g)
