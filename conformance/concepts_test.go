@@ -68,6 +68,7 @@ func conceptChecks() []conceptCheck {
 		chunkingChecks(),
 		representationChecks(),
 		writeChecks(),
+		applyChecks(),
 		deletionChecks(),
 		serverChecks(),
 	} {
