@@ -79,14 +79,33 @@ func resetFields(t *schema.Type, subresource string) []string {
 // Update records in obj's managedFields what manager changed from live
 // to obj (operation Update). live is an empty object for a create. A
 // body that sets managedFields to [] or [{}] resets them; a body without
-// them keeps the live ones. A built-in object is defaulted first, as
-// kube-apiserver decodes request bodies, so the writer owns the defaults
-// of what it wrote (custom resources were defaulted when decoded).
+// them keeps the live ones. A built-in object is first defaulted and
+// passed through kube's internal version, as kube-apiserver decodes a
+// request body before its field manager sees it: the writer owns the
+// defaults of what it wrote, and what the conversion moves (a Secret's
+// stringData into data) where it lands. Custom resources were defaulted
+// when decoded.
 func (m *Manager) Update(live, obj runtime.Object, manager string) runtime.Object {
 	if !m.mf.Custom {
 		m.mf.Defaulter.Default(obj)
+		obj = m.viaHub(obj)
 	}
 	return m.fm.UpdateNoErrors(live, obj, manager)
+}
+
+// viaHub converts obj to the hub version and back; on failure obj is
+// kept as it is.
+func (m *Manager) viaHub(obj runtime.Object) runtime.Object {
+	in, err := m.mf.Convertor.ConvertToVersion(obj, m.mf.Hub)
+	if err != nil {
+		return obj
+	}
+	out, err := m.mf.Convertor.ConvertToVersion(in, m.t.GroupVersion())
+	if err != nil {
+		return obj
+	}
+	out.GetObjectKind().SetGroupVersionKind(m.t.GroupVersionKind())
+	return out
 }
 
 // Empty is the live object a create starts from.

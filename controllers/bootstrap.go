@@ -149,7 +149,7 @@ func (m *Manager) createBootstrapObjects(ctx context.Context) error {
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			_, err := m.api.MustLookup(o.group, "v1", o.resource).Create(ctx, o.namespace, o.obj.DeepCopyObject(), registry.WriteOptions{})
+			_, err := m.api.MustLookup(o.group, "v1", o.resource).Create(ctx, o.namespace, o.obj.DeepCopyObject(), registry.WriteOptions{Manager: registry.ManagerAPIServer})
 			if err != nil && !apierrors.IsAlreadyExists(err) {
 				mu.Lock()
 				if firstErr == nil {
@@ -249,7 +249,7 @@ func (m *Manager) mutateObject(ctx context.Context, x *registry.Resource, name s
 		}
 		cur.(metav1.Object).SetResourceVersion("")
 		return cur, nil
-	}, registry.UpdateOptions{})
+	}, registry.UpdateOptions{WriteOptions: registry.WriteOptions{Manager: registry.ManagerAPIServer}})
 	if apierrors.IsNotFound(err) {
 		return nil
 	}

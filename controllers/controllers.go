@@ -37,7 +37,7 @@ const resyncInterval = 2 * time.Second
 func (m *Manager) Run(ctx context.Context) error {
 	for _, ns := range systemNamespaces {
 		obj := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}
-		if _, err := m.namespacesAPI().Create(ctx, "", obj, registry.WriteOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		if _, err := m.namespacesAPI().Create(ctx, "", obj, registry.WriteOptions{Manager: registry.ManagerAPIServer}); err != nil && !apierrors.IsAlreadyExists(err) {
 			return err
 		}
 	}
@@ -196,7 +196,7 @@ func (m *Manager) finalizeTerminating(ctx context.Context) error {
 			// kube-apiserver's system namespaces controller recreates a
 			// deleted kube-node-lease (the others may not be deleted).
 			fresh := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns.Name}}
-			if _, err := m.namespacesAPI().Create(ctx, "", fresh, registry.WriteOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			if _, err := m.namespacesAPI().Create(ctx, "", fresh, registry.WriteOptions{Manager: registry.ManagerAPIServer}); err != nil && !apierrors.IsAlreadyExists(err) {
 				return err
 			}
 		}

@@ -325,7 +325,7 @@ func (m *Manager) writeCRDStatus(ctx context.Context, crd *apiextensionsv1.Custo
 		apihelpers.SetCRDCondition(c, est)
 		c.ResourceVersion = "" // decided from cur: retried on conflict
 		return c, nil
-	}, registry.UpdateOptions{Subresource: "status"})
+	}, registry.UpdateOptions{Subresource: "status", WriteOptions: registry.WriteOptions{Manager: registry.ManagerAPIServer}})
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
@@ -446,7 +446,7 @@ func (m *Manager) finalizeCRD(ctx context.Context, crd *apiextensionsv1.CustomRe
 			apihelpers.SetCRDCondition(c, want)
 			c.ResourceVersion = "" // retried on conflict
 			return c, nil
-		}, registry.UpdateOptions{Subresource: "status"})
+		}, registry.UpdateOptions{Subresource: "status", WriteOptions: registry.WriteOptions{Manager: registry.ManagerAPIServer}})
 		if apierrors.IsNotFound(err) {
 			return nil
 		}
@@ -476,7 +476,7 @@ func (m *Manager) finalizeCRD(ctx context.Context, crd *apiextensionsv1.CustomRe
 		apihelpers.CRDRemoveFinalizer(c, apiextensionsv1.CustomResourceCleanupFinalizer)
 		c.ResourceVersion = "" // retried on conflict
 		return c, nil
-	}, registry.UpdateOptions{})
+	}, registry.UpdateOptions{WriteOptions: registry.WriteOptions{Manager: registry.ManagerAPIServer}})
 	if apierrors.IsNotFound(err) {
 		return nil
 	}

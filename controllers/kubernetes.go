@@ -103,7 +103,7 @@ func (m *Manager) ensureKubernetesService(ctx context.Context, port int32) error
 			ObjectMeta: metav1.ObjectMeta{Name: kubernetesName, Labels: map[string]string{"component": "apiserver", "provider": "kubernetes"}},
 			Spec:       corev1.ServiceSpec{Type: corev1.ServiceTypeClusterIP, ClusterIP: ip, Ports: ports, SessionAffinity: corev1.ServiceAffinityNone},
 		}
-		_, err = svcs.Create(ctx, metav1.NamespaceDefault, svc, registry.WriteOptions{})
+		_, err = svcs.Create(ctx, metav1.NamespaceDefault, svc, registry.WriteOptions{Manager: registry.ManagerAPIServer})
 		if apierrors.IsAlreadyExists(err) {
 			return nil // another replica made it
 		}
@@ -119,7 +119,7 @@ func (m *Manager) ensureKubernetesService(ctx context.Context, port int32) error
 		svc := obj.(*corev1.Service)
 		svc.Spec.Ports, svc.ResourceVersion = ports, ""
 		return svc, nil
-	}, registry.UpdateOptions{})
+	}, registry.UpdateOptions{WriteOptions: registry.WriteOptions{Manager: registry.ManagerAPIServer}})
 	return err
 }
 
@@ -141,7 +141,7 @@ func (m *Manager) renewEndpointLease(ctx context.Context, leases *registry.Resou
 		l.Spec.HolderIdentity, l.Spec.LeaseDurationSeconds, l.Spec.RenewTime = &holder, &seconds, &now
 		l.ResourceVersion = ""
 		return l, nil
-	}, registry.UpdateOptions{CreateMissing: true})
+	}, registry.UpdateOptions{CreateMissing: true, WriteOptions: registry.WriteOptions{Manager: registry.ManagerAPIServer}})
 	return err
 }
 
@@ -230,7 +230,7 @@ func endpointAddresses(s *discoveryv1.EndpointSlice) []string {
 func (m *Manager) putIfChanged(ctx context.Context, x *registry.Resource, obj runtime.Object, same func(cur runtime.Object) bool) error {
 	name := obj.(metav1.Object).GetName()
 	if _, err := x.GetRecord(ctx, metav1.NamespaceDefault, name); apierrors.IsNotFound(err) {
-		_, err = x.Create(ctx, metav1.NamespaceDefault, obj.DeepCopyObject(), registry.WriteOptions{})
+		_, err = x.Create(ctx, metav1.NamespaceDefault, obj.DeepCopyObject(), registry.WriteOptions{Manager: registry.ManagerAPIServer})
 		if !apierrors.IsAlreadyExists(err) {
 			return err
 		}
@@ -248,6 +248,6 @@ func (m *Manager) putIfChanged(ctx context.Context, x *registry.Resource, obj ru
 			m.SetResourceVersion("")
 		}
 		return next, nil
-	}, registry.UpdateOptions{})
+	}, registry.UpdateOptions{WriteOptions: registry.WriteOptions{Manager: registry.ManagerAPIServer}})
 	return err
 }

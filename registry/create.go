@@ -25,8 +25,10 @@ import (
 type WriteOptions struct {
 	// DryRun runs every step but the store write.
 	DryRun bool
-	// Manager names who writes, for managedFields (kube-apiserver's
-	// fieldManager, or the User-Agent's first part); "" is the server.
+	// Manager names who writes, for managedFields: a request's
+	// fieldManager or User-Agent product (possibly empty, as on
+	// kube-apiserver), or ManagerAPIServer / ManagerControllerManager for
+	// the server's own writes.
 	Manager string
 	// fieldsTracked: the write's managedFields are already done (an
 	// apply computes them while it merges).

@@ -74,9 +74,12 @@ func (x *Resource) Delete(ctx context.Context, namespace, name string, opts *met
 			return DeleteResult{Result: Result{Rec: cur, Obj: obj}}, nil
 		}
 		now := metav1.NewTime(time.Now().Truncate(time.Second))
-		zero := int64(0)
 		acc.SetDeletionTimestamp(&now)
-		acc.SetDeletionGracePeriodSeconds(&zero)
+		if !x.t.RemovedByController {
+			// kube's generic store; its namespace storage sets no grace period.
+			zero := int64(0)
+			acc.SetDeletionGracePeriodSeconds(&zero)
+		}
 		if dryRun {
 			return DeleteResult{Result: Result{Rec: cur, Obj: obj}}, nil
 		}

@@ -23,15 +23,6 @@ const (
 	ManagerControllerManager = "kube-controller-manager"
 )
 
-// manager is the field manager a write records, the server's own when
-// the caller names none.
-func (o WriteOptions) manager() string {
-	if o.Manager == "" {
-		return ManagerAPIServer
-	}
-	return o.Manager
-}
-
 // fieldManager returns the field manager of writes through subresource,
 // or nil for kinds without field management.
 func (x *Resource) fieldManager(subresource string) (*apply.Manager, error) {
@@ -54,7 +45,7 @@ func (x *Resource) trackFields(live, obj runtime.Object, opts WriteOptions, subr
 	if live == nil {
 		live = fm.Empty()
 	}
-	return fm.Update(live, obj, opts.manager()), nil
+	return fm.Update(live, obj, opts.Manager), nil
 }
 
 // ApplyOptions are a Server-Side Apply's options.
@@ -83,7 +74,7 @@ func (x *Resource) Apply(ctx context.Context, namespace, name string, patch []by
 		if live == nil {
 			live = fm.Empty()
 		}
-		obj, err := fm.Apply(live, patch, opts.manager(), opts.Force)
+		obj, err := fm.Apply(live, patch, opts.Manager, opts.Force)
 		if err != nil {
 			return nil, err
 		}

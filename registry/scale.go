@@ -50,6 +50,48 @@ func (x *Resource) GetScale(ctx context.Context, namespace, name string) (*autos
 // replicas do); the Scale's resourceVersion, when set, makes it
 // conditional, and its uid is a precondition.
 func (x *Resource) UpdateScale(ctx context.Context, namespace, name string, mutate ScaleMutateFunc, opts WriteOptions) (*autoscalingv1.Scale, Result, error) {
+	return x.writeScale(ctx, namespace, name, opts, func(fm *apply.Manager, old *autoscalingv1.Scale) (*autoscalingv1.Scale, error) {
+		sc, err := mutate(old.DeepCopy())
+		if err != nil {
+			return nil, err
+		}
+		return fm.Update(old, sc, opts.Manager).(*autoscalingv1.Scale), nil
+	})
+}
+
+// ApplyScale applies a Scale configuration to an object's replicas.
+func (x *Resource) ApplyScale(ctx context.Context, namespace, name string, patch []byte, opts ApplyOptions) (*autoscalingv1.Scale, Result, error) {
+	conditional := apply.SetsResourceVersion(patch)
+	return x.writeScale(ctx, namespace, name, opts.WriteOptions, func(fm *apply.Manager, old *autoscalingv1.Scale) (*autoscalingv1.Scale, error) {
+		out, err := fm.Apply(old, patch, opts.Manager, opts.Force)
+		if err != nil {
+			return nil, err
+		}
+		sc := out.(*autoscalingv1.Scale)
+		if !conditional {
+			sc.ResourceVersion = "" // applies to whatever is current
+		}
+		return sc, nil
+	})
+}
+
+// writeScale writes an object's replicas through its Scale as
+// kube-apiserver does: the object's managedFields are seen as the
+// Scale's (owners of the replicas path own spec.replicas), change writes
+// the Scale with the Scale's field manager, and the entries go back to
+// the object under subresource "scale".
+func (x *Resource) writeScale(ctx context.Context, namespace, name string, opts WriteOptions,
+	change func(fm *apply.Manager, old *autoscalingv1.Scale) (*autoscalingv1.Scale, error)) (*autoscalingv1.Scale, Result, error) {
+	fm, err := apply.NewManager(schema.ScaleKind, "scale")
+	if err != nil {
+		return nil, Result{}, err
+	}
+	path, err := fieldpath.MakePath(toInterfaces(fieldPath(x.t.Scale.SpecReplicasPath))...)
+	if err != nil {
+		return nil, Result{}, err
+	}
+	mappings := managedfields.ResourcePathMappings{x.t.GroupVersion().String(): path}
+	opts.fieldsTracked = true
 	res, _, err := x.Update(ctx, namespace, name, func(cur runtime.Object) (runtime.Object, error) {
 		if cur == nil {
 			return nil, x.NotFound(name)
@@ -58,7 +100,12 @@ func (x *Resource) UpdateScale(ctx context.Context, namespace, name string, muta
 		if err != nil {
 			return nil, apierrors.NewBadRequest(err.Error())
 		}
-		sc, err := mutate(old.DeepCopy())
+		acc := mustAccessor(cur)
+		handler := managedfields.NewScaleHandler(acc.GetManagedFields(), x.t.GroupVersion(), mappings)
+		if old.ManagedFields, err = handler.ToSubresource(); err != nil {
+			return nil, err
+		}
+		sc, err := change(fm, old)
 		if err != nil {
 			return nil, err
 		}
@@ -71,24 +118,23 @@ func (x *Resource) UpdateScale(ctx context.Context, namespace, name string, muta
 		if errs := validateScale(sc); len(errs) > 0 {
 			return nil, apierrors.NewInvalid(runtimeschema.GroupKind{Group: autoscaling.GroupName, Kind: "Scale"}, name, errs)
 		}
-		acc, err := meta.Accessor(cur)
-		if err != nil {
-			return nil, err
-		}
 		if sc.UID != "" && sc.UID != acc.GetUID() {
 			return nil, apierrors.NewConflict(runtimeschema.GroupResource{Group: x.t.Group, Resource: x.t.Resource + "/scale"}, name,
 				fmt.Errorf("Precondition failed: UID in precondition: %v, UID in object meta: %v", sc.UID, acc.GetUID()))
+		}
+		entries, err := handler.ToParent(sc.ManagedFields)
+		if err != nil {
+			return nil, err
 		}
 		obj, err := x.withReplicas(cur, sc.Spec.Replicas)
 		if err != nil {
 			return nil, err
 		}
-		if acc, err = meta.Accessor(obj); err != nil {
-			return nil, err
-		}
-		acc.SetResourceVersion(sc.ResourceVersion)
+		oacc := mustAccessor(obj)
+		oacc.SetManagedFields(entries)
+		oacc.SetResourceVersion(sc.ResourceVersion)
 		return obj, nil
-	}, UpdateOptions{WriteOptions: opts, trackedAs: "scale"})
+	}, UpdateOptions{WriteOptions: opts})
 	return x.scaleAnswer(res, err)
 }
 
@@ -102,68 +148,6 @@ func (x *Resource) scaleAnswer(res Result, err error) (*autoscalingv1.Scale, Res
 		return nil, Result{}, apierrors.NewBadRequest(err.Error())
 	}
 	return sc, res, nil
-}
-
-// ApplyScale applies a Scale configuration to an object's replicas as
-// kube-apiserver does: the object's managedFields are seen as a Scale's
-// (owners of the replicas path own spec.replicas), the apply runs on the
-// Scale, and its entries go back to the object under subresource
-// "scale".
-func (x *Resource) ApplyScale(ctx context.Context, namespace, name string, patch []byte, opts ApplyOptions) (*autoscalingv1.Scale, Result, error) {
-	fm, err := apply.NewManager(schema.ScaleKind, "scale")
-	if err != nil {
-		return nil, Result{}, err
-	}
-	path, err := fieldpath.MakePath(toInterfaces(fieldPath(x.t.Scale.SpecReplicasPath))...)
-	if err != nil {
-		return nil, Result{}, err
-	}
-	mappings := managedfields.ResourcePathMappings{x.t.GroupVersion().String(): path}
-	conditional := apply.SetsResourceVersion(patch)
-	wo := opts.WriteOptions
-	wo.fieldsTracked = true
-	res, _, err := x.Update(ctx, namespace, name, func(cur runtime.Object) (runtime.Object, error) {
-		if cur == nil {
-			return nil, x.NotFound(name)
-		}
-		sc, err := x.scaleOf(cur)
-		if err != nil {
-			return nil, apierrors.NewBadRequest(err.Error())
-		}
-		acc := mustAccessor(cur)
-		handler := managedfields.NewScaleHandler(acc.GetManagedFields(), x.t.GroupVersion(), mappings)
-		if sc.ManagedFields, err = handler.ToSubresource(); err != nil {
-			return nil, err
-		}
-		out, err := fm.Apply(sc, patch, opts.manager(), opts.Force)
-		if err != nil {
-			return nil, err
-		}
-		applied := out.(*autoscalingv1.Scale)
-		if err := checkName(applied, name); err != nil {
-			return nil, err
-		}
-		if errs := validateScale(applied); len(errs) > 0 {
-			return nil, apierrors.NewInvalid(runtimeschema.GroupKind{Group: autoscaling.GroupName, Kind: "Scale"}, name, errs)
-		}
-		entries, err := handler.ToParent(applied.ManagedFields)
-		if err != nil {
-			return nil, err
-		}
-		obj, err := x.withReplicas(cur, applied.Spec.Replicas)
-		if err != nil {
-			return nil, err
-		}
-		oacc := mustAccessor(obj)
-		oacc.SetManagedFields(entries)
-		if conditional {
-			oacc.SetResourceVersion(applied.ResourceVersion)
-		} else {
-			oacc.SetResourceVersion("")
-		}
-		return obj, nil
-	}, UpdateOptions{WriteOptions: wo})
-	return x.scaleAnswer(res, err)
 }
 
 func toInterfaces(s []string) []interface{} {

@@ -561,7 +561,7 @@ func (a *serviceAllocator) claimIP(ctx context.Context, svc *corev1.Service, ip 
 			Group: "", Resource: "services", Namespace: svc.Namespace, Name: svc.Name,
 		}},
 	}
-	_, err := x.Create(ctx, "", obj, WriteOptions{})
+	_, err := x.Create(ctx, "", obj, WriteOptions{Manager: ManagerAPIServer})
 	if apierrors.IsAlreadyExists(err) {
 		return false, nil
 	}

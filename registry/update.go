@@ -45,10 +45,6 @@ type UpdateOptions struct {
 	SkipValidation bool
 	// createByApply: an apply creates the object when it is missing.
 	createByApply bool
-	// trackedAs names the subresource managedFields record the write
-	// under when it is not Subresource (a scale write is stored as an
-	// update of the main resource).
-	trackedAs string
 }
 
 // Update runs read-modify-write with compare-and-swap; managedFields
@@ -97,11 +93,7 @@ func (x *Resource) Update(ctx context.Context, namespace, name string, mutate Mu
 		if err := checkName(obj, name); err != nil {
 			return Result{}, false, err
 		}
-		tracked := opts.Subresource
-		if opts.trackedAs != "" {
-			tracked = opts.trackedAs
-		}
-		if obj, err = x.trackFields(old, obj, opts.WriteOptions, tracked); err != nil {
+		if obj, err = x.trackFields(old, obj, opts.WriteOptions, opts.Subresource); err != nil {
 			return Result{}, false, err
 		}
 		acc, err := meta.Accessor(obj)

@@ -381,6 +381,6 @@ func (r *request) checkDisruptionBudget(pod *corev1.Pod) error {
 		}
 		p.Status.DisruptedPods[pod.Name] = metav1.NewTime(time.Now().Truncate(time.Second))
 		return p, nil
-	}, registry.UpdateOptions{Subresource: "status"})
+	}, registry.UpdateOptions{Subresource: "status", WriteOptions: registry.WriteOptions{Manager: registry.ManagerAPIServer}})
 	return err
 }
