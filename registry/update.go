@@ -165,8 +165,9 @@ func (x *Resource) storeUpdate(ctx context.Context, namespace, name string, obj,
 	} else {
 		// A write that changes nothing is not stored: the resourceVersion
 		// stays and watchers hear nothing, as on kube-apiserver (a no-op
-		// apply or a PUT of what was read).
-		if e, err := enc(cur.Rev); err == nil && bytes.Equal(e.Value, cur.Value) {
+		// apply or a PUT of what was read) — unless the stored form is
+		// stale, where the rewrite re-encrypts it.
+		if e, err := enc(cur.Rev); err == nil && !cur.Stale && bytes.Equal(e.Value, cur.Value) {
 			return Result{Rec: cur, Obj: obj, Warnings: warnings}, false, nil
 		}
 		rec, err = x.g.store.Update(ctx, x.Key(namespace, name), cur.Rev, enc)

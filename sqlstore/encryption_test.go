@@ -94,10 +94,14 @@ func TestEncryptionAtRest(t *testing.T) {
 				t.Errorf("watch read back from the log: %q", ev.Value)
 			}
 
-			// Rotation: key2 writes, key1 still reads.
+			if got, _ := s.Get(ctx, secret); got.Stale {
+				t.Error("a value under the writing key reads as stale")
+			}
+			// Rotation: key2 writes, key1 still reads; what key1 sealed is
+			// stale, so a rewrite of the same value is not a no-op.
 			rotated := open(encryptionConfig(t, testKey2+", "+testKey1))
-			if got, err := rotated.Get(ctx, secret); err != nil || !bytes.Equal(got.Value, plain) {
-				t.Fatalf("get after rotation: %q %v", got.Value, err)
+			if got, err := rotated.Get(ctx, secret); err != nil || !bytes.Equal(got.Value, plain) || !got.Stale {
+				t.Fatalf("get after rotation: %q stale=%v %v", got.Value, got.Stale, err)
 			}
 			// The rewrite (kubectl get secrets -A -o json | kubectl replace -f -).
 			up, err := rotated.Update(ctx, secret, r.Rev, func(int64) (kv.Entry, error) { return kv.Entry{Value: plain}, nil })

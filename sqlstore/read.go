@@ -28,7 +28,7 @@ func (s *Store) Get(ctx context.Context, key kv.Key) (kv.Record, error) {
 		return r, unavailable(err)
 	}
 	if s.opts.Values != nil { // else the scanned value is ours already
-		r.Value, err = s.open(key, r.Value)
+		r.Value, r.Stale, err = s.openStale(key, r.Value)
 	}
 	return r, err
 }

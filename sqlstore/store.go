@@ -53,23 +53,30 @@ type Options struct {
 // the authenticated data that binds a sealed value to it.
 type Values interface {
 	Seal(resource, namespace, name string, plain []byte) ([]byte, error)
-	Open(resource, namespace, name string, stored []byte) ([]byte, error)
+	// Open also reports a stale value: one Seal would now store otherwise.
+	Open(resource, namespace, name string, stored []byte) (plain []byte, stale bool, err error)
 }
 
 // open turns a value read from the database into the plain value; the
 // result never aliases v (drivers own the scanned bytes).
 func (s *Store) open(key kv.Key, v []byte) ([]byte, error) {
+	out, _, err := s.openStale(key, v)
+	return out, err
+}
+
+// openStale is open that also says whether the value is stale.
+func (s *Store) openStale(key kv.Key, v []byte) ([]byte, bool, error) {
 	if s.opts.Values == nil {
-		return bytes.Clone(v), nil
+		return bytes.Clone(v), false, nil
 	}
-	out, err := s.opts.Values.Open(key.Resource, key.Namespace, key.Name, v)
+	out, stale, err := s.opts.Values.Open(key.Resource, key.Namespace, key.Name, v)
 	if err != nil {
-		return nil, fmt.Errorf("sqlstore: %s %s/%s: %w", key.Resource, key.Namespace, key.Name, err)
+		return nil, false, fmt.Errorf("sqlstore: %s %s/%s: %w", key.Resource, key.Namespace, key.Name, err)
 	}
 	if len(out) > 0 && len(v) > 0 && &out[0] == &v[0] {
 		out = bytes.Clone(out)
 	}
-	return out, nil
+	return out, stale, nil
 }
 
 // seal turns a plain value into the one the database stores.

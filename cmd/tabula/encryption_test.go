@@ -86,3 +86,72 @@ func grepLines(s, sub string) string {
 	}
 	return strings.Join(out, "\n")
 }
+
+// TestEncryptionRewriteOfUnchangedSecrets: kube's documented way to
+// encrypt values stored before a provider was configured (or under an
+// older key) is to rewrite them unchanged (kubectl get secrets -o json |
+// kubectl replace -f -). Such a rewrite must be stored, not skipped as a
+// no-op, and afterwards the value opens with the key alone.
+func TestEncryptionRewriteOfUnchangedSecrets(t *testing.T) {
+	dir := t.TempDir()
+	key := "{name: key1, secret: c2VjcmV0IGlzIHNlY3VyZSwgSSB0aGluayBzbyAxMjM=}"
+	writeConfig := func(name, providers string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte("apiVersion: apiserver.config.k8s.io/v1\nkind: EncryptionConfiguration\nresources:\n- resources: [secrets]\n  providers:\n"+providers), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	withIdentity := writeConfig("with-identity.yaml", "  - aesgcm: {keys: ["+key+"]}\n  - identity: {}\n")
+	keyOnly := writeConfig("key-only.yaml", "  - aesgcm: {keys: ["+key+"]}\n")
+	start := func(extra ...string) (*Main, *kubernetes.Clientset) {
+		m := NewMain()
+		if err := m.ParseFlags(append([]string{"--data-dir", dir, "--listen", "127.0.0.1:0", "--log-level", "error"}, extra...)); err != nil {
+			t.Fatal(err)
+		}
+		if err := m.Run(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		rc, err := clientcmd.BuildConfigFromFlags("", m.KubeconfigPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cs, err := kubernetes.NewForConfig(rc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m, cs
+	}
+	ctx := context.Background()
+
+	m, cs := start()
+	if _, err := cs.CoreV1().Secrets("default").Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "old"}, Data: map[string][]byte{"k": []byte("v")}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	m.Close()
+
+	m, cs = start("--encryption-provider-config", withIdentity)
+	s, err := cs.CoreV1().Secrets("default").Get(ctx, "old", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	replaced, err := cs.CoreV1().Secrets("default").Update(ctx, s, metav1.UpdateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if replaced.ResourceVersion == s.ResourceVersion {
+		t.Errorf("the unchanged rewrite of a plaintext Secret was skipped (resourceVersion %s)", s.ResourceVersion)
+	}
+	// Unchanged again, now under the writing key: a true no-op.
+	again, err := cs.CoreV1().Secrets("default").Update(ctx, replaced, metav1.UpdateOptions{})
+	if err != nil || again.ResourceVersion != replaced.ResourceVersion {
+		t.Errorf("rewriting an encrypted Secret unchanged: resourceVersion %s → %s (%v); want no write", replaced.ResourceVersion, again.ResourceVersion, err)
+	}
+	m.Close()
+
+	m, cs = start("--encryption-provider-config", keyOnly)
+	defer m.Close()
+	if got, err := cs.CoreV1().Secrets("default").Get(ctx, "old", metav1.GetOptions{}); err != nil || string(got.Data["k"]) != "v" {
+		t.Errorf("with the key alone (no identity provider) the rewritten Secret reads %v, %v", got, err)
+	}
+}

@@ -179,14 +179,16 @@ func (c *Config) Seal(resource, namespace, name string, plain []byte) ([]byte, e
 
 // Open decrypts a stored value; values written before encryption was
 // configured read through an identity provider, if the rule has one.
-func (c *Config) Open(resource, namespace, name string, stored []byte) ([]byte, error) {
+// stale reports a value not read by the rule's first provider (the one
+// Seal writes with), as kube's transformers report it.
+func (c *Config) Open(resource, namespace, name string, stored []byte) (plain []byte, stale bool, err error) {
 	r := c.ruleFor(resource)
 	if r == nil {
-		return stored, nil
+		return stored, false, nil
 	}
-	out, _, err := r.transformer.TransformFromStorage(context.Background(), stored, authData(resource, namespace, name))
+	out, stale, err := r.transformer.TransformFromStorage(context.Background(), stored, authData(resource, namespace, name))
 	record("from_storage", prefixOf(stored), err)
-	return out, err
+	return out, stale, err
 }
 
 func authData(resource, namespace, name string) value.Context {

@@ -41,12 +41,12 @@ func TestProviders(t *testing.T) {
 			if !bytes.HasPrefix(sealed, []byte("k8s:enc:"+name+":v1:key1:")) || bytes.Contains(sealed, []byte("hunter2")) {
 				t.Fatalf("sealed %q", sealed)
 			}
-			got, err := c.Open("secrets", "ns", "s", sealed)
-			if err != nil || !bytes.Equal(got, plain) {
-				t.Fatalf("open: %q %v", got, err)
+			got, stale, err := c.Open("secrets", "ns", "s", sealed)
+			if err != nil || !bytes.Equal(got, plain) || stale {
+				t.Fatalf("open: %q stale=%v %v", got, stale, err)
 			}
 			if name == "aesgcm" { // only GCM binds the value to its key (kube: authenticated data)
-				if _, err := c.Open("secrets", "ns", "other", sealed); err == nil {
+				if _, _, err := c.Open("secrets", "ns", "other", sealed); err == nil {
 					t.Error("a value moved to another key opened")
 				}
 			}
@@ -65,24 +65,24 @@ func TestResourcesAndRotation(t *testing.T) {
 	if v, _ := old.Seal("widgets.example.com", "ns", "w", []byte("x")); !strings.HasPrefix(string(v), "k8s:enc:aesgcm:v1:key1:") {
 		t.Errorf("*.example.com not sealed: %q", v)
 	}
-	if v, err := old.Open("secrets", "ns", "s", []byte(`{"plain":true}`)); err != nil || string(v) != `{"plain":true}` {
-		t.Errorf("a value stored before encryption: %q %v", v, err)
+	if v, stale, err := old.Open("secrets", "ns", "s", []byte(`{"plain":true}`)); err != nil || string(v) != `{"plain":true}` || !stale {
+		t.Errorf("a value stored before encryption: %q stale=%v %v (want it stale: a rewrite encrypts it)", v, stale, err)
 	}
 	sealed1, _ := old.Seal("secrets", "ns", "s", []byte("v1"))
 
 	rotated := config(t, "  - aesgcm: {keys: [{name: key2, secret: "+key2+"}, {name: key1, secret: "+key1+"}]}\n")
-	if v, err := rotated.Open("secrets", "ns", "s", sealed1); err != nil || string(v) != "v1" {
-		t.Errorf("old key's value after rotation: %q %v", v, err)
+	if v, stale, err := rotated.Open("secrets", "ns", "s", sealed1); err != nil || string(v) != "v1" || !stale {
+		t.Errorf("old key's value after rotation: %q stale=%v %v (want it stale)", v, stale, err)
 	}
 	sealed2, _ := rotated.Seal("secrets", "ns", "s", []byte("v2"))
 	if !strings.HasPrefix(string(sealed2), "k8s:enc:aesgcm:v1:key2:") {
 		t.Errorf("rotated write uses %q", sealed2[:24])
 	}
 	onlyNew := config(t, "  - aesgcm: {keys: [{name: key2, secret: "+key2+"}]}\n")
-	if _, err := onlyNew.Open("secrets", "ns", "s", sealed1); err == nil {
+	if _, _, err := onlyNew.Open("secrets", "ns", "s", sealed1); err == nil {
 		t.Error("a value of a removed key opened")
 	}
-	if _, err := onlyNew.Open("secrets", "ns", "s", []byte(`{"plain":true}`)); err == nil {
+	if _, _, err := onlyNew.Open("secrets", "ns", "s", []byte(`{"plain":true}`)); err == nil {
 		t.Error("a plain value opened without an identity provider")
 	}
 }

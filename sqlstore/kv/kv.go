@@ -25,6 +25,11 @@ type Record struct {
 	CreatedRev int64
 	// Value is the serialized object, resourceVersion included.
 	Value []byte
+	// Stale: the value is stored in a form the store would not write now
+	// (under an older encryption key, or unencrypted where a provider is
+	// configured). Rewriting the same value is then not a no-op: it is how
+	// values are moved to the current key, as on kube-apiserver. Set by Get.
+	Stale bool
 }
 
 // Entry is what a write stores: the object bytes plus the attributes the
