@@ -345,7 +345,7 @@ func (st *crStrategy) validate(obj, old runtime.Object) field.ErrorList {
 }
 
 // prepareStatus is a status write: the stored object with the request's
-// status, nothing else.
+// status (and managedFields), nothing else.
 func (st *crStrategy) prepareStatus(obj, old runtime.Object) (runtime.Object, error) {
 	u, ok1 := obj.(*unstructured.Unstructured)
 	o, ok2 := old.(*unstructured.Unstructured)
@@ -359,6 +359,8 @@ func (st *crStrategy) prepareStatus(obj, old runtime.Object) (runtime.Object, er
 		delete(out.Object, "status")
 	}
 	out.SetResourceVersion(u.GetResourceVersion())
+	// An apply through status brings the managedFields it computed.
+	out.SetManagedFields(u.GetManagedFields())
 	return out, nil
 }
 

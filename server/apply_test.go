@@ -289,3 +289,32 @@ func TestApplyScale(t *testing.T) {
 		t.Errorf("the user's manifest without replicas reset them to %v; want the autoscaler's 5", d.Spec["replicas"])
 	}
 }
+
+// TestApplyCustomResourceStatus: an apply through a custom resource's
+// /status writes the status and records its manager under subresource
+// status (the custom resource status strategy keeps the managedFields the
+// apply computed).
+func TestApplyCustomResourceStatus(t *testing.T) {
+	h := refNewHarness(t)
+	h.createNamespace("crd-status", nil)
+	h.mustDo("POST", crdPath, "application/json", `{"apiVersion":"apiextensions.k8s.io/v1","kind":"CustomResourceDefinition",
+ "metadata":{"name":"knobs.test.example.com"},
+ "spec":{"group":"test.example.com","scope":"Namespaced","names":{"plural":"knobs","singular":"knob","kind":"Knob"},
+  "versions":[{"name":"v1","served":true,"storage":true,"subresources":{"status":{}},"schema":{"openAPIV3Schema":{"type":"object","properties":{
+   "spec":{"type":"object","properties":{"level":{"type":"integer"}}},"status":{"type":"object","properties":{"phase":{"type":"string"}}}}}}}]}}`, http.StatusCreated)
+	establish(t, h, "knobs.test.example.com")
+	const knob = "/apis/test.example.com/v1/namespaces/crd-status/knobs/k"
+	r := h.do("PATCH", knob+"?fieldManager=user", applyHeaders, []byte("apiVersion: test.example.com/v1\nkind: Knob\nmetadata:\n  name: k\nspec:\n  level: 1\n"))
+	decodeApplied(t, r.Code, r.Body.Bytes(), http.StatusCreated)
+	r = h.do("PATCH", knob+"/status?fieldManager=ctrl", applyHeaders, []byte("apiVersion: test.example.com/v1\nkind: Knob\nmetadata:\n  name: k\nstatus:\n  phase: Ready\n"))
+	o := decodeApplied(t, r.Code, r.Body.Bytes(), http.StatusOK)
+	found := false
+	for _, e := range o.Metadata.ManagedFields {
+		if e.Manager == "ctrl" && e.Subresource == "status" && e.Operation == "Apply" && e.FieldsV1["f:status"] != nil {
+			found = true
+		}
+	}
+	if o.Status["phase"] != "Ready" || !found {
+		t.Errorf("status apply: status %v, managedFields %+v", o.Status, o.Metadata.ManagedFields)
+	}
+}
