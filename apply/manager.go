@@ -1,7 +1,6 @@
 package apply
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -11,8 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/managedfields"
+	"k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
-	"sigs.k8s.io/yaml"
 
 	"github.com/tabula-dev/tabula/schema"
 )
@@ -42,7 +41,7 @@ func NewManager(t *schema.Type, subresource string) (*Manager, error) {
 		return nil, err
 	}
 	var filters map[fieldpath.APIVersion]fieldpath.Filter
-	if reset := resetFields(t, subresource); len(reset) > 0 {
+	if reset := t.ResetFields(subresource); len(reset) > 0 {
 		set := fieldpath.NewSet()
 		for _, f := range reset {
 			set.Insert(fieldpath.MakePathOrDie(f))
@@ -60,20 +59,6 @@ func NewManager(t *schema.Type, subresource string) (*Manager, error) {
 		return nil, err
 	}
 	return &Manager{t: t, mf: mf, fm: fm}, nil
-}
-
-// resetFields are the top-level fields a write through subresource never
-// changes (the registry puts the stored ones back), so writing them
-// there gives no ownership: kube-apiserver's strategies reset status on
-// the main resource and spec on the status subresource.
-func resetFields(t *schema.Type, subresource string) []string {
-	switch {
-	case subresource == "" && t.HasSubresource("status"):
-		return []string{"status"}
-	case subresource == "status":
-		return []string{"spec"}
-	}
-	return nil
 }
 
 // Update records in obj's managedFields what manager changed from live
@@ -115,38 +100,50 @@ func (m *Manager) Empty() runtime.Object {
 	return obj
 }
 
+// Applied is what an apply made.
+type Applied struct {
+	// Obj is the object to store, in the Type's own form.
+	Obj runtime.Object
+	// Conditional: the configuration names a resourceVersion, which the
+	// write must then match.
+	Conditional bool
+	// Warnings report duplicate fields under fieldValidation Warn.
+	Warnings []string
+}
+
 // Apply merges the applied configuration patch (YAML or JSON) into live
-// as manager (operation Apply) and returns the object to store, in the
-// Type's own form. Fields other managers own with other values are a
-// 409 Conflict listing each, unless force takes them over.
-func (m *Manager) Apply(live runtime.Object, patch []byte, manager string, force bool) (runtime.Object, error) {
+// as manager (operation Apply). Fields other managers own with other
+// values are a 409 Conflict listing each, unless force takes them over.
+// Duplicate fields are judged once the apply succeeds, as kube-apiserver
+// does, by fieldValidation (Strict: 400, Warn: Warnings, Ignore).
+func (m *Manager) Apply(live runtime.Object, patch []byte, manager string, force bool, fieldValidation string) (Applied, error) {
+	// kube's YAML reading: integers stay integers.
 	applied := &unstructured.Unstructured{Object: map[string]interface{}{}}
 	if err := yaml.Unmarshal(patch, &applied.Object); err != nil {
-		return nil, apierrors.NewBadRequest(fmt.Sprintf("error decoding YAML: %v", err))
+		return Applied{}, apierrors.NewBadRequest(fmt.Sprintf("error decoding YAML: %v", err))
 	}
+	conditional := applied.GetResourceVersion() != ""
 	obj, err := m.fm.Apply(live, applied, manager, force)
 	if err != nil {
-		return nil, serverError(err)
+		return Applied{}, serverError(err)
 	}
 	// Built-in kinds come back in kube's internal version.
 	if gvk := obj.GetObjectKind().GroupVersionKind(); gvk != m.t.GroupVersionKind() {
 		if obj, err = m.mf.Convertor.ConvertToVersion(obj, m.t.GroupVersion()); err != nil {
-			return nil, serverError(err)
+			return Applied{}, serverError(err)
 		}
 		obj.GetObjectKind().SetGroupVersionKind(m.t.GroupVersionKind())
 	}
-	return obj, nil
-}
-
-// StrictProblems reports the duplicate fields of an applied
-// configuration, which fieldValidation Strict refuses and Warn reports;
-// a configuration that does not parse at all is Apply's to refuse.
-func StrictProblems(patch []byte) error {
-	var doc map[string]interface{}
-	if yaml.Unmarshal(patch, &doc) != nil {
-		return nil
+	res := Applied{Obj: obj, Conditional: conditional}
+	if fieldValidation == metav1.FieldValidationStrict || fieldValidation == metav1.FieldValidationWarn {
+		if err := yaml.UnmarshalStrict(patch, &map[string]interface{}{}); err != nil {
+			if fieldValidation == metav1.FieldValidationStrict {
+				return Applied{}, apierrors.NewBadRequest("error strict decoding YAML: " + err.Error())
+			}
+			res.Warnings = append(res.Warnings, err.Error())
+		}
 	}
-	return yaml.UnmarshalStrict(patch, &doc)
+	return res, nil
 }
 
 // serverError keeps the field manager's Status errors (400, 409) and
@@ -160,19 +157,4 @@ func serverError(err error) error {
 	return &apierrors.StatusError{ErrStatus: metav1.Status{
 		Status: metav1.StatusFailure, Code: http.StatusInternalServerError, Message: err.Error(),
 	}}
-}
-
-// SetsResourceVersion reports whether an applied configuration names a
-// resourceVersion, making the apply conditional on it.
-func SetsResourceVersion(patch []byte) bool {
-	var doc struct {
-		Metadata struct {
-			ResourceVersion *string `json:"resourceVersion"`
-		} `json:"metadata"`
-	}
-	j, err := yaml.YAMLToJSON(patch)
-	if err != nil || json.Unmarshal(j, &doc) != nil {
-		return false
-	}
-	return doc.Metadata.ResourceVersion != nil && *doc.Metadata.ResourceVersion != ""
 }

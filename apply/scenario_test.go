@@ -46,12 +46,14 @@ type step struct {
 	Manager string                                    `json:"manager"`
 	// Apply is an applied configuration (Server-Side Apply); Update is a
 	// whole object written by create, update or a client-side patch.
-	Apply       map[string]interface{} `json:"apply"`
-	ApplyText   string                 `json:"applyText"`
-	Update      map[string]interface{} `json:"update"`
-	Force       bool                   `json:"force"`
-	Subresource string                 `json:"subresource"`
-	Expect      expect                 `json:"expect"`
+	Apply     map[string]interface{} `json:"apply"`
+	ApplyText string                 `json:"applyText"`
+	Update    map[string]interface{} `json:"update"`
+	Force     bool                   `json:"force"`
+	// FieldValidation judges an apply's duplicate fields (Strict, Warn).
+	FieldValidation string `json:"fieldValidation"`
+	Subresource     string `json:"subresource"`
+	Expect          expect `json:"expect"`
 }
 
 type expect struct {
@@ -64,6 +66,8 @@ type expect struct {
 	ManagedFields []map[string]interface{} `json:"managedFields"`
 	// NoManagedFields: the object has none.
 	NoManagedFields bool `json:"noManagedFields"`
+	// Warnings an apply reports (duplicate fields under Warn).
+	Warnings []string `json:"warnings"`
 	// Error is the Status the step fails with (code and message); the
 	// object stays as it was.
 	Error *struct {
@@ -154,6 +158,7 @@ func runScenario(t *testing.T, sc *scenario) {
 			base = m.Empty()
 		}
 		var out runtime.Object
+		var warnings []string
 		switch {
 		case st.Apply != nil || st.ApplyText != "":
 			patch := []byte(st.ApplyText)
@@ -162,7 +167,9 @@ func runScenario(t *testing.T, sc *scenario) {
 					t.Fatal(err)
 				}
 			}
-			out, err = m.Apply(base.DeepCopyObject(), patch, st.Manager, st.Force)
+			var applied apply.Applied
+			applied, err = m.Apply(base.DeepCopyObject(), patch, st.Manager, st.Force, st.FieldValidation)
+			out, warnings = applied.Obj, applied.Warnings
 		case st.Update != nil:
 			out = m.Update(base.DeepCopyObject(), decodeAs(t, ty, st.Update), st.Manager)
 		default:
@@ -175,6 +182,9 @@ func runScenario(t *testing.T, sc *scenario) {
 		}
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
+		}
+		if !reflect.DeepEqual(warnings, st.Expect.Warnings) {
+			t.Errorf("%s: warnings %q, want %q", name, warnings, st.Expect.Warnings)
 		}
 		live = out
 		// A stored object has a uid; the field manager tells creates

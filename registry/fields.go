@@ -5,7 +5,6 @@ import (
 	"net/http"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
@@ -54,6 +53,8 @@ type ApplyOptions struct {
 	Subresource string
 	// Force takes over fields other managers own.
 	Force bool
+	// FieldValidation judges duplicate fields: Strict, Warn or Ignore.
+	FieldValidation string
 }
 
 // Apply merges an applied configuration (YAML or JSON) into the named
@@ -67,32 +68,33 @@ func (x *Resource) Apply(ctx context.Context, namespace, name string, patch []by
 	if fm == nil {
 		return Result{}, false, unsupportedApply(x.t)
 	}
-	conditional := apply.SetsResourceVersion(patch)
+	var warnings []string
 	mutate := func(cur runtime.Object) (runtime.Object, error) {
 		live := cur
 		if live == nil {
 			live = fm.Empty()
 		}
-		obj, err := fm.Apply(live, patch, opts.Manager, opts.Force)
+		applied, err := fm.Apply(live, patch, opts.Manager, opts.Force, opts.FieldValidation)
 		if err != nil {
 			return nil, err
 		}
-		if !conditional {
+		warnings = applied.Warnings
+		if !applied.Conditional {
 			// An apply without a resourceVersion applies to whatever is
 			// current: the update retries on conflict instead of failing.
-			if acc, err := meta.Accessor(obj); err == nil {
-				acc.SetResourceVersion("")
-			}
+			mustAccessor(applied.Obj).SetResourceVersion("")
 		}
-		return obj, nil
+		return applied.Obj, nil
 	}
 	wo := opts.WriteOptions
 	wo.fieldsTracked = true
-	return x.Update(ctx, namespace, name, mutate, UpdateOptions{
+	res, created, err = x.Update(ctx, namespace, name, mutate, UpdateOptions{
 		WriteOptions:  wo,
 		Subresource:   opts.Subresource,
 		createByApply: opts.Subresource == "",
 	})
+	res.Warnings = append(warnings, res.Warnings...)
+	return res, created, err
 }
 
 // unsupportedApply is the 415 for a kind without field management.

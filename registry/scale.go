@@ -61,18 +61,21 @@ func (x *Resource) UpdateScale(ctx context.Context, namespace, name string, muta
 
 // ApplyScale applies a Scale configuration to an object's replicas.
 func (x *Resource) ApplyScale(ctx context.Context, namespace, name string, patch []byte, opts ApplyOptions) (*autoscalingv1.Scale, Result, error) {
-	conditional := apply.SetsResourceVersion(patch)
-	return x.writeScale(ctx, namespace, name, opts.WriteOptions, func(fm *apply.Manager, old *autoscalingv1.Scale) (*autoscalingv1.Scale, error) {
-		out, err := fm.Apply(old, patch, opts.Manager, opts.Force)
+	var warnings []string
+	sc, res, err := x.writeScale(ctx, namespace, name, opts.WriteOptions, func(fm *apply.Manager, old *autoscalingv1.Scale) (*autoscalingv1.Scale, error) {
+		applied, err := fm.Apply(old, patch, opts.Manager, opts.Force, opts.FieldValidation)
 		if err != nil {
 			return nil, err
 		}
-		sc := out.(*autoscalingv1.Scale)
-		if !conditional {
+		warnings = applied.Warnings
+		sc := applied.Obj.(*autoscalingv1.Scale)
+		if !applied.Conditional {
 			sc.ResourceVersion = "" // applies to whatever is current
 		}
 		return sc, nil
 	})
+	res.Warnings = append(warnings, res.Warnings...)
+	return sc, res, err
 }
 
 // writeScale writes an object's replicas through its Scale as
@@ -86,11 +89,18 @@ func (x *Resource) writeScale(ctx context.Context, namespace, name string, opts 
 	if err != nil {
 		return nil, Result{}, err
 	}
-	path, err := fieldpath.MakePath(toInterfaces(fieldPath(x.t.Scale.SpecReplicasPath))...)
-	if err != nil {
-		return nil, Result{}, err
+	// Every served version of the object: entries recorded through another
+	// one keep their fields (the handler drops entries of unknown versions).
+	mappings := managedfields.ResourcePathMappings{}
+	for _, t := range x.g.types.ByStorage(x.t.StorageResource) {
+		var path fieldpath.Path
+		if t.Scale != nil {
+			if path, err = fieldpath.MakePath(toInterfaces(fieldPath(t.Scale.SpecReplicasPath))...); err != nil {
+				return nil, Result{}, err
+			}
+		}
+		mappings[t.GroupVersion().String()] = path
 	}
-	mappings := managedfields.ResourcePathMappings{x.t.GroupVersion().String(): path}
 	opts.fieldsTracked = true
 	res, _, err := x.Update(ctx, namespace, name, func(cur runtime.Object) (runtime.Object, error) {
 		if cur == nil {

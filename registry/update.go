@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	runtimeschema "k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/tabula-dev/tabula/schema"
 	"github.com/tabula-dev/tabula/sqlstore/kv"
 )
 
@@ -41,7 +42,8 @@ type UpdateOptions struct {
 	CreateMissing bool
 	// SkipValidation is for changes the server derives from a request it
 	// validated itself, which kube-apiserver writes to storage without the
-	// kind's update validation (pods/binding sets the immutable nodeName).
+	// kind's update validation or field tracking (pods/binding sets the
+	// immutable nodeName).
 	SkipValidation bool
 	// createByApply: an apply creates the object when it is missing.
 	createByApply bool
@@ -93,8 +95,10 @@ func (x *Resource) Update(ctx context.Context, namespace, name string, mutate Mu
 		if err := checkName(obj, name); err != nil {
 			return Result{}, false, err
 		}
-		if obj, err = x.trackFields(old, obj, opts.WriteOptions, opts.Subresource); err != nil {
-			return Result{}, false, err
+		if !opts.SkipValidation {
+			if obj, err = x.trackFields(old, obj, opts.WriteOptions, opts.Subresource); err != nil {
+				return Result{}, false, err
+			}
 		}
 		acc, err := meta.Accessor(obj)
 		if err != nil {
@@ -237,22 +241,13 @@ func (x *Resource) prepareUpdate(obj, old runtime.Object, subresource string) er
 	return nil
 }
 
-// subresourceFields says which top-level part of an object a subresource
-// writes; everything else is kept from the stored object.
-var subresourceFields = map[string][]string{
-	"status":   {"status"},
-	"finalize": {"spec"},
-	// A binding sets spec.nodeName, annotations and a status condition.
-	"binding": {"metadata", "spec", "status"},
-}
-
 // narrowToSubresource builds the object a write stores: for a subresource,
 // the old object with only the subresource's fields taken from obj; for
 // the main resource of a Type with a status subresource, obj with the
 // status kept from old.
 func (x *Resource) narrowToSubresource(obj, old runtime.Object, subresource string) (runtime.Object, error) {
 	from, keep := obj, old
-	fields := subresourceFields[subresource]
+	fields := schema.SubresourceWrites(subresource)
 	if subresource == "" {
 		if !x.t.HasSubresource("status") {
 			return obj, nil

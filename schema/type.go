@@ -2,6 +2,7 @@ package schema
 
 import (
 	"fmt"
+	"slices"
 
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -289,3 +290,41 @@ func (t *Type) GroupResource() schema.GroupResource {
 
 // APIVersion returns the apiVersion string written in objects.
 func (t *Type) APIVersion() string { return t.GroupVersion().String() }
+
+// subresourceWrites names the top-level fields of an object a write
+// through a subresource changes; the rest stays as stored.
+var subresourceWrites = map[string][]string{
+	"status":   {"status"},
+	"finalize": {"spec"},
+	// A binding sets spec.nodeName, annotations and a status condition.
+	"binding": {"metadata", "spec", "status"},
+}
+
+// SubresourceWrites is what a write through subresource changes of the
+// object (nil for subresources with a writer of their own).
+func SubresourceWrites(subresource string) []string { return subresourceWrites[subresource] }
+
+// ResetFields are the top-level fields a write through subresource ("" for
+// the main resource) never changes, so writing them there gives no
+// ownership in managedFields (kube's strategies' reset fields): status for
+// the main resource of a kind with a status subresource; for a
+// subresource, the object's parts it does not write.
+func (t *Type) ResetFields(subresource string) []string {
+	if subresource == "" {
+		if t.HasSubresource("status") {
+			return []string{"status"}
+		}
+		return nil
+	}
+	written := subresourceWrites[subresource]
+	if written == nil {
+		return nil
+	}
+	var reset []string
+	for _, f := range []string{"metadata", "spec", "status"} {
+		if !slices.Contains(written, f) {
+			reset = append(reset, f)
+		}
+	}
+	return reset
+}

@@ -318,3 +318,64 @@ func TestApplyCustomResourceStatus(t *testing.T) {
 		t.Errorf("status apply: status %v, managedFields %+v", o.Status, o.Metadata.ManagedFields)
 	}
 }
+
+// TestScaleKeepsOtherVersionsEntries: a scale write through one version of
+// a custom resource keeps the managedFields entries recorded through
+// another (kube's ScaleHandler drops entries of versions it is not told
+// about), and an apply through /scale conflicts with the other version's
+// owner of the replicas.
+func TestScaleKeepsOtherVersionsEntries(t *testing.T) {
+	h := refNewHarness(t)
+	h.createNamespace("crd-scale", nil)
+	version := func(name string, storage bool) string {
+		return fmt.Sprintf(`{"name":%q,"served":true,"storage":%v,"subresources":{"scale":{"specReplicasPath":".spec.replicas","statusReplicasPath":".status.replicas"}},`+
+			`"schema":{"openAPIV3Schema":{"type":"object","properties":{"spec":{"type":"object","properties":{"replicas":{"type":"integer"},"note":{"type":"string"}}},`+
+			`"status":{"type":"object","properties":{"replicas":{"type":"integer"}}}}}}}`, name, storage)
+	}
+	h.mustDo("POST", crdPath, "application/json", `{"apiVersion":"apiextensions.k8s.io/v1","kind":"CustomResourceDefinition",
+ "metadata":{"name":"dials.test.example.com"},
+ "spec":{"group":"test.example.com","scope":"Namespaced","names":{"plural":"dials","singular":"dial","kind":"Dial"},
+  "versions":[`+version("v1", true)+`,`+version("v2", false)+`]}}`, http.StatusCreated)
+	establish(t, h, "dials.test.example.com")
+	const v1, v2 = "/apis/test.example.com/v1/namespaces/crd-scale/dials/d", "/apis/test.example.com/v2/namespaces/crd-scale/dials/d"
+	r := h.do("PATCH", v2+"?fieldManager=v2-user", applyHeaders, []byte("apiVersion: test.example.com/v2\nkind: Dial\nmetadata:\n  name: d\nspec:\n  replicas: 2\n  note: hi\n"))
+	decodeApplied(t, r.Code, r.Body.Bytes(), http.StatusCreated)
+
+	r = h.do("PATCH", v1+"/scale?fieldManager=hpa", applyHeaders, []byte("apiVersion: autoscaling/v1\nkind: Scale\nmetadata:\n  name: d\nspec:\n  replicas: 4\n"))
+	if r.Code != http.StatusConflict || !strings.Contains(r.Body.String(), `conflict with \"v2-user\"`) {
+		t.Errorf("scale apply through v1 over v2's replicas: %d %s", r.Code, r.Body)
+	}
+	r = h.do("PUT", v1+"/scale", map[string]string{"Content-Type": "application/json"},
+		[]byte(`{"apiVersion":"autoscaling/v1","kind":"Scale","metadata":{"name":"d"},"spec":{"replicas":4}}`))
+	if r.Code != http.StatusOK {
+		t.Fatalf("scale PUT: %d %s", r.Code, r.Body)
+	}
+	r = h.do("GET", v2, nil, nil)
+	d := decodeApplied(t, r.Code, r.Body.Bytes(), http.StatusOK)
+	var v2user *managedEntry
+	for i, e := range d.Metadata.ManagedFields {
+		if e.Manager == "v2-user" {
+			v2user = &d.Metadata.ManagedFields[i]
+		}
+	}
+	if d.Spec["replicas"] != float64(4) || v2user == nil || fmt.Sprint(v2user.FieldsV1) != "map[f:spec:map[f:note:map[]]]" {
+		t.Errorf("after the scale write through v1: replicas %v, v2-user entry %+v (want it kept, owning spec.note only)", d.Spec["replicas"], v2user)
+	}
+}
+
+// TestApplyDuplicateFields: duplicate fields of an applied configuration
+// follow fieldValidation as on kube-apiserver: Strict refuses them (400),
+// Warn sends one Warning per duplicate and applies.
+func TestApplyDuplicateFields(t *testing.T) {
+	h := refNewHarness(t)
+	const cm = "/api/v1/namespaces/default/configmaps/dups"
+	body := []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: dups\ndata:\n  a: \"1\"\n  a: \"1\"\n")
+	r := h.do("PATCH", cm+"?fieldManager=m&fieldValidation=Strict", applyHeaders, body)
+	if r.Code != http.StatusBadRequest || !strings.Contains(r.Body.String(), `error strict decoding YAML`) {
+		t.Errorf("Strict: %d %s", r.Code, r.Body)
+	}
+	r = h.do("PATCH", cm+"?fieldManager=m&fieldValidation=Warn", applyHeaders, body)
+	if w := r.Header().Values("Warning"); r.Code != http.StatusCreated || len(w) != 1 || w[0] != `299 - "line 7: key \"a\" already set in map"` {
+		t.Errorf("Warn: %d, warnings %q", r.Code, w)
+	}
+}

@@ -53,10 +53,8 @@ type patchRequest struct {
 
 // readPatch reads a PATCH's options, content type and body.
 func (r *request) readPatch() (*patchRequest, error) {
-	fv, dryRun, err := r.writeOptions()
-	if err != nil {
-		return nil, err
-	}
+	// The content type is judged first (415), then the options (422), as
+	// kube-apiserver's patch handler does.
 	ct, _, _ := mime.ParseMediaType(r.c.Request().Header.Get("Content-Type"))
 	kind := apply.Kind(ct)
 	switch kind {
@@ -72,6 +70,10 @@ func (r *request) readPatch() (*patchRequest, error) {
 		}
 	default:
 		return nil, unsupportedPatch()
+	}
+	fv, dryRun, err := r.writeOptions()
+	if err != nil {
+		return nil, err
 	}
 	if _, err := r.negotiate(false); err != nil {
 		return nil, err
@@ -181,9 +183,6 @@ func patchError(err error) error {
 // serverSideApply merges an applied configuration into the object as the
 // request's field manager, creating the object when it does not exist.
 func (r *request) serverSideApply(p *patchRequest) error {
-	if err := p.strictProblems(); err != nil {
-		return err
-	}
 	res, created, err := r.res.Apply(r.ctx, r.ri.Namespace, r.ri.Name, p.body, p.applyOptions())
 	if err != nil {
 		return err
@@ -191,27 +190,12 @@ func (r *request) serverSideApply(p *patchRequest) error {
 	return r.writeUpdated(res, created)
 }
 
-// strictProblems applies fieldValidation to the duplicate fields of an
-// applied configuration (kube-apiserver checks them once the apply is
-// done; here before, with the same answer).
-func (p *patchRequest) strictProblems() error {
-	if p.fv == fvIgnore {
-		return nil
-	}
-	if err := apply.StrictProblems(p.body); err != nil {
-		if p.fv == fvStrict {
-			return apierrors.NewBadRequest("error strict decoding YAML: " + err.Error())
-		}
-		p.r.warn(err.Error())
-	}
-	return nil
-}
-
 // applyOptions are the registry's options for this apply.
 func (p *patchRequest) applyOptions() registry.ApplyOptions {
 	return registry.ApplyOptions{
-		WriteOptions: registry.WriteOptions{DryRun: p.dryRun, Manager: p.r.manager()},
-		Subresource:  p.r.ri.Subresource,
-		Force:        queryBool(p.r.c.QueryParams(), "force"),
+		WriteOptions:    registry.WriteOptions{DryRun: p.dryRun, Manager: p.r.manager()},
+		Subresource:     p.r.ri.Subresource,
+		Force:           queryBool(p.r.c.QueryParams(), "force"),
+		FieldValidation: string(p.fv),
 	}
 }

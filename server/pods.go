@@ -264,7 +264,7 @@ func (r *request) podBinding() error {
 		setPodCondition(pod, corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionTrue})
 		pod.ResourceVersion = ""
 		return pod, nil
-	}, registry.UpdateOptions{Subresource: "binding", SkipValidation: true, WriteOptions: registry.WriteOptions{Manager: r.manager()}})
+	}, registry.UpdateOptions{Subresource: "binding", SkipValidation: true})
 	if err != nil {
 		return err
 	}

@@ -51,9 +51,12 @@ func TestPodSubresources(t *testing.T) {
 	check("POST", pods+"/one/binding", `{"apiVersion":"v1","kind":"Binding","metadata":{"name":"one","annotations":{"a":"b"}},"target":{"name":"n1"}}`,
 		http.StatusCreated, `"status":"Success"`)
 	var pod struct {
-		Metadata struct{ Annotations map[string]string }
-		Spec     struct{ NodeName string }
-		Status   struct {
+		Metadata struct {
+			Annotations   map[string]string
+			ManagedFields []struct{ Subresource string }
+		}
+		Spec   struct{ NodeName string }
+		Status struct {
 			Conditions []struct{ Type, Status string }
 		}
 	}
@@ -62,6 +65,12 @@ func TestPodSubresources(t *testing.T) {
 	}
 	if pod.Spec.NodeName != "n1" || pod.Metadata.Annotations["a"] != "b" || len(pod.Status.Conditions) == 0 {
 		t.Fatalf("bound pod %+v", pod)
+	}
+	// kube-apiserver's binding writes the Pod without field tracking.
+	for _, e := range pod.Metadata.ManagedFields {
+		if e.Subresource == "binding" {
+			t.Errorf("the binding added a managedFields entry: %+v", pod.Metadata.ManagedFields)
+		}
 	}
 	check("POST", pods+"/one/binding", `{"apiVersion":"v1","kind":"Binding","metadata":{"name":"one"},"target":{"name":"n2"}}`,
 		http.StatusConflict, `pod one is already assigned to node \"n1\"`)

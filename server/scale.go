@@ -40,12 +40,12 @@ func (r *request) scale() error {
 			return err
 		}
 		if p.kind == apply.ServerSideApply {
-			if err := p.strictProblems(); err != nil {
-				return err
-			}
-			sc, _, err := r.res.ApplyScale(r.ctx, r.ri.Namespace, r.ri.Name, p.body, p.applyOptions())
+			sc, res, err := r.res.ApplyScale(r.ctx, r.ri.Namespace, r.ri.Name, p.body, p.applyOptions())
 			if err != nil {
 				return err
+			}
+			for _, w := range res.Warnings {
+				r.warn(w)
 			}
 			return r.writeScale(sc)
 		}

@@ -121,7 +121,11 @@ func requireBody(mediaType string, ok bool) error {
 // (updates retried after a conflict would repeat them). YAML decoding
 // reports all its problems in one error; each line is its own warning.
 func (r *request) warn(text string) {
-	if rest, ok := strings.CutPrefix(text, "yaml: unmarshal errors:\n"); ok {
+	rest, ok := strings.CutPrefix(text, "yaml: unmarshal errors:\n")
+	if !ok {
+		rest, ok = strings.CutPrefix(text, "error converting YAML to JSON: yaml: unmarshal errors:\n")
+	}
+	if ok {
 		for _, line := range strings.Split(rest, "\n") {
 			if line = strings.TrimSpace(line); line != "" {
 				r.warn(line)
@@ -165,13 +169,10 @@ func (r *request) manager() string {
 		if !unicode.IsPrint(c) {
 			continue
 		}
-		if b.Len()+utf8.RuneLen(c) > maxFieldManagerLength {
+		if b.Len()+utf8.RuneLen(c) > metav1validation.FieldManagerMaxLength {
 			break
 		}
 		b.WriteRune(c)
 	}
 	return b.String()
 }
-
-// maxFieldManagerLength is kube's limit on a field manager's name.
-const maxFieldManagerLength = 128
