@@ -91,7 +91,11 @@ func (x *Resource) Create(ctx context.Context, namespace string, obj runtime.Obj
 		}
 		return Result{Obj: obj, Warnings: warnings}, nil
 	}
-	rec, err := x.g.store.Create(ctx, x.Key(acc.GetNamespace(), acc.GetName()), x.encoder(obj))
+	key := x.Key(acc.GetNamespace(), acc.GetName())
+	rec, err := x.g.store.Create(ctx, key, x.encoder(obj))
+	if dropManagedFields(err, obj, opts) {
+		rec, err = x.g.store.Create(ctx, key, x.encoder(obj))
+	}
 	if err != nil {
 		return Result{}, x.storeError(err, acc.GetName())
 	}

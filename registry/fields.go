@@ -46,6 +46,22 @@ func (x *Resource) trackFields(live, obj runtime.Object, opts WriteOptions, subr
 	return fm.Update(live, obj, opts.Manager), nil
 }
 
+// dropManagedFields prepares the retry of a write the store refused as
+// too large: without the object's managedFields (which can be large) and
+// without tracking, as kube-apiserver's create, update and non-apply
+// patch handlers retry. It reports whether a retry is worth it.
+func dropManagedFields(err error, obj runtime.Object, opts WriteOptions) bool {
+	if opts.fieldsTracked || !apierrors.IsRequestEntityTooLargeError(err) {
+		return false
+	}
+	acc := mustAccessor(obj)
+	if len(acc.GetManagedFields()) == 0 {
+		return false
+	}
+	acc.SetManagedFields(nil)
+	return true
+}
+
 // ApplyOptions are a Server-Side Apply's options.
 type ApplyOptions struct {
 	WriteOptions

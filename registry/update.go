@@ -175,6 +175,9 @@ func (x *Resource) storeUpdate(ctx context.Context, namespace, name string, obj,
 			return Result{Rec: cur, Obj: obj, Warnings: warnings}, false, nil
 		}
 		rec, err = x.g.store.Update(ctx, x.Key(namespace, name), cur.Rev, enc)
+		if dropManagedFields(err, obj, opts.WriteOptions) {
+			rec, err = x.g.store.Update(ctx, x.Key(namespace, name), cur.Rev, x.encoder(obj))
+		}
 	}
 	if errors.Is(err, kv.ErrConflict) && !conditional && attempt < maxUpdateRetries {
 		return Result{}, true, nil

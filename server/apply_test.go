@@ -379,3 +379,29 @@ func TestApplyDuplicateFields(t *testing.T) {
 		t.Errorf("Warn: %d, warnings %q", r.Code, w)
 	}
 }
+
+// TestTooLargeWithManagedFields: an object that fits the storage limit
+// alone but not with its managedFields is stored without them, as
+// kube-apiserver retries such a create or update; an apply, whose
+// managedFields are its point, is refused.
+func TestTooLargeWithManagedFields(t *testing.T) {
+	h := refNewHarness(t)
+	var data strings.Builder
+	for i := 0; i < 70000; i++ {
+		if i > 0 {
+			data.WriteByte(',')
+		}
+		fmt.Fprintf(&data, `"k%06d":"v"`, i)
+	}
+	body := `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"big"},"data":{` + data.String() + `}}`
+	r := h.do("POST", "/api/v1/namespaces/default/configmaps", map[string]string{"Content-Type": "application/json"}, []byte(body))
+	o := decodeApplied(t, r.Code, r.Body.Bytes(), http.StatusCreated)
+	if len(o.Metadata.ManagedFields) != 0 || len(o.Data) != 70000 {
+		t.Errorf("stored with %d managedFields entries and %d keys; want none and every key", len(o.Metadata.ManagedFields), len(o.Data))
+	}
+	r = h.do("PATCH", "/api/v1/namespaces/default/configmaps/big?fieldManager=m", applyHeaders,
+		[]byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"big"},"data":{`+data.String()+`}}`))
+	if r.Code != http.StatusRequestEntityTooLarge {
+		t.Errorf("apply of the same data: %d %.300s", r.Code, r.Body)
+	}
+}
