@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -90,6 +91,22 @@ func (m *Manager) loadCRDs(ctx context.Context) error {
 	return nil
 }
 
+// remember keeps crd unless a newer version of it is known already (a
+// status write is remembered before the watch brings it back).
+func (st *crdState) remember(crd *apiextensionsv1.CustomResourceDefinition) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if known, ok := st.crds[crd.Name]; ok && known.UID == crd.UID && rvOf(known) > rvOf(crd) {
+		return
+	}
+	st.crds[crd.Name] = crd
+}
+
+func rvOf(crd *apiextensionsv1.CustomResourceDefinition) int64 {
+	rv, _ := strconv.ParseInt(crd.ResourceVersion, 10, 64)
+	return rv
+}
+
 func (st *crdState) all() []*apiextensionsv1.CustomResourceDefinition {
 	st.mu.Lock()
 	defer st.mu.Unlock()
@@ -165,13 +182,13 @@ func (m *Manager) crdController(ctx context.Context) error {
 			if !ok {
 				return w.Err()
 			}
-			m.crds.mu.Lock()
 			if ev.Type == kv.Deleted {
+				m.crds.mu.Lock()
 				delete(m.crds.crds, ev.Name)
+				m.crds.mu.Unlock()
 			} else if obj, err := x.Decode(ev.Record); err == nil {
-				m.crds.crds[ev.Name] = obj.(*apiextensionsv1.CustomResourceDefinition)
+				m.crds.remember(obj.(*apiextensionsv1.CustomResourceDefinition))
 			}
-			m.crds.mu.Unlock()
 			// A change can free or take names other CRDs of the group
 			// asked for, so all are looked at; unchanged ones cost a
 			// comparison.
@@ -217,7 +234,7 @@ func (m *Manager) namePass(ctx context.Context) {
 	st := m.crds
 	all := st.all()
 	needBuild := false
-	for _, crd := range all {
+	for i, crd := range all {
 		if crd.DeletionTimestamp != nil {
 			if err := m.finalizeCRD(ctx, crd); err != nil {
 				m.log.Warn("custom resource definition not finalized", "crd", crd.Name, "err", err)
@@ -228,8 +245,16 @@ func (m *Manager) namePass(ctx context.Context) {
 		if namesCond.Status == apiextensionsv1.ConditionTrue && !st.servedAs(crd, names) {
 			needBuild = true
 		}
-		if err := m.writeCRDStatus(ctx, crd, names, namesCond); err != nil {
+		written, err := m.writeCRDStatus(ctx, crd, names, namesCond)
+		if err != nil {
 			m.log.Warn("custom resource definition status not written", "crd", crd.Name, "err", err)
+		}
+		if written != nil {
+			// The names it holds now count for the CRDs after it in this
+			// pass and the next, before the watch brings the write back
+			// (kube's naming controller keeps a mutation cache).
+			all[i] = written
+			st.remember(written)
 		}
 	}
 	st.mu.Lock()
@@ -281,8 +306,12 @@ func (m *Manager) buildPass(ctx context.Context) {
 		m.types.SetStorage(storage, types)
 		st.served[crd.Name] = servedCRD{uid: string(crd.UID), generation: crd.Generation, names: names, storage: storage}
 		st.mu.Unlock()
-		if err := m.writeCRDStatus(ctx, crd, names, namesCond); err != nil {
+		written, err := m.writeCRDStatus(ctx, crd, names, namesCond)
+		if err != nil {
 			m.log.Warn("custom resource definition status not written", "crd", crd.Name, "err", err)
+		}
+		if written != nil {
+			st.remember(written)
 		}
 	}
 }
@@ -292,7 +321,7 @@ func (m *Manager) buildPass(ctx context.Context) {
 // establishing controller marks it when its handler can serve); it is
 // decided again on each attempt, so a write racing the builder's never
 // takes an Established back.
-func (m *Manager) writeCRDStatus(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition, names apiextensionsv1.CustomResourceDefinitionNames, namesCond apiextensionsv1.CustomResourceDefinitionCondition) error {
+func (m *Manager) writeCRDStatus(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition, names apiextensionsv1.CustomResourceDefinitionNames, namesCond apiextensionsv1.CustomResourceDefinitionCondition) (*apiextensionsv1.CustomResourceDefinition, error) {
 	established := func(c *apiextensionsv1.CustomResourceDefinition) apiextensionsv1.CustomResourceDefinitionCondition {
 		if namesCond.Status == apiextensionsv1.ConditionTrue && m.crds.servedAs(c, names) {
 			return apiextensionsv1.CustomResourceDefinitionCondition{Type: apiextensionsv1.Established, Status: apiextensionsv1.ConditionTrue,
@@ -309,9 +338,9 @@ func (m *Manager) writeCRDStatus(ctx context.Context, crd *apiextensionsv1.Custo
 			Reason: "NotAccepted", Message: "not all names are accepted"}
 	}
 	if reflect.DeepEqual(crd.Status.AcceptedNames, names) && sameCondition(crd, namesCond) && sameCondition(crd, established(crd)) {
-		return nil
+		return nil, nil
 	}
-	_, _, err := m.crdsAPI().Update(ctx, "", crd.Name, func(cur runtime.Object) (runtime.Object, error) {
+	res, _, err := m.crdsAPI().Update(ctx, "", crd.Name, func(cur runtime.Object) (runtime.Object, error) {
 		c, ok := cur.(*apiextensionsv1.CustomResourceDefinition)
 		if !ok || c.UID != crd.UID {
 			return nil, registry.ErrNoChange
@@ -327,9 +356,13 @@ func (m *Manager) writeCRDStatus(ctx context.Context, crd *apiextensionsv1.Custo
 		return c, nil
 	}, registry.UpdateOptions{Subresource: "status", WriteOptions: registry.WriteOptions{Manager: registry.ManagerAPIServer}})
 	if apierrors.IsNotFound(err) {
-		return nil
+		return nil, nil
 	}
-	return err
+	if err != nil {
+		return nil, err
+	}
+	written, _ := res.Obj.(*apiextensionsv1.CustomResourceDefinition)
+	return written, nil
 }
 
 func sameCondition(crd *apiextensionsv1.CustomResourceDefinition, want apiextensionsv1.CustomResourceDefinitionCondition) bool {

@@ -3,6 +3,7 @@ package server_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -298,5 +299,41 @@ func TestCRDWarnings(t *testing.T) {
 		[]byte(`{"spec":{"name":"x"}}`))
 	if w := rec.Header().Values("Warning"); rec.Code != http.StatusOK || len(w) != 0 {
 		t.Errorf("update keeping the finalizers: %d, warnings %q; want none", rec.Code, w)
+	}
+}
+
+// TestCRDNamesRace: CRDs of one group asking for the same names, created
+// back to back, get them once: the names a status write gave one count
+// for the next before the watch brings the write back.
+func TestCRDNamesRace(t *testing.T) {
+	h := refNewHarness(t)
+	crd := func(plural string) string {
+		return `{"apiVersion":"apiextensions.k8s.io/v1","kind":"CustomResourceDefinition","metadata":{"name":"` + plural + `.race.example.com"},
+ "spec":{"group":"race.example.com","scope":"Namespaced","names":{"plural":"` + plural + `","kind":"Thing","shortNames":["th"]},
+  "versions":[{"name":"v1","served":true,"storage":true,"schema":{"openAPIV3Schema":{"type":"object","x-kubernetes-preserve-unknown-fields":true}}}]}}`
+	}
+	for round := 0; round < 5; round++ {
+		names := []string{fmt.Sprintf("things%d", round), fmt.Sprintf("thingies%d", round)}
+		for _, n := range names {
+			h.mustDo("POST", crdPath, "application/json", crd(n), http.StatusCreated)
+		}
+		accepted := 0
+		for _, n := range names {
+			name := n + ".race.example.com"
+			h.waitFor(name+" NamesAccepted", func() bool { return crdCondition(h, name, "NamesAccepted") != "" })
+			if crdCondition(h, name, "NamesAccepted") == "True" {
+				accepted++
+			}
+		}
+		if accepted != 1 {
+			t.Fatalf("round %d: %d CRDs got kind Thing and short name th; want 1", round, accepted)
+		}
+		for _, n := range names {
+			h.mustDo("DELETE", crdPath+"/"+n+".race.example.com", "", "", http.StatusOK)
+		}
+		for _, n := range names {
+			name := n + ".race.example.com"
+			h.waitFor(name+" gone", func() bool { return h.do("GET", crdPath+"/"+name, nil, nil).Code == http.StatusNotFound })
+		}
 	}
 }
