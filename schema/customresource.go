@@ -24,6 +24,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/version"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -144,11 +145,7 @@ func customResourceType(crd *apiextensionsv1.CustomResourceDefinition, v apiexte
 			LabelSelectorPath: sel, SelectorForm: SelectorString}
 	}
 	if v.Deprecated {
-		msg := fmt.Sprintf("%s/%s %s is deprecated", crd.Spec.Group, v.Name, names.Kind)
-		if v.DeprecationWarning != nil {
-			msg = *v.DeprecationWarning
-		}
-		t.Deprecation = &Deprecation{Message: msg}
+		t.Deprecation = crDeprecation(crd, v.Name, v.DeprecationWarning)
 	}
 
 	t.Coerce = st.coerce
@@ -536,4 +533,27 @@ func crSelectableFields(t *Type, sfs []apiextensionsv1.SelectableField) {
 		}
 		return out
 	}
+}
+
+// crDeprecation is a deprecated version's warning as the custom resource
+// handler writes it: the CRD's deprecationWarning (an empty one sends
+// none), or "<group>/<version> <Kind> is deprecated; use <group>/<newest
+// served version that is not deprecated> <Kind>".
+func crDeprecation(crd *apiextensionsv1.CustomResourceDefinition, deprecated string, warning *string) *Deprecation {
+	if warning != nil {
+		return &Deprecation{Message: *warning, NoWarning: *warning == ""}
+	}
+	kind := crd.Status.AcceptedNames.Kind
+	msg := fmt.Sprintf("%s/%s %s is deprecated", crd.Spec.Group, deprecated, kind)
+	newest := ""
+	for _, v := range crd.Spec.Versions {
+		if v.Served && !v.Deprecated && version.CompareKubeAwareVersionStrings(deprecated, v.Name) < 0 &&
+			(newest == "" || version.CompareKubeAwareVersionStrings(v.Name, newest) > 0) {
+			newest = v.Name
+		}
+	}
+	if newest != "" {
+		msg += fmt.Sprintf("; use %s/%s %s", crd.Spec.Group, newest, kind)
+	}
+	return &Deprecation{Message: msg}
 }

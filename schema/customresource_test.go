@@ -175,3 +175,35 @@ func quoteJSON(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
 }
+
+// TestCustomResourceDeprecationWarning: a deprecated version's warning as
+// kube's custom resource handler words it: the default names the newest
+// served version that is not deprecated; the CRD's own text replaces it;
+// an empty one sends none.
+func TestCustomResourceDeprecationWarning(t *testing.T) {
+	crd := &apiextensionsv1.CustomResourceDefinition{
+		Spec: apiextensionsv1.CustomResourceDefinitionSpec{Group: "example.com", Versions: []apiextensionsv1.CustomResourceDefinitionVersion{
+			{Name: "v1alpha1", Served: true, Deprecated: true},
+			{Name: "v1beta1", Served: true},
+			{Name: "v1", Served: true},
+			{Name: "v2", Served: false},
+		}},
+		Status: apiextensionsv1.CustomResourceDefinitionStatus{AcceptedNames: apiextensionsv1.CustomResourceDefinitionNames{Kind: "Widget"}},
+	}
+	empty, own := "", "use v1, please"
+	for _, c := range []struct {
+		version string
+		warning *string
+		want    string
+	}{
+		{"v1alpha1", nil, "example.com/v1alpha1 Widget is deprecated; use example.com/v1 Widget"},
+		{"v1", nil, "example.com/v1 Widget is deprecated"},
+		{"v1alpha1", &own, "use v1, please"},
+		{"v1alpha1", &empty, ""},
+	} {
+		ty := &Type{Deprecation: crDeprecation(crd, c.version, c.warning)}
+		if got := ty.DeprecationWarning(); got != c.want {
+			t.Errorf("%s: %q, want %q", c.version, got, c.want)
+		}
+	}
+}

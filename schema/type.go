@@ -194,13 +194,16 @@ type Deprecation struct {
 	// Message, when set, is the whole warning (a CRD version's
 	// deprecationWarning).
 	Message string
+	// NoWarning: deprecated, but no warning is sent (a CRD version whose
+	// deprecationWarning is empty).
+	NoWarning bool
 }
 
 // DeprecationWarning is the Warning text kube-apiserver sends for requests
 // to a deprecated kind, or "" when the Type is not deprecated.
 func (t *Type) DeprecationWarning() string {
 	d := t.Deprecation
-	if d == nil {
+	if d == nil || d.NoWarning {
 		return ""
 	}
 	if d.Message != "" {

@@ -121,7 +121,9 @@ func (s *Server) serveResource(c echo.Context, group, version, rest string) erro
 	if t.Deprecation != nil {
 		// Like kube-apiserver: on every request to the kind, whatever its
 		// outcome, and recorded in apiserver_requested_deprecated_apis.
-		addWarning(c.Response().Header(), t.DeprecationWarning())
+		if w := t.DeprecationWarning(); w != "" {
+			addWarning(c.Response().Header(), w)
+		}
 		s.metrics.deprecated.WithLabelValues(group, version, ri.Resource, ri.Subresource, t.Deprecation.RemovedIn).Set(1)
 	}
 	ctx := c.Request().Context()
