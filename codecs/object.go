@@ -327,13 +327,3 @@ func EncodeJSON(w io.Writer, v any, pretty bool) error {
 	}
 	return WriteJSON(w, j, pretty)
 }
-
-// EncodeJSONCompact writes v as compact JSON without a trailing newline.
-func EncodeJSONCompact(w io.Writer, v any) error {
-	j, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-	_, err = w.Write(j)
-	return err
-}

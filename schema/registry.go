@@ -1,14 +1,13 @@
 package schema
 
 import (
-	"crypto/sha256"
-	"encoding/base64"
 	"slices"
 	"sort"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/endpoints/discovery"
 )
 
 // Registry holds every served Type. It is safe for concurrent use; custom
@@ -147,8 +146,8 @@ func (r *Registry) TypesIn(gv schema.GroupVersion) []*Type {
 }
 
 // StorageVersionHash is legacy discovery's opaque name for the group,
-// version and kind t's objects are stored as: the first 8 bytes of the
-// SHA-256 of "group/version/kind", base64, as kube-apiserver computes it.
+// version and kind t's objects are stored as, by kube-apiserver's own
+// function.
 // Resources without storage of their own have none.
 func (r *Registry) StorageVersionHash(t *Type) string {
 	if t.Virtual || !slices.Contains(t.Verbs, "get") {
@@ -166,8 +165,7 @@ func (r *Registry) StorageVersionHash(t *Type) string {
 			}
 		}
 	}
-	sum := sha256.Sum256([]byte(group + "/" + version + "/" + kind))
-	return base64.StdEncoding.EncodeToString(sum[:8])
+	return discovery.StorageVersionHash(group, version, kind)
 }
 
 // ByStorage returns the Types stored under one storage resource.

@@ -104,10 +104,9 @@ type Store struct {
 	closedCtx   context.Context
 	cancelClose context.CancelFunc
 	wg          sync.WaitGroup
-	// closing guards wg: a watch starting while Close waits is refused
-	// instead of adding to a WaitGroup being waited on.
-	closing   sync.RWMutex
-	isClosing bool
+	// closing orders closed against wg.Add: a watch starting while Close
+	// waits is refused instead of adding to a WaitGroup being waited on.
+	closing sync.RWMutex
 	// stmts caches prepared statements by pool and query text, for
 	// dialects where preparing is the cost (see dialect.cacheStatements).
 	stmts sync.Map
@@ -223,9 +222,8 @@ func (s *Store) Ready(ctx context.Context) error {
 func (s *Store) Close() error {
 	s.once.Do(func() {
 		s.closing.Lock()
-		s.isClosing = true
-		s.closing.Unlock()
 		close(s.closed)
+		s.closing.Unlock()
 		s.cancelClose()
 	})
 	s.wg.Wait()

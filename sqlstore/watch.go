@@ -295,8 +295,10 @@ func (s *Store) Watch(ctx context.Context, opts kv.WatchOptions) (kv.Watcher, er
 	}
 	s.closing.RLock()
 	defer s.closing.RUnlock()
-	if s.isClosing {
+	select {
+	case <-s.closed:
 		return nil, fmt.Errorf("sqlstore: watch on a closed store: %w", kv.ErrUnavailable)
+	default:
 	}
 	w := &watcher{
 		opts: opts,

@@ -157,9 +157,7 @@ func (c *Config) ruleFor(resource string) *rule {
 		case r.resource == resource, r.resource == "*.*":
 			return r
 		case strings.HasPrefix(r.resource, "*.") && strings.TrimPrefix(r.resource, "*.") == group:
-			return r
-		case r.resource == "*." && group == "":
-			return r
+			return r // "*.apps"; "*." is the core group's
 		}
 	}
 	return nil
