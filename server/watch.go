@@ -184,15 +184,22 @@ type watchEncoder struct {
 	// write, and an idle watch must live on.
 	frameTimeout time.Duration
 	armed        bool
+	// armedAt is when the deadline was last set; a long burst (a large
+	// initial list to a client reading steadily) moves it on as it goes.
+	armedAt time.Time
 }
 
 // arm bounds the writes of the coming burst: a client that stops reading
 // cannot hold the handler (past its timeoutSeconds too) longer than this.
+// Within a burst the deadline slides: each write that finds half of it
+// used sets it again, so only a client that stops reading is cut off.
 func (e *watchEncoder) arm() {
-	if !e.armed && e.rc != nil {
-		_ = e.rc.SetWriteDeadline(time.Now().Add(e.frameTimeout)) // not every writer has deadlines (tests' recorders)
-		e.armed = true
+	if e.rc == nil || e.armed && time.Since(e.armedAt) < e.frameTimeout/2 {
+		return
 	}
+	e.armedAt = time.Now()
+	_ = e.rc.SetWriteDeadline(e.armedAt.Add(e.frameTimeout)) // not every writer has deadlines (tests' recorders)
+	e.armed = true
 }
 
 // finish gives the end of the stream one allowance: net/http still

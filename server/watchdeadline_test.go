@@ -85,3 +85,46 @@ func TestWatchClientThatStopsReading(t *testing.T) {
 	// sending what it had queued).
 	h.waitFor("the stuck connection closed by the server", func() bool { return closedConns.Load() >= 1 })
 }
+
+// TestWatchSlowReaderOfLargeList: a client that reads steadily but slowly
+// receives a watch's initial events in full even when that takes several
+// write timeouts: the deadline follows progress, it does not bound the
+// whole burst.
+func TestWatchSlowReaderOfLargeList(t *testing.T) {
+	srv := servertest.Server(t, server.Config{Store: storetest.Open(t, "sqlite://:memory:"), WatchWriteTimeout: time.Second})
+	ts := httptest.NewServer(srv.Handler())
+	defer ts.Close()
+	h := &refHarness{t: t, h: srv.Handler(), state: map[string]string{}}
+	big := strings.Repeat("x", 512*1024)
+	const n = 40
+	for i := 0; i < n; i++ {
+		h.mustDo("POST", "/api/v1/namespaces/default/configmaps", "application/json",
+			fmt.Sprintf(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"big-%d"},"data":{"k":"%s"}}`, i, big), http.StatusCreated)
+	}
+	conn, err := net.Dial("tcp", ts.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "GET /api/v1/namespaces/default/configmaps?watch=1&resourceVersion=0&timeoutSeconds=60 HTTP/1.1\r\nHost: tabula\r\n\r\n")
+	// At most 64 KiB per 5 ms (about 13 MB/s): the ~20 MB of initial events
+	// take longer than the 1 s timeout, each frame well under it.
+	start := time.Now()
+	buf := make([]byte, 64*1024)
+	const marker = `"type":"ADDED"`
+	added, tail := 0, ""
+	for added < n {
+		k, err := conn.Read(buf)
+		if err != nil {
+			t.Fatalf("after %v and %d of %d events: %v", time.Since(start), added, n, err)
+		}
+		chunk := tail + string(buf[:k])
+		added += strings.Count(chunk, marker)
+		// Keep what could begin a marker cut by the next read.
+		tail = chunk[max(0, len(chunk)-len(marker)+1):]
+		time.Sleep(5 * time.Millisecond) // the slow reader being tested
+	}
+	if took := time.Since(start); took < 1500*time.Millisecond {
+		t.Logf("the reader was faster than meant (%v); the test proves less", took)
+	}
+}
