@@ -30,7 +30,7 @@ var gzipWriters = sync.Pool{New: func() any {
 func compressLarge(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		req := c.Request()
-		if queryBool(c.QueryParams(), "watch") || strings.Contains(req.URL.Path, "/watch/") {
+		if ri, _ := resourceRequest(req.URL.Path); ri.WatchPath || queryBool(c.QueryParams(), "watch") {
 			return next(c)
 		}
 		res := c.Response()

@@ -3,7 +3,6 @@ package server
 import (
 	"net/http"
 	"slices"
-	"strings"
 
 	"github.com/labstack/echo/v4"
 
@@ -68,18 +67,19 @@ func (s *Server) limitInflight(next echo.HandlerFunc) echo.HandlerFunc {
 }
 
 // longRunning reports a request that may last as long as its client
-// wants: a watch, or a streaming or proxy subresource (kube-apiserver's
-// long-running request check).
+// wants, as kube-apiserver's long-running request check decides: a watch,
+// or a streaming or proxy subresource.
 func longRunning(r *http.Request) bool {
-	p := r.URL.Path
-	if strings.HasPrefix(p, "/api/v1/watch/") || strings.Contains(p, "/watch/") && strings.HasPrefix(p, "/apis/") ||
-		queryBool(r.URL.Query(), "watch") {
+	ri, ok := resourceRequest(r.URL.Path)
+	if !ok {
+		return false
+	}
+	if ri.WatchPath || (r.Method == http.MethodGet || r.Method == http.MethodHead) && queryBool(r.URL.Query(), "watch") {
 		return true
 	}
-	for _, sub := range []string{"/proxy", "/log", "/exec", "/attach", "/portforward"} {
-		if strings.HasSuffix(p, sub) || strings.Contains(p, sub+"/") {
-			return true
-		}
+	switch ri.Subresource {
+	case "proxy", "log", "exec", "attach", "portforward":
+		return true
 	}
 	return false
 }

@@ -69,3 +69,19 @@ func parseResourcePath(rest string) (requestInfo, bool) {
 	}
 	return ri, len(parts) <= 3
 }
+
+// resourceRequest parses a resource URL path (/api/v1/…,
+// /apis/{group}/{version}/…); ok is false for any other path.
+func resourceRequest(path string) (requestInfo, bool) {
+	if rest, ok := strings.CutPrefix(path, "/api/v1/"); ok {
+		return parseResourcePath(rest)
+	}
+	if rest, ok := strings.CutPrefix(path, "/apis/"); ok {
+		if parts := strings.SplitN(rest, "/", 3); len(parts) == 3 {
+			ri, ok := parseResourcePath(parts[2])
+			ri.Group, ri.Version = parts[0], parts[1]
+			return ri, ok
+		}
+	}
+	return requestInfo{}, false
+}
