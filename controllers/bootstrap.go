@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"encoding/json"
 	"sync"
 
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -163,6 +164,10 @@ func (m *Manager) createBootstrapObjects(ctx context.Context) error {
 	return firstErr
 }
 
+// aggregationManager is kube-controller-manager's aggregation controller's
+// field manager.
+const aggregationManager = "clusterrole-aggregation-controller"
+
 // aggregateClusterRoles sets the rules of every ClusterRole with an
 // aggregationRule to those of the ClusterRoles its selectors match.
 func (m *Manager) aggregateClusterRoles(ctx context.Context, roles *registry.Resource) error {
@@ -197,13 +202,17 @@ func (m *Manager) aggregateClusterRoles(ctx context.Context, roles *registry.Res
 		if equalRules(agg.Rules, rules) {
 			continue
 		}
-		err := m.mutateObject(ctx, roles, agg.Name, func(obj runtime.Object) bool {
-			cr := obj.(*rbacv1.ClusterRole)
-			if cr.UID != agg.UID {
-				return false
-			}
-			cr.Rules = rules
-			return true
+		// As kube-controller-manager's aggregation controller writes them:
+		// an apply of the rules, forced, by its own field manager.
+		cfg, err := json.Marshal(map[string]interface{}{
+			"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+			"metadata": map[string]interface{}{"name": agg.Name}, "rules": rules,
+		})
+		if err != nil {
+			return err
+		}
+		_, _, err = roles.Apply(ctx, "", agg.Name, cfg, registry.ApplyOptions{
+			WriteOptions: registry.WriteOptions{Manager: aggregationManager}, Force: true,
 		})
 		if err != nil {
 			return err
@@ -240,16 +249,18 @@ func equalRules(a, b []rbacv1.PolicyRule) bool {
 	return true
 }
 
-// mutateObject changes a stored cluster-scoped object through the
-// registry; change reports whether it changed anything.
-func (m *Manager) mutateObject(ctx context.Context, x *registry.Resource, name string, change func(runtime.Object) bool) error {
+// mutateObject changes a stored cluster-scoped object (or its
+// subresource) through the registry as kube-apiserver's own writer;
+// change reports whether it changed anything. The change is decided on
+// the current object, so a conflict retries it.
+func (m *Manager) mutateObject(ctx context.Context, x *registry.Resource, name, subresource string, change func(runtime.Object) bool) error {
 	_, _, err := x.Update(ctx, "", name, func(cur runtime.Object) (runtime.Object, error) {
 		if !change(cur) {
 			return nil, registry.ErrNoChange
 		}
 		cur.(metav1.Object).SetResourceVersion("")
 		return cur, nil
-	}, registry.UpdateOptions{WriteOptions: registry.WriteOptions{Manager: registry.ManagerAPIServer}})
+	}, registry.UpdateOptions{Subresource: subresource, WriteOptions: registry.WriteOptions{Manager: registry.ManagerAPIServer}})
 	if apierrors.IsNotFound(err) {
 		return nil
 	}

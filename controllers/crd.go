@@ -471,19 +471,14 @@ func (m *Manager) finalizeCRD(ctx context.Context, crd *apiextensionsv1.CustomRe
 		if sameCondition(crd, want) {
 			return nil
 		}
-		_, _, err := m.crdsAPI().Update(ctx, "", crd.Name, func(cur runtime.Object) (runtime.Object, error) {
+		return m.mutateObject(ctx, m.crdsAPI(), crd.Name, "status", func(cur runtime.Object) bool {
 			c, ok := cur.(*apiextensionsv1.CustomResourceDefinition)
 			if !ok || c.UID != crd.UID {
-				return nil, registry.ErrNoChange
+				return false
 			}
 			apihelpers.SetCRDCondition(c, want)
-			c.ResourceVersion = "" // retried on conflict
-			return c, nil
-		}, registry.UpdateOptions{Subresource: "status", WriteOptions: registry.WriteOptions{Manager: registry.ManagerAPIServer}})
-		if apierrors.IsNotFound(err) {
-			return nil
-		}
-		return err
+			return true
+		})
 	}
 	if !apihelpers.IsCRDConditionTrue(crd, apiextensionsv1.Established) {
 		if err := terminating(apiextensionsv1.ConditionFalse, "NeverEstablished", "resource was never established"); err != nil {
@@ -501,17 +496,12 @@ func (m *Manager) finalizeCRD(ctx context.Context, crd *apiextensionsv1.CustomRe
 			return err
 		}
 	}
-	_, _, err := m.crdsAPI().Update(ctx, "", crd.Name, func(cur runtime.Object) (runtime.Object, error) {
+	return m.mutateObject(ctx, m.crdsAPI(), crd.Name, "", func(cur runtime.Object) bool {
 		c, ok := cur.(*apiextensionsv1.CustomResourceDefinition)
 		if !ok || c.UID != crd.UID {
-			return nil, registry.ErrNoChange
+			return false
 		}
 		apihelpers.CRDRemoveFinalizer(c, apiextensionsv1.CustomResourceCleanupFinalizer)
-		c.ResourceVersion = "" // retried on conflict
-		return c, nil
-	}, registry.UpdateOptions{WriteOptions: registry.WriteOptions{Manager: registry.ManagerAPIServer}})
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	return err
+		return true
+	})
 }

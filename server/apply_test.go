@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -194,11 +195,15 @@ func TestServerWritesAreManaged(t *testing.T) {
 		}
 		return out
 	}
+	// Aggregation runs once the bootstrap roles exist.
+	h.waitFor("admin aggregated", func() bool {
+		return slices.Contains(managers("/apis/rbac.authorization.k8s.io/v1/clusterroles/admin"), "clusterrole-aggregation-controller/Apply")
+	})
 	for path, want := range map[string]string{
 		"/api/v1/namespaces/default":                                      "kube-apiserver/Update",
 		"/api/v1/namespaces/default/services/kubernetes":                  "kube-apiserver/Update",
 		"/api/v1/namespaces/default/configmaps/kube-root-ca.crt":          "kube-controller-manager/Update",
-		"/apis/rbac.authorization.k8s.io/v1/clusterroles/admin":           "kube-apiserver/Update",
+		"/apis/rbac.authorization.k8s.io/v1/clusterroles/admin":           "clusterrole-aggregation-controller/Apply",
 		"/apis/scheduling.k8s.io/v1/priorityclasses/system-node-critical": "kube-apiserver/Update",
 	} {
 		if got := managers(path); len(got) == 0 || got[0] != want {
