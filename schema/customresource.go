@@ -69,7 +69,7 @@ func CustomResourceTypes(crd *apiextensionsv1.CustomResourceDefinition) ([]*Type
 		}
 		t, err := customResourceType(crd, v, storage)
 		if err == nil {
-			t.ManagedFields = customManagedFields(types, t, t.Coerce)
+			t.ManagedFields = customManagedFields(types, t)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("%s version %s: %w", crd.Name, v.Name, err)
@@ -164,12 +164,11 @@ func customResourceType(crd *apiextensionsv1.CustomResourceDefinition, v apiexte
 
 	// The documents come from the apiextensions-apiserver's builder with
 	// the options kube-apiserver's OpenAPI controllers pass.
-	frozen := crd
 	t.OpenAPIV3 = func() (*spec3.OpenAPI, error) {
-		return openapibuilder.BuildOpenAPIV3(frozen, v.Name, openapibuilder.Options{V2: false, IncludeSelectableFields: true})
+		return openapibuilder.BuildOpenAPIV3(crd, v.Name, openapibuilder.Options{V2: false, IncludeSelectableFields: true})
 	}
 	t.OpenAPIV2 = func() (*spec.Swagger, error) {
-		return openapibuilder.BuildOpenAPIV2(frozen, v.Name, openapibuilder.Options{V2: true, StripValueValidation: true, StripNullable: true, IncludeSelectableFields: true})
+		return openapibuilder.BuildOpenAPIV2(crd, v.Name, openapibuilder.Options{V2: true, StripValueValidation: true, StripNullable: true, IncludeSelectableFields: true})
 	}
 
 	if err := crColumns(t, v); err != nil {

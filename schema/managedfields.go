@@ -114,7 +114,7 @@ func modelName(rt reflect.Type) string {
 // (with the ObjectMeta definitions they refer to), conversion by
 // apiVersion alone (conversion strategy None), defaults from the
 // version's structural schema.
-func customManagedFields(types func() (managedfields.TypeConverter, error), t *Type, coerce func(runtime.Object) ([]string, error)) func() (*ManagedFields, error) {
+func customManagedFields(types func() (managedfields.TypeConverter, error), t *Type) func() (*ManagedFields, error) {
 	return func() (*ManagedFields, error) {
 		tc, err := types()
 		if err != nil {
@@ -123,7 +123,7 @@ func customManagedFields(types func() (managedfields.TypeConverter, error), t *T
 		return &ManagedFields{
 			Types:     tc,
 			Convertor: apiVersionConvertor{group: t.Group},
-			Defaulter: defaulterFunc(func(obj runtime.Object) { _, _ = coerce(obj) }),
+			Defaulter: defaulterFunc(func(obj runtime.Object) { _, _ = t.Coerce(obj) }),
 			Creater:   unstructuredCreater{},
 			Hub:       t.GroupVersion(),
 			Custom:    true,
