@@ -97,6 +97,9 @@ func (s *Store) listByIndex(ctx context.Context, tx *sql.Tx, opts kv.ListOptions
 		at[c.rec.Rev] = i
 		page[i] = c.rec.Rev
 	}
+	if opts.Shared {
+		return res, true, nil // resolveShared reads the values
+	}
 	err = s.forRevs(ctx, tx, `SELECT l.rev, l.value FROM tabula_log l WHERE l.rev IN `, page, func(rows *sql.Rows) error {
 		var rev int64
 		var value sql.RawBytes

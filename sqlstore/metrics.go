@@ -20,8 +20,15 @@ var batchSize = prometheus.NewHistogram(prometheus.HistogramOpts{
 	Buckets: prometheus.ExponentialBuckets(1, 2, 9), // 1 … 256
 })
 
+var sharedReadBytes = prometheus.NewCounter(prometheus.CounterOpts{
+	Name: "tabula_sql_shared_value_read_bytes_total",
+	Help: "Bytes of values read from the database for shared reads (watches opening with a collection's state); reads of values already held cost none.",
+})
+
 // Collectors returns the store's metrics for registration by the binary.
-func Collectors() []prometheus.Collector { return []prometheus.Collector{queryDuration, batchSize} }
+func Collectors() []prometheus.Collector {
+	return []prometheus.Collector{queryDuration, batchSize, sharedReadBytes}
+}
 
 // observe records one named query's latency and logs it when slow. Use as
 // defer s.observe("name", time.Now()).

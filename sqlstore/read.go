@@ -62,7 +62,26 @@ func (s *Store) List(ctx context.Context, opts kv.ListOptions) (kv.ListResult, e
 	} else if atRev < compacted {
 		return res, &kv.CompactedError{Requested: atRev, Compacted: compacted}
 	}
-	res.Rev = atRev
+	if res, err = s.listAt(ctx, tx, opts, atRev, cur); err != nil || !opts.Shared {
+		return res, err
+	}
+	if err := s.resolveShared(ctx, tx, res.Items); err != nil {
+		return res, err
+	}
+	if opts.Encode != nil {
+		for i, r := range res.Items {
+			if res.Items[i].Value, err = opts.Encode(r); err != nil {
+				return res, err
+			}
+		}
+	}
+	return res, nil
+}
+
+// listAt reads one page at atRev in tx; with opts.Shared the items come
+// without values (resolveShared adds them).
+func (s *Store) listAt(ctx context.Context, tx *sql.Tx, opts kv.ListOptions, atRev, cur int64) (kv.ListResult, error) {
+	res := kv.ListResult{Rev: atRev}
 	afterNS, afterName, started := opts.AfterNamespace, opts.AfterName, opts.AfterNamespace != "" || opts.AfterName != ""
 	if !opts.Pred.Empty() {
 		byIndex, ok, err := s.listByIndex(ctx, tx, opts, atRev, afterNS, afterName, started)
@@ -99,7 +118,7 @@ func (s *Store) List(ctx context.Context, opts kv.ListOptions) (kv.ListResult, e
 			if opts.Limit > 0 && len(res.Items) == opts.Limit {
 				res.More = true
 				rows.Close()
-				if opts.Pred.Empty() {
+				if opts.Pred.Empty() && !opts.Shared {
 					// Like kube-apiserver, only unfiltered lists say how
 					// many items remain: an index-only range count.
 					last := res.Items[len(res.Items)-1]
@@ -110,10 +129,12 @@ func (s *Store) List(ctx context.Context, opts kv.ListOptions) (kv.ListResult, e
 				}
 				return res, nil
 			}
-			r.Value = value
-			if r.Value, err = s.encodeItem(opts, r); err != nil {
-				rows.Close()
-				return res, err
+			if !opts.Shared {
+				r.Value = value
+				if r.Value, err = s.encodeItem(opts, r); err != nil {
+					rows.Close()
+					return res, err
+				}
 			}
 			res.Items = append(res.Items, r)
 		}
@@ -150,6 +171,9 @@ func (s *Store) listQuery(opts kv.ListOptions, latest bool, atRev int64, afterNS
 	var b strings.Builder
 	var args []any
 	cols := "l.rev, l.created_rev, l.namespace, l.name, l.labels, l.fields, l.value"
+	if opts.Shared {
+		cols = "l.rev, l.created_rev, l.namespace, l.name, l.labels, l.fields, NULL"
+	}
 	if count {
 		cols = "COUNT(*)"
 	}

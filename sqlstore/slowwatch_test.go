@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -64,5 +65,62 @@ func TestSlowWatcherIsClosed(t *testing.T) {
 	}
 	if got >= n || !errors.Is(slow.Err(), kv.ErrWatchClosed) {
 		t.Fatalf("slow watcher delivered %d of %d events and ended with %v; want fewer and ErrWatchClosed", got, n, slow.Err())
+	}
+}
+
+// TestSlowWatcherBoundedInBytes: a watcher that stops reading is closed
+// once the events it has not taken exceed its byte budget, long before
+// its count budget, and a reading watcher gets every event.
+func TestSlowWatcherBoundedInBytes(t *testing.T) {
+	ctx := context.Background()
+	s, err := sqlstore.Open(ctx, "sqlite://:memory:", sqlstore.Options{WatchBuffer: 1000, WatchBufferBytes: 64 << 10,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	start, _ := s.CurrentRev(ctx)
+	slow, err := s.Watch(ctx, kv.WatchOptions{Resource: "configmaps", After: start})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer slow.Stop()
+	fast, err := s.Watch(ctx, kv.WatchOptions{Resource: "configmaps", After: start})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fast.Stop()
+	value := []byte(`{"data":"` + strings.Repeat("x", 16<<10) + `"}`)
+	const n = 40 // 640 KiB: ten times the budget, a twenty-fifth of the count
+	for i := 0; i < n; i++ {
+		if _, err := s.Create(ctx, kv.Key{Resource: "configmaps", Namespace: "n", Name: fmt.Sprint(i)},
+			func(int64) (kv.Entry, error) { return kv.Entry{Value: value}, nil }); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case ev := <-fast.Events():
+			if ev.Rev != start+int64(i)+1 {
+				t.Fatalf("fast watcher got rev %d; want %d", ev.Rev, start+int64(i)+1)
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatalf("fast watcher starved at event %d", i)
+		}
+	}
+	got := 0
+	deadline := time.After(20 * time.Second)
+	for open := true; open; {
+		select {
+		case _, open = <-slow.Events():
+			if open {
+				got++
+			}
+		case <-deadline:
+			t.Fatal("slow watcher was never closed")
+		}
+	}
+	// The budget holds 3 of these events; a few more are in hand between
+	// the store and its reader.
+	if got >= 20 || !errors.Is(slow.Err(), kv.ErrWatchClosed) {
+		t.Fatalf("slow watcher delivered %d of %d events of 16 KiB with a 64 KiB budget and ended with %v; want it closed after a handful", got, n, slow.Err())
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/url"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/tabula-dev/tabula/migrations"
@@ -23,6 +24,13 @@ type Options struct {
 	// WatchBuffer is the number of events a watcher may fall behind before
 	// it is closed. Default 1000.
 	WatchBuffer int
+	// WatchBufferBytes bounds the bytes of the events a watcher may fall
+	// behind by (one event is always let in). Default 4 MiB.
+	WatchBufferBytes int
+	// SharedValueBytes is the budget of the cache of values that watches
+	// opening with the same state share (kv.ListOptions.Shared). Default
+	// 64 MiB.
+	SharedValueBytes int
 	// CompactWindow is how much history is kept (default 5 minutes, as
 	// Kubernetes clusters on etcd); CompactInterval how often the
 	// compactor runs (default 1 minute). A negative interval disables the
@@ -89,14 +97,18 @@ func (s *Store) seal(key kv.Key, v []byte) ([]byte, error) {
 
 // Store is the event log on one database.
 type Store struct {
-	d       dialect
-	read    *sql.DB
-	write   *sql.DB
-	opts    Options
-	log     *slog.Logger
-	hub     *hub
-	compact compactState
-	writes  chan *writeReq
+	d     dialect
+	read  *sql.DB
+	write *sql.DB
+	opts  Options
+	log   *slog.Logger
+	hub   *hub
+	// shared holds values read for lists that share them; sharedRead
+	// counts the bytes read for them.
+	shared     *sharedValues
+	sharedRead atomic.Int64
+	compact    compactState
+	writes     chan *writeReq
 	// committerDone closes when the group commit loop has exited.
 	committerDone chan struct{}
 	closed        chan struct{}
@@ -133,6 +145,12 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Store, error) {
 	if opts.WatchBuffer <= 0 {
 		opts.WatchBuffer = 1000
 	}
+	if opts.WatchBufferBytes <= 0 {
+		opts.WatchBufferBytes = 4 << 20
+	}
+	if opts.SharedValueBytes <= 0 {
+		opts.SharedValueBytes = 64 << 20
+	}
 	if opts.CompactWindow <= 0 {
 		opts.CompactWindow = 5 * time.Minute
 	}
@@ -152,7 +170,8 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sqlstore: open %s: %w", d.name(), err)
 	}
-	s := &Store{d: d, read: r, write: w, opts: opts, log: opts.Logger, closed: make(chan struct{}), writes: make(chan *writeReq, maxBatch), committerDone: make(chan struct{}), indexMax: indexDrivenMax}
+	s := &Store{d: d, read: r, write: w, opts: opts, log: opts.Logger, closed: make(chan struct{}), writes: make(chan *writeReq, maxBatch), committerDone: make(chan struct{}), indexMax: indexDrivenMax,
+		shared: newSharedValues(opts.SharedValueBytes)}
 	s.closedCtx, s.cancelClose = context.WithCancel(context.Background())
 	if err := s.ping(ctx); err != nil {
 		s.closeDBs()

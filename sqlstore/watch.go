@@ -38,13 +38,44 @@ type hub struct {
 	s    *Store
 	wake chan struct{}
 
-	mu       sync.Mutex
-	last     int64
-	watchers map[*watcher]struct{}
+	mu   sync.Mutex
+	last int64
+	// watchers are indexed by resource: a row is offered only to the
+	// watchers of its own resource.
+	watchers map[string]map[*watcher]struct{}
 }
 
 func newHub(s *Store, last int64) *hub {
-	return &hub{s: s, wake: make(chan struct{}, 1), last: last, watchers: map[*watcher]struct{}{}}
+	return &hub{s: s, wake: make(chan struct{}, 1), last: last, watchers: map[string]map[*watcher]struct{}{}}
+}
+
+// add registers w; h.mu is held.
+func (h *hub) add(w *watcher) {
+	set := h.watchers[w.opts.Resource]
+	if set == nil {
+		set = map[*watcher]struct{}{}
+		h.watchers[w.opts.Resource] = set
+	}
+	set[w] = struct{}{}
+}
+
+// remove unregisters w; h.mu is held.
+func (h *hub) remove(w *watcher) {
+	set := h.watchers[w.opts.Resource]
+	delete(set, w)
+	if len(set) == 0 {
+		delete(h.watchers, w.opts.Resource)
+	}
+}
+
+// stopAll ends every watcher with err; h.mu is held.
+func (h *hub) stopAll(err error) {
+	for _, set := range h.watchers {
+		for w := range set {
+			w.stop(err)
+			h.remove(w)
+		}
+	}
 }
 
 // committed hands the hub the rows of a batch this process just
@@ -69,11 +100,11 @@ func (h *hub) committed(first, last int64, rows func() []logRow) {
 	h.mu.Unlock()
 }
 
-// offer gives one row to every watcher; h.mu is held.
+// offer gives one row to every watcher of its resource; h.mu is held.
 func (h *hub) offer(r logRow) {
-	for w := range h.watchers {
+	for w := range h.watchers[r.key.Resource] {
 		if !w.offer(r) {
-			delete(h.watchers, w)
+			h.remove(w)
 		}
 	}
 }
@@ -181,10 +212,7 @@ func (h *hub) poll() (int, error) {
 			}
 			// Watchers missed compacted events: end them with the
 			// error that makes clients re-list.
-			for w := range h.watchers {
-				w.stop(kv.ErrCompacted)
-				delete(h.watchers, w)
-			}
+			h.stopAll(kv.ErrCompacted)
 		}
 		h.offer(r)
 		h.last = r.rev
@@ -215,10 +243,7 @@ func (h *hub) waitFor(ctx context.Context, rev int64, max time.Duration) int64 {
 func (h *hub) closeAll() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	for w := range h.watchers {
-		w.stop(kv.ErrWatchClosed)
-		delete(h.watchers, w)
-	}
+	h.stopAll(kv.ErrWatchClosed)
 }
 
 // readLog reads up to limit log rows with after < rev (<= upTo when upTo >
@@ -283,12 +308,16 @@ func (s *Store) readLog(ctx context.Context, key kv.Key, after, upTo int64, limi
 	return out, unavailable(rows.Err())
 }
 
-// Watch streams changes after opts.After. The channel closes when ctx ends,
-// the store closes, or the watcher falls too far behind; Err tells why.
+// Watch streams changes after opts.After (with opts.Initial, the state at
+// After first). The channel closes when ctx ends, the store closes, or the
+// watcher falls too far behind; Err tells why.
 func (s *Store) Watch(ctx context.Context, opts kv.WatchOptions) (kv.Watcher, error) {
 	cur, compacted, err := s.revs(ctx)
 	if err != nil {
 		return nil, err
+	}
+	if opts.Initial && opts.After == 0 {
+		opts.After = cur
 	}
 	if opts.After < compacted {
 		return nil, &kv.CompactedError{Requested: opts.After, Compacted: compacted}
@@ -301,17 +330,20 @@ func (s *Store) Watch(ctx context.Context, opts kv.WatchOptions) (kv.Watcher, er
 	default:
 	}
 	w := &watcher{
-		opts: opts,
-		live: make(chan *kv.Event, s.opts.WatchBuffer),
-		done: make(chan struct{}),
+		opts:      opts,
+		maxEvents: s.opts.WatchBuffer,
+		maxBytes:  s.opts.WatchBufferBytes,
+		ready:     make(chan struct{}, 1),
+		done:      make(chan struct{}),
 	}
-	out := &Watch{events: make(chan kv.Event), w: w}
+	// A few events in hand let the reader see a burst coming and write
+	// it out in one go.
+	out := &Watch{events: make(chan kv.Event, watchHandoff), w: w}
 	h := s.hub
 	h.mu.Lock()
 	upTo := h.last
-	h.watchers[w] = struct{}{}
+	h.add(w)
 	h.mu.Unlock()
-	_ = cur
 	ctx, cancel := context.WithCancel(ctx)
 	out.cancel = cancel
 	s.wg.Add(1)
@@ -320,11 +352,28 @@ func (s *Store) Watch(ctx context.Context, opts kv.WatchOptions) (kv.Watcher, er
 		defer close(out.events)
 		defer func() {
 			h.mu.Lock()
-			delete(h.watchers, w)
+			h.remove(w)
 			h.mu.Unlock()
+			w.drop()
 		}()
+		send := func(ev kv.Event) bool {
+			select {
+			case out.events <- ev:
+				return true
+			case <-ctx.Done():
+				return false
+			}
+		}
+		if opts.Initial {
+			if err := s.sendState(ctx, opts, send); err != nil {
+				if ctx.Err() == nil {
+					out.setErr(err)
+				}
+				return
+			}
+		}
 		sent := opts.After
-		// History first: (After, upTo].
+		// History next: (After, upTo].
 		for sent < upTo {
 			// Only this watch's rows: a busy neighbour namespace
 			// must not make every watch start read its writes.
@@ -337,12 +386,8 @@ func (s *Store) Watch(ctx context.Context, opts kv.WatchOptions) (kv.Watcher, er
 				break
 			}
 			for _, r := range rows {
-				if ev, ok := w.event(r); ok {
-					select {
-					case out.events <- ev:
-					case <-ctx.Done():
-						return
-					}
+				if ev, ok := w.event(r); ok && !send(ev) {
+					return
 				}
 				sent = r.rev
 			}
@@ -357,13 +402,17 @@ func (s *Store) Watch(ctx context.Context, opts kv.WatchOptions) (kv.Watcher, er
 			case <-w.done:
 				out.setErr(w.err)
 				return
-			case ev := <-w.live:
+			case <-w.ready:
+			}
+			for {
+				ev, ok := w.next()
+				if !ok {
+					break
+				}
 				if ev.Rev <= sent {
 					continue // already sent from history
 				}
-				select {
-				case out.events <- *ev:
-				case <-ctx.Done():
+				if !send(ev) {
 					return
 				}
 				sent = ev.Rev
@@ -371,6 +420,55 @@ func (s *Store) Watch(ctx context.Context, opts kv.WatchOptions) (kv.Watcher, er
 		}
 	}()
 	return out, nil
+}
+
+// watchHandoff is how many events a watch hands its reader ahead.
+const watchHandoff = 8
+
+// statePage bounds the items, and statePageBytes (roughly) the bytes,
+// of one page of a watch's initial state: a watch holds one page at a
+// time, and its values are shared with every watch reading the same
+// revisions.
+const (
+	statePage      = 100
+	statePageBytes = 1 << 20
+)
+
+// sendState sends the objects as they are at opts.After as Added events,
+// then InitialEnd, reading page by page in key order.
+func (s *Store) sendState(ctx context.Context, opts kv.WatchOptions, send func(kv.Event) bool) error {
+	lo := kv.ListOptions{Resource: opts.Resource, Namespace: opts.Namespace, Rev: opts.After, Pred: opts.Pred, Limit: statePage, Shared: true}
+	for {
+		page, err := s.List(ctx, lo)
+		if err != nil {
+			return err
+		}
+		if len(page.Items) > 0 {
+			last := page.Items[len(page.Items)-1]
+			lo.AfterNamespace, lo.AfterName = last.Namespace, last.Name
+		}
+		size := 0
+		for i, rec := range page.Items {
+			size += len(rec.Value)
+			if opts.Name != "" && rec.Name != opts.Name {
+				continue
+			}
+			if !send(kv.Event{Type: kv.Added, Record: rec}) {
+				return ctx.Err()
+			}
+			page.Items[i] = kv.Record{} // let go of the value once sent
+		}
+		if !page.More || len(page.Items) == 0 {
+			break
+		}
+		if size > 0 {
+			lo.Limit = max(1, min(statePage, lo.Limit*statePageBytes/size))
+		}
+	}
+	if !send(kv.Event{Type: kv.InitialEnd, Record: kv.Record{Rev: opts.After}}) {
+		return ctx.Err()
+	}
+	return nil
 }
 
 // Watch is one open watch.
@@ -401,30 +499,94 @@ func (w *Watch) setErr(err error) {
 	w.mu.Unlock()
 }
 
+// watcher is one watch's place in the hub: the events offered to it and
+// not yet taken, bounded in number and bytes.
 type watcher struct {
-	opts     kv.WatchOptions
-	live     chan *kv.Event // pointers: a full buffer of 1000 costs 8 KiB, not 100
+	opts                kv.WatchOptions
+	maxEvents, maxBytes int
+	// ready holds a token when events were queued since the last take.
+	ready    chan struct{}
 	done     chan struct{}
 	err      error
 	stopOnce sync.Once
+
+	mu sync.Mutex
+	// queue[head:] are the pending events, oldest first; bytes their
+	// values' size. Values are the rows' own bytes, shared by every
+	// watcher they were offered to.
+	queue []kv.Event
+	head  int
+	bytes int
 }
+
+// eventOverhead approximates what a queued event costs besides its value.
+const eventOverhead = 128
 
 // offer queues the event r means to this watcher, without blocking; only
 // events that pass the watcher's resource, namespace and selector filters
-// take buffer space. false means the watcher is too slow and was stopped
-// (it will re-list), so one slow client never holds up others.
+// take buffer space. false means the watcher is too slow (its buffer of
+// events or bytes is full) and was stopped: it will re-list, its pending
+// events are let go, and one slow client never holds up others.
 func (w *watcher) offer(r logRow) bool {
 	ev, ok := w.event(r)
 	if !ok {
 		return true
 	}
-	select {
-	case w.live <- &ev:
-		return true
-	default:
+	size := len(ev.Value) + eventOverhead
+	w.mu.Lock()
+	n := len(w.queue) - w.head
+	if n >= w.maxEvents || (n > 0 && w.bytes+size > w.maxBytes) {
+		w.mu.Unlock()
 		w.stop(kv.ErrWatchClosed)
+		w.drop()
 		return false
 	}
+	if w.head > 0 && len(w.queue) == cap(w.queue) {
+		// Reuse the taken front instead of growing.
+		k := copy(w.queue, w.queue[w.head:])
+		clear(w.queue[k:])
+		w.queue, w.head = w.queue[:k], 0
+	}
+	w.queue = append(w.queue, ev)
+	w.bytes += size
+	w.mu.Unlock()
+	select {
+	case w.ready <- struct{}{}:
+	default:
+	}
+	return true
+}
+
+// next takes the oldest pending event; false when there is none.
+func (w *watcher) next() (kv.Event, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.head == len(w.queue) {
+		w.resetLocked()
+		return kv.Event{}, false
+	}
+	ev := w.queue[w.head]
+	w.queue[w.head] = kv.Event{}
+	w.head++
+	w.bytes -= len(ev.Value) + eventOverhead
+	return ev, true
+}
+
+// drop lets go of every pending event.
+func (w *watcher) drop() {
+	w.mu.Lock()
+	w.resetLocked()
+	w.mu.Unlock()
+}
+
+func (w *watcher) resetLocked() {
+	if cap(w.queue) > 64 {
+		w.queue = nil // a burst's array is not kept for good
+	} else {
+		clear(w.queue)
+		w.queue = w.queue[:0]
+	}
+	w.head, w.bytes = 0, 0
 }
 
 func (w *watcher) stop(err error) {

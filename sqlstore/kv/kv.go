@@ -87,6 +87,11 @@ type ListOptions struct {
 	// those. A large list so holds one form of its items, not two. The
 	// value passed is valid only during the call.
 	Encode func(Record) ([]byte, error)
+	// Shared: the items' values may be shared with other readers of the
+	// same revisions (the store reads each once for all of them, as when
+	// many watches open with the same state at once). They must not be
+	// modified.
+	Shared bool
 }
 
 // ListResult is one page of a list.
@@ -110,6 +115,11 @@ type WatchOptions struct {
 	Pred  Predicate
 	// Name, when set, watches one object.
 	Name string
+	// Initial: the watch opens with the objects as they are at After (at
+	// the current revision when After is 0), as Added events in key
+	// order, read page by page with shared values, then an InitialEnd
+	// event carrying that revision, then the changes after it.
+	Initial bool
 }
 
 // EventType says what happened to an object.
@@ -119,6 +129,9 @@ const (
 	Added    EventType = "ADDED"
 	Modified EventType = "MODIFIED"
 	Deleted  EventType = "DELETED"
+	// InitialEnd follows a watch's initial events; its Rev is the
+	// revision they show. It carries no object.
+	InitialEnd EventType = "INITIAL-END"
 )
 
 // Event is one change delivered to a watcher. For a delete, Record holds

@@ -51,6 +51,8 @@ func Run(t *testing.T, open Factory) {
 		{"WatchReplayThenLive", testWatchReplayThenLive},
 		{"WatchReplayOneNamespaceOrName", testWatchReplayOneNamespaceOrName},
 		{"WatchSelectorTransitions", testWatchSelectorTransitions},
+		{"WatchInitialState", testWatchInitialState},
+		{"WatchInitialStateSharesValues", testWatchInitialStateSharesValues},
 		{"ConcurrentCreatesOneWins", testConcurrentCreatesOneWins},
 		{"ConcurrentWritersDenseRevisions", testConcurrentWritersDense},
 		{"CompactDiscardsHistory", testCompact},
