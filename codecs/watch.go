@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
+	"io"
+
+	"google.golang.org/protobuf/encoding/protowire"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -23,7 +26,6 @@ type WatchWriter struct {
 	w             interface{ Write([]byte) (int, error) }
 
 	sentColumns bool
-	buf         bytes.Buffer
 }
 
 // NewWatchWriter returns a writer of t's events onto w.
@@ -40,8 +42,14 @@ func (e *WatchWriter) ContentType() string {
 }
 
 // WantsJSON says the object view is sent as JSON, so events can be
-// written from stored bytes with EventJSON.
+// written from stored bytes with EventStored or EventJSON.
 func (e *WatchWriter) WantsJSON() bool { return e.out.View == ViewObject && e.out.MediaType == JSON }
+
+// WantsProtobuf says the object view is sent as Protobuf, so events can
+// be written from an object's encoding with EventProtobuf.
+func (e *WatchWriter) WantsProtobuf() bool {
+	return e.out.View == ViewObject && e.out.MediaType == Protobuf
+}
 
 // Event writes one event of a decoded object.
 func (e *WatchWriter) Event(typ string, obj runtime.Object) error {
@@ -61,13 +69,68 @@ func (e *WatchWriter) Event(typ string, obj runtime.Object) error {
 	return e.emit(typ, body)
 }
 
-// EventJSON writes one event whose object is wire JSON already.
+// EventJSON writes one event whose object is wire JSON already. The
+// object's bytes are written as they are, never copied: many watchers
+// may be sending the same ones.
 func (e *WatchWriter) EventJSON(typ string, obj []byte) error {
-	e.buf.Reset()
-	e.buf.WriteString(`{"type":"` + typ + `","object":`)
-	e.buf.Write(obj)
-	e.buf.WriteString("}\n")
-	_, err := e.w.Write(e.buf.Bytes())
+	if _, err := io.WriteString(e.w, `{"type":"`+typ+`","object":`); err != nil {
+		return err
+	}
+	if _, err := e.w.Write(obj); err != nil {
+		return err
+	}
+	_, err := io.WriteString(e.w, "}\n")
+	return err
+}
+
+// EventStored writes one event of an object from its stored JSON (no
+// kind and apiVersion), adding the served ones in front as WithTypeMeta
+// does, without copying the stored bytes.
+func (e *WatchWriter) EventStored(typ string, stored []byte) error {
+	rest := stored
+	if len(stored) > 1 && stored[0] == '{' {
+		rest = bytes.TrimLeft(stored[1:], " \t\r\n")
+	}
+	if len(rest) < 2 || rest[0] == '}' || &rest[0] == &stored[0] {
+		// Empty or not an object: the rare case is left to WithTypeMeta.
+		return e.EventJSON(typ, WithTypeMeta(stored, e.t.APIVersion(), e.t.Kind))
+	}
+	head := `{"type":"` + typ + `","object":{"kind":` + quote(e.t.Kind) + `,"apiVersion":` + quote(e.t.APIVersion()) + `,`
+	if _, err := io.WriteString(e.w, head); err != nil {
+		return err
+	}
+	if _, err := e.w.Write(rest); err != nil {
+		return err
+	}
+	_, err := io.WriteString(e.w, "}\n")
+	return err
+}
+
+// EventProtobuf writes one event of an object from its Protobuf encoding
+// (a ProtoMarshaler's output), framed byte for byte as the apimachinery
+// watch encoder frames it, without copying raw: a length-prefixed
+// WatchEvent{type, RawExtension{raw: the object in its envelope}}.
+func (e *WatchWriter) EventProtobuf(typ string, raw []byte) error {
+	envHead := envelopeHead(e.t.APIVersion(), e.t.Kind, len(raw))
+	envTail := envelopeTail()
+	envLen := len(envHead) + len(raw) + len(envTail)
+	extLen := protowire.SizeTag(1) + protowire.SizeBytes(envLen)
+	eventLen := protowire.SizeTag(1) + protowire.SizeBytes(len(typ)) + protowire.SizeTag(2) + protowire.SizeBytes(extLen)
+	head := binary.BigEndian.AppendUint32(make([]byte, 0, 32+len(envHead)), uint32(eventLen))
+	head = protowire.AppendTag(head, 1, protowire.BytesType)
+	head = protowire.AppendString(head, typ)
+	head = protowire.AppendTag(head, 2, protowire.BytesType)
+	head = protowire.AppendVarint(head, uint64(extLen))
+	head = protowire.AppendTag(head, 1, protowire.BytesType)
+	head = protowire.AppendVarint(head, uint64(envLen))
+	head = append(head, envHead...)
+	if _, err := e.w.Write(head); err != nil {
+		return err
+	}
+	if _, err := e.w.Write(raw); err != nil {
+		return err
+	}
+	_, err := e.w.Write(envTail)
 	return err
 }
 

@@ -6,60 +6,94 @@ import (
 	"github.com/tabula-dev/tabula/schema"
 )
 
-// protoCacheBytes bounds the Protobuf encodings kept in memory.
-const protoCacheBytes = 32 << 20
+// encodedCacheBytes bounds the encodings kept in memory.
+const encodedCacheBytes = 32 << 20
 
-// protoCache keeps the Protobuf encoding of stored objects by revision and
-// served type, as kube-apiserver's watch cache keeps each object's
+// encodedCache keeps the encodings of stored objects by revision, served
+// type and form, as kube-apiserver's watch cache keeps each object's
 // serializations: a revision names one immutable stored value, so its
 // encoding never changes. Informers and controllers list the same objects
-// again and again, and decoding the stored JSON is most of what a
-// Protobuf list costs. Oldest entries are dropped first once the byte
-// budget is reached.
-type protoCache struct {
+// again and again, and every watcher of a collection is sent the same
+// events: each is encoded once and the bytes are shared (decoding the
+// stored JSON is most of what a Protobuf list or event costs). Oldest
+// entries are dropped first once the byte budget is reached.
+//
+// Callers asking at once for an encoding not yet made wait for the first
+// one's, so a burst of watchers sent the same object encodes it once.
+type encodedCache struct {
 	mu    sync.Mutex
 	limit int
 	size  int
-	items map[protoKey][]byte
-	// order holds keys oldest first from head on.
-	order []protoKey
+	items map[encodedKey]*encodedEntry
+	// order holds ready keys oldest first from head on.
+	order []encodedKey
 	head  int
 }
 
-type protoKey struct {
-	rev int64
-	t   *schema.Type
+type encodedKey struct {
+	rev  int64
+	t    *schema.Type
+	form encodedForm
 }
 
-func newProtoCache(limit int) *protoCache {
-	return &protoCache{limit: limit, items: make(map[protoKey][]byte)}
+// encodedForm is the form an entry holds.
+type encodedForm uint8
+
+const (
+	// formProtobuf is the object's Protobuf fields, without the envelope.
+	formProtobuf encodedForm = iota
+	// formJSON is the object's wire JSON, kind and apiVersion included.
+	formJSON
+)
+
+type encodedEntry struct {
+	// ready closes once b or err is set.
+	ready chan struct{}
+	b     []byte
+	err   error
 }
 
-// get returns the cached encoding; callers must not modify it.
-func (c *protoCache) get(rev int64, t *schema.Type) ([]byte, bool) {
+func newEncodedCache(limit int) *encodedCache {
+	return &encodedCache{limit: limit, items: make(map[encodedKey]*encodedEntry)}
+}
+
+// get returns the encoding of k, made by encode unless it is cached or
+// being made; callers must not modify it.
+func (c *encodedCache) get(k encodedKey, encode func() ([]byte, error)) ([]byte, error) {
 	c.mu.Lock()
-	b, ok := c.items[protoKey{rev, t}]
+	e, ok := c.items[k]
+	if !ok {
+		e = &encodedEntry{ready: make(chan struct{})}
+		c.items[k] = e
+		c.mu.Unlock()
+		b, err := encode()
+		c.fill(k, e, b, err)
+		return b, err
+	}
 	c.mu.Unlock()
-	return b, ok
+	<-e.ready
+	if e.err != nil {
+		return encode()
+	}
+	return e.b, nil
 }
 
-func (c *protoCache) put(rev int64, t *schema.Type, b []byte) {
-	if len(b) > c.limit/16 {
-		return // one huge object would push out many small ones
-	}
-	k := protoKey{rev, t}
+// fill completes a pending entry; a failed or oversized one is forgotten.
+func (c *encodedCache) fill(k encodedKey, e *encodedEntry, b []byte, err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if _, ok := c.items[k]; ok {
+	e.b, e.err = b, err
+	close(e.ready)
+	if err != nil || len(b) > c.limit/16 {
+		delete(c.items, k) // one huge object would push out many small ones
 		return
 	}
-	c.items[k] = b
 	c.order = append(c.order, k)
 	c.size += len(b)
 	for c.size > c.limit {
 		old := c.order[c.head]
 		c.head++
-		c.size -= len(c.items[old])
+		c.size -= len(c.items[old].b)
 		delete(c.items, old)
 	}
 	if c.head > len(c.order)/2 {

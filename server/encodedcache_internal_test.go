@@ -2,39 +2,98 @@ package server
 
 import (
 	"bytes"
+	"errors"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/tabula-dev/tabula/schema"
 )
 
-func TestProtoCacheEvictsOldestWithinBudget(t *testing.T) {
+func TestEncodedCacheEvictsOldestWithinBudget(t *testing.T) {
 	a, b := &schema.Type{Kind: "A"}, &schema.Type{Kind: "B"}
-	c := newProtoCache(64)
-	c.put(1, a, bytes.Repeat([]byte{1}, 3))
-	c.put(1, b, bytes.Repeat([]byte{2}, 3)) // same revision, another served type
-	if got, ok := c.get(1, a); !ok || !bytes.Equal(got, []byte{1, 1, 1}) {
-		t.Fatalf("get(1, A) = %v, %v", got, ok)
+	c := newEncodedCache(64)
+	put := func(k encodedKey, v []byte) {
+		t.Helper()
+		if _, err := c.get(k, func() ([]byte, error) { return v, nil }); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if got, ok := c.get(1, b); !ok || !bytes.Equal(got, []byte{2, 2, 2}) {
-		t.Fatalf("get(1, B) = %v, %v", got, ok)
+	cached := func(k encodedKey) ([]byte, bool) {
+		made := false
+		got, _ := c.get(k, func() ([]byte, error) { made = true; return []byte("new"), nil })
+		return got, !made
+	}
+	put(encodedKey{1, a, formProtobuf}, bytes.Repeat([]byte{1}, 3))
+	put(encodedKey{1, b, formProtobuf}, bytes.Repeat([]byte{2}, 3)) // same revision, another served type
+	put(encodedKey{1, a, formJSON}, bytes.Repeat([]byte{3}, 3))     // same revision and type, another form
+	if got, ok := cached(encodedKey{1, a, formProtobuf}); !ok || !bytes.Equal(got, []byte{1, 1, 1}) {
+		t.Fatalf("get(1, A, protobuf) = %v, %v; want the cached 1 1 1", got, ok)
+	}
+	if got, ok := cached(encodedKey{1, b, formProtobuf}); !ok || !bytes.Equal(got, []byte{2, 2, 2}) {
+		t.Fatalf("get(1, B, protobuf) = %v, %v; want the cached 2 2 2", got, ok)
+	}
+	if got, ok := cached(encodedKey{1, a, formJSON}); !ok || !bytes.Equal(got, []byte{3, 3, 3}) {
+		t.Fatalf("get(1, A, json) = %v, %v; want the cached 3 3 3", got, ok)
 	}
 	for rev := int64(2); rev <= 30; rev++ {
-		c.put(rev, a, bytes.Repeat([]byte{byte(rev)}, 3))
+		put(encodedKey{rev, a, formProtobuf}, bytes.Repeat([]byte{byte(rev)}, 3))
 	}
 	if c.size > c.limit {
 		t.Fatalf("size %d over the limit %d", c.size, c.limit)
 	}
-	if _, ok := c.get(1, a); ok {
+	if _, ok := cached(encodedKey{1, a, formProtobuf}); ok {
 		t.Fatal("the oldest entry survived past the budget")
 	}
-	if got, ok := c.get(30, a); !ok || got[0] != 30 {
+	if got, ok := cached(encodedKey{30, a, formProtobuf}); !ok || got[0] != 30 {
 		t.Fatalf("the newest entry is missing: %v, %v", got, ok)
 	}
-	c.put(31, a, make([]byte, 5)) // more than limit/16: not kept
-	if _, ok := c.get(31, a); ok {
+	put(encodedKey{31, a, formProtobuf}, make([]byte, 5)) // more than limit/16: not kept
+	if _, ok := cached(encodedKey{31, a, formProtobuf}); ok {
 		t.Fatal("an entry larger than a sixteenth of the budget was kept")
 	}
 	if len(c.items) != len(c.order)-c.head {
 		t.Fatalf("%d items but %d keys in order", len(c.items), len(c.order)-c.head)
+	}
+}
+
+// TestEncodedCacheEncodesOnceForConcurrentCallers: callers asking at once
+// for the same encoding share one; a failed encoding is not kept.
+func TestEncodedCacheEncodesOnceForConcurrentCallers(t *testing.T) {
+	c := newEncodedCache(1 << 20)
+	k := encodedKey{7, &schema.Type{Kind: "A"}, formJSON}
+	var made atomic.Int32
+	release := make(chan struct{})
+	var wg sync.WaitGroup
+	results := make([][]byte, 50)
+	for i := range results {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results[i], _ = c.get(k, func() ([]byte, error) {
+				made.Add(1)
+				<-release
+				return []byte("encoded"), nil
+			})
+		}()
+	}
+	close(release)
+	wg.Wait()
+	// Callers that came after the first finished hit the cache; callers
+	// that came while it ran waited for it: one encoding either way.
+	if n := made.Load(); n != 1 {
+		t.Fatalf("encoded %d times for 50 concurrent callers; want 1", n)
+	}
+	for i, r := range results {
+		if string(r) != "encoded" {
+			t.Fatalf("caller %d got %q", i, r)
+		}
+	}
+	bad := encodedKey{8, k.t, formJSON}
+	if _, err := c.get(bad, func() ([]byte, error) { return nil, errors.New("boom") }); err == nil {
+		t.Fatal("a failed encoding returned no error")
+	}
+	if got, err := c.get(bad, func() ([]byte, error) { return []byte("ok"), nil }); err != nil || string(got) != "ok" {
+		t.Fatalf("after a failure: %q, %v; want a new encoding", got, err)
 	}
 }

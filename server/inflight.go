@@ -42,30 +42,83 @@ func (s *Server) limitInflight(next echo.HandlerFunc) echo.HandlerFunc {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead && r.Method != http.MethodOptions {
 			pool, kind = s.mutating, "mutating"
 		}
-		if pool == nil {
-			return next(c)
+		release, ok := s.takeSeat(r, pool, kind)
+		if !ok {
+			refuse(c.Response())
+			return nil
 		}
-		select {
-		case pool <- struct{}{}:
-			s.metrics.inflight.WithLabelValues(kind).Inc()
-			defer func() {
-				<-pool
-				s.metrics.inflight.WithLabelValues(kind).Dec()
-			}()
-			return next(c)
-		default:
-		}
-		if u, ok := auth.UserFrom(r.Context()); ok && u != nil && slices.Contains(u.Groups, auth.AdminGroup) {
-			return next(c)
-		}
-		s.metrics.dropped.WithLabelValues(kind).Inc()
-		// kube-apiserver's answer, written as its filter writes it.
-		c.Response().Header().Set("Retry-After", "1")
-		http.Error(c.Response(), "Too many requests, please try again later.", http.StatusTooManyRequests)
-		return nil
+		defer release()
+		return next(c)
 	}
 }
 
+// refuse answers 429 as kube-apiserver's limiting filters write it: plain
+// text, with Retry-After.
+func refuse(w http.ResponseWriter) {
+	w.Header().Set("Retry-After", "1")
+	http.Error(w, "Too many requests, please try again later.", http.StatusTooManyRequests)
+}
+
+// takeSeat takes a slot of pool for r, or reports that it is full; an
+// administrator is let in without one. release gives the slot back.
+func (s *Server) takeSeat(r *http.Request, pool inflight, kind string) (release func(), ok bool) {
+	if pool == nil {
+		return func() {}, true
+	}
+	select {
+	case pool <- struct{}{}:
+		s.metrics.inflight.WithLabelValues(kind).Inc()
+		return func() {
+			<-pool
+			s.metrics.inflight.WithLabelValues(kind).Dec()
+		}, true
+	default:
+	}
+	if isAdmin(r) {
+		return func() {}, true
+	}
+	s.metrics.dropped.WithLabelValues(kind).Inc()
+	return nil, false
+}
+
+func isAdmin(r *http.Request) bool {
+	u, ok := auth.UserFrom(r.Context())
+	return ok && u != nil && slices.Contains(u.Groups, auth.AdminGroup)
+}
+
+// Watches are long-running: like kube-apiserver's max-in-flight filter,
+// the pools above do not count them (kube's priority and fairness, which
+// also charges a watch's initialisation, is not built yet). What one user
+// can make the server hold is bounded all the same: each may keep at most
+// MaxWatchesPerUser watches open at once, administrators excepted; more
+// are refused with the pools' 429.
+
+// admitWatch counts a watch against its user's ceiling; false means it is
+// refused (answer with refuse). release ends the count.
+func (s *Server) admitWatch(r *http.Request) (release func(), ok bool) {
+	max := s.cfg.MaxWatchesPerUser
+	if max <= 0 || isAdmin(r) {
+		return func() {}, true
+	}
+	name := ""
+	if u, ok := auth.UserFrom(r.Context()); ok && u != nil {
+		name = u.Name
+	}
+	s.watchUsersMu.Lock()
+	defer s.watchUsersMu.Unlock()
+	if s.watchUsers[name] >= max {
+		s.metrics.dropped.WithLabelValues("watch").Inc()
+		return nil, false
+	}
+	s.watchUsers[name]++
+	return func() {
+		s.watchUsersMu.Lock()
+		if s.watchUsers[name]--; s.watchUsers[name] <= 0 {
+			delete(s.watchUsers, name)
+		}
+		s.watchUsersMu.Unlock()
+	}, true
+}
 // longRunning reports a request that may last as long as its client
 // wants, as kube-apiserver's long-running request check decides: a watch,
 // or a streaming or proxy subresource.

@@ -164,26 +164,20 @@ func (r *request) streamJSONList(w *echo.Response, lm metav1.ListMeta, items []k
 	})
 }
 
-// protobufItem returns a stored object's Protobuf encoding, from the cache
-// when this revision was encoded before.
+// protobufItem returns a stored object's Protobuf encoding, made once per
+// revision and served type and shared by every request that sends it.
 func (r *request) protobufItem(rec kv.Record) ([]byte, error) {
-	if b, ok := r.s.protoCache.get(rec.Rev, r.t); ok {
-		return b, nil
-	}
-	obj, err := r.decodeStored(rec)
-	if err != nil {
-		return nil, err
-	}
-	pm, ok := obj.(codecs.ProtoMarshaler)
-	if !ok {
-		return nil, fmt.Errorf("server: %s has no Protobuf form", r.t.Kind)
-	}
-	b, err := pm.Marshal()
-	if err != nil {
-		return nil, err
-	}
-	r.s.protoCache.put(rec.Rev, r.t, b)
-	return b, nil
+	return r.s.encoded.get(encodedKey{rec.Rev, r.t, formProtobuf}, func() ([]byte, error) {
+		obj, err := r.decodeStored(rec)
+		if err != nil {
+			return nil, err
+		}
+		pm, ok := obj.(codecs.ProtoMarshaler)
+		if !ok {
+			return nil, fmt.Errorf("server: %s has no Protobuf form", r.t.Kind)
+		}
+		return pm.Marshal()
+	})
 }
 
 // writeProtobufList writes items as a Protobuf list; encoded says their

@@ -45,19 +45,23 @@ func (r *request) storageType() *schema.Type { return r.res.StorageType() }
 func (r *request) decodeStored(rec kv.Record) (runtime.Object, error) { return r.res.Decode(rec) }
 
 // objectJSON is the wire JSON (kind and apiVersion included) of a record.
+// An object stored in another version is converted once per revision and
+// served type; the bytes are shared and must not be modified.
 func (r *request) objectJSON(rec kv.Record) ([]byte, error) {
 	if r.t.FromStorage == nil {
 		return codecs.WithTypeMeta(rec.Value, r.t.APIVersion(), r.t.Kind), nil
 	}
-	obj, err := r.decodeStored(rec)
-	if err != nil {
-		return nil, err
-	}
-	b, err := codecs.StorageBytes(obj)
-	if err != nil {
-		return nil, err
-	}
-	return codecs.WithTypeMeta(b, r.t.APIVersion(), r.t.Kind), nil
+	return r.s.encoded.get(encodedKey{rec.Rev, r.t, formJSON}, func() ([]byte, error) {
+		obj, err := r.decodeStored(rec)
+		if err != nil {
+			return nil, err
+		}
+		b, err := codecs.StorageBytes(obj)
+		if err != nil {
+			return nil, err
+		}
+		return codecs.WithTypeMeta(b, r.t.APIVersion(), r.t.Kind), nil
+	})
 }
 
 // itemJSON is a record as a list item: no kind and apiVersion, except

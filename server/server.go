@@ -45,6 +45,10 @@ type Config struct {
 	// read-only and mutating requests served at once (kube-apiserver's
 	// defaults 400 and 200); more get 429. Zero means no limit.
 	MaxRequestsInflight, MaxMutatingRequestsInflight int
+	// MaxWatchesPerUser bounds the watches one user may hold open at
+	// once; more get 429 with Retry-After. Members of system:masters are
+	// not counted. Zero means no limit.
+	MaxWatchesPerUser int
 	// WatchWriteTimeout is how long one watch frame may take to reach a
 	// client (default 30s): a watcher that stops reading is closed then
 	// (and at its timeoutSeconds, whichever is first), its goroutine and
@@ -89,8 +93,8 @@ type Server struct {
 	authz auth.Authorizer
 
 	metrics *requestMetrics
-	// protoCache holds Protobuf encodings of stored objects by revision.
-	protoCache *protoCache
+	// encoded holds encodings of stored objects by revision.
+	encoded *encodedCache
 	// api is the registry layer every write and read goes through.
 	api *registry.Registry
 	// controllers are the in-process controllers.
@@ -103,6 +107,9 @@ type Server struct {
 	watches      sync.WaitGroup
 	// readOnly and mutating are the in-flight pools (nil: unlimited).
 	readOnly, mutating inflight
+	// watchUsers counts each user's open watches (MaxWatchesPerUser).
+	watchUsersMu sync.Mutex
+	watchUsers   map[string]int
 }
 
 // New builds a Server; Handler returns its HTTP handler.
@@ -147,9 +154,10 @@ func New(cfg Config) (*Server, error) {
 		authz:    cfg.Authorizer,
 		shutdown: make(chan struct{}),
 
-		protoCache: newProtoCache(protoCacheBytes),
+		encoded:    newEncodedCache(encodedCacheBytes),
 		readOnly:   newInflight(cfg.MaxRequestsInflight),
 		mutating:   newInflight(cfg.MaxMutatingRequestsInflight),
+		watchUsers: map[string]int{},
 	}
 	s.controllers = controllers.New(controllers.Config{Store: cfg.Store, Types: cfg.Registry, Logger: cfg.Logger, CABundle: cfg.CABundle,
 		Advertise: cfg.Advertise, EndpointLeaseDuration: cfg.EndpointLeaseDuration, ServiceRanges: cfg.ServiceRanges})

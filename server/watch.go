@@ -64,19 +64,23 @@ func (r *request) watch() error {
 		start, _ = strconv.ParseInt(p.rv, 10, 64)
 	}
 
-	var state kv.ListResult
+	// The state is streamed by the store from one snapshot, page by page
+	// with values shared among the watches that read it, never held
+	// whole per watcher.
 	if initial {
-		state, err = r.res.List(ctx, kv.ListOptions{Namespace: r.ri.Namespace, Pred: p.pred})
-		if err != nil {
-			return err
-		}
-		start = state.Rev
+		start = 0
 	} else if start == 0 {
 		if start, err = r.s.store.CurrentRev(ctx); err != nil {
 			return err
 		}
 	}
-	w, err := r.res.Watch(ctx, kv.WatchOptions{Namespace: r.ri.Namespace, After: start, Pred: p.pred})
+	release, ok := r.s.admitWatch(r.c.Request())
+	if !ok {
+		refuse(r.c.Response())
+		return nil
+	}
+	defer release()
+	w, err := r.res.Watch(ctx, kv.WatchOptions{Namespace: r.ri.Namespace, After: start, Pred: p.pred, Initial: initial})
 	enc := &watchEncoder{r: r, out: out, frameTimeout: r.s.cfg.WatchWriteTimeout}
 	defer enc.finish()
 	resp := r.c.Response()
@@ -99,19 +103,8 @@ func (r *request) watch() error {
 	defer open.Dec()
 
 	enc.start(resp)
-	for _, rec := range state.Items {
-		if err := enc.write(kv.Event{Type: kv.Added, Record: rec}); err != nil {
-			return nil
-		}
-	}
-	// kube-apiserver accepts sendInitialEvents without allowWatchBookmarks
-	// and then sends no end-of-initial-events bookmark.
-	if initial && p.sendInitial != nil && *p.sendInitial && p.bookmarks {
-		if err := enc.bookmark(state.Rev, true); err != nil {
-			return nil
-		}
-	}
-	enc.flush()
+	// lastRev is the newest revision the client has been sent; while the
+	// initial events stream (initial), no bookmark is due.
 	lastRev := start
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
@@ -130,13 +123,16 @@ func (r *request) watch() error {
 		case <-timer.C:
 			// Like kube-apiserver, a watch that allows bookmarks gets one
 			// as it closes, so the client resumes from the newest revision.
-			if p.bookmarks {
+			if p.bookmarks && !initial {
 				if err := enc.bookmark(lastRev, false); err == nil {
 					enc.flush()
 				}
 			}
 			return nil
 		case <-tick:
+			if initial {
+				continue
+			}
 			if err := enc.bookmark(lastRev, false); err != nil {
 				return nil
 			}
@@ -157,10 +153,25 @@ func (r *request) watch() error {
 				}
 				return nil
 			}
-			if err := enc.write(ev); err != nil {
-				return nil
+			if ev.Type == kv.InitialEnd {
+				initial = false
+				lastRev = ev.Rev
+				// kube-apiserver accepts sendInitialEvents without
+				// allowWatchBookmarks and then sends no
+				// end-of-initial-events bookmark.
+				if p.sendInitial != nil && *p.sendInitial && p.bookmarks {
+					if err := enc.bookmark(ev.Rev, true); err != nil {
+						return nil
+					}
+				}
+			} else {
+				if err := enc.write(ev); err != nil {
+					return nil
+				}
+				if !initial {
+					lastRev = ev.Rev
+				}
 			}
-			lastRev = ev.Rev
 			// Drain what is already queued before flushing: one syscall
 			// for a burst of events.
 			if len(w.Events()) == 0 {
@@ -230,14 +241,27 @@ func (e *watchEncoder) flush() {
 	}
 }
 
+// write sends one event. The object views are written from bytes shared
+// by every watcher sent the same revision: the stored JSON itself, or an
+// encoding made once (see encodedCache); only Table and metadata views
+// are made per watcher.
 func (e *watchEncoder) write(ev kv.Event) error {
 	e.arm()
-	if e.ww.WantsJSON() {
+	switch {
+	case e.ww.WantsJSON() && e.r.t.FromStorage == nil:
+		return e.ww.EventStored(string(ev.Type), ev.Value)
+	case e.ww.WantsJSON():
 		j, err := e.r.objectJSON(ev.Record)
 		if err != nil {
 			return err
 		}
 		return e.ww.EventJSON(string(ev.Type), j)
+	case e.ww.WantsProtobuf():
+		raw, err := e.r.protobufItem(ev.Record)
+		if err != nil {
+			return err
+		}
+		return e.ww.EventProtobuf(string(ev.Type), raw)
 	}
 	obj, err := e.r.decodeStored(ev.Record)
 	if err != nil {
