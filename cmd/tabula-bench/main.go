@@ -32,6 +32,7 @@ type options struct {
 	pid        int
 	jsonOut    string
 	protobuf   bool
+	watchMem   watchMemOptions
 }
 
 func parseInts(s string) ([]int, error) {
@@ -53,7 +54,7 @@ func main() {
 	var o options
 	var workloads, clients, objects, watchers string
 	flag.StringVar(&o.kubeconfig, "kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig of the server to measure")
-	flag.StringVar(&workloads, "workloads", "create,get,update,list,watch", "comma-separated: create, get, update, list, watch, churn")
+	flag.StringVar(&workloads, "workloads", "create,get,update,list,watch", "comma-separated: create, get, update, list, watch, churn, watchmem")
 	flag.DurationVar(&o.duration, "duration", 10*time.Second, "how long each timed workload runs")
 	flag.StringVar(&clients, "clients", "1,32", "concurrent clients for create/get/update")
 	flag.StringVar(&objects, "objects", "10000", "collection sizes for the list workloads (e.g. 10000,100000)")
@@ -61,6 +62,14 @@ func main() {
 	flag.IntVar(&o.pid, "pid", 0, "server process id, to sample its RSS (same machine only)")
 	flag.StringVar(&o.jsonOut, "json", "", "write results as JSON to this file")
 	flag.BoolVar(&o.protobuf, "protobuf", true, "send Protobuf like client-go's typed clients")
+	var modes string
+	flag.IntVar(&o.watchMem.objects, "watchmem-objects", 60, "watchmem: objects in the watched namespace")
+	flag.IntVar(&o.watchMem.size, "watchmem-size", 100_000, "watchmem: bytes of data in each object")
+	flag.IntVar(&o.watchMem.watchers, "watchmem-watchers", 500, "watchmem: watches opened at once (reset, noread, initial)")
+	flag.IntVar(&o.watchMem.idleWatchers, "watchmem-idle-watchers", 10_000, "watchmem: ordinary watches held on an empty namespace (idle)")
+	flag.StringVar(&modes, "watchmem-modes", "reset,noread,initial,idle", "watchmem: reset (read a few bytes, reset), noread (never read), initial (sendInitialEvents, read to the end), idle (ordinary watches)")
+	flag.DurationVar(&o.watchMem.hold, "watchmem-hold", 10*time.Second, "watchmem: how long noread and idle watchers stay")
+	flag.DurationVar(&o.watchMem.settle, "watchmem-settle", 35*time.Second, "watchmem: how long after the clients leave the RSS is followed")
 	cpuProfile := flag.String("cpuprofile", "", "write the load generator's own CPU profile here (it shares the machine with a local server)")
 	flag.Parse()
 	if *cpuProfile != "" {
@@ -76,6 +85,7 @@ func main() {
 	}
 	var err error
 	o.workloads = strings.Split(workloads, ",")
+	o.watchMem.modes = strings.Split(modes, ",")
 	if o.clients, err = parseInts(clients); err == nil {
 		if o.objects, err = parseInts(objects); err == nil {
 			o.watchers, err = parseInts(watchers)
@@ -165,6 +175,8 @@ func run(ctx context.Context, o options) ([]Result, error) {
 			err = b.watch(ctx)
 		case "churn":
 			err = b.churn(ctx)
+		case "watchmem":
+			err = b.watchMem(ctx)
 		case "":
 		default:
 			err = fmt.Errorf("unknown workload %q", w)

@@ -42,6 +42,30 @@ func TestParseFlags(t *testing.T) {
 	}
 }
 
+// Byte sizes are Kubernetes quantities; the watch flags keep their
+// defaults unless set.
+func TestByteSizeFlags(t *testing.T) {
+	m := NewMain()
+	if err := m.ParseFlags(nil); err != nil {
+		t.Fatal(err)
+	}
+	if c := m.Config; c.WatchBuffer != 4<<20 || c.MaxWatchesPerUser != 1000 || c.MemoryLimit != 0 {
+		t.Errorf("defaults: watch buffer %d, watches per user %d, memory limit %d; want 4Mi, 1000, none", c.WatchBuffer, c.MaxWatchesPerUser, c.MemoryLimit)
+	}
+	m = NewMain()
+	if err := m.ParseFlags([]string{"--watch-buffer", "512Ki", "--memory-limit", "1.5Gi", "--max-watches-per-user", "7"}); err != nil {
+		t.Fatal(err)
+	}
+	if c := m.Config; c.WatchBuffer != 512<<10 || c.MemoryLimit != 3<<29 || c.MaxWatchesPerUser != 7 {
+		t.Errorf("watch buffer %d, memory limit %d, watches per user %d; want 512Ki, 1.5Gi, 7", c.WatchBuffer, c.MemoryLimit, c.MaxWatchesPerUser)
+	}
+	for _, bad := range []string{"lots", "-1Mi", "1.5"} {
+		if err := NewMain().ParseFlags([]string{"--memory-limit", bad}); err == nil {
+			t.Errorf("--memory-limit %s accepted", bad)
+		}
+	}
+}
+
 func TestVersionIsPlainSemver(t *testing.T) {
 	v := Version()
 	if v.Major != "1" || v.Minor != "35" || v.GitVersion != "v1.35.0+tabula" {

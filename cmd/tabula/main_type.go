@@ -87,6 +87,15 @@ type Config struct {
 	// this long.
 	IdleTimeout       time.Duration
 	WatchWriteTimeout time.Duration
+	// WatchBuffer bounds, in bytes, the events a watcher may fall behind
+	// by before it is closed (the client re-lists).
+	WatchBuffer ByteSize
+	// MaxWatchesPerUser bounds the watches one user holds at once
+	// (system:masters excepted; 0: no limit).
+	MaxWatchesPerUser int
+	// MemoryLimit is the Go runtime's soft memory limit (0: GOMEMLIMIT,
+	// or none).
+	MemoryLimit ByteSize
 	// MaxRequestsInflight and MaxMutatingRequestsInflight bound the
 	// read-only and mutating requests served at once (0: no limit).
 	MaxRequestsInflight         int
@@ -140,6 +149,8 @@ func NewMain() *Main {
 		RequestTimeout:              time.Minute,
 		IdleTimeout:                 90 * time.Second,
 		WatchWriteTimeout:           30 * time.Second,
+		WatchBuffer:                 4 << 20,
+		MaxWatchesPerUser:           1000,
 		MaxRequestsInflight:         400,
 		MaxMutatingRequestsInflight: 200,
 		QueryTimeout:                30 * time.Second,
@@ -192,6 +203,9 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.DurationVar(&c.RequestTimeout, "request-timeout", c.RequestTimeout, "the longest a non-watch request may run (clients' ?timeout= may ask for less)")
 	fs.DurationVar(&c.IdleTimeout, "idle-timeout", c.IdleTimeout, "close keep-alive connections idle this long (kube-apiserver's 90s)")
 	fs.DurationVar(&c.WatchWriteTimeout, "watch-write-timeout", c.WatchWriteTimeout, "how long a watch's pending frames may take to reach its client before the watch is closed")
+	fs.Var(&c.WatchBuffer, "watch-buffer", "the events a watcher may fall behind by, in bytes (a quantity: 4Mi), before it is closed and its client re-lists")
+	fs.IntVar(&c.MaxWatchesPerUser, "max-watches-per-user", c.MaxWatchesPerUser, "watches one user may hold open at once; more get 429 with Retry-After (system:masters excepted; 0: no limit)")
+	fs.Var(&c.MemoryLimit, "memory-limit", "the Go runtime's soft memory limit (a quantity: 1Gi; default GOMEMLIMIT, or none): past it the server collects garbage harder instead of growing")
 	fs.IntVar(&c.MaxRequestsInflight, "max-requests-inflight", c.MaxRequestsInflight, "read-only requests served at once; more get 429 with Retry-After (0: no limit; watches are not counted)")
 	fs.IntVar(&c.MaxMutatingRequestsInflight, "max-mutating-requests-inflight", c.MaxMutatingRequestsInflight, "mutating requests served at once; more get 429 with Retry-After (0: no limit)")
 	fs.DurationVar(&c.ShutdownDelay, "shutdown-delay-duration", 0, "time to keep serving with /readyz failing after SIGTERM, before the listener closes")
@@ -259,6 +273,7 @@ func (m *Main) Run(ctx context.Context) error {
 		return fmt.Errorf("--log-level: %w", err)
 	}
 	m.log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	setMemoryLimit(c.MemoryLimit)
 	start := time.Now()
 	if err := os.MkdirAll(c.DataDir, 0o700); err != nil {
 		return err
@@ -283,7 +298,7 @@ func (m *Main) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	opts := sqlstore.Options{Logger: m.log, Dir: dataDir,
+	opts := sqlstore.Options{Logger: m.log, Dir: dataDir, WatchBufferBytes: int(c.WatchBuffer),
 		CompactWindow: c.CompactionWindow, CompactInterval: c.CompactionInterval, QueryTimeout: c.QueryTimeout}
 	if c.EncryptionProviderConfig != "" {
 		enc, err := encrypt.Load(c.EncryptionProviderConfig)
@@ -349,7 +364,7 @@ func (m *Main) Run(ctx context.Context) error {
 	m.srv, err = server.New(server.Config{
 		Store: m.store, Registry: reg, Authenticator: authn, Version: v, OpenAPI: oa.Handler(),
 		Logger: m.log, Metrics: metrics, EventTTL: c.EventTTL, RequestTimeout: c.RequestTimeout, WatchWriteTimeout: c.WatchWriteTimeout, CABundle: rootCABundle(pki),
-		MaxRequestsInflight: c.MaxRequestsInflight, MaxMutatingRequestsInflight: c.MaxMutatingRequestsInflight,
+		MaxRequestsInflight: c.MaxRequestsInflight, MaxMutatingRequestsInflight: c.MaxMutatingRequestsInflight, MaxWatchesPerUser: c.MaxWatchesPerUser,
 		Profiling: c.Profiling, ServiceRanges: ranges, Advertise: advertise, ServiceAccountTokens: saTokens,
 	})
 	if err != nil {
@@ -359,6 +374,7 @@ func (m *Main) Run(ctx context.Context) error {
 	}
 	cctx, cancel := context.WithCancel(context.Background())
 	m.cancel = cancel
+	go returnMemory(cctx, m.log)
 	if err := m.srv.RunControllers(cctx); err != nil {
 		cancel()
 		ln.Close()

@@ -1,0 +1,90 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"runtime/metrics"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+// ByteSize is a flag holding a number of bytes, written as a Kubernetes
+// quantity (4Mi, 1Gi, 500M or a plain number).
+type ByteSize int64
+
+func (b *ByteSize) String() string {
+	if *b == 0 {
+		return ""
+	}
+	return resource.NewQuantity(int64(*b), resource.BinarySI).String()
+}
+
+func (b *ByteSize) Set(v string) error {
+	q, err := resource.ParseQuantity(v)
+	if err != nil {
+		return fmt.Errorf("%q is not a quantity of bytes (e.g. 512Mi, 2Gi)", v)
+	}
+	n := q.Value() // rounded up: a fraction of a byte is refused below
+	if q.Sign() < 0 || resource.NewQuantity(n, resource.BinarySI).Cmp(q) != 0 {
+		return fmt.Errorf("%q is not a quantity of bytes (e.g. 512Mi, 2Gi)", v)
+	}
+	*b = ByteSize(n)
+	return nil
+}
+
+// Memory that a burst took (many watches opened at once, a large list)
+// is garbage once the burst is over, but Go collects it only when the
+// heap grows again or, on an idle server, after its two-minute forced
+// collection, and returns freed pages to the system gradually after that.
+// returnMemory watches for that state — much more heap held than live,
+// and too little allocation for a collection to come soon — and then
+// collects and returns the memory at once. Under load allocation is high
+// and it does nothing: the collector runs often enough on its own.
+const (
+	returnCheck  = 5 * time.Second
+	returnExcess = 64 << 20
+)
+
+var returnSamples = []metrics.Sample{
+	{Name: "/memory/classes/heap/objects:bytes"},
+	{Name: "/memory/classes/heap/free:bytes"},
+	{Name: "/gc/heap/live:bytes"},
+	{Name: "/gc/heap/allocs:bytes"},
+}
+
+// returnMemory runs until ctx ends.
+func returnMemory(ctx context.Context, log *slog.Logger) {
+	t := time.NewTicker(returnCheck)
+	defer t.Stop()
+	var lastAllocs uint64
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		metrics.Read(returnSamples)
+		held := returnSamples[0].Value.Uint64() + returnSamples[1].Value.Uint64()
+		live := returnSamples[2].Value.Uint64()
+		allocs := returnSamples[3].Value.Uint64()
+		recent := allocs - lastAllocs
+		lastAllocs = allocs
+		if held < live || held-live < returnExcess || recent > (held-live)/4 {
+			continue
+		}
+		start := time.Now()
+		debug.FreeOSMemory()
+		log.Debug("returned memory after a burst", "held_mib", held>>20, "live_mib", live>>20, "took", time.Since(start).Round(time.Microsecond))
+	}
+}
+
+// setMemoryLimit applies --memory-limit; without it GOMEMLIMIT (read by
+// the runtime itself) stays in force.
+func setMemoryLimit(limit ByteSize) {
+	if limit > 0 {
+		debug.SetMemoryLimit(int64(limit))
+	}
+}
