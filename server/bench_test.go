@@ -5,9 +5,17 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
+	"runtime/metrics"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
+
+	"github.com/tabula-dev/tabula/server"
+	"github.com/tabula-dev/tabula/server/servertest"
+	"github.com/tabula-dev/tabula/sqlstore/storetest"
 )
 
 // BenchmarkCreateHandler measures the create path in-process (no TLS, no
@@ -155,4 +163,57 @@ func BenchmarkCreateManyManagedFields(b *testing.B) {
 			b.Fatalf("create: %d %.300s", r.Code, r.Body)
 		}
 	}
+}
+
+// BenchmarkWatchInitialEvents reproduces issue 27's trial in-process:
+// watches opened 100 at a time on a namespace of 60 ConfigMaps of 100 KB,
+// each sent the whole state (sendInitialEvents) and read to the
+// initial-events-end bookmark. It reports what the process allocates per
+// watcher (a copy of the state each would be 6 MB) and the heap's peak.
+func BenchmarkWatchInitialEvents(b *testing.B) {
+	const objects, size, batch = 60, 100_000, 100
+	store := storetest.Open(b, "sqlite://:memory:")
+	srv := servertest.Server(b, server.Config{Store: store})
+	bigNamespace(b, srv.Handler(), "big", objects, size)
+	hs := httptest.NewServer(srv.Handler())
+	defer hs.Close()
+	tr := &http.Transport{MaxIdleConnsPerHost: -1, DisableCompression: true}
+	defer tr.CloseIdleConnections()
+	url := hs.URL + "/api/v1/namespaces/big/configmaps?watch=1&sendInitialEvents=true&allowWatchBookmarks=true&resourceVersionMatch=NotOlderThan"
+	runtime.GC()
+	var peak atomic.Uint64
+	done := make(chan struct{})
+	go func() {
+		s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+		for {
+			metrics.Read(s)
+			if v := s[0].Value.Uint64(); v > peak.Load() {
+				peak.Store(v)
+			}
+			select {
+			case <-done:
+				return
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
+	}()
+	allocs := heapAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		var wg sync.WaitGroup
+		for range batch {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if err := readInitialEvents(tr, url, objects); err != nil {
+					b.Error(err)
+				}
+			}()
+		}
+		wg.Wait()
+	}
+	b.StopTimer()
+	close(done)
+	b.ReportMetric(float64(heapAllocs()-allocs)/float64(b.N*batch), "B/watcher")
+	b.ReportMetric(float64(peak.Load())/(1<<20), "peak-heap-MiB")
 }

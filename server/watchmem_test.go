@@ -27,7 +27,7 @@ import (
 
 // bigNamespace fills namespace ns with n ConfigMaps of size bytes of data
 // and returns the bytes stored for them.
-func bigNamespace(t *testing.T, h http.Handler, ns string, n, size int) int {
+func bigNamespace(t testing.TB, h http.Handler, ns string, n, size int) int {
 	t.Helper()
 	do := func(method, path, body string) {
 		t.Helper()
