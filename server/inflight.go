@@ -119,6 +119,7 @@ func (s *Server) admitWatch(r *http.Request) (release func(), ok bool) {
 		s.watchUsersMu.Unlock()
 	}, true
 }
+
 // longRunning reports a request that may last as long as its client
 // wants, as kube-apiserver's long-running request check decides: a watch,
 // or a streaming or proxy subresource.

@@ -246,4 +246,3 @@ func waitUntil(t *testing.T, what string, ok func() bool) {
 		<-time.After(20 * time.Millisecond) // polling with a deadline
 	}
 }
-
