@@ -72,13 +72,24 @@ func returnMemory(ctx context.Context, log *slog.Logger) {
 		allocs := returnSamples[3].Value.Uint64()
 		recent := allocs - lastAllocs
 		lastAllocs = allocs
-		if held < live || held-live < returnExcess || recent > (held-live)/4 {
+		if !burstOver(held, live, recent) {
 			continue
 		}
 		start := time.Now()
 		debug.FreeOSMemory()
 		log.Debug("returned memory after a burst", "held_mib", held>>20, "live_mib", live>>20, "took", time.Since(start).Round(time.Microsecond))
 	}
+}
+
+// burstOver says the heap holds much more than is live (held: objects,
+// live or not, and free pages not yet returned) while too little was
+// allocated since the last check (recent) for a collection to come soon.
+func burstOver(held, live, recent uint64) bool {
+	if held < live {
+		return false
+	}
+	excess := held - live
+	return excess >= returnExcess && recent <= excess/4
 }
 
 // setMemoryLimit applies --memory-limit; without it GOMEMLIMIT (read by
