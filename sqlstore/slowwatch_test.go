@@ -14,12 +14,15 @@ import (
 	"github.com/tabula-dev/tabula/sqlstore/kv"
 )
 
-// TestSlowWatcherIsClosed: a watcher that stops reading is closed once its
-// buffer is full, while a reading watcher gets every event.
-func TestSlowWatcherIsClosed(t *testing.T) {
+// slowAndFast writes n objects of value to a store opened with opts while
+// one watcher reads every event as it comes and another reads none; it
+// returns how many events the slow one still delivers once drained, and
+// why it ended.
+func slowAndFast(t *testing.T, opts sqlstore.Options, n int, value []byte) (int, error) {
+	t.Helper()
 	ctx := context.Background()
-	s, err := sqlstore.Open(ctx, "sqlite://:memory:", sqlstore.Options{WatchBuffer: 10,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	s, err := sqlstore.Open(ctx, "sqlite://:memory:", opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,10 +38,9 @@ func TestSlowWatcherIsClosed(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer fast.Stop()
-	const n = 50
 	for i := 0; i < n; i++ {
 		if _, err := s.Create(ctx, kv.Key{Resource: "configmaps", Namespace: "n", Name: fmt.Sprint(i)},
-			func(int64) (kv.Entry, error) { return kv.Entry{Value: []byte(`{}`)}, nil }); err != nil {
+			func(int64) (kv.Entry, error) { return kv.Entry{Value: value}, nil }); err != nil {
 			t.Fatal(err)
 		}
 		// Drain the fast watcher as we go.
@@ -63,8 +65,16 @@ func TestSlowWatcherIsClosed(t *testing.T) {
 			t.Fatal("slow watcher was never closed")
 		}
 	}
-	if got >= n || !errors.Is(slow.Err(), kv.ErrWatchClosed) {
-		t.Fatalf("slow watcher delivered %d of %d events and ended with %v; want fewer and ErrWatchClosed", got, n, slow.Err())
+	return got, slow.Err()
+}
+
+// TestSlowWatcherIsClosed: a watcher that stops reading is closed once its
+// buffer is full, while a reading watcher gets every event.
+func TestSlowWatcherIsClosed(t *testing.T) {
+	const n = 50
+	got, err := slowAndFast(t, sqlstore.Options{WatchBuffer: 10}, n, []byte(`{}`))
+	if got >= n || !errors.Is(err, kv.ErrWatchClosed) {
+		t.Fatalf("slow watcher delivered %d of %d events and ended with %v; want fewer and ErrWatchClosed", got, n, err)
 	}
 }
 
@@ -72,55 +82,12 @@ func TestSlowWatcherIsClosed(t *testing.T) {
 // once the events it has not taken exceed its byte budget, long before
 // its count budget, and a reading watcher gets every event.
 func TestSlowWatcherBoundedInBytes(t *testing.T) {
-	ctx := context.Background()
-	s, err := sqlstore.Open(ctx, "sqlite://:memory:", sqlstore.Options{WatchBuffer: 1000, WatchBufferBytes: 64 << 10,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	start, _ := s.CurrentRev(ctx)
-	slow, err := s.Watch(ctx, kv.WatchOptions{Resource: "configmaps", After: start})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer slow.Stop()
-	fast, err := s.Watch(ctx, kv.WatchOptions{Resource: "configmaps", After: start})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fast.Stop()
-	value := []byte(`{"data":"` + strings.Repeat("x", 16<<10) + `"}`)
 	const n = 40 // 640 KiB: ten times the budget, a twenty-fifth of the count
-	for i := 0; i < n; i++ {
-		if _, err := s.Create(ctx, kv.Key{Resource: "configmaps", Namespace: "n", Name: fmt.Sprint(i)},
-			func(int64) (kv.Entry, error) { return kv.Entry{Value: value}, nil }); err != nil {
-			t.Fatal(err)
-		}
-		select {
-		case ev := <-fast.Events():
-			if ev.Rev != start+int64(i)+1 {
-				t.Fatalf("fast watcher got rev %d; want %d", ev.Rev, start+int64(i)+1)
-			}
-		case <-time.After(20 * time.Second):
-			t.Fatalf("fast watcher starved at event %d", i)
-		}
-	}
-	got := 0
-	deadline := time.After(20 * time.Second)
-	for open := true; open; {
-		select {
-		case _, open = <-slow.Events():
-			if open {
-				got++
-			}
-		case <-deadline:
-			t.Fatal("slow watcher was never closed")
-		}
-	}
+	value := []byte(`{"data":"` + strings.Repeat("x", 16<<10) + `"}`)
+	got, err := slowAndFast(t, sqlstore.Options{WatchBuffer: 1000, WatchBufferBytes: 64 << 10}, n, value)
 	// The budget holds 3 of these events; a few more are in hand between
 	// the store and its reader.
-	if got >= 20 || !errors.Is(slow.Err(), kv.ErrWatchClosed) {
-		t.Fatalf("slow watcher delivered %d of %d events of 16 KiB with a 64 KiB budget and ended with %v; want it closed after a handful", got, n, slow.Err())
+	if got >= 20 || !errors.Is(err, kv.ErrWatchClosed) {
+		t.Fatalf("slow watcher delivered %d of %d events of 16 KiB with a 64 KiB budget and ended with %v; want it closed after a handful", got, n, err)
 	}
 }

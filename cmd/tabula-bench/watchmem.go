@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
@@ -17,7 +18,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 )
 
@@ -213,20 +213,9 @@ func (b *bench) idleWatchers(ctx context.Context, n int, hold time.Duration) (st
 		return "", err
 	}
 	defer b.deleteNamespace(ns)
-	cfg, err := restConfig(b.o)
+	clients, err := b.watchClients(n)
 	if err != nil {
 		return "", err
-	}
-	var clients []*kubernetes.Clientset
-	for i := 0; i < (n+watchersPerConn-1)/watchersPerConn; i++ {
-		c := *cfg
-		d := &net.Dialer{Timeout: 10 * time.Second}
-		c.Dial = d.DialContext
-		cs, err := kubernetes.NewForConfig(&c)
-		if err != nil {
-			return "", err
-		}
-		clients = append(clients, cs)
 	}
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -288,14 +277,18 @@ func (w *rawWatcher) many(ctx context.Context, n int, path string, read func(net
 			}
 			defer reset(c)
 			opened <- struct{}{}
-			r := bufio.NewReaderSize(c, 32<<10)
 			if read != nil {
 				_ = c.SetReadDeadline(time.Now().Add(5 * time.Minute))
-				if err := readHeader(r); err != nil {
+				resp, err := http.ReadResponse(bufio.NewReaderSize(c, 32<<10), nil)
+				if err != nil {
 					errs <- err
 					return
 				}
-				if err := read(c, r); err != nil {
+				if resp.StatusCode != http.StatusOK {
+					errs <- errors.New("watch answered " + resp.Status)
+					return
+				}
+				if err := read(c, bufio.NewReaderSize(resp.Body, 32<<10)); err != nil {
 					errs <- err
 					return
 				}
@@ -352,25 +345,6 @@ func reset(c net.Conn) {
 		}
 	}
 	_ = c.Close()
-}
-
-func readHeader(r *bufio.Reader) error {
-	status, err := r.ReadString('\n')
-	if err != nil {
-		return err
-	}
-	if !strings.Contains(status, " 200 ") {
-		return errors.New("watch answered " + strings.TrimSpace(status))
-	}
-	for {
-		line, err := r.ReadString('\n')
-		if err != nil {
-			return err
-		}
-		if line == "\r\n" {
-			return nil
-		}
-	}
 }
 
 // readUntilInitialEnd reads a JSON watch stream (chunked) until the

@@ -312,10 +312,12 @@ func (b *bench) dropNamespace(ns string) {
 // exceeds a server's HTTP/2 stream limit.
 const watchersPerConn = 200
 
-func (b *bench) watchOnce(ctx context.Context, ns string, n int) error {
+// watchClients returns clientsets enough for n watchers, each on its own
+// connection; watcher i uses clients[i/watchersPerConn].
+func (b *bench) watchClients(n int) ([]*kubernetes.Clientset, error) {
 	cfg, err := restConfig(b.o)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	var clients []*kubernetes.Clientset
 	for i := 0; i < (n+watchersPerConn-1)/watchersPerConn; i++ {
@@ -326,9 +328,17 @@ func (b *bench) watchOnce(ctx context.Context, ns string, n int) error {
 		c.Dial = d.DialContext
 		cs, err := kubernetes.NewForConfig(&c)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		clients = append(clients, cs)
+	}
+	return clients, nil
+}
+
+func (b *bench) watchOnce(ctx context.Context, ns string, n int) error {
+	clients, err := b.watchClients(n)
+	if err != nil {
+		return err
 	}
 	start, err := b.cs.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
