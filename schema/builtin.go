@@ -85,6 +85,9 @@ func builtinTypes() []*Type {
 			// empty; DELETE answers with the Terminating namespace.
 			PrepareForDelete:    namespaceBeginDelete,
 			RemovedByController: true,
+			FieldLabels:         []string{"status.phase"},
+			Fields:              namespaceFields,
+			ConvertFieldLabel:   kubeFieldLabel(gvkNamespace),
 		},
 		{
 			Version: "v1", Kind: "ConfigMap", ListKind: "ConfigMapList",
@@ -97,6 +100,7 @@ func builtinTypes() []*Type {
 			Version: "v1", Kind: "Secret", ListKind: "SecretList",
 			Resource: "secrets", Singular: "secret",
 			Namespaced: true, Verbs: verbsAll,
+			FieldLabels: []string{"type"}, Fields: secretFields, ConvertFieldLabel: kubeFieldLabel(gvkSecret),
 			New:     func() runtime.Object { return &corev1.Secret{} },
 			NewList: func() runtime.Object { return &corev1.SecretList{} },
 		},
@@ -118,6 +122,8 @@ func builtinTypes() []*Type {
 			Namespaced: true, Verbs: verbsAll,
 			AllowCreateOnUpdate: true,
 			Expiring:            true,
+			FieldLabels:         coreEventFieldLabels,
+			Fields:              coreEventFields,
 			New:                 func() runtime.Object { return &corev1.Event{} },
 			NewList:             func() runtime.Object { return &corev1.EventList{} },
 		},
@@ -145,6 +151,8 @@ func builtinTypes() []*Type {
 			// Stored as core/v1 Events, like kube-apiserver does.
 			StorageResource:     "events",
 			AllowCreateOnUpdate: true,
+			FieldLabels:         eventsV1FieldLabels,
+			Fields:              eventsV1Fields,
 			New:                 func() runtime.Object { return &eventsv1.Event{} },
 			NewList:             func() runtime.Object { return &eventsv1.EventList{} },
 			ToStorage:           eventToCore,
@@ -159,7 +167,6 @@ func decorate(t *Type) {
 	if t.StorageResource == "" {
 		t.StorageResource = t.GroupResource().String()
 	}
-	t.FieldLabels, t.Fields = builtinFields(t)
 	t.Columns, t.Row = builtinColumns(t)
 	t.PrepareForCreate, t.PrepareForUpdate, t.Validate = builtinStrategy(t)
 }

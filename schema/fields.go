@@ -1,10 +1,17 @@
 package schema
 
 import (
+	"strconv"
+
+	batchv1 "k8s.io/api/batch/v1"
+	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	resourcev1 "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/kubernetes/pkg/api/legacyscheme"
 )
 
 // Group-version-kinds of the built-in kinds that have kind-specific hooks.
@@ -61,22 +68,104 @@ var eventsV1FieldLabels = []string{
 	"type",
 }
 
-// builtinFields returns the field selector keys a built-in kind supports
-// besides metadata.name and metadata.namespace, and a function giving
-// their values for an object of the Type's Go type. Kinds with no extra
-// selectable fields (ConfigMap, ServiceAccount, Lease) get nil, nil.
-func builtinFields(t *Type) ([]string, func(runtime.Object) map[string]string) {
-	switch t.GroupVersionKind() {
-	case gvkNamespace:
-		return []string{"status.phase"}, namespaceFields
-	case gvkSecret:
-		return []string{"type"}, secretFields
-	case gvkCoreEvent:
-		return append([]string(nil), coreEventFieldLabels...), coreEventFields
-	case gvkEventsV1Event:
-		return append([]string(nil), eventsV1FieldLabels...), eventsV1Fields
+// kubeFieldLabel is kube-apiserver's field label conversion for the kind
+// gvk (registered by kube's API packages in legacyscheme): it accepts the
+// labels the kind supports, renames legacy ones, and words the error for
+// the others as kube does ("field label not supported: …", or "… is not a
+// known field selector: only …" for kinds without a conversion).
+func kubeFieldLabel(gvk schema.GroupVersionKind) func(label, value string) (string, string, error) {
+	return func(label, value string) (string, string, error) {
+		return legacyscheme.Scheme.ConvertFieldLabel(gvk, label, value)
 	}
-	return nil, nil
+}
+
+// The selectable fields of the kinds whose kube registry names more than
+// metadata.name and metadata.namespace (each kind's ToSelectableFields or
+// GetAttrs there), computed from the served object. Values are formatted
+// as kube formats them (booleans and counts as decimal text).
+
+func podFields(obj runtime.Object) map[string]string {
+	p, ok := obj.(*corev1.Pod)
+	if !ok {
+		return map[string]string{}
+	}
+	hostNetwork := p.Spec.HostNetwork
+	podIP := ""
+	if len(p.Status.PodIPs) > 0 {
+		podIP = p.Status.PodIPs[0].IP
+	}
+	return map[string]string{
+		"spec.nodeName":            p.Spec.NodeName,
+		"spec.restartPolicy":       string(p.Spec.RestartPolicy),
+		"spec.schedulerName":       p.Spec.SchedulerName,
+		"spec.serviceAccountName":  p.Spec.ServiceAccountName,
+		"spec.hostNetwork":         strconv.FormatBool(hostNetwork),
+		"status.phase":             string(p.Status.Phase),
+		"status.podIP":             podIP,
+		"status.nominatedNodeName": p.Status.NominatedNodeName,
+	}
+}
+
+func nodeFields(obj runtime.Object) map[string]string {
+	n, ok := obj.(*corev1.Node)
+	if !ok {
+		return map[string]string{}
+	}
+	return map[string]string{"spec.unschedulable": strconv.FormatBool(n.Spec.Unschedulable)}
+}
+
+func replicationControllerFields(obj runtime.Object) map[string]string {
+	rc, ok := obj.(*corev1.ReplicationController)
+	if !ok {
+		return map[string]string{}
+	}
+	return map[string]string{"status.replicas": strconv.Itoa(int(rc.Status.Replicas))}
+}
+
+func serviceFields(obj runtime.Object) map[string]string {
+	svc, ok := obj.(*corev1.Service)
+	if !ok {
+		return map[string]string{}
+	}
+	return map[string]string{"spec.clusterIP": svc.Spec.ClusterIP, "spec.type": string(svc.Spec.Type)}
+}
+
+// nameField is the "name" field kube keeps for persistent volumes and
+// claims for backward compatibility.
+func nameField(obj runtime.Object) map[string]string {
+	acc, err := meta.Accessor(obj)
+	if err != nil {
+		return map[string]string{}
+	}
+	return map[string]string{"name": acc.GetName()}
+}
+
+func jobFields(obj runtime.Object) map[string]string {
+	j, ok := obj.(*batchv1.Job)
+	if !ok {
+		return map[string]string{}
+	}
+	return map[string]string{"status.successful": strconv.Itoa(int(j.Status.Succeeded))}
+}
+
+func csrFields(obj runtime.Object) map[string]string {
+	c, ok := obj.(*certificatesv1.CertificateSigningRequest)
+	if !ok {
+		return map[string]string{}
+	}
+	return map[string]string{"spec.signerName": c.Spec.SignerName}
+}
+
+func resourceSliceFields(obj runtime.Object) map[string]string {
+	s, ok := obj.(*resourcev1.ResourceSlice)
+	if !ok {
+		return map[string]string{}
+	}
+	node := ""
+	if s.Spec.NodeName != nil {
+		node = *s.Spec.NodeName
+	}
+	return map[string]string{resourcev1.ResourceSliceSelectorNodeName: node, resourcev1.ResourceSliceSelectorDriver: s.Spec.Driver}
 }
 
 func namespaceFields(obj runtime.Object) map[string]string {

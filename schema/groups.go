@@ -147,10 +147,12 @@ func coreKinds() []*kubeKind {
 	svc := &kubeKind{returnsDeleted: true, Type: namespaced("", "v1", "Service", "services", []string{"svc"}, all, "proxy", "status").createOnUpdate().
 		with(map[string]SubresourceInfo{"proxy": {Kind: "ServiceProxyOptions", Verbs: proxyVerbs}})}
 	svc.validate, svc.validateUpdate = validator(corevalidation.ValidateServiceCreate, corevalidation.ValidateServiceUpdate)
+	svc.fields = serviceFields
 
 	pod := &kubeKind{returnsDeleted: true, Type: namespaced("", "v1", "Pod", "pods", []string{"po"}, all,
 		"attach", "binding", "ephemeralcontainers", "eviction", "exec", "log", "portforward", "proxy", "resize", "status").
 		with(podSubresources), generation: generationOnChange}
+	pod.fields = podFields
 	pod.validate, pod.validateUpdate = validator(
 		func(p *core.Pod) field.ErrorList {
 			return corevalidation.ValidatePodCreate(p, podutil.GetValidationOptionsFromPodSpecAndMeta(&p.Spec, nil, &p.ObjectMeta, nil))
@@ -180,10 +182,12 @@ func coreKinds() []*kubeKind {
 		corevalidation.ValidatePodTemplate, corevalidation.ValidatePodTemplateUpdate)
 
 	rc := &kubeKind{Type: namespaced("", "v1", "ReplicationController", "replicationcontrollers", []string{"rc"}, all, "status").scalable(SelectorMap), generation: generationOnChange}
+	rc.fields = replicationControllerFields
 	rc.validate, rc.validateUpdate = podTemplated(func(c *core.ReplicationController) *core.PodTemplateSpec { return c.Spec.Template },
 		corevalidation.ValidateReplicationController, corevalidation.ValidateReplicationControllerUpdate)
 
 	pvc := &kubeKind{returnsDeleted: true, Type: namespaced("", "v1", "PersistentVolumeClaim", "persistentvolumeclaims", []string{"pvc"}, nil, "status")}
+	pvc.fields = nameField
 	pvc.validate, pvc.validateUpdate = validator(
 		func(c *core.PersistentVolumeClaim) field.ErrorList {
 			return corevalidation.ValidatePersistentVolumeClaim(c, corevalidation.ValidationOptionsForPersistentVolumeClaimCreate())
@@ -193,6 +197,7 @@ func coreKinds() []*kubeKind {
 		})
 
 	pv := &kubeKind{returnsDeleted: true, Type: cluster("", "v1", "PersistentVolume", "persistentvolumes", []string{"pv"}, nil, "status")}
+	pv.fields = nameField
 	pv.validate, pv.validateUpdate = validator(
 		func(v *core.PersistentVolume) field.ErrorList {
 			return corevalidation.ValidatePersistentVolume(v, corevalidation.ValidationOptionsForPersistentVolume(v, nil))
@@ -214,6 +219,7 @@ func coreKinds() []*kubeKind {
 	no := &kubeKind{Type: cluster("", "v1", "Node", "nodes", []string{"no"}, nil, "proxy", "status").
 		with(map[string]SubresourceInfo{"proxy": {Kind: "NodeProxyOptions", Verbs: proxyVerbs}})}
 	no.validate, no.validateUpdate = validator(corevalidation.ValidateNode, corevalidation.ValidateNodeUpdate)
+	no.fields = nodeFields
 
 	// ComponentStatuses are computed on read (server/componentstatus.go).
 	cs := &kubeKind{Type: cluster("", "v1", "ComponentStatus", "componentstatuses", []string{"cs"}, nil)}
@@ -250,6 +256,7 @@ func appsKinds() []*kubeKind {
 
 func batchKinds() []*kubeKind {
 	job := &kubeKind{Type: namespaced("batch", "v1", "Job", "jobs", nil, all, "status"), generation: generationOnChange}
+	job.fields = jobFields
 	job.validate, job.validateUpdate = validator(
 		func(j *batch.Job) field.ErrorList {
 			return batchvalidation.ValidateJob(j, jobValidationOptions(j, nil))
@@ -432,6 +439,7 @@ func reviewKinds() []*kubeKind {
 
 func certificatesKinds() []*kubeKind {
 	csr := &kubeKind{Type: cluster("certificates.k8s.io", "v1", "CertificateSigningRequest", "certificatesigningrequests", []string{"csr"}, nil, "approval", "status")}
+	csr.fields = csrFields
 	csr.validate, csr.validateUpdate = validator(certificatesvalidation.ValidateCertificateSigningRequestCreate, certificatesvalidation.ValidateCertificateSigningRequestUpdate)
 	csr.prepareCreate = csrPrepareForCreate
 	csr.requested = csrRequestedBy
@@ -505,6 +513,7 @@ func resourceKinds() []*kubeKind {
 			return append(resourcevalidation.ValidateResourceClaimTemplate(t), resourcevalidation.ValidateResourceClaimTemplateUpdate(t, old)...)
 		})
 	rs := &kubeKind{Type: cluster(g, "v1", "ResourceSlice", "resourceslices", nil, nil), generation: generationOnChange}
+	rs.fields = resourceSliceFields
 	rs.validate, rs.validateUpdate = validator(resourcevalidation.ValidateResourceSlice, resourcevalidation.ValidateResourceSliceUpdate)
 	return []*kubeKind{dc, rc, rct, rs}
 }

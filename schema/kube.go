@@ -2,7 +2,9 @@ package schema
 
 import (
 	"fmt"
+	"maps"
 	"reflect"
+	"slices"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -80,6 +82,12 @@ type kubeKind struct {
 	columns []metav1.TableColumnDefinition
 	row     func(obj runtime.Object) []interface{}
 
+	// fields gives the selectable fields of an object of the served
+	// version besides metadata.name and metadata.namespace, as the
+	// kind's GetAttrs in kube's registry does; the keys it returns for
+	// an empty object are the kind's field labels.
+	fields func(obj runtime.Object) map[string]string
+
 	// returnsDeleted: DELETE answers with the deleted object, as
 	// kube-apiserver's storage for the kind is configured to.
 	returnsDeleted bool
@@ -152,6 +160,11 @@ func (k *kubeKind) build(scheme *runtime.Scheme) *Type {
 	}
 	t.ValidatesMeta = true
 	t.ReturnDeletedObject = k.returnsDeleted
+	if k.fields != nil {
+		t.Fields = k.fields
+		t.FieldLabels = slices.Sorted(maps.Keys(k.fields(t.New())))
+	}
+	t.ConvertFieldLabel = kubeFieldLabel(gvk)
 	toInternal := func(obj runtime.Object) (runtime.Object, error) {
 		in, err := legacyscheme.Scheme.New(internal)
 		if err != nil {

@@ -120,6 +120,11 @@ type Type struct {
 	// FieldLabels lists the field selector keys this Type supports besides
 	// metadata.name and metadata.namespace.
 	FieldLabels []string
+	// ConvertFieldLabel, when set, checks a field selector's label as
+	// kube-apiserver's field label conversion for the kind does, and
+	// names the field it selects (pods' legacy spec.host is
+	// spec.nodeName); its error is the client's message.
+	ConvertFieldLabel func(label, value string) (string, string, error)
 
 	// Columns and Row give the server-side Table representation; nil means
 	// the default Name / Created At columns.

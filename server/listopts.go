@@ -77,7 +77,13 @@ func (r *request) parseListParams() (*listParams, error) {
 		if err != nil {
 			return nil, apierrors.NewBadRequest(err.Error())
 		}
-		if err := r.checkFieldLabels(sel); err != nil {
+		if r.t.ConvertFieldLabel != nil {
+			// kube-apiserver's list and watch handlers: each label goes
+			// through the kind's conversion, which refuses unknown ones.
+			if sel, err = sel.Transform(r.t.ConvertFieldLabel); err != nil {
+				return nil, apierrors.NewBadRequest(err.Error())
+			}
+		} else if err := r.checkFieldLabels(sel); err != nil {
 			return nil, err
 		}
 		p.pred.Field = sel

@@ -1,0 +1,151 @@
+package server_test
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestKindFieldSelectors: the field selectors kube-apiserver supports for
+// a kind select by that kind's fields, in lists and in watches (a pod that
+// comes to match is ADDED), with kube's legacy label (pods' spec.host) and
+// kube's 400 for labels the kind does not support — what a scheduler and
+// a kubelet rely on.
+func TestKindFieldSelectors(t *testing.T) {
+	h := refNewHarness(t)
+	json := map[string]string{"Content-Type": "application/json"}
+	pods := "/api/v1/namespaces/default/pods"
+	pod := func(name, node string) {
+		t.Helper()
+		spec := `"containers":[{"name":"c","image":"nginx"}]`
+		if node != "" {
+			spec += `,"nodeName":"` + node + `"`
+		}
+		if r := h.do("POST", pods, json, []byte(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"`+name+`"},"spec":{`+spec+`,"hostNetwork":true}}`)); r.Code != http.StatusCreated {
+			t.Fatalf("create pod %s: %d %s", name, r.Code, r.Body)
+		}
+	}
+	pod("a", "n1")
+	pod("b", "n2")
+	pod("c", "")
+	names := func(path, selector string) []string {
+		t.Helper()
+		r := h.do("GET", path+"?fieldSelector="+selector, nil, nil)
+		if r.Code != http.StatusOK {
+			t.Fatalf("list %s ?fieldSelector=%s: %d %s", path, selector, r.Code, r.Body)
+		}
+		return itemNames(t, r.Body.Bytes())
+	}
+	for _, c := range []struct{ selector, want string }{
+		{"spec.nodeName=n1", "a"},
+		{"spec.host=n2", "b"}, // kube's legacy label for spec.nodeName
+		{"spec.nodeName=", "c"},
+		{"spec.nodeName!=", "a,b"},
+		{"status.phase!=Succeeded,status.phase!=Failed", "a,b,c"}, // the scheduler's pod informer
+		{"status.phase=Running", ""},
+		{"spec.hostNetwork=true,spec.restartPolicy=Always,spec.schedulerName=default-scheduler", "a,b,c"},
+		{"spec.serviceAccountName=default,metadata.name=b", "b"},
+	} {
+		if got := strings.Join(names(pods, c.selector), ","); got != c.want {
+			t.Errorf("pods ?fieldSelector=%s: [%s]; want [%s]", c.selector, got, c.want)
+		}
+	}
+
+	if r := h.do("POST", "/api/v1/nodes", json, []byte(`{"apiVersion":"v1","kind":"Node","metadata":{"name":"n1"},"spec":{"unschedulable":true}}`)); r.Code != http.StatusCreated {
+		t.Fatalf("create node: %d %s", r.Code, r.Body)
+	}
+	if r := h.do("POST", "/api/v1/nodes", json, []byte(`{"apiVersion":"v1","kind":"Node","metadata":{"name":"n2"}}`)); r.Code != http.StatusCreated {
+		t.Fatalf("create node: %d %s", r.Code, r.Body)
+	}
+	if got := strings.Join(names("/api/v1/nodes", "spec.unschedulable=false"), ","); got != "n2" {
+		t.Errorf("nodes ?fieldSelector=spec.unschedulable=false: [%s]; want [n2]", got)
+	}
+
+	// kube's conversion words the refusals, kind by kind.
+	for _, c := range []struct{ path, selector, message string }{
+		{pods, "spec.containers=x", "field label not supported: spec.containers"},
+		{"/api/v1/nodes", "metadata.namespace=x", "field label not supported: metadata.namespace"},
+		{"/apis/batch/v1/namespaces/default/jobs", "status.failed=1", `field label "status.failed" not supported for Job`},
+		{"/api/v1/namespaces/default/configmaps", "data.k=v", `"data.k" is not a known field selector: only "metadata.name", "metadata.namespace"`},
+	} {
+		r := h.do("GET", c.path+"?fieldSelector="+c.selector, nil, nil)
+		var st struct {
+			Code    int    `json:"code"`
+			Reason  string `json:"reason"`
+			Message string `json:"message"`
+		}
+		_ = jsonUnmarshal(r.Body.Bytes(), &st)
+		if r.Code != http.StatusBadRequest || st.Reason != "BadRequest" || st.Message != c.message {
+			t.Errorf("%s ?fieldSelector=%s: %d %s %q; want 400 BadRequest %q", c.path, c.selector, r.Code, st.Reason, st.Message, c.message)
+		}
+	}
+
+	// A kubelet's watch of its node's pods: a pod bound to it comes as
+	// ADDED.
+	hs := httptest.NewServer(h.h)
+	defer hs.Close()
+	resp, err := http.Get(hs.URL + pods + "?watch=1&timeoutSeconds=20&fieldSelector=spec.nodeName=n3&resourceVersion=" + listRV(t, h, pods))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if r := h.do("POST", pods+"/c/binding", json, []byte(`{"apiVersion":"v1","kind":"Binding","metadata":{"name":"c"},"target":{"kind":"Node","name":"n3"}}`)); r.Code != http.StatusCreated {
+		t.Fatalf("bind c to n3: %d %s", r.Code, r.Body)
+	}
+	line, err := bufio.NewReader(resp.Body).ReadBytes('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ev struct {
+		Type   string `json:"type"`
+		Object struct {
+			Metadata struct{ Name string } `json:"metadata"`
+			Spec     struct{ NodeName string } `json:"spec"`
+		} `json:"object"`
+	}
+	if err := jsonUnmarshal(line, &ev); err != nil || ev.Type != "ADDED" || ev.Object.Metadata.Name != "c" || ev.Object.Spec.NodeName != "n3" {
+		t.Fatalf("watch spec.nodeName=n3 after binding c there: %s (%v); want ADDED c on n3", line, err)
+	}
+}
+
+func itemNames(t *testing.T, body []byte) []string {
+	t.Helper()
+	var list struct {
+		Items []struct {
+			Metadata struct{ Name string } `json:"metadata"`
+		} `json:"items"`
+	}
+	if err := jsonUnmarshal(body, &list); err != nil {
+		t.Fatalf("list: %v: %s", err, body)
+	}
+	var out []string
+	for _, it := range list.Items {
+		out = append(out, it.Metadata.Name)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func listRV(t *testing.T, h *refHarness, path string) string {
+	t.Helper()
+	var list struct {
+		Metadata struct{ ResourceVersion string } `json:"metadata"`
+	}
+	r := h.do("GET", path, nil, nil)
+	if err := jsonUnmarshal(r.Body.Bytes(), &list); err != nil {
+		t.Fatal(err)
+	}
+	return list.Metadata.ResourceVersion
+}
+
+func jsonUnmarshal(b []byte, v any) error {
+	if err := json.Unmarshal(b, v); err != nil {
+		return fmt.Errorf("%w: %.200s", err, b)
+	}
+	return nil
+}
