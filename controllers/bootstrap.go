@@ -81,6 +81,9 @@ func (m *Manager) bootstrapController(ctx context.Context) error {
 	if err := m.createBootstrapObjects(ctx); err != nil {
 		return err
 	}
+	if err := m.publishClusterInfo(ctx); err != nil {
+		return err
+	}
 	m.bootstrapped.Store(true)
 	roles := m.api.MustLookup("rbac.authorization.k8s.io", "v1", "clusterroles")
 	rev, err := m.store.CurrentRev(ctx)

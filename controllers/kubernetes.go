@@ -189,7 +189,7 @@ func (m *Manager) writeKubernetesEndpoints(ctx context.Context, ips []string, po
 		subsets = []corev1.EndpointSubset{ss}
 	}
 	eps := &corev1.Endpoints{
-		ObjectMeta: metav1.ObjectMeta{Name: kubernetesName, Labels: map[string]string{"endpointslice.kubernetes.io/skip-mirror": "true"}},
+		ObjectMeta: metav1.ObjectMeta{Name: kubernetesName, Namespace: metav1.NamespaceDefault, Labels: map[string]string{"endpointslice.kubernetes.io/skip-mirror": "true"}},
 		Subsets:    subsets,
 	}
 	if err := m.putIfChanged(ctx, m.api.MustLookup("", "v1", "endpoints"), eps, func(cur runtime.Object) bool {
@@ -201,7 +201,7 @@ func (m *Manager) writeKubernetesEndpoints(ctx context.Context, ips []string, po
 	ready := true
 	https, tcp := "https", corev1.ProtocolTCP
 	slice := &discoveryv1.EndpointSlice{
-		ObjectMeta: metav1.ObjectMeta{Name: kubernetesName, Labels: map[string]string{discoveryv1.LabelServiceName: kubernetesName}},
+		ObjectMeta: metav1.ObjectMeta{Name: kubernetesName, Namespace: metav1.NamespaceDefault, Labels: map[string]string{discoveryv1.LabelServiceName: kubernetesName}},
 		Ports:      []discoveryv1.EndpointPort{{Name: &https, Port: &port, Protocol: &tcp}},
 	}
 	slice.AddressType = discoveryv1.AddressTypeIPv4
@@ -225,17 +225,17 @@ func endpointAddresses(s *discoveryv1.EndpointSlice) []string {
 	return out
 }
 
-// putIfChanged creates obj in default, or replaces the stored one unless
-// same says it already matches.
+// putIfChanged creates obj in its namespace, or replaces the stored one
+// unless same says it already matches.
 func (m *Manager) putIfChanged(ctx context.Context, x *registry.Resource, obj runtime.Object, same func(cur runtime.Object) bool) error {
-	name := obj.(metav1.Object).GetName()
-	if _, err := x.GetRecord(ctx, metav1.NamespaceDefault, name); apierrors.IsNotFound(err) {
-		_, err = x.Create(ctx, metav1.NamespaceDefault, obj.DeepCopyObject(), registry.WriteOptions{Manager: registry.ManagerAPIServer})
+	name, ns := obj.(metav1.Object).GetName(), obj.(metav1.Object).GetNamespace()
+	if _, err := x.GetRecord(ctx, ns, name); apierrors.IsNotFound(err) {
+		_, err = x.Create(ctx, ns, obj.DeepCopyObject(), registry.WriteOptions{Manager: registry.ManagerAPIServer})
 		if !apierrors.IsAlreadyExists(err) {
 			return err
 		}
 	}
-	_, _, err := x.Update(ctx, metav1.NamespaceDefault, name, func(cur runtime.Object) (runtime.Object, error) {
+	_, _, err := x.Update(ctx, ns, name, func(cur runtime.Object) (runtime.Object, error) {
 		if cur != nil && same(cur) {
 			return nil, registry.ErrNoChange
 		}

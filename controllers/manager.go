@@ -30,6 +30,9 @@ type Config struct {
 	Logger *slog.Logger
 	// CABundle is published in every namespace's kube-root-ca.crt.
 	CABundle []byte
+	// ClientCABundle verifies client certificates; it is published in
+	// kube-system/extension-apiserver-authentication.
+	ClientCABundle []byte
 	// Advertise is this replica's address in the kubernetes Service's
 	// endpoints (none without an address); EndpointLeaseDuration how long
 	// a replica stays listed without renewing.

@@ -220,13 +220,19 @@ func coreKinds() []*kubeKind {
 		with(map[string]SubresourceInfo{"proxy": {Kind: "NodeProxyOptions", Verbs: proxyVerbs}})}
 	no.validate, no.validateUpdate = validator(corevalidation.ValidateNode, corevalidation.ValidateNodeUpdate)
 	no.fields = nodeFields
+	no.keepsStatusOnCreate = true
 
 	// ComponentStatuses are computed on read (server/componentstatus.go).
 	cs := &kubeKind{Type: cluster("", "v1", "ComponentStatus", "componentstatuses", []string{"cs"}, nil)}
 	cs.Verbs, cs.Virtual = []string{"get", "list"}, true
 	cs.Deprecation = &Deprecation{In: "1.19"}
 
-	return []*kubeKind{svc, pod, pt, rc, pvc, pv, lr, rq, no, cs}
+	// The legacy bindings resource: a create binds the Pod its metadata
+	// names (server/pods.go), as pods/binding does; nothing is stored.
+	bind := &kubeKind{Type: namespaced("", "v1", "Binding", "bindings", nil, nil)}
+	bind.Verbs, bind.Virtual = []string{"create"}, true
+
+	return []*kubeKind{svc, pod, pt, rc, pvc, pv, lr, rq, no, cs, bind}
 }
 
 func appsKinds() []*kubeKind {

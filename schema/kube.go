@@ -88,6 +88,12 @@ type kubeKind struct {
 	// an empty object are the kind's field labels.
 	fields func(obj runtime.Object) map[string]string
 
+	// keepsStatusOnCreate: a create keeps the status it carries, as kube's
+	// node strategy does (a kubelet registers its Node with capacity,
+	// allocatable, addresses and conditions); other kinds' strategies
+	// reset it.
+	keepsStatusOnCreate bool
+
 	// returnsDeleted: DELETE answers with the deleted object, as
 	// kube-apiserver's storage for the kind is configured to.
 	returnsDeleted bool
@@ -203,7 +209,7 @@ func (k *kubeKind) build(scheme *runtime.Scheme) *Type {
 		if err != nil {
 			return
 		}
-		if hasStatus {
+		if hasStatus && !k.keepsStatusOnCreate {
 			setField(in, "Status", nil)
 		}
 		if k.generation != noGeneration {

@@ -33,14 +33,7 @@ func TestKindFieldSelectors(t *testing.T) {
 	pod("a", "n1")
 	pod("b", "n2")
 	pod("c", "")
-	names := func(path, selector string) []string {
-		t.Helper()
-		r := h.do("GET", path+"?fieldSelector="+selector, nil, nil)
-		if r.Code != http.StatusOK {
-			t.Fatalf("list %s ?fieldSelector=%s: %d %s", path, selector, r.Code, r.Body)
-		}
-		return itemNames(t, r.Body.Bytes())
-	}
+	names := func(path, selector string) []string { return names(t, h, path, selector) }
 	for _, c := range []struct{ selector, want string }{
 		{"spec.nodeName=n1", "a"},
 		{"spec.host=n2", "b"}, // kube's legacy label for spec.nodeName
@@ -104,7 +97,7 @@ func TestKindFieldSelectors(t *testing.T) {
 	var ev struct {
 		Type   string `json:"type"`
 		Object struct {
-			Metadata struct{ Name string } `json:"metadata"`
+			Metadata struct{ Name string }     `json:"metadata"`
 			Spec     struct{ NodeName string } `json:"spec"`
 		} `json:"object"`
 	}
@@ -148,4 +141,67 @@ func jsonUnmarshal(b []byte, v any) error {
 		return fmt.Errorf("%w: %.200s", err, b)
 	}
 	return nil
+}
+
+// TestNodeCreateKeepsStatus: a kubelet registers its Node with its status
+// (capacity, allocatable, addresses, conditions), and kube's node strategy
+// keeps it on create; a Pod's create still starts from a Pending status.
+func TestNodeCreateKeepsStatus(t *testing.T) {
+	h := refNewHarness(t)
+	body := `{"apiVersion":"v1","kind":"Node","metadata":{"name":"k1"},"status":{"capacity":{"cpu":"4","memory":"8Gi","pods":"110"},` +
+		`"allocatable":{"cpu":"3800m","memory":"7Gi","pods":"110"},"addresses":[{"type":"InternalIP","address":"10.0.0.5"}],` +
+		`"conditions":[{"type":"Ready","status":"True","reason":"KubeletReady","lastHeartbeatTime":"2026-11-25T00:00:00Z","lastTransitionTime":"2026-11-25T00:00:00Z"}],` +
+		`"daemonEndpoints":{"kubeletEndpoint":{"Port":10250}}}}`
+	if r := h.do("POST", "/api/v1/nodes", map[string]string{"Content-Type": "application/json"}, []byte(body)); r.Code != http.StatusCreated {
+		t.Fatalf("create node: %d %s", r.Code, r.Body)
+	}
+	r := h.do("GET", "/api/v1/nodes/k1", nil, nil)
+	var node struct {
+		Status struct {
+			Capacity    map[string]string `json:"capacity"`
+			Allocatable map[string]string `json:"allocatable"`
+			Addresses   []struct{ Address string }
+			Conditions  []struct{ Type, Status string }
+			Daemon      struct {
+				Kubelet struct{ Port int } `json:"kubeletEndpoint"`
+			} `json:"daemonEndpoints"`
+		} `json:"status"`
+	}
+	if err := jsonUnmarshal(r.Body.Bytes(), &node); err != nil {
+		t.Fatal(err)
+	}
+	st := node.Status
+	if st.Capacity["cpu"] != "4" || st.Allocatable["memory"] != "7Gi" || len(st.Addresses) != 1 || st.Addresses[0].Address != "10.0.0.5" ||
+		len(st.Conditions) != 1 || st.Conditions[0].Status != "True" || st.Daemon.Kubelet.Port != 10250 {
+		t.Fatalf("node k1 after create: %s; want the status it was created with", r.Body)
+	}
+}
+
+// TestLegacyBindings: the core bindings resource (what older schedulers
+// POST) binds the Pod its metadata names, as pods/binding does: once.
+func TestLegacyBindings(t *testing.T) {
+	h := refNewHarness(t)
+	ct := map[string]string{"Content-Type": "application/json"}
+	if r := h.do("POST", "/api/v1/namespaces/default/pods", ct, []byte(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"spec":{"containers":[{"name":"c","image":"nginx"}]}}`)); r.Code != http.StatusCreated {
+		t.Fatalf("create pod: %d %s", r.Code, r.Body)
+	}
+	bind := []byte(`{"apiVersion":"v1","kind":"Binding","metadata":{"name":"p"},"target":{"kind":"Node","name":"n1"}}`)
+	if r := h.do("POST", "/api/v1/namespaces/default/bindings", ct, bind); r.Code != http.StatusCreated || !strings.Contains(r.Body.String(), `"status":"Success"`) {
+		t.Fatalf("POST bindings: %d %s; want 201 Success", r.Code, r.Body)
+	}
+	if got := strings.Join(names(t, h, "/api/v1/namespaces/default/pods", "spec.nodeName=n1"), ","); got != "p" {
+		t.Fatalf("pods on n1 after the binding: [%s]; want [p]", got)
+	}
+	if r := h.do("POST", "/api/v1/namespaces/default/bindings", ct, bind); r.Code != http.StatusConflict || !strings.Contains(r.Body.String(), `pod p is already assigned to node \"n1\"`) {
+		t.Fatalf("second binding: %d %s; want 409 already assigned", r.Code, r.Body)
+	}
+}
+
+func names(t *testing.T, h *refHarness, path, selector string) []string {
+	t.Helper()
+	r := h.do("GET", path+"?fieldSelector="+selector, nil, nil)
+	if r.Code != http.StatusOK {
+		t.Fatalf("list %s ?fieldSelector=%s: %d %s", path, selector, r.Code, r.Body)
+	}
+	return itemNames(t, r.Body.Bytes())
 }

@@ -232,6 +232,12 @@ func (r *request) podBinding() error {
 	if b.Name != r.ri.Name {
 		return apierrors.NewBadRequest("name in URL does not match name in Binding object")
 	}
+	return r.bind(b)
+}
+
+// bind assigns the Pod b names to its target Node: pods/binding and the
+// legacy bindings resource (a create naming the Pod in its metadata).
+func (r *request) bind(b *corev1.Binding) error {
 	var errs field.ErrorList
 	if b.Target.Kind != "" && b.Target.Kind != "Node" {
 		errs = append(errs, field.NotSupported(field.NewPath("target", "kind"), b.Target.Kind, []string{"Node", "<empty>"}))
@@ -243,7 +249,8 @@ func (r *request) podBinding() error {
 		return apierrors.NewInvalid(runtimeschema.GroupKind{Kind: "Binding"}, b.Name, errs)
 	}
 	bindingGR := runtimeschema.GroupResource{Resource: "pods/binding"}
-	_, _, err = r.res.Update(r.ctx, r.ri.Namespace, r.ri.Name, func(cur runtime.Object) (runtime.Object, error) {
+	pods := r.s.api.MustLookup("", "v1", "pods")
+	_, _, err := pods.Update(r.ctx, r.ri.Namespace, b.Name, func(cur runtime.Object) (runtime.Object, error) {
 		pod := cur.(*corev1.Pod)
 		if b.UID != "" && b.UID != pod.UID {
 			return nil, apierrors.NewConflict(bindingGR, b.Name, fmt.Errorf("Precondition failed: UID in precondition: %v, UID in object meta: %v", b.UID, pod.UID))

@@ -2,6 +2,7 @@ package server
 
 import (
 	"fmt"
+	corev1 "k8s.io/api/core/v1"
 	"net/http"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -37,6 +38,8 @@ func (r *request) review(obj runtime.Object) error {
 	}
 	requester, _ := auth.UserFrom(r.ctx)
 	switch o := obj.(type) {
+	case *corev1.Binding:
+		return r.bind(o)
 	case *authenticationv1.SelfSubjectReview:
 		if requester == nil {
 			return apierrors.NewBadRequest("no user present on request")

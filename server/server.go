@@ -66,6 +66,9 @@ type Config struct {
 	Profiling bool
 	// CABundle is published in every namespace's kube-root-ca.crt.
 	CABundle []byte
+	// ClientCABundle is the PEM bundle client certificates are verified
+	// with, published in kube-system/extension-apiserver-authentication.
+	ClientCABundle []byte
 	// Advertise is the address and port other clients reach this replica
 	// at, listed in the kubernetes Service's endpoints; without an address
 	// the Service is kept but this replica is not listed.
@@ -159,7 +162,7 @@ func New(cfg Config) (*Server, error) {
 		mutating:   newInflight(cfg.MaxMutatingRequestsInflight),
 		watchUsers: map[string]int{},
 	}
-	s.controllers = controllers.New(controllers.Config{Store: cfg.Store, Types: cfg.Registry, Logger: cfg.Logger, CABundle: cfg.CABundle,
+	s.controllers = controllers.New(controllers.Config{Store: cfg.Store, Types: cfg.Registry, Logger: cfg.Logger, CABundle: cfg.CABundle, ClientCABundle: cfg.ClientCABundle,
 		Advertise: cfg.Advertise, EndpointLeaseDuration: cfg.EndpointLeaseDuration, ServiceRanges: cfg.ServiceRanges})
 	s.api = registry.New(registry.Config{Store: cfg.Store, Types: cfg.Registry, EventTTL: cfg.EventTTL, Observer: s.controllers.Observer(),
 		Services: &cfg.ServiceRanges})

@@ -55,6 +55,7 @@ func (p *PKI) UseClientCAFile(file string) error {
 	}
 	pool.AddCert(p.CACert)
 	p.ClientCAPool = pool
+	p.ClientCAPEM = append(append(bytes.TrimRight(b, "\n"), '\n'), p.CAPEM...)
 	return nil
 }
 

@@ -86,6 +86,9 @@ type PKI struct {
 	// ClientCAPool verifies client certificates: CAPool, or it and the
 	// CAs of --client-ca-file.
 	ClientCAPool *x509.CertPool
+	// ClientCAPEM is ClientCAPool's certificates in PEM, as kube-apiserver
+	// publishes its client CA bundle.
+	ClientCAPEM []byte
 	// AdminCert is the admin client certificate and key, for in-process
 	// clients (tests, tooling) that do not go through a kubeconfig.
 	AdminCert tls.Certificate
@@ -255,6 +258,7 @@ func (p *PKI) setCA(cert *x509.Certificate, certPEM []byte) {
 	p.CAPool = x509.NewCertPool()
 	p.CAPool.AddCert(cert)
 	p.ClientCAPool = p.CAPool
+	p.ClientCAPEM = certPEM
 	p.ServingCAPEM = certPEM
 }
 

@@ -1,0 +1,75 @@
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// TestPublishedClusterInfo: like kube-apiserver, Tabula publishes in
+// kube-system the client CA bundle (its own CA and --client-ca-file's) in
+// extension-apiserver-authentication, and the day legacy service-account
+// token tracking started, which kube-controller-manager reads at start.
+func TestPublishedClusterInfo(t *testing.T) {
+	dir := t.TempDir()
+	extra := newTestCA(t, "extra client CA")
+	caFile := filepath.Join(dir, "client-ca.crt")
+	if err := os.WriteFile(caFile, extra.pem, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	m := NewMain()
+	if err := m.ParseFlags([]string{"--db", "sqlite://:memory:", "--data-dir", dir, "--listen", "127.0.0.1:0",
+		"--client-ca-file", caFile, "--log-level", "error"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	cfg, err := clientcmd.BuildConfigFromFlags("", m.KubeconfigPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	own, err := os.ReadFile(filepath.Join(dir, "pki", "ca.crt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, name := range []string{"extension-apiserver-authentication", "kube-apiserver-legacy-service-account-token-tracking"} {
+		for {
+			cm, err := cs.CoreV1().ConfigMaps("kube-system").Get(ctx, name, metav1.GetOptions{})
+			if apierrors.IsNotFound(err) && ctx.Err() == nil {
+				<-time.After(20 * time.Millisecond) // polling with a deadline
+				continue
+			}
+			if err != nil {
+				t.Fatalf("get kube-system/%s: %v", name, err)
+			}
+			switch name {
+			case "extension-apiserver-authentication":
+				bundle := cm.Data["client-ca-file"]
+				if !strings.Contains(bundle, string(extra.pem)) || !strings.Contains(bundle, string(own)) || len(cm.Data) != 1 {
+					t.Errorf("%s holds %v; want client-ca-file with the generated CA and --client-ca-file's", name, cm.Data)
+				}
+			default:
+				if _, err := time.Parse(time.DateOnly, cm.Data["since"]); err != nil || len(cm.Data) != 1 {
+					t.Errorf("%s holds %v; want since, a date", name, cm.Data)
+				}
+			}
+			break
+		}
+	}
+}
