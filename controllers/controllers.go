@@ -41,6 +41,7 @@ func (m *Manager) Run(ctx context.Context) error {
 			return err
 		}
 	}
+	m.refreshFields(ctx)
 	// Custom resources are served from the first request on.
 	if err := m.loadCRDs(ctx); err != nil {
 		m.log.Warn("custom resource definitions not loaded yet", "err", err)
@@ -56,6 +57,34 @@ func (m *Manager) Run(ctx context.Context) error {
 	go m.runLoop(ctx, "kubernetes service", m.kubernetesServiceController)
 	go m.runLoop(ctx, "bootstrap policy", m.bootstrapController)
 	return nil
+}
+
+// refreshFields brings the stored selectable fields of built-in kinds up
+// to date before the first request: objects written by a Tabula that did
+// not yet select their kind by some field would not be found by it. Only
+// rows missing a field are read and rewritten, so a start after the first
+// costs one keys-and-fields scan per such kind. Kinds sharing a storage
+// resource (the two Event kinds) store their own fields and are left out.
+// A failure is logged, not fatal: replicas starting together on one
+// database may collide on the same rows, and one of them does the work.
+func (m *Manager) refreshFields(ctx context.Context) {
+	for _, t := range m.types.Types() {
+		if t.Unstructured || len(t.FieldLabels) == 0 || len(m.types.ByStorage(t.StorageResource)) != 1 {
+			continue
+		}
+		x, ok := m.api.Lookup(t.Group, t.Version, t.Resource)
+		if !ok {
+			continue
+		}
+		n, err := x.RefreshFields(ctx)
+		if err != nil {
+			m.log.Warn("stored selectable fields not refreshed", "resource", t.GroupResource().String(), "err", err)
+			continue
+		}
+		if n > 0 {
+			m.log.Info("stored selectable fields refreshed", "resource", t.GroupResource().String(), "objects", n)
+		}
+	}
 }
 
 // controllerPage is how many objects a controller reads at a time, so its

@@ -2,6 +2,7 @@ package registry
 
 import (
 	"bytes"
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"strconv"
@@ -90,6 +91,36 @@ var rvPlaceholder, rvPlaceholderJSON = func() (string, []byte) {
 // maxStoredBytes is etcd's default request limit that kube-apiserver
 // inherits for one object.
 const maxStoredBytes = 1536 * 1024
+
+// RefreshFields rewrites, in place, the selectable fields stored with this
+// kind's live objects that lack one of its field labels: objects written
+// by a Tabula that did not yet select the kind by them. It must only be
+// called for a kind that is the only one stored in its resource (the
+// fields stored are the writing kind's).
+func (x *Resource) RefreshFields(ctx context.Context) (int, error) {
+	if len(x.t.FieldLabels) == 0 {
+		return 0, nil
+	}
+	stale := func(stored map[string]string) bool {
+		for _, l := range x.t.FieldLabels {
+			if _, ok := stored[l]; !ok {
+				return true
+			}
+		}
+		return false
+	}
+	return x.g.store.RefreshFields(ctx, x.t.StorageResource, stale, func(rec kv.Record) (map[string]string, error) {
+		obj, err := x.Decode(rec)
+		if err != nil {
+			return nil, err
+		}
+		acc, err := meta.Accessor(obj)
+		if err != nil {
+			return nil, err
+		}
+		return x.fieldsOf(obj, acc), nil
+	})
+}
 
 func (x *Resource) fieldsOf(obj runtime.Object, acc metav1.Object) map[string]string {
 	f := map[string]string{"metadata.name": acc.GetName(), "metadata.namespace": acc.GetNamespace()}

@@ -23,6 +23,8 @@ type Storage interface {
 	Update(ctx context.Context, key kv.Key, expect int64, enc kv.Encoder) (kv.Record, error)
 	Delete(ctx context.Context, key kv.Key, expect int64, enc kv.Encoder) (kv.Record, error)
 	Watch(ctx context.Context, opts kv.WatchOptions) (kv.Watcher, error)
+	RefreshFields(ctx context.Context, resource string, stale func(stored map[string]string) bool,
+		fields func(kv.Record) (map[string]string, error)) (int, error)
 }
 
 // Observer hears of every committed change, with the Type the object is

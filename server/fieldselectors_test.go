@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -9,6 +10,11 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/tabula-dev/tabula/server"
+	"github.com/tabula-dev/tabula/server/servertest"
+	"github.com/tabula-dev/tabula/sqlstore/kv"
+	"github.com/tabula-dev/tabula/sqlstore/storetest"
 )
 
 // TestKindFieldSelectors: the field selectors kube-apiserver supports for
@@ -204,4 +210,25 @@ func names(t *testing.T, h *refHarness, path, selector string) []string {
 		t.Fatalf("list %s ?fieldSelector=%s: %d %s", path, selector, r.Code, r.Body)
 	}
 	return itemNames(t, r.Body.Bytes())
+}
+
+// TestFieldsRefreshedAtStart: a Pod stored by a Tabula that did not yet
+// select Pods by spec.nodeName is found by it once a server starts on the
+// database — the upgrade a kubelet's list depends on.
+func TestFieldsRefreshedAtStart(t *testing.T) {
+	st := storetest.Open(t, "sqlite://:memory:")
+	old := `{"metadata":{"name":"old","namespace":"default","uid":"5b4c6a1e-0000-4000-8000-000000000001","creationTimestamp":"2026-01-01T00:00:00Z"},` +
+		`"spec":{"nodeName":"n9","containers":[{"name":"c","image":"nginx"}]},"status":{"phase":"Running"}}`
+	if _, err := st.Create(context.Background(), kv.Key{Resource: "pods", Namespace: "default", Name: "old"}, func(int64) (kv.Entry, error) {
+		return kv.Entry{Value: []byte(old), Fields: map[string]string{"metadata.name": "old", "metadata.namespace": "default"}}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	srv := servertest.Server(t, server.Config{Store: st})
+	h := &refHarness{t: t, h: srv.Handler(), store: st, state: map[string]string{}}
+	for _, sel := range []string{"spec.nodeName=n9", "status.phase=Running"} {
+		if got := strings.Join(names(t, h, "/api/v1/namespaces/default/pods", sel), ","); got != "old" {
+			t.Errorf("pods ?fieldSelector=%s after start: [%s]; want [old]", sel, got)
+		}
+	}
 }

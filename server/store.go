@@ -18,6 +18,10 @@ type Store interface {
 	Update(ctx context.Context, key kv.Key, expect int64, enc kv.Encoder) (kv.Record, error)
 	Delete(ctx context.Context, key kv.Key, expect int64, enc kv.Encoder) (kv.Record, error)
 	Watch(ctx context.Context, opts kv.WatchOptions) (kv.Watcher, error)
+	// RefreshFields rewrites in place the stored selectable fields of a
+	// resource's live objects that stale says are out of date.
+	RefreshFields(ctx context.Context, resource string, stale func(stored map[string]string) bool,
+		fields func(kv.Record) (map[string]string, error)) (int, error)
 	CurrentRev(ctx context.Context) (int64, error)
 	Ready(ctx context.Context) error
 	// Expired lists live objects of resource whose expiry has passed.

@@ -65,6 +65,7 @@ func (s *Store) resolveShared(ctx context.Context, tx *sql.Tx, items []kv.Record
 			keys[it.Rev] = it.Key
 		}
 		got, err := s.fetchValues(ctx, tx, mine, keys)
+		s.countShared(got)
 		c.fill(mine, got, err)
 	}
 	for i, e := range entries {
@@ -80,6 +81,7 @@ func (s *Store) resolveShared(ctx context.Context, tx *sql.Tx, items []kv.Record
 			if err != nil {
 				return err
 			}
+			s.countShared(got)
 			items[i].Value = got[items[i].Rev]
 			continue
 		}
@@ -102,8 +104,6 @@ func (s *Store) fetchValues(ctx context.Context, tx *sql.Tx, revs []int64, keys 
 			return err
 		}
 		out[rev] = v
-		sharedReadBytes.Add(float64(len(v)))
-		s.sharedRead.Add(int64(len(v)))
 		return nil
 	})
 	if err != nil {
@@ -116,6 +116,16 @@ func (s *Store) fetchValues(ctx context.Context, tx *sql.Tx, revs []int64, keys 
 		}
 	}
 	return out, nil
+}
+
+// countShared counts values read from the database for shared reads.
+func (s *Store) countShared(got map[int64][]byte) {
+	n := 0
+	for _, v := range got {
+		n += len(v)
+	}
+	sharedReadBytes.Add(float64(n))
+	s.sharedRead.Add(int64(n))
 }
 
 // SharedReadBytes is how many bytes of values this store has read from

@@ -53,6 +53,7 @@ func Run(t *testing.T, open Factory) {
 		{"WatchSelectorTransitions", testWatchSelectorTransitions},
 		{"WatchInitialState", testWatchInitialState},
 		{"WatchInitialStateSharesValues", testWatchInitialStateSharesValues},
+		{"RefreshFields", testRefreshFields},
 		{"ConcurrentCreatesOneWins", testConcurrentCreatesOneWins},
 		{"ConcurrentWritersDenseRevisions", testConcurrentWritersDense},
 		{"CompactDiscardsHistory", testCompact},
