@@ -85,6 +85,10 @@ func (m *Manager) bootstrapController(ctx context.Context) error {
 		return err
 	}
 	m.bootstrapped.Store(true)
+	if !m.enabled(ClusterRoleAggregationController) {
+		<-ctx.Done() // kube-controller-manager aggregates
+		return nil
+	}
 	roles := m.api.MustLookup("rbac.authorization.k8s.io", "v1", "clusterroles")
 	rev, err := m.store.CurrentRev(ctx)
 	if err != nil {

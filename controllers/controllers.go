@@ -48,11 +48,19 @@ func (m *Manager) Run(ctx context.Context) error {
 	}
 	go m.runLoop(ctx, "customresourcedefinitions", m.crdController)
 	go m.runLoop(ctx, "namespace cache", m.api.WatchNamespaces)
-	go m.runLoop(ctx, "namespace controller", m.namespaceController)
-	go m.runLoop(ctx, "namespace defaults controller", m.defaultsController)
+	if m.enabled(NamespaceController) {
+		go m.runLoop(ctx, "namespace controller", m.namespaceController)
+	}
+	if m.enabled(ServiceAccountController) || m.enabled(RootCACertificatePublisherController) {
+		go m.runLoop(ctx, "namespace defaults controller", m.defaultsController)
+	}
 	go m.runLoop(ctx, "event expiry", m.expiryController)
-	go m.runLoop(ctx, "garbage collector", m.gcController)
-	go m.runLoop(ctx, "storage object in use protection", m.protectionController)
+	if m.enabled(GarbageCollectorController) {
+		go m.runLoop(ctx, "garbage collector", m.gcController)
+	}
+	if m.enabled(PVCProtectionController) || m.enabled(PVProtectionController) {
+		go m.runLoop(ctx, "storage object in use protection", m.protectionController)
+	}
 	go m.runLoop(ctx, "service allocation repair", m.serviceRepairController)
 	go m.runLoop(ctx, "kubernetes service", m.kubernetesServiceController)
 	go m.runLoop(ctx, "bootstrap policy", m.bootstrapController)
@@ -407,14 +415,14 @@ func (m *Manager) ensureDefaults(ctx context.Context) error {
 			continue
 		}
 		sas := m.api.MustLookup("", "v1", "serviceaccounts")
-		if _, err := sas.GetRecord(ctx, ns.Name, "default"); apierrors.IsNotFound(err) {
+		if _, err := sas.GetRecord(ctx, ns.Name, "default"); m.enabled(ServiceAccountController) && apierrors.IsNotFound(err) {
 			sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}
 			if _, err := sas.Create(ctx, ns.Name, sa, registry.WriteOptions{Manager: registry.ManagerControllerManager}); err != nil && !ignorable(err) {
 				return err
 			}
 		}
 		cms := m.api.MustLookup("", "v1", "configmaps")
-		if _, err := cms.GetRecord(ctx, ns.Name, rootCAConfigMap); apierrors.IsNotFound(err) {
+		if _, err := cms.GetRecord(ctx, ns.Name, rootCAConfigMap); m.enabled(RootCACertificatePublisherController) && apierrors.IsNotFound(err) {
 			cm := &corev1.ConfigMap{
 				ObjectMeta: metav1.ObjectMeta{Name: rootCAConfigMap, Annotations: map[string]string{
 					"kubernetes.io/description": "Contains a CA bundle that can be used to verify the kube-apiserver when using internal endpoints such as the internal service IP or kubernetes.default.svc. No other usage is guaranteed across distributions of Kubernetes clusters.",

@@ -40,6 +40,10 @@ type Config struct {
 	EndpointLeaseDuration time.Duration
 	// ServiceRanges give the kubernetes Service its address.
 	ServiceRanges registry.ServiceRanges
+	// Controllers switches the controllers Tabula runs for
+	// kube-controller-manager on and off by kcm's names and --controllers
+	// syntax (see names.go); empty means all.
+	Controllers []string
 }
 
 // Manager runs the controllers of one server.

@@ -118,9 +118,11 @@ func (m *Manager) releaseProtected(ctx context.Context, pvcs, pvs, pods *registr
 		})
 	}
 
-	claims, err := held(pvcs, pvcProtection)
-	if err != nil {
-		return false, err
+	var claims, volumes []runtime.Object
+	if m.enabled(PVCProtectionController) {
+		if claims, err = held(pvcs, pvcProtection); err != nil {
+			return false, err
+		}
 	}
 	if len(claims) > 0 {
 		inUse, err := m.claimsInUse(ctx, pods)
@@ -138,9 +140,10 @@ func (m *Manager) releaseProtected(ctx context.Context, pvcs, pvs, pods *registr
 			}
 		}
 	}
-	volumes, err := held(pvs, pvProtection)
-	if err != nil {
-		return false, err
+	if m.enabled(PVProtectionController) {
+		if volumes, err = held(pvs, pvProtection); err != nil {
+			return false, err
+		}
 	}
 	for _, obj := range volumes {
 		if obj.(*corev1.PersistentVolume).Status.Phase == corev1.VolumeBound {

@@ -232,3 +232,22 @@ func TestFieldsRefreshedAtStart(t *testing.T) {
 		}
 	}
 }
+
+// TestControllersSwitchedOffByKCMName: with kube-controller-manager's
+// serviceaccount-controller switched off, Tabula still publishes
+// kube-root-ca.crt in a new namespace but makes no default ServiceAccount
+// (kcm's controller would); its pass makes the account before the
+// ConfigMap, so its absence once the ConfigMap exists is settled.
+func TestControllersSwitchedOffByKCMName(t *testing.T) {
+	srv := servertest.Server(t, server.Config{Store: storetest.Open(t, "sqlite://:memory:"), Controllers: []string{"*", "-serviceaccount-controller"}})
+	h := &refHarness{t: t, h: srv.Handler(), state: map[string]string{}}
+	if r := h.do("POST", "/api/v1/namespaces", map[string]string{"Content-Type": "application/json"}, []byte(`{"metadata":{"name":"team"}}`)); r.Code != http.StatusCreated {
+		t.Fatalf("create namespace: %d %s", r.Code, r.Body)
+	}
+	h.waitFor("kube-root-ca.crt in team", func() bool {
+		return h.do("GET", "/api/v1/namespaces/team/configmaps/kube-root-ca.crt", nil, nil).Code == http.StatusOK
+	})
+	if r := h.do("GET", "/api/v1/namespaces/team/serviceaccounts/default", nil, nil); r.Code != http.StatusNotFound {
+		t.Fatalf("default ServiceAccount with serviceaccount-controller off: %d; want 404", r.Code)
+	}
+}

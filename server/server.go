@@ -69,6 +69,9 @@ type Config struct {
 	// ClientCABundle is the PEM bundle client certificates are verified
 	// with, published in kube-system/extension-apiserver-authentication.
 	ClientCABundle []byte
+	// Controllers switches Tabula's copies of kube-controller-manager's
+	// controllers on and off, in kcm's --controllers syntax (empty: all).
+	Controllers []string
 	// Advertise is the address and port other clients reach this replica
 	// at, listed in the kubernetes Service's endpoints; without an address
 	// the Service is kept but this replica is not listed.
@@ -162,7 +165,7 @@ func New(cfg Config) (*Server, error) {
 		mutating:   newInflight(cfg.MaxMutatingRequestsInflight),
 		watchUsers: map[string]int{},
 	}
-	s.controllers = controllers.New(controllers.Config{Store: cfg.Store, Types: cfg.Registry, Logger: cfg.Logger, CABundle: cfg.CABundle, ClientCABundle: cfg.ClientCABundle,
+	s.controllers = controllers.New(controllers.Config{Store: cfg.Store, Types: cfg.Registry, Logger: cfg.Logger, CABundle: cfg.CABundle, ClientCABundle: cfg.ClientCABundle, Controllers: cfg.Controllers,
 		Advertise: cfg.Advertise, EndpointLeaseDuration: cfg.EndpointLeaseDuration, ServiceRanges: cfg.ServiceRanges})
 	s.api = registry.New(registry.Config{Store: cfg.Store, Types: cfg.Registry, EventTTL: cfg.EventTTL, Observer: s.controllers.Observer(),
 		Services: &cfg.ServiceRanges})

@@ -96,6 +96,9 @@ type Config struct {
 	// MemoryLimit is the Go runtime's soft memory limit (0: GOMEMLIMIT,
 	// or none).
 	MemoryLimit ByteSize
+	// Controllers switches Tabula's copies of kube-controller-manager's
+	// controllers, in kcm's --controllers syntax.
+	Controllers []string
 	// MaxRequestsInflight and MaxMutatingRequestsInflight bound the
 	// read-only and mutating requests served at once (0: no limit).
 	MaxRequestsInflight         int
@@ -205,6 +208,7 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.DurationVar(&c.WatchWriteTimeout, "watch-write-timeout", c.WatchWriteTimeout, "how long a watch's pending frames may take to reach its client before the watch is closed")
 	fs.Var(&c.WatchBuffer, "watch-buffer", "the events a watcher may fall behind by, in bytes (a quantity: 4Mi), before it is closed and its client re-lists")
 	fs.IntVar(&c.MaxWatchesPerUser, "max-watches-per-user", c.MaxWatchesPerUser, "watches one user may hold open at once; more get 429 with Retry-After (system:masters excepted; 0: no limit)")
+	fs.Var((*stringList)(&c.Controllers), "controllers", "kube-controller-manager's controllers Tabula runs itself, in kcm's syntax: * for all, -name to switch one off (garbage-collector-controller, namespace-controller, serviceaccount-controller, root-ca-certificate-publisher-controller, persistentvolume-protection-controller, persistentvolumeclaim-protection-controller, clusterrole-aggregation-controller); switch off those a kube-controller-manager beside Tabula runs (default *)")
 	fs.Var(&c.MemoryLimit, "memory-limit", "the Go runtime's soft memory limit (a quantity: 1Gi; default GOMEMLIMIT, or none): past it the server collects garbage harder instead of growing")
 	fs.IntVar(&c.MaxRequestsInflight, "max-requests-inflight", c.MaxRequestsInflight, "read-only requests served at once; more get 429 with Retry-After (0: no limit; watches are not counted)")
 	fs.IntVar(&c.MaxMutatingRequestsInflight, "max-mutating-requests-inflight", c.MaxMutatingRequestsInflight, "mutating requests served at once; more get 429 with Retry-After (0: no limit)")
@@ -364,7 +368,7 @@ func (m *Main) Run(ctx context.Context) error {
 	m.srv, err = server.New(server.Config{
 		Store: m.store, Registry: reg, Authenticator: authn, Version: v, OpenAPI: oa.Handler(),
 		Logger: m.log, Metrics: metrics, EventTTL: c.EventTTL, RequestTimeout: c.RequestTimeout, WatchWriteTimeout: c.WatchWriteTimeout, CABundle: rootCABundle(pki), ClientCABundle: pki.ClientCAPEM,
-		MaxRequestsInflight: c.MaxRequestsInflight, MaxMutatingRequestsInflight: c.MaxMutatingRequestsInflight, MaxWatchesPerUser: c.MaxWatchesPerUser,
+		MaxRequestsInflight: c.MaxRequestsInflight, MaxMutatingRequestsInflight: c.MaxMutatingRequestsInflight, MaxWatchesPerUser: c.MaxWatchesPerUser, Controllers: c.Controllers,
 		Profiling: c.Profiling, ServiceRanges: ranges, Advertise: advertise, ServiceAccountTokens: saTokens,
 	})
 	if err != nil {
