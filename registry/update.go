@@ -161,7 +161,8 @@ func (x *Resource) storeUpdate(ctx context.Context, namespace, name string, obj,
 	}
 	var rec kv.Record
 	oldAcc := mustAccessor(old)
-	deleted := acc.GetDeletionTimestamp() != nil && len(acc.GetFinalizers()) == 0 && !x.t.RemovedByController
+	deleted := acc.GetDeletionTimestamp() != nil && len(acc.GetFinalizers()) == 0 &&
+		(!x.t.RemovedByController || x.t.SpecFinalized != nil && x.t.SpecFinalized(obj))
 	enc := x.encoder(obj)
 	if deleted {
 		// The last finalizer is gone: the pending delete completes.

@@ -85,6 +85,7 @@ func builtinTypes() []*Type {
 			// empty; DELETE answers with the Terminating namespace.
 			PrepareForDelete:    namespaceBeginDelete,
 			RemovedByController: true,
+			SpecFinalized:       namespaceFinalized,
 			FieldLabels:         []string{"status.phase"},
 			Fields:              namespaceFields,
 			ConvertFieldLabel:   kubeFieldLabel(gvkNamespace),

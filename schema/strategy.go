@@ -123,6 +123,12 @@ func namespacePrepareForUpdate(obj, old runtime.Object) {
 	setNamespaceNameLabel(ns)
 }
 
+// namespaceFinalized: no spec finalizer holds the namespace any more.
+func namespaceFinalized(obj runtime.Object) bool {
+	ns, ok := obj.(*corev1.Namespace)
+	return ok && len(ns.Spec.Finalizers) == 0
+}
+
 // setNamespaceNameLabel sets kubernetes.io/metadata.name to the name, as
 // kube's namespace defaulting does on every write. A namespace created with
 // generateName only gets it once its name is known.

@@ -98,8 +98,12 @@ type Type struct {
 	PrepareForDelete func(obj runtime.Object)
 	// RemovedByController: a delete only marks the object; a controller
 	// removes it once its work is done (Namespaces, once empty), never
-	// the removal of its last finalizer.
+	// the removal of its last finalizer — unless SpecFinalized says the
+	// kind's own finalizers are gone too (a Namespace whose
+	// spec.finalizers kube-controller-manager's namespace controller
+	// emptied through /finalize is removed, as kube-apiserver does).
 	RemovedByController bool
+	SpecFinalized       func(obj runtime.Object) bool
 
 	// Virtual types are not stored: a create computes the answer into the
 	// object and returns it (the review resources), or reads compute the

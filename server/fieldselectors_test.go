@@ -251,3 +251,30 @@ func TestControllersSwitchedOffByKCMName(t *testing.T) {
 		t.Fatalf("default ServiceAccount with serviceaccount-controller off: %d; want 404", r.Code)
 	}
 }
+
+// TestNamespaceFinalizedByKCM: with Tabula's namespace-controller off,
+// kube-controller-manager's removes a terminating namespace's contents
+// and then its "kubernetes" finalizer through /finalize; as on
+// kube-apiserver, a terminating namespace left with no finalizers is
+// removed.
+func TestNamespaceFinalizedByKCM(t *testing.T) {
+	srv := servertest.Server(t, server.Config{Store: storetest.Open(t, "sqlite://:memory:"), Controllers: []string{"*", "-namespace-controller"}})
+	h := &refHarness{t: t, h: srv.Handler(), state: map[string]string{}}
+	ct := map[string]string{"Content-Type": "application/json"}
+	if r := h.do("POST", "/api/v1/namespaces", ct, []byte(`{"metadata":{"name":"gone"}}`)); r.Code != http.StatusCreated {
+		t.Fatalf("create namespace: %d %s", r.Code, r.Body)
+	}
+	if r := h.do("DELETE", "/api/v1/namespaces/gone", nil, nil); r.Code != http.StatusOK {
+		t.Fatalf("delete namespace: %d %s", r.Code, r.Body)
+	}
+	r := h.do("GET", "/api/v1/namespaces/gone", nil, nil)
+	if r.Code != http.StatusOK || !strings.Contains(r.Body.String(), `"phase":"Terminating"`) || !strings.Contains(r.Body.String(), `"finalizers":["kubernetes"]`) {
+		t.Fatalf("namespace after delete: %d %s; want Terminating with the kubernetes finalizer", r.Code, r.Body)
+	}
+	if r := h.do("PUT", "/api/v1/namespaces/gone/finalize", ct, []byte(`{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"gone"},"spec":{"finalizers":[]}}`)); r.Code != http.StatusOK {
+		t.Fatalf("finalize: %d %s", r.Code, r.Body)
+	}
+	if r := h.do("GET", "/api/v1/namespaces/gone", nil, nil); r.Code != http.StatusNotFound {
+		t.Fatalf("namespace after its last finalizer went: %d %s; want 404", r.Code, r.Body)
+	}
+}

@@ -16,6 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	runtimeschema "k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/tabula-dev/tabula/registry"
 	"github.com/tabula-dev/tabula/schema"
@@ -311,24 +313,35 @@ func (r *request) podEviction() error {
 	if opts == nil {
 		opts = &metav1.DeleteOptions{}
 	}
-	pod, err := r.pod(r.ri.Name)
-	if err != nil {
-		return err
-	}
-	switch pod.Status.Phase {
-	case corev1.PodPending, corev1.PodSucceeded, corev1.PodFailed, "":
-	default:
-		if pod.DeletionTimestamp == nil {
-			if err := r.checkDisruptionBudget(pod); err != nil {
-				return err
+	// As kube-apiserver's eviction does, a budget changed meanwhile (the
+	// disruption controller writes its status all the time) is read again
+	// and the eviction retried, rather than failing the client.
+	err = retry.OnError(evictionRetry, apierrors.IsConflict, func() error {
+		pod, err := r.pod(r.ri.Name)
+		if err != nil {
+			return err
+		}
+		switch pod.Status.Phase {
+		case corev1.PodPending, corev1.PodSucceeded, corev1.PodFailed, "":
+		default:
+			if pod.DeletionTimestamp == nil {
+				return r.checkDisruptionBudget(pod)
 			}
 		}
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	if _, err := r.res.Delete(r.ctx, r.ri.Namespace, r.ri.Name, opts); err != nil {
 		return err
 	}
 	return r.created()
 }
+
+// evictionRetry is kube-apiserver's backoff for evictions that meet a
+// changed budget.
+var evictionRetry = wait.Backoff{Steps: 20, Duration: 500 * time.Millisecond, Factor: 1.0, Jitter: 0.1}
 
 // checkDisruptionBudget takes one disruption from the budget covering a
 // running Pod, or refuses the eviction with kube-apiserver's 429.
