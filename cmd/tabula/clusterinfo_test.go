@@ -10,8 +10,6 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 )
 
 // TestPublishedClusterInfo: like kube-apiserver, Tabula publishes in
@@ -25,23 +23,7 @@ func TestPublishedClusterInfo(t *testing.T) {
 	if err := os.WriteFile(caFile, extra.pem, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	m := NewMain()
-	if err := m.ParseFlags([]string{"--db", "sqlite://:memory:", "--data-dir", dir, "--listen", "127.0.0.1:0",
-		"--client-ca-file", caFile, "--log-level", "error"}); err != nil {
-		t.Fatal(err)
-	}
-	if err := m.Run(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
-	cfg, err := clientcmd.BuildConfigFromFlags("", m.KubeconfigPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, cs := serve(t, "--data-dir", dir, "--client-ca-file", caFile)
 	own, err := os.ReadFile(filepath.Join(dir, "pki", "ca.crt"))
 	if err != nil {
 		t.Fatal(err)

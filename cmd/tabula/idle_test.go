@@ -11,8 +11,6 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 )
 
 // TestIdleConnectionsClose: a keep-alive connection left idle is closed by
@@ -60,23 +58,7 @@ func TestIdleConnectionsClose(t *testing.T) {
 // write deadline resets it when it passes, a watch with nothing to send
 // lives past --watch-write-timeout until its own timeoutSeconds.
 func TestIdleWatchOutlivesTheWriteTimeout(t *testing.T) {
-	m := NewMain()
-	if err := m.ParseFlags([]string{"--db", "sqlite://:memory:", "--data-dir", t.TempDir(), "--listen", "127.0.0.1:0",
-		"--watch-write-timeout", "500ms", "--log-level", "error"}); err != nil {
-		t.Fatal(err)
-	}
-	if err := m.Run(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
-	cfg, err := clientcmd.BuildConfigFromFlags("", m.KubeconfigPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, cs := serve(t, "--watch-write-timeout", "500ms")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	timeout := int64(3)
