@@ -26,6 +26,9 @@ type WatchWriter struct {
 	w             interface{ Write([]byte) (int, error) }
 
 	sentColumns bool
+	// typeMeta is `"kind":…,"apiVersion":…,` of the watched kind, made
+	// once per stream rather than once per event.
+	typeMeta string
 }
 
 // NewWatchWriter returns a writer of t's events onto w.
@@ -95,7 +98,10 @@ func (e *WatchWriter) EventStored(typ string, stored []byte) error {
 		// Empty or not an object: the rare case is left to WithTypeMeta.
 		return e.EventJSON(typ, WithTypeMeta(stored, e.t.APIVersion(), e.t.Kind))
 	}
-	head := `{"type":"` + typ + `","object":{"kind":` + quote(e.t.Kind) + `,"apiVersion":` + quote(e.t.APIVersion()) + `,`
+	if e.typeMeta == "" {
+		e.typeMeta = `"kind":` + quote(e.t.Kind) + `,"apiVersion":` + quote(e.t.APIVersion()) + `,`
+	}
+	head := `{"type":"` + typ + `","object":{` + e.typeMeta
 	if _, err := io.WriteString(e.w, head); err != nil {
 		return err
 	}

@@ -42,7 +42,7 @@ func newSharedValues(limit int) *sharedValues {
 	return &sharedValues{limit: limit, items: make(map[int64]*sharedValue)}
 }
 
-// resolve fills the Value of every item from the cache, fetching the
+// resolveShared fills the Value of every item from the cache, fetching the
 // missing ones (rev IN …) in tx. Items must have Key and Rev set.
 func (s *Store) resolveShared(ctx context.Context, tx *sql.Tx, items []kv.Record) error {
 	c := s.shared
