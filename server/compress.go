@@ -25,12 +25,14 @@ var gzipWriters = sync.Pool{New: func() any {
 
 // compressLarge gzips large responses. A compressor is taken only once a
 // response crosses the threshold: resetting one costs more than serving a
-// small request, and nearly every response is small. Watch streams are
-// never compressed: each event must reach the client when it is written.
+// small request, and nearly every response is small. Watch streams, logs
+// and proxied or upgraded connections are never compressed: each event or
+// line must reach the client when it is written, and a proxy passes the
+// backend's bytes as they are.
 func compressLarge(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		req := c.Request()
-		if ri, _ := resourceRequest(req.URL.Path); ri.WatchPath || queryBool(c.QueryParams(), "watch") {
+		if longRunning(req) || queryBool(c.QueryParams(), "watch") {
 			return next(c)
 		}
 		res := c.Response()

@@ -2,8 +2,12 @@ package server
 
 import (
 	"fmt"
+	"math/rand/v2"
+	"net"
 	"net/http"
 	"net/netip"
+	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -15,30 +19,37 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	runtimeschema "k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/httpstream/wsstream"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apimachinery/pkg/util/wait"
+	genericrest "k8s.io/apiserver/pkg/registry/generic/rest"
+	translator "k8s.io/apiserver/pkg/util/proxy"
 	"k8s.io/client-go/util/retry"
+	api "k8s.io/kubernetes/pkg/apis/core"
+	corevalidation "k8s.io/kubernetes/pkg/apis/core/validation"
 
 	"github.com/tabula-dev/tabula/registry"
 	"github.com/tabula-dev/tabula/schema"
 	"github.com/tabula-dev/tabula/sqlstore/kv"
 )
 
-// The subresources a kubelet, the scheduler or a proxied backend serves.
-// Tabula runs no nodes: it answers them as kube-apiserver does when
-// there is nothing to reach (a Pod without a node, a Service without
-// endpoints) and says so plainly when there would be (a Pod bound to a
-// Node: no kubelet is reachable from here). pods/binding and
-// pods/eviction change state in the store and work fully.
+// The subresources a kubelet, the scheduler or a proxied backend serves:
+// logs, exec, attach and port-forward go to the Pod's kubelet (kubelet.go),
+// proxies to the Pod, Service endpoint or Node; pods/binding and
+// pods/eviction change state in the store.
 
 var (
 	bindingKind  = &schema.Type{Version: "v1", Kind: "Binding", New: func() runtime.Object { return &corev1.Binding{} }}
 	evictionKind = &schema.Type{Group: "policy", Version: "v1", Kind: "Eviction", New: func() runtime.Object { return &policyv1.Eviction{} }}
 )
 
-// pod reads the Pod the request names.
-func (r *request) pod(name string) (*corev1.Pod, error) {
-	obj, _, err := r.res.Get(r.ctx, r.ri.Namespace, name)
+// pod reads a Pod of the request's namespace.
+func (r *request) pod(name string) (*corev1.Pod, error) { return r.podIn(r.ri.Namespace, name) }
+
+func (r *request) podIn(namespace, name string) (*corev1.Pod, error) {
+	obj, _, err := r.s.api.MustLookup("", "v1", "pods").Get(r.ctx, namespace, name)
 	if err != nil {
 		return nil, err
 	}
@@ -46,22 +57,25 @@ func (r *request) pod(name string) (*corev1.Pod, error) {
 }
 
 // podContainer picks the container a log, exec or attach request means,
-// with kube-apiserver's errors.
+// with kube-apiserver's errors: a named one must be one of the Pod's
+// (init, regular or ephemeral); without a name the Pod must have exactly
+// one regular container.
 func podContainer(pod *corev1.Pod, container string) (string, error) {
+	var names []string
+	for _, c := range pod.Spec.InitContainers {
+		names = append(names, c.Name)
+	}
+	for _, c := range pod.Spec.Containers {
+		names = append(names, c.Name)
+	}
+	for _, c := range pod.Spec.EphemeralContainers {
+		names = append(names, c.Name)
+	}
 	if container != "" {
-		for _, cs := range [][]corev1.Container{pod.Spec.Containers, pod.Spec.InitContainers} {
-			for _, c := range cs {
-				if c.Name == container {
-					return container, nil
-				}
-			}
+		if !slices.Contains(names, container) {
+			return "", apierrors.NewBadRequest(fmt.Sprintf("container %s is not valid for pod %s", container, pod.Name))
 		}
-		for _, c := range pod.Spec.EphemeralContainers {
-			if c.Name == container {
-				return container, nil
-			}
-		}
-		return "", apierrors.NewBadRequest(fmt.Sprintf("container %s is not valid for pod %s", container, pod.Name))
+		return container, nil
 	}
 	switch len(pod.Spec.Containers) {
 	case 1:
@@ -69,102 +83,161 @@ func podContainer(pod *corev1.Pod, container string) (string, error) {
 	case 0:
 		return "", apierrors.NewBadRequest(fmt.Sprintf("a container name must be specified for pod %s", pod.Name))
 	}
-	var names []string
-	for _, c := range pod.Spec.Containers {
-		names = append(names, c.Name)
-	}
-	msg := fmt.Sprintf("a container name must be specified for pod %s, choose one of: [%s]", pod.Name, strings.Join(names, " "))
-	if len(pod.Spec.InitContainers) > 0 {
-		var inits []string
-		for _, c := range pod.Spec.InitContainers {
-			inits = append(inits, c.Name)
-		}
-		msg += fmt.Sprintf(" or one of the init containers: [%s]", strings.Join(inits, " "))
-	}
-	return "", apierrors.NewBadRequest(msg)
+	return "", apierrors.NewBadRequest(fmt.Sprintf("a container name must be specified for pod %s, choose one of: %v", pod.Name, names))
 }
 
-// noKubelet is the answer for a Pod bound to a Node: the Node must exist
-// (404 as kube-apiserver's node lookup), and its kubelet cannot be reached.
-func (r *request) noKubelet(nodeName string) error {
-	if _, _, err := r.s.api.MustLookup("", "v1", "nodes").Get(r.ctx, "", nodeName); err != nil {
-		return err
-	}
-	return apierrors.NewInternalError(fmt.Errorf("error dialing backend: node %q has no kubelet this API server can reach (Tabula runs no nodes)", nodeName))
-}
-
-// podLog serves GET pods/{name}/log: a Pod that no node runs has written
-// no log, so the answer is empty, as kube-apiserver's is.
+// podLog serves GET pods/{name}/log from the Pod's kubelet, with kube's
+// option validation; a Pod no node runs yet has no log (204, as
+// kube-apiserver answers).
 func (r *request) podLog() error {
 	if r.verb != "get" {
 		return methodNotAllowed()
 	}
-	q := r.c.QueryParams()
-	for _, p := range []string{"tailLines", "limitBytes", "sinceSeconds"} {
-		if v := q.Get(p); v != "" {
-			if n, err := strconv.ParseInt(v, 10, 64); err != nil || n < 0 {
-				return apierrors.NewBadRequest(fmt.Sprintf("invalid %s %q: must be a non-negative integer", p, v))
-			}
-		}
+	opts := &api.PodLogOptions{}
+	if err := r.connectOptions(opts); err != nil {
+		return err
 	}
-	if q.Get("sinceSeconds") != "" && q.Get("sinceTime") != "" {
-		return apierrors.NewInvalid(runtimeschema.GroupKind{Kind: "PodLogOptions"}, "", field.ErrorList{
-			field.Forbidden(field.NewPath(""), "at most one of `sinceTime` or `sinceSeconds` may be specified")})
+	if errs := corevalidation.ValidatePodLogOptions(opts, false); len(errs) > 0 {
+		return apierrors.NewInvalid(api.Kind("PodLogOptions"), r.ri.Name, errs)
 	}
 	pod, err := r.pod(r.ri.Name)
 	if err != nil {
 		return err
 	}
-	if _, err := podContainer(pod, q.Get("container")); err != nil {
+	container, err := podContainer(pod, opts.Container)
+	if err != nil {
 		return err
 	}
-	if pod.Spec.NodeName != "" {
-		return r.noKubelet(pod.Spec.NodeName)
+	if pod.Spec.NodeName == "" {
+		return r.c.NoContent(http.StatusNoContent)
 	}
-	r.c.Response().Header().Set("Content-Type", "text/plain")
-	r.c.Response().WriteHeader(http.StatusOK)
-	return nil
+	q := url.Values{}
+	for param, on := range map[string]bool{"follow": opts.Follow, "previous": opts.Previous, "timestamps": opts.Timestamps} {
+		if on {
+			q.Set(param, "true")
+		}
+	}
+	for param, v := range map[string]*int64{"sinceSeconds": opts.SinceSeconds, "tailLines": opts.TailLines, "limitBytes": opts.LimitBytes} {
+		if v != nil {
+			q.Set(param, strconv.FormatInt(*v, 10))
+		}
+	}
+	if opts.SinceTime != nil {
+		q.Set("sinceTime", opts.SinceTime.Format(time.RFC3339))
+	}
+	location, transport, err := r.kubeletLocation(pod, fmt.Sprintf("/containerLogs/%s/%s/%s", pod.Namespace, pod.Name, container), q, opts.InsecureSkipTLSVerifyBackend)
+	if err != nil {
+		return err
+	}
+	return r.writeStream(&genericrest.LocationStreamer{
+		Location: location, Transport: transport, ContentType: "text/plain", Flush: opts.Follow,
+		ResponseChecker: genericrest.NewGenericHttpResponseChecker(api.Resource("pods/log"), r.ri.Name),
+		RedirectChecker: genericrest.PreventRedirects,
+	})
 }
 
-// podStream serves exec, attach and portforward.
-func (r *request) podStream() error {
+// streamQuery is the kubelet's spelling of the streams a client asked for.
+func streamQuery(stdin, stdout, stderr, tty bool) url.Values {
+	q := url.Values{}
+	for param, on := range map[string]bool{api.ExecStdinParam: stdin, api.ExecStdoutParam: stdout, api.ExecStderrParam: stderr, api.ExecTTYParam: tty} {
+		if on {
+			q.Set(param, "1")
+		}
+	}
+	return q
+}
+
+// podExec, podAttach and podPortForward relay a stream to the kubelet:
+// SPDY upgrades through, WebSocket ones translated as kube-apiserver does.
+func (r *request) podExec() error {
 	if r.verb != "get" && r.verb != "create" {
 		return methodNotAllowed()
 	}
+	opts := &api.PodExecOptions{}
+	if err := r.connectOptions(opts); err != nil {
+		return err
+	}
+	q := streamQuery(opts.Stdin, opts.Stdout, opts.Stderr, opts.TTY)
+	for _, c := range opts.Command {
+		q.Add("command", c)
+	}
+	return r.containerStream("exec", opts.Container, q, opts.Stdin, opts.Stdout, opts.Stderr, opts.TTY)
+}
+
+func (r *request) podAttach() error {
+	if r.verb != "get" && r.verb != "create" {
+		return methodNotAllowed()
+	}
+	opts := &api.PodAttachOptions{}
+	if err := r.connectOptions(opts); err != nil {
+		return err
+	}
+	q := streamQuery(opts.Stdin, opts.Stdout, opts.Stderr, opts.TTY)
+	return r.containerStream("attach", opts.Container, q, opts.Stdin, opts.Stdout, opts.Stderr, opts.TTY)
+}
+
+// containerStream relays exec or attach to the kubelet's /exec or
+// /attach of the chosen container.
+func (r *request) containerStream(path, container string, q url.Values, stdin, stdout, stderr, tty bool) error {
 	pod, err := r.pod(r.ri.Name)
 	if err != nil {
 		return err
 	}
-	if r.ri.Subresource != "portforward" {
-		if _, err := podContainer(pod, r.c.QueryParam("container")); err != nil {
-			return err
-		}
+	if container, err = podContainer(pod, container); err != nil {
+		return err
 	}
 	if pod.Spec.NodeName == "" {
-		return apierrors.NewBadRequest(fmt.Sprintf("pod %s does not have a host assigned", pod.Name))
+		return noHost(pod)
 	}
-	return r.noKubelet(pod.Spec.NodeName)
-}
-
-// proxyTarget splits a proxy name, "name", "name:port" or
-// "scheme:name:port".
-func proxyTarget(id string) (name string, ok bool) {
-	parts := strings.Split(id, ":")
-	switch len(parts) {
-	case 1, 2:
-		return parts[0], parts[0] != ""
-	case 3:
-		return parts[1], parts[1] != "" && (parts[0] == "http" || parts[0] == "https" || parts[0] == "")
+	location, transport, err := r.kubeletLocation(pod, fmt.Sprintf("/%s/%s/%s/%s", path, pod.Namespace, pod.Name, container), q, false)
+	if err != nil {
+		return err
 	}
-	return "", false
+	h := r.proxyHandler(location, transport, false, true)
+	return r.relay(streamTranslated(h, location, transport, stdin, stdout, stderr, tty))
 }
 
-func unreachable(what string) error {
-	return apierrors.NewServiceUnavailable("error trying to reach service: " + what)
+func noHost(pod *corev1.Pod) error {
+	return apierrors.NewBadRequest(fmt.Sprintf("pod %s does not have a host assigned", pod.Name))
 }
 
+func (r *request) podPortForward() error {
+	if r.verb != "get" && r.verb != "create" {
+		return methodNotAllowed()
+	}
+	opts := &api.PodPortForwardOptions{}
+	if err := r.connectOptions(opts); err != nil {
+		return err
+	}
+	pod, err := r.pod(r.ri.Name)
+	if err != nil {
+		return err
+	}
+	if pod.Spec.NodeName == "" {
+		return noHost(pod)
+	}
+	q := url.Values{}
+	if len(opts.Ports) > 0 {
+		ports := make([]string, len(opts.Ports))
+		for i, p := range opts.Ports {
+			ports[i] = strconv.Itoa(int(p))
+		}
+		q.Set(api.PortHeader, strings.Join(ports, ","))
+	}
+	location, transport, err := r.kubeletLocation(pod, fmt.Sprintf("/portForward/%s/%s", pod.Namespace, pod.Name), q, false)
+	if err != nil {
+		return err
+	}
+	h := r.proxyHandler(location, transport, false, true)
+	// kubectl 1.31+ tunnels port-forward's SPDY over a WebSocket.
+	return r.relay(translator.NewTranslatingHandler(h, translator.NewTunnelingHandler(h), wsstream.IsWebSocketRequestWithTunnelingProtocol))
+}
+
+// podProxy relays to the Pod's IP ("name", "name:port" or
+// "scheme:name:port"; without a port, the first a container declares),
+// as kube-apiserver's pods/proxy does.
 func (r *request) podProxy() error {
-	name, ok := proxyTarget(r.ri.Name)
+	scheme, name, port, ok := utilnet.SplitSchemeNamePort(r.ri.Name)
 	if !ok {
 		return apierrors.NewBadRequest(fmt.Sprintf("invalid pod request %q", r.ri.Name))
 	}
@@ -172,43 +245,135 @@ func (r *request) podProxy() error {
 	if err != nil {
 		return err
 	}
-	if ip, err := netip.ParseAddr(pod.Status.PodIP); err != nil || !ip.IsGlobalUnicast() {
-		return apierrors.NewBadRequest("address not allowed")
-	}
-	return unreachable(fmt.Sprintf("this API server does not proxy to Pods (pod %s at %s)", pod.Name, pod.Status.PodIP))
-}
-
-func (r *request) serviceProxy() error {
-	name, ok := proxyTarget(r.ri.Name)
-	if !ok {
-		return apierrors.NewBadRequest(fmt.Sprintf("invalid service request %q", r.ri.Name))
-	}
-	if _, _, err := r.res.Get(r.ctx, r.ri.Namespace, name); err != nil {
-		return err
-	}
-	obj, _, err := r.s.api.MustLookup("", "v1", "endpoints").Get(r.ctx, r.ri.Namespace, name)
-	if err != nil && !apierrors.IsNotFound(err) {
-		return err
-	}
-	if eps, ok := obj.(*corev1.Endpoints); ok {
-		for _, ss := range eps.Subsets {
-			if len(ss.Addresses) > 0 {
-				return unreachable(fmt.Sprintf("this API server does not proxy to Service endpoints (service %q)", name))
+	if port == "" {
+		for _, c := range pod.Spec.Containers {
+			if len(c.Ports) > 0 {
+				port = strconv.Itoa(int(c.Ports[0].ContainerPort))
+				break
 			}
 		}
 	}
-	return apierrors.NewServiceUnavailable(fmt.Sprintf("no endpoints available for service %q", name))
+	var podIP string
+	if len(pod.Status.PodIPs) > 0 {
+		podIP = pod.Status.PodIPs[0].IP
+	}
+	if ip, err := netip.ParseAddr(podIP); err != nil || !ip.IsGlobalUnicast() {
+		return apierrors.NewBadRequest("address not allowed")
+	}
+	location := &url.URL{Scheme: scheme, Host: podIP}
+	if port != "" {
+		location.Host = net.JoinHostPort(podIP, port)
+	} else if strings.Contains(podIP, ":") {
+		location.Host = "[" + podIP + "]"
+	}
+	location.Path = utilnet.JoinPreservingTrailingSlash(location.Path, r.proxyPath())
+	return r.relay(r.proxyHandler(location, r.s.proxyTransport, true, false))
 }
 
+// serviceProxy relays to one of the Service's endpoints that a Pod of
+// its namespace holds, picked at random, as kube-apiserver's
+// services/proxy does ("name", "name:port" by number or port name,
+// "scheme:name:port").
+func (r *request) serviceProxy() error {
+	scheme, name, port, ok := utilnet.SplitSchemeNamePort(r.ri.Name)
+	if !ok {
+		return apierrors.NewBadRequest(fmt.Sprintf("invalid service request %q", r.ri.Name))
+	}
+	if num, err := strconv.ParseInt(port, 10, 64); err == nil {
+		obj, _, err := r.res.Get(r.ctx, r.ri.Namespace, name)
+		if err != nil {
+			return err
+		}
+		found := false
+		for _, sp := range obj.(*corev1.Service).Spec.Ports {
+			if int64(sp.Port) == num {
+				port, found = sp.Name, true
+				break
+			}
+		}
+		if !found {
+			return apierrors.NewServiceUnavailable(fmt.Sprintf("no service port %d found for service %q", num, name))
+		}
+	}
+	obj, _, err := r.s.api.MustLookup("", "v1", "endpoints").Get(r.ctx, r.ri.Namespace, name)
+	if err != nil {
+		return err
+	}
+	eps := obj.(*corev1.Endpoints)
+	if len(eps.Subsets) == 0 {
+		return apierrors.NewServiceUnavailable(fmt.Sprintf("no endpoints available for service %q", name))
+	}
+	first := rand.IntN(len(eps.Subsets))
+	for i := range eps.Subsets {
+		ss := &eps.Subsets[(first+i)%len(eps.Subsets)]
+		if len(ss.Addresses) == 0 {
+			continue
+		}
+		for _, p := range ss.Ports {
+			if p.Name != port {
+				continue
+			}
+			firstAddr := rand.IntN(len(ss.Addresses))
+			for j := range ss.Addresses {
+				addr := ss.Addresses[(firstAddr+j)%len(ss.Addresses)]
+				if !r.podHoldsAddress(addr) {
+					continue
+				}
+				location := &url.URL{Scheme: scheme, Host: net.JoinHostPort(addr.IP, strconv.Itoa(int(p.Port)))}
+				location.Path = utilnet.JoinPreservingTrailingSlash(location.Path, r.proxyPath())
+				return r.relay(r.proxyHandler(location, r.s.proxyTransport, true, false))
+			}
+		}
+	}
+	return apierrors.NewServiceUnavailable(fmt.Sprintf("no endpoints available for service %q", r.ri.Name))
+}
+
+// podHoldsAddress: an endpoint is proxied to only when it names a Pod of
+// the request's namespace that has its IP, so a hand-written Endpoints
+// object cannot aim the API server at an arbitrary address.
+func (r *request) podHoldsAddress(addr corev1.EndpointAddress) bool {
+	if addr.TargetRef == nil || addr.TargetRef.Namespace != r.ri.Namespace {
+		return false
+	}
+	pod, err := r.podIn(r.ri.Namespace, addr.TargetRef.Name)
+	if err != nil {
+		return false
+	}
+	for _, ip := range pod.Status.PodIPs {
+		if ip.IP == addr.IP {
+			return true
+		}
+	}
+	return false
+}
+
+// nodeProxy relays to the Node's kubelet, or to another port at its
+// address, as kube-apiserver's nodes/proxy does: only to an address that
+// resolves to global unicast IPs.
 func (r *request) nodeProxy() error {
-	name, ok := proxyTarget(r.ri.Name)
+	scheme, name, port, ok := utilnet.SplitSchemeNamePort(r.ri.Name)
 	if !ok {
 		return apierrors.NewBadRequest(fmt.Sprintf("invalid node request %q", r.ri.Name))
 	}
-	if _, _, err := r.res.Get(r.ctx, "", name); err != nil {
+	info, err := r.s.kubelets.GetConnectionInfo(r.ctx, types.NodeName(name))
+	if err != nil {
 		return err
 	}
-	return unreachable(fmt.Sprintf("node %q has no kubelet this API server can reach (Tabula runs no nodes)", name))
+	addrs, err := net.DefaultResolver.LookupNetIP(r.ctx, "ip", info.Hostname)
+	if err != nil {
+		return apierrors.NewBadRequest(err.Error())
+	}
+	for _, a := range addrs {
+		if !a.Unmap().IsGlobalUnicast() {
+			return apierrors.NewBadRequest("address not allowed")
+		}
+	}
+	location, transport := &url.URL{Scheme: info.Scheme, Host: net.JoinHostPort(info.Hostname, info.Port)}, info.Transport
+	if port != "" && port != info.Port {
+		location, transport = &url.URL{Scheme: scheme, Host: net.JoinHostPort(info.Hostname, port)}, r.s.proxyTransport
+	}
+	location.Path = utilnet.JoinPreservingTrailingSlash(location.Path, r.proxyPath())
+	return r.relay(r.proxyHandler(location, transport, true, false))
 }
 
 // created is the Status kube-apiserver answers a binding or eviction with.

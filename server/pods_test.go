@@ -7,8 +7,9 @@ import (
 	"testing"
 )
 
-// TestPodSubresources: what a kubelet or scheduler would serve answers as
-// on a node-less kube-apiserver; binding and eviction change the store.
+// TestPodSubresources: what a kubelet would serve answers as on
+// kube-apiserver when there is no kubelet to ask (TestKubeletStreams has
+// one); binding and eviction change the store.
 func TestPodSubresources(t *testing.T) {
 	h := gcHarness{refNewHarness(t), t}
 	ct := map[string]string{"Content-Type": "application/json"}
@@ -30,16 +31,19 @@ func TestPodSubresources(t *testing.T) {
 			t.Errorf("%s %s: %d %s; want %d with %q", method, path, r.Code, r.Body, code, text)
 		}
 	}
-	check("GET", pods+"/one/log", "", http.StatusOK, "")
-	check("GET", pods+"/one/log?tailLines=x", "", http.StatusBadRequest, "tailLines")
-	check("GET", pods+"/two/log", "", http.StatusBadRequest, "a container name must be specified for pod two, choose one of: [a b] or one of the init containers: [init]")
+	check("GET", pods+"/one/log", "", http.StatusNoContent, "")
+	check("GET", pods+"/one/log?tailLines=x", "", http.StatusBadRequest, `parsing \"x\": invalid syntax`)
+	check("GET", pods+"/one/log?tailLines=-1", "", http.StatusUnprocessableEntity, "tailLines: Invalid value: -1: must be greater than or equal to 0")
+	check("GET", pods+"/one/log?sinceSeconds=5&sinceTime=2026-01-01T00:00:00Z", "", http.StatusUnprocessableEntity, "at most one of `sinceTime` or `sinceSeconds` may be specified")
+	check("GET", pods+"/two/log", "", http.StatusBadRequest, "a container name must be specified for pod two, choose one of: [init a b]")
 	check("GET", pods+"/one/log?container=nope", "", http.StatusBadRequest, "container nope is not valid for pod one")
 	check("POST", pods+"/one/exec?command=ls&stdout=true", "", http.StatusBadRequest, "pod one does not have a host assigned")
 	check("GET", pods+"/one/attach", "", http.StatusBadRequest, "pod one does not have a host assigned")
 	check("POST", pods+"/one/portforward?ports=80", "", http.StatusBadRequest, "pod one does not have a host assigned")
 	check("GET", pods+"/one/proxy/healthz", "", http.StatusBadRequest, "address not allowed")
 	check("GET", pods+"/absent/log", "", http.StatusNotFound, `pods \"absent\" not found`)
-	check("GET", "/api/v1/namespaces/default/services/web:80/proxy/", "", http.StatusServiceUnavailable, `no endpoints available for service \"web\"`)
+	// No Endpoints object (no endpoints controller runs here): the lookup's 404, as kube-apiserver's.
+	check("GET", "/api/v1/namespaces/default/services/web:80/proxy/", "", http.StatusNotFound, `endpoints \"web\" not found`)
 	check("GET", "/api/v1/nodes/n1/proxy/metrics", "", http.StatusNotFound, `nodes \"n1\" not found`)
 	check("DELETE", pods+"/one/log", "", http.StatusMethodNotAllowed, "")
 
@@ -74,11 +78,11 @@ func TestPodSubresources(t *testing.T) {
 	}
 	check("POST", pods+"/one/binding", `{"apiVersion":"v1","kind":"Binding","metadata":{"name":"one"},"target":{"name":"n2"}}`,
 		http.StatusConflict, `pod one is already assigned to node \"n1\"`)
-	// Bound to a Node: the node must exist, and its kubelet is out of reach.
+	// Bound to a Node: the node must exist, and say where its kubelet is.
 	check("GET", pods+"/one/log", "", http.StatusNotFound, `nodes \"n1\" not found`)
 	mustCreate("/api/v1/nodes", `{"metadata":{"name":"n1"}}`)
-	check("GET", pods+"/one/log", "", http.StatusInternalServerError, "no kubelet this API server can reach")
-	check("GET", "/api/v1/nodes/n1/proxy/metrics", "", http.StatusServiceUnavailable, "error trying to reach service")
+	check("GET", pods+"/one/log", "", http.StatusInternalServerError, "no preferred addresses found; known addresses: []")
+	check("GET", "/api/v1/nodes/n1/proxy/metrics", "", http.StatusInternalServerError, "no preferred addresses found; known addresses: []")
 
 	// Eviction: a Pending Pod goes at once; a running one only within its
 	// PodDisruptionBudget.

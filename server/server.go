@@ -15,6 +15,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/version"
+	kubeletclient "k8s.io/kubernetes/pkg/kubelet/client"
 
 	"github.com/tabula-dev/tabula/codecs"
 	"github.com/tabula-dev/tabula/controllers"
@@ -83,6 +84,11 @@ type Config struct {
 	// Authenticator should verify with the same (nil: a key made for this
 	// process, for tests).
 	ServiceAccountTokens *auth.ServiceAccountTokens
+	// Kubelet is how pods/log, exec, attach, portforward and nodes/proxy
+	// reach kubelets (kube-apiserver's --kubelet-* flags; zero: port
+	// 10250, kube's preferred address types, no client certificate and the
+	// kubelet's serving certificate not verified).
+	Kubelet KubeletConfig
 	// ServiceRanges are the pools Services allocate cluster IPs and node
 	// ports from (default kube-apiserver's 10.96.0.0/12 and 30000-32767).
 	ServiceRanges registry.ServiceRanges
@@ -103,6 +109,10 @@ type Server struct {
 	encoded *encodedCache
 	// api is the registry layer every write and read goes through.
 	api *registry.Registry
+	// kubelets finds a Node's kubelet and the transport to it;
+	// proxyTransport reaches Pods and Service endpoints.
+	kubelets       kubeletclient.ConnectionInfoGetter
+	proxyTransport http.RoundTripper
 	// controllers are the in-process controllers.
 	controllers *controllers.Manager
 
@@ -170,6 +180,11 @@ func New(cfg Config) (*Server, error) {
 	s.api = registry.New(registry.Config{Store: cfg.Store, Types: cfg.Registry, EventTTL: cfg.EventTTL, Observer: s.controllers.Observer(),
 		Services: &cfg.ServiceRanges})
 	s.controllers.SetRegistry(s.api)
+	kubelets, err := s.newKubeletConnections(cfg.Kubelet)
+	if err != nil {
+		return nil, err
+	}
+	s.kubelets, s.proxyTransport = kubelets, newProxyTransport()
 	var reg prometheus.Registerer
 	if cfg.Metrics != nil {
 		reg = cfg.Metrics

@@ -8,9 +8,9 @@ package server
 var subresourceHandlers = map[string]func(*request) error{
 	"scale":                 (*request).scale,
 	"pods/log":              (*request).podLog,
-	"pods/exec":             (*request).podStream,
-	"pods/attach":           (*request).podStream,
-	"pods/portforward":      (*request).podStream,
+	"pods/exec":             (*request).podExec,
+	"pods/attach":           (*request).podAttach,
+	"pods/portforward":      (*request).podPortForward,
 	"pods/proxy":            (*request).podProxy,
 	"pods/binding":          (*request).podBinding,
 	"pods/eviction":         (*request).podEviction,

@@ -30,6 +30,10 @@ const (
 	ServingKeyFile  = "serving.key"
 	AdminCertFile   = "admin.crt"
 	AdminKeyFile    = "admin.key"
+	// The client certificate the API server presents to kubelets (logs,
+	// exec, node proxy), kubeadm's apiserver-kubelet-client.
+	KubeletClientCertFile = "apiserver-kubelet-client.crt"
+	KubeletClientKeyFile  = "apiserver-kubelet-client.key"
 )
 
 const (
@@ -51,6 +55,10 @@ const (
 	// superuser.
 	AdminUser  = "tabula-admin"
 	AdminGroup = "system:masters"
+	// KubeletClientUser is the name the API server goes by at kubelets,
+	// kube-apiserver's own under kubeadm; a kubelet authorizing with
+	// webhook mode asks the API server whether it may.
+	KubeletClientUser = "kube-apiserver-kubelet-client"
 )
 
 // defaultSANs are always on the serving certificate so local clients work
@@ -67,6 +75,10 @@ type PKI struct {
 	ServingKeyPath  string
 	AdminCertPath   string
 	AdminKeyPath    string
+	// KubeletClientCertPath and KubeletClientKeyPath are the client
+	// certificate the server presents to kubelets.
+	KubeletClientCertPath string
+	KubeletClientKeyPath  string
 
 	// CACert is the parsed CA certificate and CAPool a pool holding only it,
 	// used both to verify client certificates and by clients to verify the
@@ -123,6 +135,9 @@ func EnsurePKI(dir string, sans []string) (*PKI, error) {
 		ServingKeyPath:  filepath.Join(dir, ServingKeyFile),
 		AdminCertPath:   filepath.Join(dir, AdminCertFile),
 		AdminKeyPath:    filepath.Join(dir, AdminKeyFile),
+
+		KubeletClientCertPath: filepath.Join(dir, KubeletClientCertFile),
+		KubeletClientKeyPath:  filepath.Join(dir, KubeletClientKeyFile),
 	}
 	now := time.Now()
 
@@ -150,6 +165,17 @@ func EnsurePKI(dir string, sans []string) (*PKI, error) {
 		x509.ExtKeyUsageClientAuth, nil, func() *x509.Certificate {
 			return &x509.Certificate{
 				Subject:     pkix.Name{CommonName: AdminUser, Organization: []string{AdminGroup}},
+				ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+			}
+		}, caKey)
+	if err != nil {
+		return nil, err
+	}
+
+	_, _, _, err = p.ensureLeaf(p.KubeletClientCertPath, p.KubeletClientKeyPath, newCA, now,
+		x509.ExtKeyUsageClientAuth, nil, func() *x509.Certificate {
+			return &x509.Certificate{
+				Subject:     pkix.Name{CommonName: KubeletClientUser, Organization: []string{AdminGroup}},
 				ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
 			}
 		}, caKey)
