@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"flag"
 	"fmt"
@@ -13,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 
@@ -66,6 +69,14 @@ type Config struct {
 	// TLSCertFile and TLSPrivateKeyFile serve another certificate;
 	// ClientCAFile trusts another CA's client certificates too.
 	TLSCertFile, TLSPrivateKeyFile, ClientCAFile string
+	// KubeletClientCertificate and KubeletClientKey are what the server
+	// presents to kubelets (default: a certificate of its own CA, for the
+	// user kube-apiserver-kubelet-client in system:masters);
+	// KubeletCertificateAuthority verifies kubelets' serving certificates
+	// (default: not verified, as kube-apiserver without it);
+	// KubeletPreferredAddressTypes orders the Node address types tried.
+	KubeletClientCertificate, KubeletClientKey, KubeletCertificateAuthority string
+	KubeletPreferredAddressTypes                                            []string
 	// EncryptionProviderConfig is kube-apiserver's encryption-at-rest
 	// configuration file.
 	EncryptionProviderConfig string
@@ -196,6 +207,10 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.StringVar(&c.TLSCertFile, "tls-cert-file", "", "serve this certificate `file` (PEM, with its chain) instead of the generated one; needs --tls-private-key-file")
 	fs.StringVar(&c.TLSPrivateKeyFile, "tls-private-key-file", "", "the private key `file` of --tls-cert-file")
 	fs.StringVar(&c.ClientCAFile, "client-ca-file", "", "also accept client certificates of the CAs in this PEM `file` (the generated CA stays trusted)")
+	fs.StringVar(&c.KubeletClientCertificate, "kubelet-client-certificate", "", "client certificate `file` presented to kubelets for logs, exec, attach, port-forward and the node proxy (default: one the server's CA issues, in <data-dir>/pki)")
+	fs.StringVar(&c.KubeletClientKey, "kubelet-client-key", "", "the private key `file` of --kubelet-client-certificate")
+	fs.StringVar(&c.KubeletCertificateAuthority, "kubelet-certificate-authority", "", "CA `file` that kubelets' serving certificates are verified with (default: not verified, as kube-apiserver)")
+	fs.Var((*stringList)(&c.KubeletPreferredAddressTypes), "kubelet-preferred-address-types", "the Node address `types` to reach kubelets at, in order (default Hostname,InternalDNS,InternalIP,ExternalDNS,ExternalIP)")
 	fs.StringVar(&c.EncryptionProviderConfig, "encryption-provider-config", "", "an EncryptionConfiguration `file` (kube-apiserver's format): the resources it names are stored encrypted")
 	fs.StringVar(&c.PreviousToken, "previous-token", "", "the token being rotated out: secrets sealed with it are sealed again with --token")
 	fs.StringVar(&c.Token, "token", "", "shared `secret` of the replicas on one database: the first generates the CA and service-account key and stores them sealed with it, the others load them (a wrong token fails start-up)")
@@ -370,6 +385,7 @@ func (m *Main) Run(ctx context.Context) error {
 		Logger: m.log, Metrics: metrics, EventTTL: c.EventTTL, RequestTimeout: c.RequestTimeout, WatchWriteTimeout: c.WatchWriteTimeout, CABundle: rootCABundle(pki), ClientCABundle: pki.ClientCAPEM,
 		MaxRequestsInflight: c.MaxRequestsInflight, MaxMutatingRequestsInflight: c.MaxMutatingRequestsInflight, MaxWatchesPerUser: c.MaxWatchesPerUser, Controllers: c.Controllers,
 		Profiling: c.Profiling, ServiceRanges: ranges, Advertise: advertise, ServiceAccountTokens: saTokens,
+		Kubelet: kubeletConfig(&c, pki),
 	})
 	if err != nil {
 		ln.Close()
@@ -573,9 +589,52 @@ func usePKIFiles(pki *auth.PKI, c *Config) error {
 		}
 	}
 	if c.ClientCAFile != "" {
-		return pki.UseClientCAFile(c.ClientCAFile)
+		if err := pki.UseClientCAFile(c.ClientCAFile); err != nil {
+			return err
+		}
+	}
+	return checkKubeletFlags(c)
+}
+
+// checkKubeletFlags fails start-up on kubelet client settings that would
+// only fail later, at the first kubectl logs.
+func checkKubeletFlags(c *Config) error {
+	if (c.KubeletClientCertificate == "") != (c.KubeletClientKey == "") {
+		return errors.New("--kubelet-client-certificate and --kubelet-client-key go together")
+	}
+	if c.KubeletClientCertificate != "" {
+		if _, err := tls.LoadX509KeyPair(c.KubeletClientCertificate, c.KubeletClientKey); err != nil {
+			return fmt.Errorf("--kubelet-client-certificate: %w", err)
+		}
+	}
+	if c.KubeletCertificateAuthority != "" {
+		pem, err := os.ReadFile(c.KubeletCertificateAuthority)
+		if err != nil {
+			return fmt.Errorf("--kubelet-certificate-authority: %w", err)
+		}
+		if !x509.NewCertPool().AppendCertsFromPEM(pem) {
+			return fmt.Errorf("--kubelet-certificate-authority: no PEM certificate in %s", c.KubeletCertificateAuthority)
+		}
+	}
+	known := []string{"Hostname", "InternalDNS", "InternalIP", "ExternalDNS", "ExternalIP"}
+	for _, t := range c.KubeletPreferredAddressTypes {
+		if !slices.Contains(known, t) {
+			return fmt.Errorf("--kubelet-preferred-address-types: %q is not one of %s", t, strings.Join(known, ", "))
+		}
 	}
 	return nil
+}
+
+// kubeletConfig is how the server reaches kubelets: the flags, else the
+// client certificate of the generated PKI.
+func kubeletConfig(c *Config, pki *auth.PKI) server.KubeletConfig {
+	k := server.KubeletConfig{PreferredAddressTypes: c.KubeletPreferredAddressTypes, TLSClientConfig: server.KubeletTLSConfig{
+		CertFile: c.KubeletClientCertificate, KeyFile: c.KubeletClientKey, CAFile: c.KubeletCertificateAuthority,
+	}}
+	if k.TLSClientConfig.CertFile == "" && k.TLSClientConfig.KeyFile == "" {
+		k.TLSClientConfig.CertFile, k.TLSClientConfig.KeyFile = pki.KubeletClientCertPath, pki.KubeletClientKeyPath
+	}
+	return k
 }
 
 // rootCABundle is kube-root-ca.crt's content: what verifies the serving
