@@ -600,8 +600,11 @@ func (p *tabulaProcess) kill() {
 }
 
 // RSS is the process's resident set size in bytes (VmRSS).
-func (p *tabulaProcess) RSS() (int64, error) {
-	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))
+func (p *tabulaProcess) RSS() (int64, error) { return pidRSS(p.cmd.Process.Pid) }
+
+// pidRSS is a process's VmRSS in bytes.
+func pidRSS(pid int) (int64, error) {
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return 0, err
 	}
