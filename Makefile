@@ -3,6 +3,7 @@
 GO        ?= go
 BIN       ?= bin
 TEST_TIMEOUT ?= 45m
+DENSITY_COUNT ?= 3
 
 .DEFAULT_GOAL := help
 
@@ -30,6 +31,11 @@ test: ## Run every test: SQLite, PostgreSQL and MariaDB (started by the tests), 
 conformance: ## Run the kubectl/client-go conformance suite and print its scenario and seed-section matrices
 	@mkdir -p $(BIN); $(GO) test -count=1 -timeout $(TEST_TIMEOUT) -v ./conformance > $(BIN)/conformance.log 2>&1; st=$$?; \
 	grep -v -e '^=== RUN' -e '^=== PAUSE' -e '^=== CONT' $(BIN)/conformance.log; exit $$st
+
+.PHONY: density
+density: ## Density benchmark (DENSITY_COUNT runs, 3): kcm, kube-scheduler and 100 kwok nodes run 3,000 pods on kube-apiserver+etcd and on Tabula (SQLite, PostgreSQL)
+	@mkdir -p $(BIN); $(GO) test -timeout 180m -run '^$$' -bench '^BenchmarkDensity$$' -benchtime 1x -count $(DENSITY_COUNT) ./conformance > $(BIN)/density.log 2>&1; st=$$?; \
+	grep -E '^(Benchmark|ok|FAIL|---)|density_test.go' $(BIN)/density.log; exit $$st
 
 .PHONY: check
 check: ## go vet, gofmt, and the in-process tests under the race detector (conformance runs separate processes)
