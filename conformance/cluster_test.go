@@ -165,18 +165,11 @@ func startCluster(t *testing.T, b backend, bins string) *cluster {
 	}
 	first, last := procs[0], procs[len(procs)-1]
 	pki := filepath.Join(first.Options.DataDir, "pki")
-	port := func() string {
-		p, err := freePort()
-		if err != nil {
-			t.Fatal(err)
-		}
-		return strconv.Itoa(p)
-	}
 
 	kc := first.Kubeconfig
 	startMember(t, dir, "kube-controller-manager", filepath.Join(bins, "kube-controller-manager"), nil,
 		"--kubeconfig", kc, "--authentication-kubeconfig", kc, "--authorization-kubeconfig", kc,
-		"--bind-address", "127.0.0.1", "--secure-port", port(), "--use-service-account-credentials=false",
+		"--bind-address", "127.0.0.1", "--secure-port", freePortArg(t), "--use-service-account-credentials=false",
 		"--service-account-private-key-file", filepath.Join(pki, "sa.key"), "--root-ca-file", filepath.Join(pki, "ca.crt"),
 		"--cluster-signing-cert-file", filepath.Join(pki, "ca.crt"), "--cluster-signing-key-file", filepath.Join(pki, "ca.key"),
 		// Quick to notice a silent node, so the test need not wait kcm's 50s.
@@ -184,7 +177,7 @@ func startCluster(t *testing.T, b backend, bins string) *cluster {
 	kc = last.Kubeconfig
 	startMember(t, dir, "kube-scheduler", filepath.Join(bins, "kube-scheduler"), nil,
 		"--kubeconfig", kc, "--authentication-kubeconfig", kc, "--authorization-kubeconfig", kc,
-		"--bind-address", "127.0.0.1", "--secure-port", port())
+		"--bind-address", "127.0.0.1", "--secure-port", freePortArg(t))
 
 	// kwok serves kubelets' logs and exec for its nodes at --node-ip and
 	// --node-port, over TLS (the replica's serving certificate names
@@ -211,7 +204,7 @@ spec:
 `, logs)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	kubeletPort := port()
+	kubeletPort := freePortArg(t)
 	lastPKI := filepath.Join(last.Options.DataDir, "pki")
 	startMember(t, dir, "kwok", filepath.Join(bins, "kwok"), []string{"HOME=" + dir},
 		"--config", config, "--kubeconfig", kc, "--manage-all-nodes=false",

@@ -45,16 +45,15 @@ var kubeBin suiteArtifact
 func kubeBinaries() (string, error) {
 	return kubeBin.get(func(dir string) (string, error) {
 		out := filepath.Join(dir, "kube-bin")
-		for pkg, mod := range map[string]string{"k8s.io/kubernetes/cmd/kube-apiserver": "cluster", ".": "etcd"} {
-			src, err := filepath.Abs(filepath.Join("testdata", mod))
+		for _, b := range []struct{ module, pkg, name string }{
+			{"cluster", "k8s.io/kubernetes/cmd/kube-apiserver", "kube-apiserver"},
+			{"etcd", ".", "etcd"},
+		} {
+			src, err := filepath.Abs(filepath.Join("testdata", b.module))
 			if err != nil {
 				return "", err
 			}
-			name := filepath.Base(pkg)
-			if pkg == "." {
-				name = "etcd"
-			}
-			if _, err := goOutside(src, nil, "build", "-o", filepath.Join(out, name), pkg); err != nil {
+			if _, err := goOutside(src, nil, "build", "-o", filepath.Join(out, b.name), b.pkg); err != nil {
 				return "", err
 			}
 		}
@@ -141,14 +140,7 @@ func startKube(b *testing.B, bins, dir string, noFsync bool) densityServer {
 	if _, err := auth.EnsureServiceAccountKey(pkiDir); err != nil {
 		b.Fatal(err)
 	}
-	port := func() string {
-		p, err := freePort()
-		if err != nil {
-			b.Fatal(err)
-		}
-		return strconv.Itoa(p)
-	}
-	client, peer, secure := port(), port(), port()
+	client, peer, secure := freePortArg(b), freePortArg(b), freePortArg(b)
 	etcdArgs := []string{"--name", "default", "--data-dir", filepath.Join(dir, "etcd"),
 		"--listen-client-urls", "http://127.0.0.1:" + client, "--advertise-client-urls", "http://127.0.0.1:" + client,
 		"--listen-peer-urls", "http://127.0.0.1:" + peer, "--initial-advertise-peer-urls", "http://127.0.0.1:" + peer,
@@ -202,21 +194,14 @@ func densityRun(b *testing.B, bins, dir string, srv densityServer) densityResult
 	ctx := context.Background()
 	proxy := newLatencyProxy(b, srv.config)
 	kc := proxy.kubeconfig(b, dir)
-	port := func() string {
-		p, err := freePort()
-		if err != nil {
-			b.Fatal(err)
-		}
-		return strconv.Itoa(p)
-	}
 	startMember(b, dir, "kube-controller-manager", filepath.Join(bins, "kube-controller-manager"), nil,
 		"--kubeconfig", kc, "--authentication-kubeconfig", kc, "--authorization-kubeconfig", kc,
-		"--bind-address", "127.0.0.1", "--secure-port", port(), "--use-service-account-credentials=false",
+		"--bind-address", "127.0.0.1", "--secure-port", freePortArg(b), "--use-service-account-credentials=false",
 		"--service-account-private-key-file", filepath.Join(srv.pki, "sa.key"), "--root-ca-file", filepath.Join(srv.pki, "ca.crt"),
 		"--kube-api-qps", "500", "--kube-api-burst", "1000")
 	startMember(b, dir, "kube-scheduler", filepath.Join(bins, "kube-scheduler"), nil,
 		"--kubeconfig", kc, "--authentication-kubeconfig", kc, "--authorization-kubeconfig", kc,
-		"--bind-address", "127.0.0.1", "--secure-port", port(), "--kube-api-qps", "500", "--kube-api-burst", "1000")
+		"--bind-address", "127.0.0.1", "--secure-port", freePortArg(b), "--kube-api-qps", "500", "--kube-api-burst", "1000")
 	startMember(b, dir, "kwok", filepath.Join(bins, "kwok"), []string{"HOME=" + dir},
 		"--kubeconfig", kc, "--manage-all-nodes=true", "--node-lease-duration-seconds", "40", "--cidr", "10.0.0.1/8")
 

@@ -638,6 +638,16 @@ func (p *tabulaProcess) logProblems() string {
 	return "\n" + strings.Join(lines, "\n")
 }
 
+// freePortArg is a free loopback port as a flag value, failing tb if none.
+func freePortArg(tb testing.TB) string {
+	tb.Helper()
+	p, err := freePort()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return strconv.Itoa(p)
+}
+
 func freePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -38,13 +38,14 @@ type KubeletConfig = kubeletclient.KubeletClientConfig
 // KubeletTLSConfig is the client certificate and CA of KubeletConfig.
 type KubeletTLSConfig = kubeletclient.KubeletTLSConfig
 
-// kube-apiserver's defaults for --kubelet-preferred-address-types and the
-// kubelet port a Node without daemonEndpoints is reached at.
-var defaultKubeletAddressTypes = []string{
+// KubeletAddressTypes are the Node address types, in kube-apiserver's
+// default order for --kubelet-preferred-address-types.
+var KubeletAddressTypes = []string{
 	string(corev1.NodeHostName), string(corev1.NodeInternalDNS), string(corev1.NodeInternalIP),
 	string(corev1.NodeExternalDNS), string(corev1.NodeExternalIP),
 }
 
+// defaultKubeletPort is where a Node without daemonEndpoints is reached.
 const defaultKubeletPort = 10250
 
 // newKubeletConnections resolves Nodes through the registry.
@@ -53,7 +54,7 @@ func (s *Server) newKubeletConnections(cfg KubeletConfig) (kubeletclient.Connect
 		cfg.Port = defaultKubeletPort
 	}
 	if len(cfg.PreferredAddressTypes) == 0 {
-		cfg.PreferredAddressTypes = defaultKubeletAddressTypes
+		cfg.PreferredAddressTypes = KubeletAddressTypes
 	}
 	nodes := kubeletclient.NodeGetterFunc(func(ctx context.Context, name string, _ metav1.GetOptions) (*corev1.Node, error) {
 		obj, _, err := s.api.MustLookup("", "v1", "nodes").Get(ctx, "", name)
@@ -76,9 +77,9 @@ func newProxyTransport() http.RoundTripper {
 	})
 }
 
-// connectOptions decodes a connect request's query (and, for proxies,
-// its path) into kube's internal options, as kube-apiserver's connect
-// handler does; bad parameters are a 400.
+// connectOptions decodes a connect request's query into kube's internal
+// options, as kube-apiserver's connect handler does; bad parameters are a
+// 400.
 func (r *request) connectOptions(into runtime.Object) error {
 	if err := legacyscheme.ParameterCodec.DecodeParameters(r.c.QueryParams(), corev1.SchemeGroupVersion, into); err != nil {
 		return apierrors.NewBadRequest(err.Error())

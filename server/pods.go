@@ -363,6 +363,9 @@ func (r *request) nodeProxy() error {
 	if err != nil {
 		return apierrors.NewBadRequest(err.Error())
 	}
+	if len(addrs) == 0 {
+		return apierrors.NewBadRequest("no addresses for hostname")
+	}
 	for _, a := range addrs {
 		if !a.Unmap().IsGlobalUnicast() {
 			return apierrors.NewBadRequest("address not allowed")

@@ -616,10 +616,9 @@ func checkKubeletFlags(c *Config) error {
 			return fmt.Errorf("--kubelet-certificate-authority: no PEM certificate in %s", c.KubeletCertificateAuthority)
 		}
 	}
-	known := []string{"Hostname", "InternalDNS", "InternalIP", "ExternalDNS", "ExternalIP"}
 	for _, t := range c.KubeletPreferredAddressTypes {
-		if !slices.Contains(known, t) {
-			return fmt.Errorf("--kubelet-preferred-address-types: %q is not one of %s", t, strings.Join(known, ", "))
+		if !slices.Contains(server.KubeletAddressTypes, t) {
+			return fmt.Errorf("--kubelet-preferred-address-types: %q is not one of %s", t, strings.Join(server.KubeletAddressTypes, ", "))
 		}
 	}
 	return nil
