@@ -23,7 +23,11 @@ import (
 // in every container), DefaultTolerationSeconds (not-ready and
 // unreachable NoExecute tolerations for 300s) and Priority (the class's
 // value and preemption policy).
-type podAdmission struct{ g *Registry }
+type podAdmission struct {
+	g *Registry
+	// classes are the PriorityClasses, from the watch (nil: read live).
+	classes *Cache
+}
 
 const (
 	saMountPath = "/var/run/secrets/kubernetes.io/serviceaccount"
@@ -190,31 +194,52 @@ func defaultTolerations(pod *corev1.Pod) {
 	}
 }
 
+// priorityClasses are every PriorityClass, from the cache once it is
+// synced (as kube's Priority admission reads its informer), else from the
+// database.
+func (p podAdmission) priorityClasses(ctx context.Context) ([]*schedulingv1.PriorityClass, error) {
+	var out []*schedulingv1.PriorityClass
+	if p.classes != nil && p.classes.Synced() {
+		for _, o := range p.classes.Indexer().List() {
+			out = append(out, o.(*schedulingv1.PriorityClass))
+		}
+		return out, nil
+	}
+	x := p.g.MustLookup("scheduling.k8s.io", "v1", "priorityclasses")
+	res, err := x.List(ctx, kv.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	for _, rec := range res.Items {
+		obj, err := x.Decode(rec)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, obj.(*schedulingv1.PriorityClass))
+	}
+	return out, nil
+}
+
 // priority resolves the Pod's PriorityClass (or the global default) into
 // its priority and preemption policy.
 func (p podAdmission) priority(ctx context.Context, pod *corev1.Pod) error {
-	classes := p.g.MustLookup("scheduling.k8s.io", "v1", "priorityclasses")
+	classes, err := p.priorityClasses(ctx)
+	if err != nil {
+		return err
+	}
 	var class *schedulingv1.PriorityClass
 	if name := pod.Spec.PriorityClassName; name != "" {
-		obj, _, err := classes.Get(ctx, "", name)
-		if apierrors.IsNotFound(err) {
+		for _, pc := range classes {
+			if pc.Name == name {
+				class = pc
+			}
+		}
+		if class == nil {
 			return apierrors.NewForbidden(podsGR, pod.Name, fmt.Errorf("no PriorityClass with name %s was found", name))
 		}
-		if err != nil {
-			return err
-		}
-		class = obj.(*schedulingv1.PriorityClass)
 	} else {
-		res, err := classes.List(ctx, kv.ListOptions{})
-		if err != nil {
-			return err
-		}
-		for _, rec := range res.Items {
-			obj, err := classes.Decode(rec)
-			if err != nil {
-				return err
-			}
-			if pc := obj.(*schedulingv1.PriorityClass); pc.GlobalDefault && (class == nil || pc.Value < class.Value) {
+		for _, pc := range classes {
+			if pc.GlobalDefault && (class == nil || pc.Value < class.Value) {
 				class = pc
 			}
 		}

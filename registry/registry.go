@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -63,12 +64,16 @@ type Registry struct {
 	nsType     *schema.Type
 	// hooks are the storage hooks of the kinds that have them.
 	hooks map[*schema.Type]storageHooks
+	// caches are the watch-fed caches, by storage resource.
+	cachesMu sync.Mutex
+	caches   map[string]*Cache
 }
 
 // New returns a Registry; its namespace cache fills once WatchNamespaces
 // runs (until then every create reads its namespace).
 func New(cfg Config) *Registry {
-	g := &Registry{store: cfg.Store, types: cfg.Types, eventTTL: cfg.EventTTL, observer: cfg.Observer, namespaces: newNamespaceCache()}
+	g := &Registry{types: cfg.Types, eventTTL: cfg.EventTTL, observer: cfg.Observer, namespaces: newNamespaceCache(), caches: map[string]*Cache{}}
+	g.store = cachedStore{Storage: cfg.Store, g: g}
 	if g.observer == nil {
 		g.observer = nopObserver{}
 	}
@@ -80,7 +85,11 @@ func New(cfg Config) *Registry {
 	}
 	// Pods pass kube-apiserver's default mutating admission plugins.
 	if pod, ok := cfg.Types.Lookup("", "v1", "pods"); ok {
-		g.hooks[pod] = podAdmission{g}
+		pa := podAdmission{g: g}
+		if _, ok := cfg.Types.Lookup("scheduling.k8s.io", "v1", "priorityclasses"); ok {
+			pa.classes = g.Cache("scheduling.k8s.io", "v1", "priorityclasses", true)
+		}
+		g.hooks[pod] = pa
 	}
 	return g
 }
