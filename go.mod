@@ -93,17 +93,18 @@ require k8s.io/apiserver v0.35.10
 
 require k8s.io/component-base v0.35.10 // indirect
 
-require k8s.io/component-helpers v0.35.10 // indirect
+require k8s.io/component-helpers v0.35.10
 
 require k8s.io/controller-manager v0.35.10 // indirect
 
-require k8s.io/kubelet v0.35.10 // indirect
+require k8s.io/kubelet v0.35.10
 
 require (
 	cel.dev/expr v0.24.0 // indirect
 	github.com/antlr4-go/antlr/v4 v4.13.0 // indirect
 	github.com/cenkalti/backoff/v4 v4.3.0 // indirect
 	github.com/felixge/httpsnoop v1.0.4 // indirect
+	github.com/fsnotify/fsnotify v1.9.0 // indirect
 	github.com/go-logr/stdr v1.2.2 // indirect
 	github.com/google/cel-go v0.26.0 // indirect
 	github.com/gorilla/websocket v1.5.4-0.20250319132907-e064f32e3674 // indirect

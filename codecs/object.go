@@ -37,6 +37,12 @@ func New(scheme *runtime.Scheme) *Codec {
 	}
 }
 
+// Serializer is the scheme's codecs as k8s.io/apiserver's response
+// writers take them (for the errors of kube's filters used as they are).
+func (c *Codec) Serializer() runtime.NegotiatedSerializer {
+	return c.factory.WithoutConversion()
+}
+
 // DecodeError is a body the server cannot turn into an object: a 400.
 type DecodeError struct{ Message string }
 

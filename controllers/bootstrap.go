@@ -12,7 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
 	schedulingapiv1 "k8s.io/kubernetes/pkg/apis/scheduling/v1"
-	"k8s.io/kubernetes/plugin/pkg/auth/authorizer/rbac/bootstrappolicy"
 
 	"github.com/tabula-dev/tabula/registry"
 	"github.com/tabula-dev/tabula/schema"
@@ -21,10 +20,12 @@ import (
 
 // The objects kube-apiserver's post-start hooks create on every cluster:
 // the bootstrap RBAC policy (cluster-admin, admin, edit, view, the system:
-// roles and their bindings, from kube's own bootstrappolicy package) and
-// the system PriorityClasses, and the local APIService of every served
-// group-version (as the aggregator's autoregister controller makes them).
-// Missing ones are created; existing ones are left as users changed them.
+// roles and their bindings, from kube's own bootstrappolicy package,
+// reconciled at every start: rbacreconcile.go), the system
+// PriorityClasses, and the local APIService of every served group-version
+// (as the aggregator's autoregister controller makes them). Missing
+// PriorityClasses and APIServices are created; existing ones are left as
+// users changed them.
 
 // bootstrapObject is one object to create in a namespace ("" for cluster
 // scope) of a resource.
@@ -35,23 +36,6 @@ type bootstrapObject struct {
 
 func bootstrapObjects(types *schema.Registry) []bootstrapObject {
 	var out []bootstrapObject
-	const rbac = "rbac.authorization.k8s.io"
-	for _, r := range append(bootstrappolicy.ClusterRoles(), bootstrappolicy.ControllerRoles()...) {
-		out = append(out, bootstrapObject{rbac, "clusterroles", "", r.DeepCopy()})
-	}
-	for _, b := range append(bootstrappolicy.ClusterRoleBindings(), bootstrappolicy.ControllerRoleBindings()...) {
-		out = append(out, bootstrapObject{rbac, "clusterrolebindings", "", b.DeepCopy()})
-	}
-	for ns, roles := range bootstrappolicy.NamespaceRoles() {
-		for _, r := range roles {
-			out = append(out, bootstrapObject{rbac, "roles", ns, r.DeepCopy()})
-		}
-	}
-	for ns, bindings := range bootstrappolicy.NamespaceRoleBindings() {
-		for _, b := range bindings {
-			out = append(out, bootstrapObject{rbac, "rolebindings", ns, b.DeepCopy()})
-		}
-	}
 	for _, pc := range schedulingapiv1.SystemPriorityClasses() {
 		out = append(out, bootstrapObject{"scheduling.k8s.io", "priorityclasses", "", pc.DeepCopy()})
 	}
@@ -78,14 +62,17 @@ const bootstrapWorkers = 16
 // the roles they aggregate, as kube-controller-manager's
 // clusterrole-aggregation controller does.
 func (m *Manager) bootstrapController(ctx context.Context) error {
+	if err := m.reconcileBootstrapPolicy(ctx); err != nil {
+		return err
+	}
 	if err := m.createBootstrapObjects(ctx); err != nil {
 		return err
 	}
 	if err := m.publishClusterInfo(ctx); err != nil {
 		return err
 	}
-	m.bootstrapped.Store(true)
 	if !m.enabled(ClusterRoleAggregationController) {
+		m.bootstrapped.Store(true)
 		<-ctx.Done() // kube-controller-manager aggregates
 		return nil
 	}
@@ -100,9 +87,20 @@ func (m *Manager) bootstrapController(ctx context.Context) error {
 	}
 	defer w.Stop()
 	for {
-		if err := m.aggregateClusterRoles(ctx, roles); err != nil {
-			return err
+		// Aggregated roles aggregate aggregated roles (admin gathers
+		// edit, which gathers view): pass until nothing changes.
+		for pass := 0; pass < maxAggregationPasses; pass++ {
+			changed, err := m.aggregateClusterRoles(ctx, roles)
+			if err != nil {
+				return err
+			}
+			if !changed {
+				break
+			}
 		}
+		// Ready once admin, edit and view hold their rules: a binding to
+		// admin made right after start-up grants what it says.
+		m.bootstrapped.Store(true)
 		select {
 		case <-ctx.Done():
 			return nil
@@ -175,18 +173,24 @@ func (m *Manager) createBootstrapObjects(ctx context.Context) error {
 // field manager.
 const aggregationManager = "clusterrole-aggregation-controller"
 
+// maxAggregationPasses bounds the passes over nested aggregated roles
+// (kube's nest three deep); a cycle of aggregations cannot keep it busy.
+const maxAggregationPasses = 8
+
 // aggregateClusterRoles sets the rules of every ClusterRole with an
-// aggregationRule to those of the ClusterRoles its selectors match.
-func (m *Manager) aggregateClusterRoles(ctx context.Context, roles *registry.Resource) error {
+// aggregationRule to those of the ClusterRoles its selectors match, and
+// reports whether it changed any.
+func (m *Manager) aggregateClusterRoles(ctx context.Context, roles *registry.Resource) (bool, error) {
 	res, err := roles.List(ctx, kv.ListOptions{})
 	if err != nil {
-		return err
+		return false, err
 	}
+	changed := false
 	var all []*rbacv1.ClusterRole
 	for _, rec := range res.Items {
 		obj, err := roles.Decode(rec)
 		if err != nil {
-			return err
+			return false, err
 		}
 		all = append(all, obj.(*rbacv1.ClusterRole))
 	}
@@ -216,16 +220,17 @@ func (m *Manager) aggregateClusterRoles(ctx context.Context, roles *registry.Res
 			"metadata": map[string]interface{}{"name": agg.Name}, "rules": rules,
 		})
 		if err != nil {
-			return err
+			return false, err
 		}
 		_, _, err = roles.Apply(ctx, "", agg.Name, cfg, registry.ApplyOptions{
 			WriteOptions: registry.WriteOptions{Manager: aggregationManager}, Force: true,
 		})
 		if err != nil {
-			return err
+			return false, err
 		}
+		changed = true
 	}
-	return nil
+	return changed, nil
 }
 
 func appendNewRules(rules, more []rbacv1.PolicyRule) []rbacv1.PolicyRule {

@@ -75,6 +75,18 @@ func (g *Registry) RunCaches(ctx context.Context, run func(ctx context.Context, 
 	}
 }
 
+// CachesSynced reports whether every cache holds a complete view.
+func (g *Registry) CachesSynced() bool {
+	g.cachesMu.Lock()
+	defer g.cachesMu.Unlock()
+	for _, c := range g.caches {
+		if !c.Synced() {
+			return false
+		}
+	}
+	return true
+}
+
 // Indexer is the cache's store, for kube's listers; nil for a
 // handlers-only cache.
 func (c *Cache) Indexer() cache.Indexer { return c.indexer }

@@ -67,6 +67,8 @@ type Registry struct {
 	// caches are the watch-fed caches, by storage resource.
 	cachesMu sync.Mutex
 	caches   map[string]*Cache
+	rbac     rbacState
+	nodes    nodeGraphState
 }
 
 // New returns a Registry; its namespace cache fills once WatchNamespaces
@@ -90,6 +92,15 @@ func New(cfg Config) *Registry {
 			pa.classes = g.Cache("scheduling.k8s.io", "v1", "priorityclasses", true)
 		}
 		g.hooks[pod] = pa
+	}
+	// RBAC objects grant only what their writer holds, as kube's RBAC
+	// storage checks.
+	if _, ok := cfg.Types.Lookup(rbacGroup, "v1", "roles"); ok {
+		g.RBAC()
+		for _, r := range []string{"roles", "clusterroles", "rolebindings", "clusterrolebindings"} {
+			t, _ := cfg.Types.Lookup(rbacGroup, "v1", r)
+			g.hooks[t] = rbacEscalation{g: g, resource: r}
+		}
 	}
 	return g
 }

@@ -49,6 +49,14 @@ func (s *Server) readyChecks() []healthCheck {
 			}
 			return nil
 		}},
+		// Named as kube-apiserver's check that its informers have synced:
+		// the policy and admission caches hold a complete view.
+		healthCheck{"informer-sync", func(context.Context) error {
+			if !s.api.CachesSynced() {
+				return fmt.Errorf("watch-fed caches not synced yet")
+			}
+			return nil
+		}},
 		healthCheck{"compaction", s.checkCompaction},
 		healthCheck{"shutdown", func(context.Context) error {
 			select {
@@ -59,6 +67,16 @@ func (s *Server) readyChecks() []healthCheck {
 			}
 		}},
 	)
+}
+
+// Ready runs /readyz's checks, for programs that embed the server.
+func (s *Server) Ready(ctx context.Context) error {
+	for _, hc := range s.readyChecks() {
+		if err := hc.check(ctx); err != nil {
+			return fmt.Errorf("%s: %w", hc.name, err)
+		}
+	}
+	return nil
 }
 
 func (s *Server) checkDatabase(ctx context.Context) error {

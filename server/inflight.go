@@ -1,6 +1,7 @@
 package server
 
 import (
+	"strings"
 	"net/http"
 	"slices"
 
@@ -35,7 +36,7 @@ func (s *Server) limitInflight(next echo.HandlerFunc) echo.HandlerFunc {
 		r := c.Request()
 		// Health probes are never refused (kube-apiserver's flow control
 		// exempts them), so a busy server is not also taken out of service.
-		if longRunning(r) || publicPath(r.URL.Path) {
+		if longRunning(r) || healthPath(r.URL.Path) {
 			return next(c)
 		}
 		pool, kind := s.readOnly, "readOnly"
@@ -50,6 +51,16 @@ func (s *Server) limitInflight(next echo.HandlerFunc) echo.HandlerFunc {
 		defer release()
 		return next(c)
 	}
+}
+
+// healthPath is a health or version probe.
+func healthPath(p string) bool {
+	for _, pre := range []string{"/healthz", "/livez", "/readyz", "/version"} {
+		if p == pre || strings.HasPrefix(p, pre+"/") {
+			return true
+		}
+	}
+	return false
 }
 
 // refuse answers 429 as kube-apiserver's limiting filters write it: plain

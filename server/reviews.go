@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
 	runtimeschema "k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/tabula-dev/tabula/server/auth"
@@ -87,17 +88,32 @@ func (r *request) review(obj runtime.Object) error {
 }
 
 func userInfo(u *auth.User) authenticationv1.UserInfo {
-	return authenticationv1.UserInfo{Username: u.Name, UID: u.UID, Groups: u.Groups}
+	info := authenticationv1.UserInfo{Username: u.Name, UID: u.UID, Groups: u.Groups}
+	for k, v := range u.Extra {
+		if info.Extra == nil {
+			info.Extra = map[string]authenticationv1.ExtraValue{}
+		}
+		info.Extra[k] = v
+	}
+	return info
 }
 
 // subject is the user a SubjectAccessReview asks about.
 func subject(spec authorizationv1.SubjectAccessReviewSpec) *auth.User {
-	return &auth.User{Name: spec.User, UID: spec.UID, Groups: spec.Groups}
+	u := &auth.User{Name: spec.User, UID: spec.UID, Groups: spec.Groups}
+	for k, v := range spec.Extra {
+		if u.Extra == nil {
+			u.Extra = map[string][]string{}
+		}
+		u.Extra[k] = v
+	}
+	return u
 }
 
-// decide asks the authorizer about u doing what the attributes describe.
+// decide asks the authorizer about u doing what the attributes describe,
+// and answers as kube's SubjectAccessReview storage does.
 func (r *request) decide(u *auth.User, res *authorizationv1.ResourceAttributes, nonRes *authorizationv1.NonResourceAttributes) authorizationv1.SubjectAccessReviewStatus {
-	a := auth.Attributes{User: u}
+	a := authorizer.AttributesRecord{User: u.Info()}
 	if res != nil {
 		a.ResourceRequest = true
 		a.Verb, a.Namespace, a.APIGroup, a.APIVersion = res.Verb, res.Namespace, res.Group, res.Version
@@ -105,33 +121,28 @@ func (r *request) decide(u *auth.User, res *authorizationv1.ResourceAttributes, 
 	} else if nonRes != nil {
 		a.Verb, a.Path = nonRes.Verb, nonRes.Path
 	}
-	allowed, reason, err := r.s.authz.Authorize(r.ctx, a)
-	st := authorizationv1.SubjectAccessReviewStatus{Allowed: allowed && err == nil, Reason: reason}
+	decision, reason, err := r.s.authz.Authorize(r.ctx, a)
+	st := authorizationv1.SubjectAccessReviewStatus{Allowed: decision == authorizer.DecisionAllow, Denied: decision == authorizer.DecisionDeny, Reason: reason}
 	if err != nil {
 		st.EvaluationError = err.Error()
 	}
 	return st
 }
 
-// rules lists what u may do in namespace, when the authorizer can say.
+// rules lists what u may do in namespace (SelfSubjectRulesReview).
 func (r *request) rules(u *auth.User, namespace string) authorizationv1.SubjectRulesReviewStatus {
-	rr, ok := r.s.authz.(auth.RuleResolver)
-	if !ok {
-		return authorizationv1.SubjectRulesReviewStatus{Incomplete: true, EvaluationError: "the authorizer cannot list rules"}
-	}
-	rules, incomplete, err := rr.RulesFor(r.ctx, u, namespace)
+	resRules, nonResRules, incomplete, err := r.s.authz.RulesFor(r.ctx, u.Info(), namespace)
 	st := authorizationv1.SubjectRulesReviewStatus{Incomplete: incomplete,
 		ResourceRules: []authorizationv1.ResourceRule{}, NonResourceRules: []authorizationv1.NonResourceRule{}}
 	if err != nil {
 		st.EvaluationError = err.Error()
 	}
-	for _, rule := range rules {
-		if len(rule.NonResourceURLs) > 0 {
-			st.NonResourceRules = append(st.NonResourceRules, authorizationv1.NonResourceRule{Verbs: rule.Verbs, NonResourceURLs: rule.NonResourceURLs})
-		} else {
-			st.ResourceRules = append(st.ResourceRules, authorizationv1.ResourceRule{
-				Verbs: rule.Verbs, APIGroups: rule.APIGroups, Resources: rule.Resources, ResourceNames: rule.ResourceNames})
-		}
+	for _, rule := range resRules {
+		st.ResourceRules = append(st.ResourceRules, authorizationv1.ResourceRule{Verbs: rule.GetVerbs(),
+			APIGroups: rule.GetAPIGroups(), Resources: rule.GetResources(), ResourceNames: rule.GetResourceNames()})
+	}
+	for _, rule := range nonResRules {
+		st.NonResourceRules = append(st.NonResourceRules, authorizationv1.NonResourceRule{Verbs: rule.GetVerbs(), NonResourceURLs: rule.GetNonResourceURLs()})
 	}
 	return st
 }

@@ -26,7 +26,7 @@ func (s *Server) routes() *echo.Echo {
 	e.Use(compressLarge)
 	e.Use(s.measure)
 	if s.cfg.Authenticator != nil {
-		e.Use(auth.Middleware(s.cfg.Authenticator, nil, publicPath))
+		e.Use(auth.Middleware(s.cfg.Authenticator, nil, s.anonymousAuth()))
 	} else {
 		e.Use(func(next echo.HandlerFunc) echo.HandlerFunc {
 			return func(c echo.Context) error {
@@ -36,7 +36,9 @@ func (s *Server) routes() *echo.Echo {
 			}
 		})
 	}
+	e.Use(s.impersonate())
 	e.Use(s.limitInflight)
+	e.Use(s.authorizeRequests)
 	s.healthRoutes(e)
 	s.metricsRoute(e)
 	s.profilingRoutes(e)
@@ -57,17 +59,6 @@ func (s *Server) routes() *echo.Echo {
 		return plainText(c, http.StatusNotFound, "404 page not found\n")
 	})
 	return e
-}
-
-// publicPath lists what anonymous clients may reach, as kube-apiserver's
-// default RBAC allows (system:public-info-viewer and health checks).
-func publicPath(p string) bool {
-	for _, pre := range []string{"/healthz", "/livez", "/readyz", "/version"} {
-		if p == pre || strings.HasPrefix(p, pre+"/") {
-			return true
-		}
-	}
-	return false
 }
 
 func (s *Server) recoverPanics(next echo.HandlerFunc) echo.HandlerFunc {
@@ -115,9 +106,6 @@ func (s *Server) serveResource(c echo.Context, group, version, rest string) erro
 	}
 	c.Set(ctxVerb, verb)
 	c.Set(ctxInfo, ri)
-	if err := s.authorize(c, ri, verb); err != nil {
-		return err
-	}
 	if t.Deprecation != nil {
 		// Like kube-apiserver: on every request to the kind, whatever its
 		// outcome, and recorded in apiserver_requested_deprecated_apis.
@@ -220,29 +208,6 @@ func verbFor(method string, ri requestInfo, c echo.Context) string {
 		return "deletecollection"
 	}
 	return ""
-}
-
-func (s *Server) authorize(c echo.Context, ri requestInfo, verb string) error {
-	u, _ := auth.UserFrom(c.Request().Context())
-	ok, reason, err := s.authz.Authorize(c.Request().Context(), auth.Attributes{
-		User: u, Verb: verb, Namespace: ri.Namespace, APIGroup: ri.Group, APIVersion: ri.Version,
-		Resource: ri.Resource, Subresource: ri.Subresource, Name: ri.Name, Path: c.Request().URL.Path, ResourceRequest: true,
-	})
-	if err != nil {
-		return err
-	}
-	if !ok {
-		name := "<nil>"
-		if u != nil {
-			name = u.Name
-		}
-		msg := fmt.Sprintf("User %q cannot %s resource %q in API group %q", name, verb, ri.Resource, ri.Group)
-		if reason != "" {
-			msg += ": " + reason
-		}
-		return apierrors.NewForbidden(runtimeschema.GroupResource{Group: ri.Group, Resource: ri.Resource}, ri.Name, fmt.Errorf("%s", msg))
-	}
-	return nil
 }
 
 // isTrue parses boolean query parameters as kube-apiserver does

@@ -31,8 +31,13 @@ type Config struct {
 	// Authenticator checks credentials; nil lets every request in as an
 	// admin (for in-process tests only).
 	Authenticator *auth.Authenticator
-	// Authorizer decides what an authenticated user may do; nil allows all.
-	Authorizer auth.Authorizer
+	// AuthorizationModes are kube-apiserver's --authorization-mode chain
+	// (auth.ModeNode, auth.ModeRBAC, ...); empty allows everything.
+	AuthorizationModes []string
+	// AnonymousAuth lets requests without credentials in as
+	// system:anonymous (kube-apiserver's --anonymous-auth), for the
+	// authorizer to decide; ignored beside AlwaysAllow, as kube does.
+	AnonymousAuth bool
 	Version    version.Info
 	// OpenAPI serves /openapi/v2 and /openapi/v3; nil answers 404.
 	OpenAPI http.Handler
@@ -167,7 +172,6 @@ func New(cfg Config) (*Server, error) {
 		reg:      cfg.Registry,
 		codec:    codecs.New(cfg.Registry.Scheme),
 		log:      cfg.Logger,
-		authz:    cfg.Authorizer,
 		shutdown: make(chan struct{}),
 
 		encoded:    newEncodedCache(encodedCacheBytes),
@@ -190,8 +194,8 @@ func New(cfg Config) (*Server, error) {
 		reg = cfg.Metrics
 	}
 	s.metrics = newRequestMetrics(reg)
-	if s.authz == nil {
-		s.authz = auth.AlwaysAllow{}
+	if s.authz, err = s.newAuthorizer(); err != nil {
+		return nil, err
 	}
 	cfg.Authenticator.SetServiceAccountLookup(s.tokenObjectUID)
 	s.echo = s.routes()

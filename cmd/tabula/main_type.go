@@ -130,6 +130,10 @@ type Config struct {
 	// Profiling serves Go's profiles at /debug/pprof to authenticated
 	// clients, as kube-apiserver's --profiling does (on by default there).
 	Profiling bool
+	// AuthorizationModes is kube-apiserver's --authorization-mode chain
+	// (empty: Node,RBAC); AnonymousAuth its --anonymous-auth.
+	AuthorizationModes []string
+	AnonymousAuth      bool
 }
 
 // Main is one Tabula server process: flags in, server up, clean close.
@@ -172,6 +176,7 @@ func NewMain() *Main {
 		CompactionInterval:          time.Minute,
 		LogLevel:                    "info",
 		Profiling:                   true,
+		AnonymousAuth:               true,
 	}}
 }
 
@@ -234,6 +239,8 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.StringVar(&c.Kubeconfig, "kubeconfig", "", "where to write the admin kubeconfig (default <data-dir>/kubeconfig)")
 	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "debug, info, warn or error")
 	fs.BoolVar(&c.Profiling, "profiling", c.Profiling, "serve Go profiles at /debug/pprof/ to authenticated clients")
+	fs.Var((*stringList)(&c.AuthorizationModes), "authorization-mode", "the authorizers every request passes, in order (AlwaysAllow, AlwaysDeny, Node, RBAC; default Node,RBAC); members of system:masters are always allowed")
+	fs.BoolVar(&c.AnonymousAuth, "anonymous-auth", c.AnonymousAuth, "let requests without credentials in as system:anonymous (group system:unauthenticated) for the authorizers to decide; off with AlwaysAllow")
 	var envErr error
 	fs.VisitAll(func(f *flag.Flag) {
 		env := envName(f.Name)
@@ -385,7 +392,7 @@ func (m *Main) Run(ctx context.Context) error {
 		Logger: m.log, Metrics: metrics, EventTTL: c.EventTTL, RequestTimeout: c.RequestTimeout, WatchWriteTimeout: c.WatchWriteTimeout, CABundle: rootCABundle(pki), ClientCABundle: pki.ClientCAPEM,
 		MaxRequestsInflight: c.MaxRequestsInflight, MaxMutatingRequestsInflight: c.MaxMutatingRequestsInflight, MaxWatchesPerUser: c.MaxWatchesPerUser, Controllers: c.Controllers,
 		Profiling: c.Profiling, ServiceRanges: ranges, Advertise: advertise, ServiceAccountTokens: saTokens,
-		Kubelet: kubeletConfig(&c, pki),
+		Kubelet: kubeletConfig(&c, pki), AuthorizationModes: authorizationModes(&c), AnonymousAuth: c.AnonymousAuth,
 	})
 	if err != nil {
 		ln.Close()
@@ -593,7 +600,18 @@ func usePKIFiles(pki *auth.PKI, c *Config) error {
 			return err
 		}
 	}
+	if err := auth.CheckModes(authorizationModes(c)); err != nil {
+		return fmt.Errorf("--authorization-mode: %w", err)
+	}
 	return checkKubeletFlags(c)
+}
+
+// authorizationModes are the flag's modes, or the default chain.
+func authorizationModes(c *Config) []string {
+	if len(c.AuthorizationModes) == 0 {
+		return auth.DefaultModes
+	}
+	return c.AuthorizationModes
 }
 
 // checkKubeletFlags fails start-up on kubelet client settings that would

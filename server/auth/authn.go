@@ -10,12 +10,18 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
+	"k8s.io/apiserver/pkg/authentication/user"
+	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 )
 
 // Well-known identities, as kube-apiserver names them.
 const (
 	// GroupAuthenticated is added to every authenticated user.
 	GroupAuthenticated = "system:authenticated"
+	// AnonymousUser and GroupUnauthenticated are the identity of a request
+	// without credentials, when anonymous requests are enabled.
+	AnonymousUser        = "system:anonymous"
+	GroupUnauthenticated = "system:unauthenticated"
 )
 
 // User is the identity of an authenticated request.
@@ -23,6 +29,17 @@ type User struct {
 	Name   string
 	UID    string
 	Groups []string
+	Extra  map[string][]string
+}
+
+// Info is u as k8s.io/apiserver's authorizers and admission read it.
+func (u *User) Info() user.Info {
+	return &user.DefaultInfo{Name: u.Name, UID: u.UID, Groups: u.Groups, Extra: u.Extra}
+}
+
+// anonymous is the user of a request without credentials.
+func anonymous() *User {
+	return &User{Name: AnonymousUser, Groups: []string{GroupUnauthenticated}}
 }
 
 // Options configures NewAuthenticator. Each zero field disables its method.
@@ -205,30 +222,34 @@ func withAuthenticated(u *User) *User {
 	return u
 }
 
-type userKey struct{}
-
-// WithUser returns ctx carrying u.
+// WithUser returns ctx carrying u where k8s.io/apiserver's packages look
+// for the user (genericapirequest.UserFrom): its authorizers, its
+// impersonation filter and RBAC's escalation check read it there.
 func WithUser(ctx context.Context, u *User) context.Context {
-	return context.WithValue(ctx, userKey{}, u)
+	if u == nil {
+		return ctx
+	}
+	return genericapirequest.WithUser(ctx, u.Info())
 }
 
-// UserFrom returns the user stored by WithUser (or Middleware).
+// UserFrom returns the request's user (after impersonation, the
+// impersonated one).
 func UserFrom(ctx context.Context) (*User, bool) {
-	u, ok := ctx.Value(userKey{}).(*User)
-	return u, ok && u != nil
+	info, ok := genericapirequest.UserFrom(ctx)
+	if !ok || info == nil {
+		return nil, false
+	}
+	return &User{Name: info.GetName(), UID: info.GetUID(), Groups: info.GetGroups(), Extra: info.GetExtra()}, true
 }
 
 // Middleware authenticates every request, storing the user in the request
-// context (see UserFrom). Requests with no user are passed to unauthorized,
-// which writes the 401 response; nil uses UnauthorizedStatus. skip names
-// paths anonymous requests may reach anyway (health and version endpoints,
-// which kube-apiserver opens to system:unauthenticated through RBAC); nil
-// skips nothing.
-//
-// Credentials that fail are refused even on skipped paths, matching
-// kube-apiserver, where an invalid token is a 401 rather than a fallback to
-// anonymous.
-func Middleware(a *Authenticator, unauthorized func(c echo.Context) error, skip func(path string) bool) echo.MiddlewareFunc {
+// context (see UserFrom). A request without credentials is system:anonymous
+// when anonymousAuth is set (authorization then decides what it may reach:
+// kube's default policy opens the health and version endpoints to it), and
+// a 401 otherwise; unauthorized writes the 401 (nil: UnauthorizedStatus).
+// Credentials that fail are refused either way, as kube-apiserver refuses
+// an invalid token rather than falling back to anonymous.
+func Middleware(a *Authenticator, unauthorized func(c echo.Context) error, anonymousAuth bool) echo.MiddlewareFunc {
 	if unauthorized == nil {
 		unauthorized = UnauthorizedStatus
 	}
@@ -240,7 +261,8 @@ func Middleware(a *Authenticator, unauthorized func(c echo.Context) error, skip 
 			case ok:
 				c.SetRequest(r.WithContext(WithUser(r.Context(), u)))
 				return next(c)
-			case err == nil && skip != nil && skip(r.URL.Path):
+			case err == nil && anonymousAuth:
+				c.SetRequest(r.WithContext(WithUser(r.Context(), anonymous())))
 				return next(c)
 			default:
 				if err != nil {

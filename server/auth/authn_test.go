@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -91,35 +92,28 @@ func TestUserContext(t *testing.T) {
 	if _, ok := UserFrom(context.Background()); ok {
 		t.Error("empty context has a user")
 	}
-	u := &User{Name: "x"}
-	if got, ok := UserFrom(WithUser(context.Background(), u)); !ok || got != u {
-		t.Error("WithUser/UserFrom round trip failed")
+	u := &User{Name: "x", UID: "1", Groups: []string{"g"}, Extra: map[string][]string{"k": {"v"}}}
+	if got, ok := UserFrom(WithUser(context.Background(), u)); !ok || !reflect.DeepEqual(got, u) {
+		t.Errorf("WithUser/UserFrom round trip: %+v", got)
 	}
 }
 
 func TestMiddleware(t *testing.T) {
 	a := newTokenAuthenticator(t)
-	e := echo.New()
-	skip := func(path string) bool {
-		switch path {
-		case "/healthz", "/livez", "/readyz", "/version":
-			return true
-		}
-		return strings.HasPrefix(path, "/healthz/")
-	}
-	// The lead's error handler writes the Status; here UnauthorizedStatus
-	// stands in for it.
-	e.Use(Middleware(a, UnauthorizedStatus, skip))
 	handler := func(c echo.Context) error {
 		if u, ok := UserFrom(c.Request().Context()); ok {
-			return c.String(http.StatusOK, "user="+u.Name)
+			return c.String(http.StatusOK, "user="+u.Name+" groups="+strings.Join(u.Groups, ","))
 		}
-		return c.String(http.StatusOK, "anonymous")
+		return c.String(http.StatusOK, "nobody")
 	}
-	e.GET("/api/v1/pods", handler)
-	e.GET("/healthz", handler)
-
-	do := func(path, authz string) *httptest.ResponseRecorder {
+	server := func(anonymous bool, unauthorized func(echo.Context) error) *echo.Echo {
+		e := echo.New()
+		e.Use(Middleware(a, unauthorized, anonymous))
+		e.GET("/api/v1/pods", handler)
+		e.GET("/healthz", handler)
+		return e
+	}
+	do := func(e *echo.Echo, path, authz string) *httptest.ResponseRecorder {
 		r := httptest.NewRequest(http.MethodGet, path, nil)
 		if authz != "" {
 			r.Header.Set("Authorization", authz)
@@ -129,50 +123,34 @@ func TestMiddleware(t *testing.T) {
 		return w
 	}
 
-	w := do("/api/v1/pods", "")
-	if w.Code != http.StatusUnauthorized {
-		t.Fatalf("anonymous: status %d", w.Code)
+	// Without anonymous requests, no credentials is a 401 everywhere.
+	closed := server(false, UnauthorizedStatus)
+	for _, p := range []string{"/api/v1/pods", "/healthz"} {
+		w := do(closed, p, "")
+		if w.Code != http.StatusUnauthorized || strings.TrimSpace(w.Body.String()) != unauthorizedBody {
+			t.Errorf("%s without credentials: %d %s", p, w.Code, w.Body)
+		}
+		if ct := w.Header().Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
+			t.Errorf("content type = %q", ct)
+		}
 	}
-	if got := strings.TrimSpace(w.Body.String()); got != unauthorizedBody {
-		t.Errorf("anonymous body = %s", got)
-	}
-	if ct := w.Header().Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
-		t.Errorf("content type = %q", ct)
-	}
-
-	if w := do("/api/v1/pods", "Bearer s3cret"); w.Code != http.StatusOK || w.Body.String() != "user=alice" {
+	if w := do(closed, "/api/v1/pods", "Bearer s3cret"); w.Code != http.StatusOK || !strings.HasPrefix(w.Body.String(), "user=alice ") || !strings.HasSuffix(w.Body.String(), ",system:authenticated") {
 		t.Errorf("token: %d %s", w.Code, w.Body)
 	}
-	if w := do("/api/v1/pods", "Bearer nope"); w.Code != http.StatusUnauthorized {
+	if w := do(closed, "/api/v1/pods", "Bearer nope"); w.Code != http.StatusUnauthorized {
 		t.Errorf("bad token: %d", w.Code)
 	}
-	if w := do("/healthz", ""); w.Code != http.StatusOK || w.Body.String() != "anonymous" {
-		t.Errorf("healthz anonymous: %d %s", w.Code, w.Body)
+
+	// With them, no credentials is system:anonymous (the authorizer
+	// decides); bad credentials are still refused.
+	open := server(true, nil)
+	if w := do(open, "/api/v1/pods", ""); w.Code != http.StatusOK || w.Body.String() != "user=system:anonymous groups=system:unauthenticated" {
+		t.Errorf("anonymous: %d %s", w.Code, w.Body)
 	}
-	if w := do("/healthz", "Bearer plain"); w.Code != http.StatusOK || w.Body.String() != "user=bob" {
+	if w := do(open, "/healthz", "Bearer plain"); w.Code != http.StatusOK || !strings.HasPrefix(w.Body.String(), "user=bob ") {
 		t.Errorf("healthz with token: %d %s", w.Code, w.Body)
 	}
-	// Bad credentials are refused even where anonymous access is allowed.
-	if w := do("/healthz", "Bearer nope"); w.Code != http.StatusUnauthorized {
-		t.Errorf("healthz bad token: %d", w.Code)
-	}
-
-	// A nil unauthorized handler falls back to the Status body; nil skip
-	// protects everything.
-	e2 := echo.New()
-	e2.Use(Middleware(a, nil, nil))
-	e2.GET("/healthz", handler)
-	w = httptest.NewRecorder()
-	e2.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/healthz", nil))
-	if w.Code != http.StatusUnauthorized || strings.TrimSpace(w.Body.String()) != unauthorizedBody {
-		t.Errorf("default unauthorized: %d %s", w.Code, w.Body)
-	}
-}
-
-func TestAlwaysAllow(t *testing.T) {
-	var az Authorizer = AlwaysAllow{}
-	ok, _, err := az.Authorize(context.Background(), Attributes{User: &User{Name: "x"}, Verb: "delete", Resource: "pods", ResourceRequest: true})
-	if !ok || err != nil {
-		t.Fatalf("AlwaysAllow denied: %v %v", ok, err)
+	if w := do(open, "/healthz", "Bearer nope"); w.Code != http.StatusUnauthorized || strings.TrimSpace(w.Body.String()) != unauthorizedBody {
+		t.Errorf("healthz bad token: %d %s", w.Code, w.Body)
 	}
 }

@@ -4,8 +4,6 @@ import (
 	"context"
 	"io"
 	"log/slog"
-	"net/http"
-	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -43,16 +41,16 @@ func Server(t testing.TB, cfg server.Config) *server.Server {
 		srv.BeginShutdown()
 		cancel()
 	})
-	// Ready: the controllers run and the bootstrap objects exist.
+	// Ready: the controllers run, the bootstrap objects exist and the
+	// caches are synced (asked directly: /readyz may need credentials).
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		rec := httptest.NewRecorder()
-		srv.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/readyz", nil))
-		if rec.Code == http.StatusOK {
+		err := srv.Ready(context.Background())
+		if err == nil {
 			return srv
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("servertest: not ready within 30s: %s", rec.Body)
+			t.Fatalf("servertest: not ready within 30s: %v", err)
 		}
 		<-time.After(5 * time.Millisecond)
 	}

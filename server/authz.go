@@ -1,0 +1,120 @@
+package server
+
+import (
+	"context"
+	"net/http"
+	"slices"
+
+	"github.com/labstack/echo/v4"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
+	"k8s.io/apiserver/pkg/endpoints/filters"
+	"k8s.io/apiserver/pkg/endpoints/filters/impersonation"
+	"k8s.io/apiserver/pkg/endpoints/handlers/responsewriters"
+	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
+
+	"github.com/tabula-dev/tabula/server/auth"
+)
+
+// Every request is authorized before it is routed, as kube-apiserver's
+// WithAuthorization filter does: the attributes come from kube's own
+// RequestInfoFactory (verb from method and path, resource, subresource,
+// namespace, name; discovery and /healthz are non-resource paths), so an
+// unknown resource is 403 to whoever may not list it, and 404 only to
+// those who may.
+
+// requestInfoFactory parses request paths as kube-apiserver does.
+var requestInfoFactory = &genericapirequest.RequestInfoFactory{
+	APIPrefixes:          sets.NewString("api", "apis"),
+	GrouplessAPIPrefixes: sets.NewString("api"),
+}
+
+// newAuthorizer builds the chain of cfg's modes over the registry's
+// watch-fed caches (nil modes: AlwaysAllow), and gives it to the registry
+// for RBAC's escalate and bind checks.
+func (s *Server) newAuthorizer() (auth.Authorizer, error) {
+	modes := s.cfg.AuthorizationModes
+	if len(modes) == 0 {
+		modes = []string{auth.ModeAlwaysAllow}
+	}
+	p := auth.Policy{}
+	var waits []func(context.Context) error
+	if slices.Contains(modes, auth.ModeRBAC) {
+		r := s.api.RBAC()
+		p.RBAC = auth.RBACListers{Roles: r.Roles, RoleBindings: r.RoleBindings, ClusterRoles: r.ClusterRoles, ClusterRoleBindings: r.ClusterRoleBindings}
+		waits = append(waits, r.WaitSynced)
+	}
+	if slices.Contains(modes, auth.ModeNode) {
+		p.NodeGraph = s.api.NodeGraph()
+		waits = append(waits, s.api.WaitNodeGraph)
+	}
+	p.Ready = func(ctx context.Context) error {
+		for _, w := range waits {
+			if err := w(ctx); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if slices.Contains(s.cfg.AuthorizationModes, auth.ModeAlwaysAllow) {
+		s.log.Warn("authorization-mode AlwaysAllow: every authenticated user may do everything; for development only")
+	}
+	a, err := auth.NewAuthorizer(modes, p)
+	if err != nil {
+		return nil, err
+	}
+	s.api.SetAuthorizer(a)
+	return a, nil
+}
+
+// impersonate is kube's impersonation filter as it is: Impersonate-User,
+// -Group, -Uid and -Extra-* headers make the request another user's when
+// the authorizer allows the impersonate verb on each (users, groups,
+// serviceaccounts, uids, userextras); kube's errors otherwise.
+func (s *Server) impersonate() echo.MiddlewareFunc {
+	return echo.WrapMiddleware(func(h http.Handler) http.Handler {
+		return impersonation.WithImpersonation(h, s.authz, s.codec.Serializer())
+	})
+}
+
+// anonymousAuth is whether requests without credentials are
+// system:anonymous: kube-apiserver's --anonymous-auth, which it switches
+// off beside AlwaysAllow (anonymous would then be allowed everything).
+func (s *Server) anonymousAuth() bool {
+	if !s.cfg.AnonymousAuth {
+		return false
+	}
+	if slices.Contains(s.cfg.AuthorizationModes, auth.ModeAlwaysAllow) || len(s.cfg.AuthorizationModes) == 0 {
+		s.log.Warn("anonymous requests are not allowed with the AlwaysAllow authorizer: switched off")
+		return false
+	}
+	return true
+}
+
+// authorizeRequests decides every request with the authorizer chain and
+// leaves the user and request info in its context, where kube's packages
+// (RBAC's escalation check, admission) read them.
+func (s *Server) authorizeRequests(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		r := c.Request()
+		info, err := requestInfoFactory.NewRequestInfo(r)
+		if err != nil {
+			return apierrors.NewInternalError(err)
+		}
+		ctx := genericapirequest.WithRequestInfo(r.Context(), info)
+		attrs, err := filters.GetAuthorizerAttributes(ctx)
+		if err != nil {
+			return apierrors.NewInternalError(err)
+		}
+		decision, reason, err := s.authz.Authorize(ctx, attrs)
+		if decision == authorizer.DecisionAllow {
+			c.SetRequest(r.WithContext(ctx))
+			return next(c)
+		}
+		if err != nil {
+			return apierrors.NewInternalError(err)
+		}
+		return responsewriters.ForbiddenStatusError(attrs, reason)
+	}
+}

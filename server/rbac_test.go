@@ -1,0 +1,167 @@
+package server_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/tabula-dev/tabula/server"
+	"github.com/tabula-dev/tabula/server/auth"
+	"github.com/tabula-dev/tabula/server/servertest"
+	"github.com/tabula-dev/tabula/sqlstore/storetest"
+)
+
+// rbacHarness is a server with kube's production chain (Node,RBAC, with
+// anonymous requests) and static users: root (system:masters), alice and
+// bob (no groups but system:authenticated).
+func rbacHarness(t *testing.T) (*refHarness, func(token string) map[string]string) {
+	tokens := filepath.Join(t.TempDir(), "tokens.csv")
+	if err := os.WriteFile(tokens, []byte("tok-root,root,1,\"system:masters\"\ntok-alice,alice,2\ntok-bob,bob,3\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	a, err := auth.NewAuthenticator(auth.Options{TokenFile: tokens})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := servertest.Server(t, server.Config{Store: storetest.Open(t, "sqlite://:memory:"), Authenticator: a,
+		AuthorizationModes: auth.DefaultModes, AnonymousAuth: true})
+	h := &refHarness{t: t, h: srv.Handler(), state: map[string]string{}}
+	as := func(token string) map[string]string {
+		hd := map[string]string{"Content-Type": "application/json"}
+		if token != "" {
+			hd["Authorization"] = "Bearer " + token
+		}
+		return hd
+	}
+	return h, as
+}
+
+// TestRBAC: requests are decided by kube's RBAC over the bootstrap policy
+// and the objects written, with kube-apiserver's 403 texts; a binding
+// authorizes from the request after the one that wrote it.
+func TestRBAC(t *testing.T) {
+	h, as := rbacHarness(t)
+	call := func(method, path, token, body string) (int, string) {
+		t.Helper()
+		var b []byte
+		if body != "" {
+			b = []byte(body)
+		}
+		rec := h.do(method, path, as(token), b)
+		return rec.Code, rec.Body.String()
+	}
+	forbidden := func(what, method, path, token, body, message string) {
+		t.Helper()
+		code, out := call(method, path, token, body)
+		var st struct {
+			Message, Reason string
+			Code            int
+		}
+		_ = json.Unmarshal([]byte(out), &st)
+		if code != http.StatusForbidden || st.Reason != "Forbidden" || st.Code != 403 || st.Message != message {
+			t.Errorf("%s: %d %s\nwant 403 %q", what, code, out, message)
+		}
+	}
+	ok := func(what, method, path, token, body string, want int) {
+		t.Helper()
+		if code, out := call(method, path, token, body); code != want {
+			t.Errorf("%s: %d %s; want %d", what, code, out, want)
+		}
+	}
+
+	// Anonymous: the public info and nothing else.
+	for _, p := range []string{"/version", "/healthz", "/readyz", "/livez"} {
+		ok("anonymous "+p, "GET", p, "", "", http.StatusOK)
+	}
+	forbidden("anonymous list", "GET", "/api/v1/pods", "", "",
+		`pods is forbidden: User "system:anonymous" cannot list resource "pods" in API group "" at the cluster scope`)
+	forbidden("anonymous discovery", "GET", "/apis", "", "",
+		`forbidden: User "system:anonymous" cannot get path "/apis"`)
+
+	// An authenticated user without bindings: discovery and reviews of
+	// themselves, nothing in a namespace.
+	ok("alice discovery", "GET", "/apis", "tok-alice", "", http.StatusOK)
+	ok("root creates team-a", "POST", "/api/v1/namespaces", "tok-root", `{"metadata":{"name":"team-a"}}`, http.StatusCreated)
+	forbidden("alice lists configmaps", "GET", "/api/v1/namespaces/team-a/configmaps", "tok-alice", "",
+		`configmaps is forbidden: User "alice" cannot list resource "configmaps" in API group "" in the namespace "team-a"`)
+	forbidden("alice reads a named subresource", "GET", "/api/v1/namespaces/team-a/pods/p/log", "tok-alice", "",
+		`pods "p" is forbidden: User "alice" cannot get resource "pods/log" in API group "" in the namespace "team-a"`)
+	forbidden("alice asks for an unknown resource", "GET", "/apis/example.com/v1/widgets", "tok-alice", "",
+		`widgets.example.com is forbidden: User "alice" cannot list resource "widgets" in API group "example.com" at the cluster scope`)
+	ok("root asks for an unknown resource", "GET", "/apis/example.com/v1/widgets", "tok-root", "", http.StatusNotFound)
+
+	// Bound to admin in team-a: everything there, nothing cluster-wide;
+	// the binding counts from the next request.
+	ok("root binds alice", "POST", "/apis/rbac.authorization.k8s.io/v1/namespaces/team-a/rolebindings", "tok-root",
+		`{"metadata":{"name":"alice-admin"},"roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"ClusterRole","name":"admin"},"subjects":[{"kind":"User","name":"alice"}]}`, http.StatusCreated)
+	ok("alice creates a configmap", "POST", "/api/v1/namespaces/team-a/configmaps", "tok-alice", `{"metadata":{"name":"c"}}`, http.StatusCreated)
+	ok("alice lists secrets", "GET", "/api/v1/namespaces/team-a/secrets", "tok-alice", "", http.StatusOK)
+	forbidden("alice lists nodes", "GET", "/api/v1/nodes", "tok-alice", "",
+		`nodes is forbidden: User "alice" cannot list resource "nodes" in API group "" at the cluster scope`)
+	forbidden("alice in another namespace", "GET", "/api/v1/namespaces/default/configmaps", "tok-alice", "",
+		`configmaps is forbidden: User "alice" cannot list resource "configmaps" in API group "" in the namespace "default"`)
+
+	// RBAC's own rules: alice may grant what she holds in team-a, not more.
+	ok("alice grants what she holds", "POST", "/apis/rbac.authorization.k8s.io/v1/namespaces/team-a/roles", "tok-alice",
+		`{"metadata":{"name":"cm-reader"},"rules":[{"apiGroups":[""],"resources":["configmaps"],"verbs":["get","list"]}]}`, http.StatusCreated)
+	ok("alice binds bob to it", "POST", "/apis/rbac.authorization.k8s.io/v1/namespaces/team-a/rolebindings", "tok-alice",
+		`{"metadata":{"name":"bob-reads"},"roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"Role","name":"cm-reader"},"subjects":[{"kind":"User","name":"bob"}]}`, http.StatusCreated)
+	ok("bob reads", "GET", "/api/v1/namespaces/team-a/configmaps/c", "tok-bob", "", http.StatusOK)
+	forbidden("bob writes", "DELETE", "/api/v1/namespaces/team-a/configmaps/c", "tok-bob", "",
+		`configmaps "c" is forbidden: User "bob" cannot delete resource "configmaps" in API group "" in the namespace "team-a"`)
+	forbidden("alice grants nodes", "POST", "/apis/rbac.authorization.k8s.io/v1/namespaces/team-a/roles", "tok-alice",
+		`{"metadata":{"name":"too-much"},"rules":[{"apiGroups":[""],"resources":["nodes"],"verbs":["list"]}]}`,
+		`roles.rbac.authorization.k8s.io "too-much" is forbidden: user "alice" (groups=["system:authenticated"]) is attempting to grant RBAC permissions not currently held:
+{APIGroups:[""], Resources:["nodes"], Verbs:["list"]}`)
+	forbidden("alice binds cluster-admin", "POST", "/apis/rbac.authorization.k8s.io/v1/namespaces/team-a/rolebindings", "tok-alice",
+		`{"metadata":{"name":"bob-root"},"roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"ClusterRole","name":"cluster-admin"},"subjects":[{"kind":"User","name":"bob"}]}`,
+		`rolebindings.rbac.authorization.k8s.io "bob-root" is forbidden: user "alice" (groups=["system:authenticated"]) is attempting to grant RBAC permissions not currently held:
+{APIGroups:["*"], Resources:["*"], Verbs:["*"]}
+{NonResourceURLs:["*"], Verbs:["*"]}`)
+
+	// Reviews answer with the same authorizer.
+	code, out := call("POST", "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", "tok-bob",
+		`{"spec":{"resourceAttributes":{"namespace":"team-a","verb":"list","resource":"configmaps"}}}`)
+	if code != http.StatusCreated || !strings.Contains(out, `"allowed":true`) || !strings.Contains(out, `RBAC: allowed by RoleBinding \"bob-reads/team-a\" of Role \"cm-reader\" to User \"bob\"`) {
+		t.Errorf("bob's access review: %d %s", code, out)
+	}
+	code, out = call("POST", "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", "tok-bob",
+		`{"spec":{"resourceAttributes":{"namespace":"team-a","verb":"delete","resource":"configmaps"}}}`)
+	if code != http.StatusCreated || strings.Contains(out, `"allowed":true`) {
+		t.Errorf("bob's delete review: %d %s", code, out)
+	}
+	code, out = call("POST", "/apis/authorization.k8s.io/v1/selfsubjectrulesreviews", "tok-bob", `{"spec":{"namespace":"team-a"}}`)
+	if code != http.StatusCreated || !strings.Contains(out, `{"verbs":["get","list"],"apiGroups":[""],"resources":["configmaps"]}`) {
+		t.Errorf("bob's rules review: %d %s", code, out)
+	}
+	forbidden("bob asks about alice", "POST", "/apis/authorization.k8s.io/v1/subjectaccessreviews", "tok-bob",
+		`{"spec":{"user":"alice","resourceAttributes":{"verb":"get","resource":"pods"}}}`,
+		`subjectaccessreviews.authorization.k8s.io is forbidden: User "bob" cannot create resource "subjectaccessreviews" in API group "authorization.k8s.io" at the cluster scope`)
+	code, out = call("POST", "/apis/authorization.k8s.io/v1/subjectaccessreviews", "tok-root",
+		`{"spec":{"user":"alice","resourceAttributes":{"namespace":"team-a","verb":"delete","resource":"secrets"}}}`)
+	if code != http.StatusCreated || !strings.Contains(out, `"allowed":true`) {
+		t.Errorf("root asks about alice: %d %s", code, out)
+	}
+
+	// Impersonation: root may act as bob; alice may not.
+	rec := h.do("GET", "/api/v1/namespaces/team-a/configmaps", map[string]string{"Authorization": "Bearer tok-root", "Impersonate-User": "bob"}, nil)
+	if rec.Code != http.StatusOK {
+		t.Errorf("root as bob lists configmaps: %d %s", rec.Code, rec.Body)
+	}
+	rec = h.do("DELETE", "/api/v1/namespaces/team-a/configmaps/c", map[string]string{"Authorization": "Bearer tok-root", "Impersonate-User": "bob"}, nil)
+	if rec.Code != http.StatusForbidden || !strings.Contains(rec.Body.String(), `User \"bob\" cannot delete resource \"configmaps\"`) {
+		t.Errorf("root as bob deletes: %d %s", rec.Code, rec.Body)
+	}
+	rec = h.do("GET", "/api/v1/namespaces/team-a/configmaps", map[string]string{"Authorization": "Bearer tok-alice", "Impersonate-User": "bob"}, nil)
+	if rec.Code != http.StatusForbidden || !strings.Contains(rec.Body.String(), `users \"bob\" is forbidden: User \"alice\" cannot impersonate resource \"users\" in API group \"\" at the cluster scope`) {
+		t.Errorf("alice as bob: %d %s", rec.Code, rec.Body)
+	}
+	rec = h.do("POST", "/apis/authentication.k8s.io/v1/selfsubjectreviews", map[string]string{"Authorization": "Bearer tok-root", "Impersonate-User": "carol",
+		"Impersonate-Group": "devs", "Content-Type": "application/json"}, []byte(`{}`))
+	if rec.Code != http.StatusCreated || !strings.Contains(rec.Body.String(), `"username":"carol","groups":["devs","system:authenticated"]`) {
+		t.Errorf("whoami as carol: %d %s", rec.Code, rec.Body)
+	}
+}
