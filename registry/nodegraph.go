@@ -65,7 +65,9 @@ func (g *Registry) NodeGraph() *node.Graph {
 			Delete: func(_, name string, _ runtime.Object) { gr.DeleteResourceSlice(name) },
 		})
 		add("certificates.k8s.io", "v1beta1", "podcertificaterequests", CacheHandler{
-			Set: func(obj runtime.Object) { gr.AddPodCertificateRequest(obj.(*certificatesv1beta1.PodCertificateRequest)) },
+			Set: func(obj runtime.Object) {
+				gr.AddPodCertificateRequest(obj.(*certificatesv1beta1.PodCertificateRequest))
+			},
 			Delete: func(namespace, name string, obj runtime.Object) {
 				pcr, _ := obj.(*certificatesv1beta1.PodCertificateRequest)
 				if pcr == nil {

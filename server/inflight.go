@@ -1,9 +1,9 @@
 package server
 
 import (
-	"strings"
 	"net/http"
 	"slices"
+	"strings"
 
 	"github.com/labstack/echo/v4"
 
