@@ -166,15 +166,19 @@ func startCluster(t *testing.T, b backend, bins string) *cluster {
 	first, last := procs[0], procs[len(procs)-1]
 	pki := filepath.Join(first.Options.DataDir, "pki")
 
-	kc := first.Kubeconfig
+	// kcm and the scheduler act as themselves under Node,RBAC, with the
+	// kubeconfigs Tabula writes for them (kubeadm's controller-manager.conf
+	// and scheduler.conf) and only kube's bootstrap policy; kcm's
+	// controllers each act as their own ServiceAccount.
+	kc := filepath.Join(first.Options.DataDir, "controller-manager.kubeconfig")
 	startMember(t, dir, "kube-controller-manager", filepath.Join(bins, "kube-controller-manager"), nil,
 		"--kubeconfig", kc, "--authentication-kubeconfig", kc, "--authorization-kubeconfig", kc,
-		"--bind-address", "127.0.0.1", "--secure-port", freePortArg(t), "--use-service-account-credentials=false",
+		"--bind-address", "127.0.0.1", "--secure-port", freePortArg(t), "--use-service-account-credentials=true",
 		"--service-account-private-key-file", filepath.Join(pki, "sa.key"), "--root-ca-file", filepath.Join(pki, "ca.crt"),
 		"--cluster-signing-cert-file", filepath.Join(pki, "ca.crt"), "--cluster-signing-key-file", filepath.Join(pki, "ca.key"),
 		// Quick to notice a silent node, so the test need not wait kcm's 50s.
 		"--node-monitor-period", "2s", "--node-monitor-grace-period", "10s")
-	kc = last.Kubeconfig
+	kc = filepath.Join(last.Options.DataDir, "scheduler.kubeconfig")
 	startMember(t, dir, "kube-scheduler", filepath.Join(bins, "kube-scheduler"), nil,
 		"--kubeconfig", kc, "--authentication-kubeconfig", kc, "--authorization-kubeconfig", kc,
 		"--bind-address", "127.0.0.1", "--secure-port", freePortArg(t))
@@ -206,8 +210,11 @@ spec:
 	}
 	kubeletPort := freePortArg(t)
 	lastPKI := filepath.Join(last.Options.DataDir, "pki")
+	// kwok is every node in one process, so it cannot hold a node's
+	// identity (the Node authorizer limits system:node:<name> to its own
+	// node): it runs as the admin.
 	startMember(t, dir, "kwok", filepath.Join(bins, "kwok"), []string{"HOME=" + dir},
-		"--config", config, "--kubeconfig", kc, "--manage-all-nodes=false",
+		"--config", config, "--kubeconfig", last.Kubeconfig, "--manage-all-nodes=false",
 		"--manage-nodes-with-annotation-selector", "kwok.x-k8s.io/node=fake", "--node-lease-duration-seconds", "40",
 		"--cidr", "10.244.0.1/16", "--node-ip", "127.0.0.1", "--node-port", kubeletPort,
 		"--server-address", "127.0.0.1:"+kubeletPort,

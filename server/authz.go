@@ -14,7 +14,7 @@ import (
 	"k8s.io/apiserver/pkg/endpoints/handlers/responsewriters"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 
-	"github.com/tabula-dev/tabula/server/auth"
+	"github.com/tabula-dev/tabula/server/auth/authz"
 )
 
 // Every request is authorized before it is routed, as kube-apiserver's
@@ -33,19 +33,19 @@ var requestInfoFactory = &genericapirequest.RequestInfoFactory{
 // newAuthorizer builds the chain of cfg's modes over the registry's
 // watch-fed caches (nil modes: AlwaysAllow), and gives it to the registry
 // for RBAC's escalate and bind checks.
-func (s *Server) newAuthorizer() (auth.Authorizer, error) {
+func (s *Server) newAuthorizer() (authz.Authorizer, error) {
 	modes := s.cfg.AuthorizationModes
 	if len(modes) == 0 {
-		modes = []string{auth.ModeAlwaysAllow}
+		modes = []string{authz.ModeAlwaysAllow}
 	}
-	p := auth.Policy{}
+	p := authz.Policy{}
 	var waits []func(context.Context) error
-	if slices.Contains(modes, auth.ModeRBAC) {
+	if slices.Contains(modes, authz.ModeRBAC) {
 		r := s.api.RBAC()
-		p.RBAC = auth.RBACListers{Roles: r.Roles, RoleBindings: r.RoleBindings, ClusterRoles: r.ClusterRoles, ClusterRoleBindings: r.ClusterRoleBindings}
+		p.RBAC = authz.RBACListers{Roles: r.Roles, RoleBindings: r.RoleBindings, ClusterRoles: r.ClusterRoles, ClusterRoleBindings: r.ClusterRoleBindings}
 		waits = append(waits, r.WaitSynced)
 	}
-	if slices.Contains(modes, auth.ModeNode) {
+	if slices.Contains(modes, authz.ModeNode) {
 		p.NodeGraph = s.api.NodeGraph()
 		waits = append(waits, s.api.WaitNodeGraph)
 	}
@@ -57,10 +57,10 @@ func (s *Server) newAuthorizer() (auth.Authorizer, error) {
 		}
 		return nil
 	}
-	if slices.Contains(s.cfg.AuthorizationModes, auth.ModeAlwaysAllow) {
+	if slices.Contains(s.cfg.AuthorizationModes, authz.ModeAlwaysAllow) {
 		s.log.Warn("authorization-mode AlwaysAllow: every authenticated user may do everything; for development only")
 	}
-	a, err := auth.NewAuthorizer(modes, p)
+	a, err := authz.NewAuthorizer(modes, p)
 	if err != nil {
 		return nil, err
 	}
@@ -85,7 +85,7 @@ func (s *Server) anonymousAuth() bool {
 	if !s.cfg.AnonymousAuth {
 		return false
 	}
-	if slices.Contains(s.cfg.AuthorizationModes, auth.ModeAlwaysAllow) || len(s.cfg.AuthorizationModes) == 0 {
+	if slices.Contains(s.cfg.AuthorizationModes, authz.ModeAlwaysAllow) || len(s.cfg.AuthorizationModes) == 0 {
 		s.log.Warn("anonymous requests are not allowed with the AlwaysAllow authorizer: switched off")
 		return false
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/tabula-dev/tabula/server"
 	"github.com/tabula-dev/tabula/server/auth"
+	"github.com/tabula-dev/tabula/server/auth/authz"
 	"github.com/tabula-dev/tabula/server/servertest"
 	"github.com/tabula-dev/tabula/sqlstore/storetest"
 )
@@ -27,7 +28,7 @@ func rbacHarness(t *testing.T) (*refHarness, func(token string) map[string]strin
 		t.Fatal(err)
 	}
 	srv := servertest.Server(t, server.Config{Store: storetest.Open(t, "sqlite://:memory:"), Authenticator: a,
-		AuthorizationModes: auth.DefaultModes, AnonymousAuth: true})
+		AuthorizationModes: authz.DefaultModes, AnonymousAuth: true})
 	h := &refHarness{t: t, h: srv.Handler(), state: map[string]string{}}
 	as := func(token string) map[string]string {
 		hd := map[string]string{"Content-Type": "application/json"}

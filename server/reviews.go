@@ -50,9 +50,9 @@ func (r *request) review(obj runtime.Object) error {
 		if o.Spec.Token == "" {
 			return apierrors.NewBadRequest("token is required for TokenReview in authentication")
 		}
-		u, ok, err := r.s.cfg.Authenticator.AuthenticateToken(r.ctx, o.Spec.Token)
+		u, auds, ok, err := r.s.cfg.Authenticator.AuthenticateToken(r.ctx, o.Spec.Token, o.Spec.Audiences)
 		o.Spec.Token = "" // never echoed back
-		o.Status = authenticationv1.TokenReviewStatus{Authenticated: ok, Audiences: o.Spec.Audiences}
+		o.Status = authenticationv1.TokenReviewStatus{Authenticated: ok, Audiences: auds}
 		if err != nil {
 			o.Status.Error = err.Error()
 		}

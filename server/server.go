@@ -22,6 +22,7 @@ import (
 	"github.com/tabula-dev/tabula/registry"
 	"github.com/tabula-dev/tabula/schema"
 	"github.com/tabula-dev/tabula/server/auth"
+	"github.com/tabula-dev/tabula/server/auth/authz"
 )
 
 // Config wires a Server.
@@ -107,7 +108,7 @@ type Server struct {
 	codec *codecs.Codec
 	log   *slog.Logger
 	echo  *echo.Echo
-	authz auth.Authorizer
+	authz authz.Authorizer
 
 	metrics *requestMetrics
 	// encoded holds encodings of stored objects by revision.

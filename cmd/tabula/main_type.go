@@ -27,6 +27,7 @@ import (
 	"github.com/tabula-dev/tabula/schema"
 	"github.com/tabula-dev/tabula/server"
 	"github.com/tabula-dev/tabula/server/auth"
+	"github.com/tabula-dev/tabula/server/auth/authz"
 	"github.com/tabula-dev/tabula/server/openapi"
 	"github.com/tabula-dev/tabula/sqlstore"
 	"github.com/tabula-dev/tabula/sqlstore/encrypt"
@@ -440,6 +441,13 @@ func (m *Main) Run(ctx context.Context) error {
 	if err := auth.WriteKubeconfig(m.KubeconfigPath, "https://"+clientAddr(m.Addr), pki); err != nil {
 		return err
 	}
+	// kube-scheduler's and kube-controller-manager's own, beside it.
+	for _, comp := range auth.Components {
+		path := filepath.Join(filepath.Dir(m.KubeconfigPath), comp.Name+".kubeconfig")
+		if err := auth.WriteComponentKubeconfig(path, "https://"+clientAddr(m.Addr), pki, comp.Name); err != nil {
+			return err
+		}
+	}
 	m.log.Info("tabula ready", "addr", m.Addr, "db", m.store.Dialect(), "startup", time.Since(start).Round(time.Millisecond))
 	fmt.Fprintf(os.Stderr, "Tabula is serving on https://%s — run: export KUBECONFIG=%s\n", clientAddr(m.Addr), m.KubeconfigPath)
 	return nil
@@ -600,7 +608,7 @@ func usePKIFiles(pki *auth.PKI, c *Config) error {
 			return err
 		}
 	}
-	if err := auth.CheckModes(authorizationModes(c)); err != nil {
+	if err := authz.CheckModes(authorizationModes(c)); err != nil {
 		return fmt.Errorf("--authorization-mode: %w", err)
 	}
 	return checkKubeletFlags(c)
@@ -609,7 +617,7 @@ func usePKIFiles(pki *auth.PKI, c *Config) error {
 // authorizationModes are the flag's modes, or the default chain.
 func authorizationModes(c *Config) []string {
 	if len(c.AuthorizationModes) == 0 {
-		return auth.DefaultModes
+		return authz.DefaultModes
 	}
 	return c.AuthorizationModes
 }

@@ -4,12 +4,14 @@ import (
 	"context"
 	"crypto/x509"
 	"errors"
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
+	"k8s.io/apiserver/pkg/authentication/authenticator"
 	"k8s.io/apiserver/pkg/authentication/user"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 )
@@ -30,6 +32,8 @@ type User struct {
 	UID    string
 	Groups []string
 	Extra  map[string][]string
+	// audiences are what a token was found valid for (TokenReview).
+	audiences []string
 }
 
 // Info is u as k8s.io/apiserver's authorizers and admission read it.
@@ -181,17 +185,40 @@ func (a *Authenticator) token(ctx context.Context, token string) (*User, bool, e
 	return nil, false, nil
 }
 
-// AuthenticateToken checks a bearer token as a request carrying it would
-// be checked (TokenReview).
-func (a *Authenticator) AuthenticateToken(ctx context.Context, token string) (*User, bool, error) {
+// AuthenticateToken checks a bearer token as a TokenReview does: for the
+// audiences asked (none: the API server's), returning those the token is
+// valid for. Tokens that name no audience (the static ones) are valid
+// for the API server's audiences only, as kube's audience-agnostic
+// authenticators are.
+func (a *Authenticator) AuthenticateToken(ctx context.Context, token string, audiences []string) (*User, []string, bool, error) {
 	if a == nil || token == "" {
-		return nil, false, nil
+		return nil, nil, false, nil
+	}
+	if len(audiences) > 0 {
+		ctx = authenticator.WithAudiences(ctx, audiences)
 	}
 	u, ok, err := a.token(ctx, token)
-	if ok {
-		u = withAuthenticated(u)
+	if !ok {
+		return nil, nil, false, err
 	}
-	return u, ok, err
+	auds := u.audiences
+	if auds == nil { // not audience-aware
+		api := a.apiAudiences()
+		if len(audiences) == 0 {
+			auds = api
+		} else if auds = intersect(audiences, api); len(auds) == 0 {
+			return nil, nil, false, fmt.Errorf("token audiences %q is invalid for the target audiences %q", api, audiences)
+		}
+	}
+	return withAuthenticated(u), auds, true, nil
+}
+
+// apiAudiences are the audiences the API server accepts.
+func (a *Authenticator) apiAudiences() []string {
+	if a.saTokens != nil {
+		return a.saTokens.Audiences
+	}
+	return nil
 }
 
 // SetServiceAccountLookup tells the authenticator how to check that a

@@ -9,6 +9,7 @@
 //     certificate or a static bearer token file (kube-apiserver's
 //     --client-ca-file and --token-auth-file), and Middleware enforces it for
 //     Echo routes.
-//   - Authorizer is the seam where authorization (RBAC) plugs in; AlwaysAllow
-//     is the placeholder until then.
+//   - Authorization is its subpackage authz: kube's authorizer chain
+//     (system:masters, Node, RBAC), kept apart so that programs linking
+//     this package for the PKI do not link kube's feature gates.
 package auth

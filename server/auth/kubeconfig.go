@@ -27,28 +27,41 @@ const (
 // or reissued certificates), so an unchanged restart leaves it untouched. It
 // always ends up mode 0600 because it carries a private key.
 func WriteKubeconfig(path, serverURL string, p *PKI) error {
+	if p == nil || len(p.CAPEM) == 0 || len(p.adminCertPEM) == 0 || len(p.adminKeyPEM) == 0 {
+		return errors.New("kubeconfig: PKI not loaded (use EnsurePKI)")
+	}
+	return writeKubeconfig(path, serverURL, p, KubeconfigUser, p.adminCertPEM, p.adminKeyPEM)
+}
+
+// WriteComponentKubeconfig writes the kubeconfig of one of Components:
+// the same cluster, its own certificate.
+func WriteComponentKubeconfig(path, serverURL string, p *PKI, name string) error {
+	pair, ok := p.components[name]
+	if !ok {
+		return fmt.Errorf("kubeconfig: no component %q in the PKI", name)
+	}
+	return writeKubeconfig(path, serverURL, p, name, pair[0], pair[1])
+}
+
+func writeKubeconfig(path, serverURL string, p *PKI, user string, certPEM, keyPEM []byte) error {
 	if path == "" {
 		return errors.New("kubeconfig: empty path")
 	}
 	if serverURL == "" {
 		return errors.New("kubeconfig: empty server URL")
 	}
-	if p == nil || len(p.CAPEM) == 0 || len(p.adminCertPEM) == 0 || len(p.adminKeyPEM) == 0 {
-		return errors.New("kubeconfig: PKI not loaded (use EnsurePKI)")
-	}
-
 	cfg := clientcmdapi.NewConfig()
 	cfg.Clusters[KubeconfigCluster] = &clientcmdapi.Cluster{
 		Server:                   serverURL,
 		CertificateAuthorityData: p.ServingCAPEM, // none: the system roots verify a served certificate from files
 	}
-	cfg.AuthInfos[KubeconfigUser] = &clientcmdapi.AuthInfo{
-		ClientCertificateData: p.adminCertPEM,
-		ClientKeyData:         p.adminKeyPEM,
+	cfg.AuthInfos[user] = &clientcmdapi.AuthInfo{
+		ClientCertificateData: certPEM,
+		ClientKeyData:         keyPEM,
 	}
 	cfg.Contexts[KubeconfigContext] = &clientcmdapi.Context{
 		Cluster:   KubeconfigCluster,
-		AuthInfo:  KubeconfigUser,
+		AuthInfo:  user,
 		Namespace: "default",
 	}
 	cfg.CurrentContext = KubeconfigContext

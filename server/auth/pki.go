@@ -61,6 +61,24 @@ const (
 	KubeletClientUser = "kube-apiserver-kubelet-client"
 )
 
+// Component is a control-plane member the PKI gives an identity of its
+// own (a client certificate) and a kubeconfig, as kubeadm writes
+// scheduler.conf and controller-manager.conf: its bootstrap ClusterRole
+// grants it what it needs under RBAC, and no more.
+type Component struct {
+	// Name names its files: <name>.crt and <name>.key in the PKI
+	// directory, <name>.kubeconfig beside the admin kubeconfig.
+	Name string
+	// User is the certificate's common name, the user RBAC binds.
+	User string
+}
+
+// Components are the members kube's bootstrap policy has roles for.
+var Components = []Component{
+	{Name: "scheduler", User: "system:kube-scheduler"},
+	{Name: "controller-manager", User: "system:kube-controller-manager"},
+}
+
 // defaultSANs are always on the serving certificate so local clients work
 // whatever extra names the caller passes.
 var defaultSANs = []string{"localhost", "127.0.0.1", "::1"}
@@ -107,6 +125,8 @@ type PKI struct {
 
 	adminCertPEM []byte
 	adminKeyPEM  []byte
+	// components holds each Component's certificate and key (PEM).
+	components map[string][2][]byte
 }
 
 // EnsurePKI loads the PKI in dir, creating whatever is missing. The first call
@@ -181,6 +201,20 @@ func EnsurePKI(dir string, sans []string) (*PKI, error) {
 		}, caKey)
 	if err != nil {
 		return nil, err
+	}
+	p.components = map[string][2][]byte{}
+	for _, c := range Components {
+		_, certPEM, keyPEM, err := p.ensureLeaf(filepath.Join(dir, c.Name+".crt"), filepath.Join(dir, c.Name+".key"), newCA, now,
+			x509.ExtKeyUsageClientAuth, nil, func() *x509.Certificate {
+				return &x509.Certificate{
+					Subject:     pkix.Name{CommonName: c.User},
+					ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+				}
+			}, caKey)
+		if err != nil {
+			return nil, err
+		}
+		p.components[c.Name] = [2][]byte{certPEM, keyPEM}
 	}
 	return p, nil
 }

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"k8s.io/apiserver/pkg/authentication/authenticator"
 )
 
 // Service account tokens are JWTs signed with an ECDSA P-256 key (ES256),
@@ -166,8 +167,9 @@ func b64(b []byte) string { return base64.RawURLEncoding.EncodeToString(b) }
 // may still know it.
 var errNotOurs = errors.New("not a service account token of this server")
 
-// verify checks a token's signature, issuer, audience and lifetime.
-func (t *ServiceAccountTokens) verify(token string) (*claims, error) {
+// verify checks a token's signature, issuer, audience (one of audiences)
+// and lifetime.
+func (t *ServiceAccountTokens) verify(token string, audiences []string) (*claims, error) {
 	parts := strings.Split(token, ".")
 	if len(parts) != 3 {
 		return nil, errNotOurs
@@ -202,7 +204,7 @@ func (t *ServiceAccountTokens) verify(token string) (*claims, error) {
 		return nil, errors.New("service account token has expired")
 	case c.NotBefore != 0 && now+60 < c.NotBefore:
 		return nil, errors.New("service account token is not valid yet")
-	case !slices.ContainsFunc(c.Audience, func(a string) bool { return slices.Contains(t.Audiences, a) }):
+	case !slices.ContainsFunc(c.Audience, func(a string) bool { return slices.Contains(audiences, a) }):
 		return nil, errors.New("token audiences do not match the API server's")
 	}
 	return &c, nil
@@ -218,7 +220,12 @@ func (a *Authenticator) authenticateServiceAccount(ctx context.Context, token st
 	if a.saTokens == nil || a.saLookup == nil {
 		return nil, false, nil
 	}
-	c, err := a.saTokens.verify(token)
+	// The audiences wanted: a TokenReview's, else the API server's.
+	want, ok := authenticator.AudiencesFrom(ctx)
+	if !ok || len(want) == 0 {
+		want = a.saTokens.Audiences
+	}
+	c, err := a.saTokens.verify(token, want)
 	if errors.Is(err, errNotOurs) {
 		return nil, false, nil
 	}
@@ -247,7 +254,30 @@ func (a *Authenticator) authenticateServiceAccount(ctx context.Context, token st
 			return nil, false, err
 		}
 	}
+	// What kube-apiserver tells authorizers and audit about the token.
+	extra := map[string][]string{}
+	if c.ID != "" {
+		extra["authentication.kubernetes.io/credential-id"] = []string{"JTI=" + c.ID}
+	}
+	if p := c.Kube.Pod; p != nil {
+		extra["authentication.kubernetes.io/pod-name"], extra["authentication.kubernetes.io/pod-uid"] = []string{p.Name}, []string{p.UID}
+	}
+	if n := c.Kube.Node; n != nil {
+		extra["authentication.kubernetes.io/node-name"], extra["authentication.kubernetes.io/node-uid"] = []string{n.Name}, []string{n.UID}
+	}
 	u := &User{Name: "system:serviceaccount:" + ns + ":" + sa.Name, UID: sa.UID,
-		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + ns}}
+		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + ns}, Extra: extra,
+		audiences: intersect(c.Audience, want)}
 	return u, true, nil
+}
+
+// intersect is what of a lies in b, in a's order.
+func intersect(a, b []string) []string {
+	var out []string
+	for _, x := range a {
+		if slices.Contains(b, x) && !slices.Contains(out, x) {
+			out = append(out, x)
+		}
+	}
+	return out
 }

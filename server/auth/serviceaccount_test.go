@@ -5,6 +5,7 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -47,20 +48,21 @@ func TestServiceAccountTokens(t *testing.T) {
 	}
 	bot := TokenSubject{Namespace: "ns", Name: "bot", UID: "uid-bot", Expiry: time.Hour}
 
-	u, ok, err := a.AuthenticateToken(ctx, issue(bot))
+	u, auds, ok, err := a.AuthenticateToken(ctx, issue(bot), nil)
 	if !ok || err != nil || u.Name != "system:serviceaccount:ns:bot" || u.UID != "uid-bot" ||
-		strings.Join(u.Groups, ",") != "system:serviceaccounts,system:serviceaccounts:ns,system:authenticated" {
-		t.Fatalf("valid token: %+v %v %v", u, ok, err)
+		strings.Join(u.Groups, ",") != "system:serviceaccounts,system:serviceaccounts:ns,system:authenticated" ||
+		!slices.Equal(auds, tokens.Audiences) || len(u.Extra["authentication.kubernetes.io/credential-id"]) != 1 {
+		t.Fatalf("valid token: %+v %v %v %v", u, auds, ok, err)
 	}
 
 	bound := bot
 	bound.BoundKind, bound.BoundName, bound.BoundUID = "Pod", "p", "uid-p"
 	boundTok := issue(bound)
-	if _, ok, err := a.AuthenticateToken(ctx, boundTok); !ok || err != nil {
-		t.Fatalf("bound token while the pod lives: %v %v", ok, err)
+	if u, _, ok, err := a.AuthenticateToken(ctx, boundTok, nil); !ok || err != nil || u.Extra["authentication.kubernetes.io/pod-name"][0] != "p" {
+		t.Fatalf("bound token while the pod lives: %+v %v %v", u, ok, err)
 	}
 	delete(objects, "Pod/ns/p")
-	if _, ok, err := a.AuthenticateToken(ctx, boundTok); ok || err == nil || !strings.Contains(err.Error(), "pod ns/p") {
+	if _, _, ok, err := a.AuthenticateToken(ctx, boundTok, nil); ok || err == nil || !strings.Contains(err.Error(), "pod ns/p") {
 		t.Fatalf("bound token after the pod went: %v %v", ok, err)
 	}
 
@@ -82,8 +84,18 @@ func TestServiceAccountTokens(t *testing.T) {
 		"recreated account": issue(recreated),
 		"not a JWT":         "abc.def",
 	} {
-		if u, ok, err := a.AuthenticateToken(ctx, tok); ok || err == nil {
+		if u, _, ok, err := a.AuthenticateToken(ctx, tok, nil); ok || err == nil {
 			t.Errorf("%s: authenticated %+v (err %v); want refused", name, u, err)
 		}
+	}
+
+	// A review for the other audience: valid there, and only there.
+	vault := []string{"https://vault.example.com", "https://other.example.com"}
+	if u, auds, ok, err := a.AuthenticateToken(ctx, issue(other), vault); !ok || err != nil || u.Name != "system:serviceaccount:ns:bot" ||
+		!slices.Equal(auds, []string{"https://vault.example.com"}) {
+		t.Errorf("review for the token's audience: %+v %v %v %v", u, auds, ok, err)
+	}
+	if _, _, ok, err := a.AuthenticateToken(ctx, valid, vault); ok || err == nil {
+		t.Errorf("an API server token reviewed for another audience: authenticated (err %v)", err)
 	}
 }

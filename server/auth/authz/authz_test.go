@@ -1,4 +1,4 @@
-package auth
+package authz
 
 import (
 	"context"
@@ -54,7 +54,7 @@ func TestAuthorizerChain(t *testing.T) {
 		ClusterRoles: rbaclisters.NewClusterRoleLister(index()), ClusterRoleBindings: rbaclisters.NewClusterRoleBindingLister(index()),
 	}, NodeGraph: node.NewGraph()}
 	ctx := context.Background()
-	alice := &user.DefaultInfo{Name: "alice", Groups: []string{GroupAuthenticated}}
+	alice := &user.DefaultInfo{Name: "alice", Groups: []string{"system:authenticated"}}
 	admin := &user.DefaultInfo{Name: "root", Groups: []string{user.SystemPrivilegedGroup}}
 	pods := func(u user.Info, verb, ns string) authorizer.Attributes {
 		return authorizer.AttributesRecord{User: u, Verb: verb, Namespace: ns, APIVersion: "v1", Resource: "pods", ResourceRequest: true}
