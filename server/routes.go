@@ -43,6 +43,7 @@ func (s *Server) routes() *echo.Echo {
 	s.metricsRoute(e)
 	s.profilingRoutes(e)
 	e.GET("/version", s.getVersion)
+	s.openIDRoutes(e)
 	if s.cfg.OpenAPI != nil {
 		h := echo.WrapHandler(s.cfg.OpenAPI)
 		e.GET("/openapi/v2", h)

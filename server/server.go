@@ -90,6 +90,9 @@ type Config struct {
 	// Authenticator should verify with the same (nil: a key made for this
 	// process, for tests).
 	ServiceAccountTokens *auth.ServiceAccountTokens
+	// ServiceAccountJWKSURI overrides the key set URL the issuer's
+	// discovery document names (default https://<Advertise>/openid/v1/jwks).
+	ServiceAccountJWKSURI string
 	// Kubelet is how pods/log, exec, attach, portforward and nodes/proxy
 	// reach kubelets (kube-apiserver's --kubelet-* flags; zero: port
 	// 10250, kube's preferred address types, no client certificate and the

@@ -77,6 +77,12 @@ func (r *request) serviceAccountToken() error {
 	if errs := authenticationvalidation.ValidateTokenRequest(in); len(errs) > 0 {
 		return apierrors.NewInvalid(runtimeschema.GroupKind{Group: "authentication.k8s.io", Kind: "TokenRequest"}, tr.Name, errs)
 	}
+	// Longer than --service-account-max-token-expiration is shortened,
+	// with kube-apiserver's warning.
+	if max := int64(r.s.cfg.ServiceAccountTokens.MaxExpiration / time.Second); max > 0 && *tr.Spec.ExpirationSeconds > max {
+		addWarning(r.c.Response().Header(), fmt.Sprintf("requested expiration of %d seconds shortened to %d seconds", *tr.Spec.ExpirationSeconds, max))
+		tr.Spec.ExpirationSeconds = &max
+	}
 	saObj, _, err := r.res.Get(r.ctx, r.ri.Namespace, r.ri.Name)
 	if err != nil {
 		return err

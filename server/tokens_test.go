@@ -4,16 +4,20 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"encoding/base64"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tabula-dev/tabula/server"
 	"github.com/tabula-dev/tabula/server/auth"
+	"github.com/tabula-dev/tabula/server/auth/authz"
 	"github.com/tabula-dev/tabula/server/servertest"
 	"github.com/tabula-dev/tabula/sqlstore/storetest"
 )
@@ -100,5 +104,90 @@ func TestServiceAccountTokenRequest(t *testing.T) {
 	}
 	if r := do(tok, "GET", ns+"/configmaps", ""); r.Code != http.StatusUnauthorized {
 		t.Errorf("token after its account went: %d; want 401", r.Code)
+	}
+}
+
+// TestServiceAccountIssuer: the issuer's discovery documents as
+// kube-apiserver serves them (to service accounts, through RBAC), tokens
+// of an earlier issuer still accepted, and a requested lifetime beyond
+// the maximum shortened with kube's warning.
+func TestServiceAccountIssuer(t *testing.T) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := auth.NewServiceAccountTokens(key)
+	old.Issuer = "https://old.example.com"
+	tokens := auth.NewServiceAccountTokens(key)
+	tokens.Issuer, tokens.OtherIssuers, tokens.MaxExpiration = "https://issuer.example.com", []string{old.Issuer}, 2*time.Hour
+	file := filepath.Join(t.TempDir(), "tokens.csv")
+	if err := os.WriteFile(file, []byte("admintoken,admin,1,system:masters\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	authn, err := auth.NewAuthenticator(auth.Options{TokenFile: file, ServiceAccountTokens: tokens})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := servertest.Server(t, server.Config{Store: storetest.Open(t, "sqlite://:memory:"), Authenticator: authn, ServiceAccountTokens: tokens,
+		AuthorizationModes: authz.DefaultModes, AnonymousAuth: true, Advertise: netip.MustParseAddrPort("192.0.2.10:6443")})
+	do := func(token, method, path, body string) *httptest.ResponseRecorder {
+		req := httptest.NewRequest(method, path, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		rec := httptest.NewRecorder()
+		srv.Handler().ServeHTTP(rec, req)
+		return rec
+	}
+	if rec := do("admintoken", "POST", "/api/v1/namespaces/default/serviceaccounts", `{"metadata":{"name":"bot"}}`); rec.Code != http.StatusCreated {
+		t.Fatalf("create account: %d %s", rec.Code, rec.Body)
+	}
+	rec := do("admintoken", "POST", "/api/v1/namespaces/default/serviceaccounts/bot/token", `{"spec":{"expirationSeconds":86400}}`)
+	var tr struct {
+		Spec   struct{ ExpirationSeconds int64 }
+		Status struct{ Token string }
+	}
+	if err := json.Unmarshal(rec.Body.Bytes(), &tr); err != nil || rec.Code != http.StatusCreated || tr.Spec.ExpirationSeconds != 7200 ||
+		rec.Header().Get("Warning") != `299 - "requested expiration of 86400 seconds shortened to 7200 seconds"` {
+		t.Fatalf("a day's token with a 2h maximum: %d %q %s", rec.Code, rec.Header().Get("Warning"), rec.Body)
+	}
+
+	// The account reads the discovery documents; anonymous may not.
+	rec = do(tr.Status.Token, "GET", "/.well-known/openid-configuration", "")
+	var cfg struct {
+		Issuer  string   `json:"issuer"`
+		JWKSURI string   `json:"jwks_uri"`
+		Algs    []string `json:"id_token_signing_alg_values_supported"`
+	}
+	if err := json.Unmarshal(rec.Body.Bytes(), &cfg); err != nil || rec.Code != http.StatusOK || rec.Header().Get("Content-Type") != "application/json" ||
+		cfg.Issuer != "https://issuer.example.com" || cfg.JWKSURI != "https://192.0.2.10:6443/openid/v1/jwks" || strings.Join(cfg.Algs, ",") != "ES256" ||
+		!strings.HasPrefix(rec.Header().Get("Cache-Control"), "public, max-age=") {
+		t.Errorf("openid-configuration: %d %v %s", rec.Code, rec.Header(), rec.Body)
+	}
+	rec = do(tr.Status.Token, "GET", "/openid/v1/jwks", "")
+	var jwks struct {
+		Keys []struct{ Kid, Alg, Kty, Crv string } `json:"keys"`
+	}
+	header, _ := base64.RawURLEncoding.DecodeString(strings.Split(tr.Status.Token, ".")[0])
+	var h struct{ Kid string }
+	_ = json.Unmarshal(header, &h)
+	if err := json.Unmarshal(rec.Body.Bytes(), &jwks); err != nil || rec.Code != http.StatusOK || rec.Header().Get("Content-Type") != "application/jwk-set+json" ||
+		len(jwks.Keys) != 1 || jwks.Keys[0].Kid != h.Kid || jwks.Keys[0].Alg != "ES256" || jwks.Keys[0].Crv != "P-256" {
+		t.Errorf("jwks: %d %v %s (token kid %q)", rec.Code, rec.Header(), rec.Body, h.Kid)
+	}
+	if rec := do("", "GET", "/openid/v1/jwks", ""); rec.Code != http.StatusForbidden {
+		t.Errorf("anonymous jwks: %d %s", rec.Code, rec.Body)
+	}
+
+	// A token of the earlier issuer still authenticates.
+	var bot struct{ Metadata struct{ UID string } }
+	_ = json.Unmarshal(do("admintoken", "GET", "/api/v1/namespaces/default/serviceaccounts/bot", "").Body.Bytes(), &bot)
+	oldToken, _, err := old.Issue(auth.TokenSubject{Namespace: "default", Name: "bot", UID: bot.Metadata.UID, Audiences: tokens.Audiences, Expiry: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec := do(oldToken, "POST", "/apis/authentication.k8s.io/v1/selfsubjectreviews", `{}`); rec.Code != http.StatusCreated || !strings.Contains(rec.Body.String(), "system:serviceaccount:default:bot") {
+		t.Errorf("a token of the earlier issuer: %d %s", rec.Code, rec.Body)
 	}
 }

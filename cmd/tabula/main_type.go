@@ -135,6 +135,17 @@ type Config struct {
 	// (empty: Node,RBAC); AnonymousAuth its --anonymous-auth.
 	AuthorizationModes []string
 	AnonymousAuth      bool
+	// ServiceAccountIssuers are kube-apiserver's --service-account-issuer
+	// (the first issues, all are accepted; default
+	// https://kubernetes.default.svc.cluster.local), APIAudiences its
+	// --api-audiences (default the first issuer),
+	// ServiceAccountMaxTokenExpiration its
+	// --service-account-max-token-expiration, ServiceAccountJWKSURI its
+	// --service-account-jwks-uri.
+	ServiceAccountIssuers            []string
+	APIAudiences                     []string
+	ServiceAccountMaxTokenExpiration time.Duration
+	ServiceAccountJWKSURI            string
 }
 
 // Main is one Tabula server process: flags in, server up, clean close.
@@ -241,6 +252,10 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "debug, info, warn or error")
 	fs.BoolVar(&c.Profiling, "profiling", c.Profiling, "serve Go profiles at /debug/pprof/ to authenticated clients")
 	fs.Var((*stringList)(&c.AuthorizationModes), "authorization-mode", "the authorizers every request passes, in order (AlwaysAllow, AlwaysDeny, Node, RBAC; default Node,RBAC); members of system:masters are always allowed")
+	fs.Var((*stringList)(&c.ServiceAccountIssuers), "service-account-issuer", "the `URL` service account tokens name as their issuer; repeated, the first issues and all are accepted (default https://kubernetes.default.svc.cluster.local)")
+	fs.Var((*stringList)(&c.APIAudiences), "api-audiences", "the audiences a token must name to authenticate to the API (default the first --service-account-issuer)")
+	fs.DurationVar(&c.ServiceAccountMaxTokenExpiration, "service-account-max-token-expiration", 0, "the longest a requested service account token may live; longer requests are shortened (0: no limit)")
+	fs.StringVar(&c.ServiceAccountJWKSURI, "service-account-jwks-uri", "", "the key set `URL` the issuer's discovery document names (default https://<advertise-address>:<port>/openid/v1/jwks)")
 	fs.BoolVar(&c.AnonymousAuth, "anonymous-auth", c.AnonymousAuth, "let requests without credentials in as system:anonymous (group system:unauthenticated) for the authorizers to decide; off with AlwaysAllow")
 	var envErr error
 	fs.VisitAll(func(f *flag.Flag) {
@@ -360,6 +375,14 @@ func (m *Main) Run(ctx context.Context) error {
 		return err
 	}
 	saTokens := auth.NewServiceAccountTokens(saKey)
+	if len(c.ServiceAccountIssuers) > 0 {
+		saTokens.Issuer, saTokens.OtherIssuers = c.ServiceAccountIssuers[0], c.ServiceAccountIssuers[1:]
+		saTokens.Audiences = []string{saTokens.Issuer}
+	}
+	if len(c.APIAudiences) > 0 {
+		saTokens.Audiences = c.APIAudiences
+	}
+	saTokens.MaxExpiration = c.ServiceAccountMaxTokenExpiration
 	authn, err := auth.NewAuthenticator(auth.Options{ClientCA: pki.ClientCAPool, TokenFile: c.TokenAuthFile, ServiceAccountTokens: saTokens})
 	if err != nil {
 		m.store.Close()
@@ -394,6 +417,7 @@ func (m *Main) Run(ctx context.Context) error {
 		MaxRequestsInflight: c.MaxRequestsInflight, MaxMutatingRequestsInflight: c.MaxMutatingRequestsInflight, MaxWatchesPerUser: c.MaxWatchesPerUser, Controllers: c.Controllers,
 		Profiling: c.Profiling, ServiceRanges: ranges, Advertise: advertise, ServiceAccountTokens: saTokens,
 		Kubelet: kubeletConfig(&c, pki), AuthorizationModes: authorizationModes(&c), AnonymousAuth: c.AnonymousAuth,
+		ServiceAccountJWKSURI: c.ServiceAccountJWKSURI,
 	})
 	if err != nil {
 		ln.Close()
@@ -610,6 +634,14 @@ func usePKIFiles(pki *auth.PKI, c *Config) error {
 	}
 	if err := authz.CheckModes(authorizationModes(c)); err != nil {
 		return fmt.Errorf("--authorization-mode: %w", err)
+	}
+	for _, iss := range c.ServiceAccountIssuers {
+		if iss == "" || (strings.Contains(iss, ":") && !strings.HasPrefix(iss, "https://") && !strings.HasPrefix(iss, "http://")) {
+			return fmt.Errorf("--service-account-issuer %q: not a URL (kube-apiserver takes a URL, or a string without a colon)", iss)
+		}
+	}
+	if c.ServiceAccountMaxTokenExpiration != 0 && c.ServiceAccountMaxTokenExpiration < time.Hour {
+		return fmt.Errorf("--service-account-max-token-expiration must be at least 1h, got %v", c.ServiceAccountMaxTokenExpiration)
 	}
 	return checkKubeletFlags(c)
 }

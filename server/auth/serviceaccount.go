@@ -39,13 +39,24 @@ const DefaultIssuer = "https://kubernetes.default.svc.cluster.local"
 
 // ServiceAccountTokens issues and verifies service account tokens.
 type ServiceAccountTokens struct {
-	key    *ecdsa.PrivateKey
-	keyID  string
-	Issuer string
+	key   *ecdsa.PrivateKey
+	keyID string
+	// Issuer signs new tokens; tokens of OtherIssuers are accepted too
+	// (kube-apiserver's --service-account-issuer: the first issues, all
+	// are accepted, so an issuer can be changed without a cut-over).
+	Issuer       string
+	OtherIssuers []string
 	// Audiences are those this server accepts (kube-apiserver's
 	// --api-audiences, default the issuer).
 	Audiences []string
+	// MaxExpiration caps a TokenRequest's expirationSeconds (kube's
+	// --service-account-max-token-expiration; zero: no cap).
+	MaxExpiration time.Duration
 }
+
+// PublicKey is the key tokens are verified with, as published at
+// /openid/v1/jwks.
+func (t *ServiceAccountTokens) PublicKey() *ecdsa.PublicKey { return &t.key.PublicKey }
 
 // NewServiceAccountTokens uses key, with the default issuer and audience.
 func NewServiceAccountTokens(key *ecdsa.PrivateKey) *ServiceAccountTokens {
@@ -198,7 +209,7 @@ func (t *ServiceAccountTokens) verify(token string, audiences []string) (*claims
 	}
 	now := time.Now().Unix()
 	switch {
-	case c.Issuer != t.Issuer:
+	case c.Issuer != t.Issuer && !slices.Contains(t.OtherIssuers, c.Issuer):
 		return nil, errNotOurs
 	case c.Expiry != 0 && now > c.Expiry:
 		return nil, errors.New("service account token has expired")
