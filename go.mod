@@ -131,6 +131,7 @@ require (
 )
 
 require (
+	gopkg.in/natefinch/lumberjack.v2 v2.2.1
 	k8s.io/apiextensions-apiserver v0.35.10
 	k8s.io/kube-aggregator v0.35.10
 	k8s.io/kubernetes v1.35.4

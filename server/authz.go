@@ -8,6 +8,7 @@ import (
 	"github.com/labstack/echo/v4"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apiserver/pkg/audit"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/apiserver/pkg/endpoints/filters"
 	"k8s.io/apiserver/pkg/endpoints/filters/impersonation"
@@ -98,23 +99,30 @@ func (s *Server) anonymousAuth() bool {
 func (s *Server) authorizeRequests(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		r := c.Request()
-		info, err := requestInfoFactory.NewRequestInfo(r)
-		if err != nil {
-			return apierrors.NewInternalError(err)
+		ctx := r.Context()
+		if _, ok := genericapirequest.RequestInfoFrom(ctx); !ok {
+			info, err := requestInfoFactory.NewRequestInfo(r)
+			if err != nil {
+				return apierrors.NewInternalError(err)
+			}
+			ctx = genericapirequest.WithRequestInfo(ctx, info)
 		}
-		ctx := genericapirequest.WithRequestInfo(r.Context(), info)
 		attrs, err := filters.GetAuthorizerAttributes(ctx)
 		if err != nil {
 			return apierrors.NewInternalError(err)
 		}
 		decision, reason, err := s.authz.Authorize(ctx, attrs)
+		// The decision is recorded in the audit event, as kube's filter does.
 		if decision == authorizer.DecisionAllow {
+			audit.AddAuditAnnotations(ctx, "authorization.k8s.io/decision", "allow", "authorization.k8s.io/reason", reason)
 			c.SetRequest(r.WithContext(ctx))
 			return next(c)
 		}
 		if err != nil {
+			audit.AddAuditAnnotation(ctx, "authorization.k8s.io/reason", "internal error")
 			return apierrors.NewInternalError(err)
 		}
+		audit.AddAuditAnnotations(ctx, "authorization.k8s.io/decision", "forbid", "authorization.k8s.io/reason", reason)
 		return responsewriters.ForbiddenStatusError(attrs, reason)
 	}
 }

@@ -46,6 +46,9 @@ func (r *request) readObject(t *schema.Type) (obj runtime.Object, dryRun bool, e
 		return nil, false, err
 	}
 	obj, err = r.decodeBody(t, body, mediaType, fv)
+	if err == nil {
+		r.auditRequestObject(obj)
+	}
 	return obj, dryRun, err
 }
 

@@ -157,6 +157,15 @@ func (r *request) writeStored(code int, rec kv.Record, written runtime.Object) e
 	if err != nil {
 		return err
 	}
+	if auditWantsResponse(r.c) {
+		obj := written
+		if obj == nil {
+			if obj, err = r.decodeStored(rec); err != nil {
+				return err
+			}
+		}
+		r.auditResponse(obj)
+	}
 	if out.View == codecs.ViewObject && out.MediaType != codecs.Protobuf {
 		j, err := r.objectJSON(rec)
 		if err != nil {
@@ -190,6 +199,7 @@ func (r *request) writeStored(code int, rec kv.Record, written runtime.Object) e
 
 // writeObject answers with a decoded object in the negotiated form.
 func (r *request) writeObject(code int, out codecs.Output, obj runtime.Object) error {
+	r.auditResponse(obj)
 	body, err := codecs.ObjectView(out, r.t, obj, r.c.QueryParam("includeObject"))
 	if err != nil {
 		return err

@@ -82,6 +82,7 @@ func (r *request) readPatch() (*patchRequest, error) {
 	if err != nil {
 		return nil, err
 	}
+	r.auditPatch(body)
 	p := &patchRequest{r: r, kind: kind, body: body, fv: fv, dryRun: dryRun}
 	// Duplicate keys in the patch document itself count as field problems
 	// too (JSON Patch is a list of operations, checked by its decoder; an

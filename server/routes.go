@@ -25,8 +25,11 @@ func (s *Server) routes() *echo.Echo {
 	e.Use(s.recoverPanics)
 	e.Use(compressLarge)
 	e.Use(s.measure)
+	// kube-apiserver's order: audit context and request info, then
+	// authentication, audit, impersonation, flow control, authorization.
+	e.Use(s.auditInit())
 	if s.cfg.Authenticator != nil {
-		e.Use(auth.Middleware(s.cfg.Authenticator, nil, s.anonymousAuth()))
+		e.Use(auth.Middleware(s.cfg.Authenticator, s.auditUnauthorized(auth.UnauthorizedStatus), s.anonymousAuth()))
 	} else {
 		e.Use(func(next echo.HandlerFunc) echo.HandlerFunc {
 			return func(c echo.Context) error {
@@ -36,6 +39,7 @@ func (s *Server) routes() *echo.Echo {
 			}
 		})
 	}
+	e.Use(s.auditRequests())
 	e.Use(s.impersonate())
 	e.Use(s.limitInflight)
 	e.Use(s.authorizeRequests)

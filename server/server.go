@@ -90,6 +90,8 @@ type Config struct {
 	// Authenticator should verify with the same (nil: a key made for this
 	// process, for tests).
 	ServiceAccountTokens *auth.ServiceAccountTokens
+	// Audit is kube-apiserver's --audit-* configuration (zero: off).
+	Audit AuditConfig
 	// ServiceAccountJWKSURI overrides the key set URL the issuer's
 	// discovery document names (default https://<Advertise>/openid/v1/jwks).
 	ServiceAccountJWKSURI string
@@ -112,6 +114,8 @@ type Server struct {
 	log   *slog.Logger
 	echo  *echo.Echo
 	authz authz.Authorizer
+	// audit is nil when auditing is off.
+	audit *auditing
 
 	metrics *requestMetrics
 	// encoded holds encodings of stored objects by revision.
@@ -199,6 +203,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.metrics = newRequestMetrics(reg)
 	if s.authz, err = s.newAuthorizer(); err != nil {
+		return nil, err
+	}
+	if s.audit, err = newAuditing(cfg.Audit, cfg.Logger); err != nil {
 		return nil, err
 	}
 	cfg.Authenticator.SetServiceAccountLookup(s.tokenObjectUID)

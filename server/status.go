@@ -44,6 +44,7 @@ func (s *Server) writeStatus(c echo.Context, st metav1.Status) {
 	if out, ok := codecs.Negotiate(c.Request().Header.Get("Accept"), codecs.Offer{Protobuf: true}); ok {
 		mt = out.MediaType
 	}
+	s.auditStatus(c, st)
 	c.Response().Header().Set(echo.HeaderContentType, mt)
 	// As kube-apiserver: a Status that says when to retry (a too-large
 	// resourceVersion) says it in the header clients read too.

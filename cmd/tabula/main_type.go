@@ -146,6 +146,8 @@ type Config struct {
 	APIAudiences                     []string
 	ServiceAccountMaxTokenExpiration time.Duration
 	ServiceAccountJWKSURI            string
+	// Audit is kube-apiserver's --audit-* flags.
+	Audit server.AuditConfig
 }
 
 // Main is one Tabula server process: flags in, server up, clean close.
@@ -256,6 +258,13 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.Var((*stringList)(&c.APIAudiences), "api-audiences", "the audiences a token must name to authenticate to the API (default the first --service-account-issuer)")
 	fs.DurationVar(&c.ServiceAccountMaxTokenExpiration, "service-account-max-token-expiration", 0, "the longest a requested service account token may live; longer requests are shortened (0: no limit)")
 	fs.StringVar(&c.ServiceAccountJWKSURI, "service-account-jwks-uri", "", "the key set `URL` the issuer's discovery document names (default https://<advertise-address>:<port>/openid/v1/jwks)")
+	fs.StringVar(&c.Audit.PolicyFile, "audit-policy-file", "", "an audit.k8s.io Policy `file`: which requests are recorded, at which level (without it nothing is)")
+	fs.StringVar(&c.Audit.LogPath, "audit-log-path", "", "append audit events to this `file` (- for standard output)")
+	fs.IntVar(&c.Audit.LogMaxAge, "audit-log-maxage", 0, "days to keep rotated audit log files (0: no limit)")
+	fs.IntVar(&c.Audit.LogMaxBackups, "audit-log-maxbackup", 0, "rotated audit log files to keep (0: no limit)")
+	fs.IntVar(&c.Audit.LogMaxSize, "audit-log-maxsize", 0, "megabytes an audit log file grows to before it is rotated (0: lumberjack's 100)")
+	fs.StringVar(&c.Audit.LogFormat, "audit-log-format", "json", "json (one audit.k8s.io/v1 Event per line) or legacy")
+	fs.StringVar(&c.Audit.WebhookConfigFile, "audit-webhook-config-file", "", "a kubeconfig `file` naming the webhook audit events are sent to, in batches")
 	fs.BoolVar(&c.AnonymousAuth, "anonymous-auth", c.AnonymousAuth, "let requests without credentials in as system:anonymous (group system:unauthenticated) for the authorizers to decide; off with AlwaysAllow")
 	var envErr error
 	fs.VisitAll(func(f *flag.Flag) {
@@ -417,7 +426,7 @@ func (m *Main) Run(ctx context.Context) error {
 		MaxRequestsInflight: c.MaxRequestsInflight, MaxMutatingRequestsInflight: c.MaxMutatingRequestsInflight, MaxWatchesPerUser: c.MaxWatchesPerUser, Controllers: c.Controllers,
 		Profiling: c.Profiling, ServiceRanges: ranges, Advertise: advertise, ServiceAccountTokens: saTokens,
 		Kubelet: kubeletConfig(&c, pki), AuthorizationModes: authorizationModes(&c), AnonymousAuth: c.AnonymousAuth,
-		ServiceAccountJWKSURI: c.ServiceAccountJWKSURI,
+		ServiceAccountJWKSURI: c.ServiceAccountJWKSURI, Audit: c.Audit,
 	})
 	if err != nil {
 		ln.Close()
@@ -505,6 +514,7 @@ func (m *Main) Close() error {
 	m.srv.WaitWatches(ctx)
 	err := m.http.Shutdown(ctx)
 	<-m.done
+	m.srv.StopAuditing()
 	m.cancel()
 	return errors.Join(err, m.store.Close())
 }

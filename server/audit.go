@@ -1,0 +1,218 @@
+package server
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"gopkg.in/natefinch/lumberjack.v2"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	runtimeschema "k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
+	auditinternal "k8s.io/apiserver/pkg/apis/audit"
+	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
+	"k8s.io/apiserver/pkg/audit"
+	"k8s.io/apiserver/pkg/audit/policy"
+	"k8s.io/apiserver/pkg/endpoints/filters"
+	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
+	auditbuffered "k8s.io/apiserver/plugin/pkg/audit/buffered"
+	auditlog "k8s.io/apiserver/plugin/pkg/audit/log"
+	auditwebhook "k8s.io/apiserver/plugin/pkg/audit/webhook"
+)
+
+// Auditing is kube-apiserver's, with its own parts: the policy file is
+// read and evaluated by k8s.io/apiserver/pkg/audit/policy, events are made
+// by its audit filters at kube's stages (RequestReceived, ResponseStarted
+// for long-running requests, ResponseComplete, Panic) and written by its
+// log backend (rotated by lumberjack, as kube's) and webhook backend
+// (batched, as kube's default). Request and response bodies are added
+// where the handlers decode and encode them, at the level the policy asks.
+
+// AuditConfig is kube-apiserver's --audit-* flags.
+type AuditConfig struct {
+	// PolicyFile is an audit.k8s.io Policy; without one nothing is
+	// recorded (as kube-apiserver).
+	PolicyFile string
+	// LogPath is the file events are appended to ("-": standard output);
+	// LogMaxAge (days), LogMaxBackups and LogMaxSize (megabytes) rotate
+	// it; LogFormat is "json" (default) or "legacy".
+	LogPath                              string
+	LogMaxAge, LogMaxBackups, LogMaxSize int
+	LogFormat                            string
+	// WebhookConfigFile is a kubeconfig naming the webhook events are
+	// sent to, in batches.
+	WebhookConfigFile string
+}
+
+// auditing is the configured policy and backends; nil means off.
+type auditing struct {
+	policy  audit.PolicyRuleEvaluator
+	backend audit.Backend
+	stop    chan struct{}
+}
+
+// newAuditing reads the policy and opens the backends.
+func newAuditing(cfg AuditConfig, log interface{ Warn(string, ...any) }) (*auditing, error) {
+	if cfg.PolicyFile == "" {
+		if cfg.LogPath != "" || cfg.WebhookConfigFile != "" {
+			log.Warn("no audit policy file: no audit events are recorded")
+		}
+		return nil, nil
+	}
+	p, err := policy.LoadPolicyFromFile(cfg.PolicyFile)
+	if err != nil {
+		return nil, fmt.Errorf("--audit-policy-file: %w", err)
+	}
+	var backends []audit.Backend
+	if cfg.LogPath != "" {
+		format := cfg.LogFormat
+		if format == "" {
+			format = auditlog.FormatJson
+		}
+		if format != auditlog.FormatJson && format != auditlog.FormatLegacy {
+			return nil, fmt.Errorf("--audit-log-format %q: want %s or %s", format, auditlog.FormatJson, auditlog.FormatLegacy)
+		}
+		var w io.Writer = os.Stdout
+		if cfg.LogPath != "-" {
+			// Fail at start-up on a path that cannot be written, as kube.
+			f, err := os.OpenFile(cfg.LogPath, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+			if err != nil {
+				return nil, fmt.Errorf("--audit-log-path: %w", err)
+			}
+			f.Close()
+			w = &lumberjack.Logger{Filename: cfg.LogPath, MaxAge: cfg.LogMaxAge, MaxBackups: cfg.LogMaxBackups, MaxSize: cfg.LogMaxSize}
+		}
+		backends = append(backends, auditlog.NewBackend(w, format, auditv1.SchemeGroupVersion))
+	}
+	if cfg.WebhookConfigFile != "" {
+		wh, err := auditwebhook.NewBackend(cfg.WebhookConfigFile, auditv1.SchemeGroupVersion,
+			wait.Backoff{Duration: 10 * time.Second, Factor: 1.5, Jitter: 0.2, Steps: 5}, nil)
+		if err != nil {
+			return nil, fmt.Errorf("--audit-webhook-config-file: %w", err)
+		}
+		// kube-apiserver's default webhook mode and batch settings.
+		backends = append(backends, auditbuffered.NewBackend(wh, auditbuffered.BatchConfig{
+			BufferSize: 10000, MaxBatchSize: 400, MaxBatchWait: 30 * time.Second,
+			ThrottleEnable: true, ThrottleQPS: 10, ThrottleBurst: 15, AsyncDelegate: true,
+		}))
+	}
+	if len(backends) == 0 {
+		log.Warn("an audit policy but no audit backend: no audit events are recorded")
+		return nil, nil
+	}
+	a := &auditing{policy: policy.NewPolicyRuleEvaluator(p), backend: audit.Union(backends...), stop: make(chan struct{})}
+	if err := a.backend.Run(a.stop); err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+// StopAuditing flushes and closes the audit backends; call it once the
+// server has stopped serving.
+func (s *Server) StopAuditing() {
+	if s.audit != nil {
+		close(s.audit.stop)
+		s.audit.backend.Shutdown()
+	}
+}
+
+// auditInit gives every request its audit context and Audit-Id (kept
+// from the request's header, else new), and kube's request info: the
+// audit filters and the authorizer read it.
+func (s *Server) auditInit() echo.MiddlewareFunc {
+	return echo.WrapMiddleware(func(next http.Handler) http.Handler {
+		return filters.WithAuditInit(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			info, err := requestInfoFactory.NewRequestInfo(r)
+			if err != nil {
+				http.Error(w, "unable to parse the request", http.StatusInternalServerError)
+				return
+			}
+			next.ServeHTTP(w, r.WithContext(genericapirequest.WithRequestInfo(r.Context(), info)))
+		}))
+	})
+}
+
+// auditRequests is kube's audit filter, after authentication: it decides
+// the request's level from the policy and records its stages. Errors are
+// answered inside it, so the recorded status is the one sent.
+func (s *Server) auditRequests() echo.MiddlewareFunc {
+	if s.audit == nil {
+		return func(next echo.HandlerFunc) echo.HandlerFunc { return next }
+	}
+	longRunning := func(r *http.Request, _ *genericapirequest.RequestInfo) bool { return longRunning(r) }
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			filters.WithAudit(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				c.SetRequest(r)
+				c.SetResponse(echo.NewResponse(w, c.Echo()))
+				if err := next(c); err != nil {
+					s.errorHandler(err, c)
+				}
+			}), s.audit.backend, s.audit.policy, longRunning).ServeHTTP(c.Response(), c.Request())
+			return nil
+		}
+	}
+}
+
+// auditUnauthorized records a request whose credentials failed, as kube's
+// failed-authentication audit does, then answers 401.
+func (s *Server) auditUnauthorized(write func(echo.Context) error) func(echo.Context) error {
+	if s.audit == nil {
+		return write
+	}
+	return func(c echo.Context) error {
+		var err error
+		filters.WithFailedAuthenticationAudit(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			c.SetResponse(echo.NewResponse(w, c.Echo()))
+			err = write(c)
+		}), s.audit.backend, s.audit.policy).ServeHTTP(c.Response(), c.Request())
+		return err
+	}
+}
+
+// auditing reports whether the request's audit event wants bodies or a
+// response status: false (and free) when audit is off.
+func auditEnabled(c echo.Context) bool {
+	ac := audit.AuditContextFrom(c.Request().Context())
+	return ac != nil && ac.Enabled() && !ac.GetEventLevel().Less(auditinternal.LevelMetadata)
+}
+
+// auditWantsResponse reports whether the request's audit event records
+// response bodies (RequestResponse).
+func auditWantsResponse(c echo.Context) bool {
+	ac := audit.AuditContextFrom(c.Request().Context())
+	return ac != nil && ac.Enabled() && !ac.GetEventLevel().Less(auditinternal.LevelRequestResponse)
+}
+
+// auditRequestObject adds a decoded request body to the audit event.
+func (r *request) auditRequestObject(obj runtime.Object) {
+	if auditEnabled(r.c) && obj != nil {
+		gvr := runtimeschema.GroupVersionResource{Group: r.t.Group, Version: r.t.Version, Resource: r.t.Resource}
+		audit.LogRequestObject(r.ctx, obj, gvr.GroupVersion(), gvr, r.ri.Subresource, r.s.codec.Serializer())
+	}
+}
+
+// auditPatch adds a patch body to the audit event.
+func (r *request) auditPatch(patch []byte) {
+	if auditEnabled(r.c) {
+		audit.LogRequestPatch(r.ctx, patch)
+	}
+}
+
+// auditResponse adds an answered object to the audit event.
+func (r *request) auditResponse(obj runtime.Object) {
+	if auditEnabled(r.c) && obj != nil {
+		audit.LogResponseObject(r.ctx, obj, runtimeschema.GroupVersion{Group: r.t.Group, Version: r.t.Version}, r.s.codec.Serializer())
+	}
+}
+
+// auditStatus adds an error's Status to the audit event.
+func (s *Server) auditStatus(c echo.Context, st metav1.Status) {
+	if auditEnabled(c) {
+		audit.LogResponseObject(c.Request().Context(), &st, metav1.SchemeGroupVersion, s.codec.Serializer())
+	}
+}

@@ -1,0 +1,147 @@
+package server_test
+
+import (
+	"bufio"
+	"encoding/json"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
+
+	"github.com/tabula-dev/tabula/server"
+	"github.com/tabula-dev/tabula/server/auth"
+	"github.com/tabula-dev/tabula/server/auth/authz"
+	"github.com/tabula-dev/tabula/server/servertest"
+	"github.com/tabula-dev/tabula/sqlstore/storetest"
+)
+
+const auditPolicy = `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived]
+rules:
+- level: None
+  nonResourceURLs: ["/healthz*", "/readyz*", "/livez*"]
+- level: Metadata
+  resources: [{group: "", resources: [secrets]}]
+- level: RequestResponse
+  resources: [{group: "", resources: [configmaps]}]
+- level: Metadata
+`
+
+// TestAudit: with a policy and a log, requests are recorded as
+// kube-apiserver records them: the level the policy gives (bodies for
+// configmaps, none for secrets), the user and the impersonated user, the
+// authorization decision, the object, the response status — refusals
+// and failed authentication included — and the Audit-Id every response
+// carries.
+func TestAudit(t *testing.T) {
+	dir := t.TempDir()
+	policy, log := filepath.Join(dir, "policy.yaml"), filepath.Join(dir, "audit.log")
+	if err := os.WriteFile(policy, []byte(auditPolicy), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tokens := filepath.Join(dir, "tokens.csv")
+	if err := os.WriteFile(tokens, []byte("tok-root,root,1,\"system:masters\"\ntok-bob,bob,3\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	a, err := auth.NewAuthenticator(auth.Options{TokenFile: tokens})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := servertest.Server(t, server.Config{Store: storetest.Open(t, "sqlite://:memory:"), Authenticator: a,
+		AuthorizationModes: authz.DefaultModes, AnonymousAuth: true, Audit: server.AuditConfig{PolicyFile: policy, LogPath: log}})
+	t.Cleanup(srv.StopAuditing)
+	h := &refHarness{t: t, h: srv.Handler(), state: map[string]string{}}
+	as := func(token string, more ...string) map[string]string {
+		hd := map[string]string{"Content-Type": "application/json", "Authorization": "Bearer " + token}
+		for i := 0; i+1 < len(more); i += 2 {
+			hd[more[i]] = more[i+1]
+		}
+		return hd
+	}
+	rec := h.do("POST", "/api/v1/namespaces/default/configmaps", as("tok-root"), []byte(`{"metadata":{"name":"c"},"data":{"k":"v"}}`))
+	if rec.Code != http.StatusCreated || rec.Header().Get("Audit-Id") == "" {
+		t.Fatalf("create configmap: %d Audit-Id %q %s", rec.Code, rec.Header().Get("Audit-Id"), rec.Body)
+	}
+	createID := rec.Header().Get("Audit-Id")
+	h.do("POST", "/api/v1/namespaces/default/secrets", as("tok-root"), []byte(`{"metadata":{"name":"s"},"stringData":{"password":"hunter2"}}`))
+	h.do("GET", "/api/v1/namespaces/default/configmaps/c", as("tok-root", "Impersonate-User", "bob"), nil)
+	h.do("GET", "/api/v1/namespaces/default/secrets/s", as("tok-bad"), nil)
+	h.do("GET", "/healthz", nil, nil)
+
+	events := readAudit(t, log)
+	find := func(what string, match func(e auditv1.Event) bool) auditv1.Event {
+		t.Helper()
+		for _, e := range events {
+			if match(e) {
+				return e
+			}
+		}
+		t.Fatalf("no audit event for %s in %d events", what, len(events))
+		return auditv1.Event{}
+	}
+	create := find("the configmap create", func(e auditv1.Event) bool { return string(e.AuditID) == createID })
+	if create.Level != auditv1.LevelRequestResponse || create.Stage != auditv1.StageResponseComplete || create.Verb != "create" ||
+		create.User.Username != "root" || create.ObjectRef == nil || create.ObjectRef.Resource != "configmaps" || create.ObjectRef.Name != "c" ||
+		create.ObjectRef.Namespace != "default" || create.ResponseStatus == nil || create.ResponseStatus.Code != 201 ||
+		create.RequestObject == nil || !strings.Contains(string(create.RequestObject.Raw), `"k":"v"`) ||
+		create.ResponseObject == nil || !strings.Contains(string(create.ResponseObject.Raw), `"resourceVersion"`) ||
+		create.Annotations["authorization.k8s.io/decision"] != "allow" {
+		t.Errorf("configmap create event: %+v", create)
+	}
+	secret := find("the secret create", func(e auditv1.Event) bool {
+		return e.ObjectRef != nil && e.ObjectRef.Resource == "secrets" && e.Verb == "create"
+	})
+	if secret.Level != auditv1.LevelMetadata || secret.RequestObject != nil || secret.ResponseObject != nil || secret.ResponseStatus.Code != 201 {
+		t.Errorf("secret create event (Metadata, no bodies): %+v", secret)
+	}
+	for _, e := range events {
+		if e.RequestObject != nil && strings.Contains(string(e.RequestObject.Raw), "hunter2") {
+			t.Errorf("a Secret's data reached the audit log: %+v", e)
+		}
+	}
+	imp := find("the impersonated read", func(e auditv1.Event) bool { return e.ImpersonatedUser != nil })
+	if imp.User.Username != "root" || imp.ImpersonatedUser.Username != "bob" || imp.ResponseStatus.Code != 403 ||
+		!strings.Contains(imp.ResponseStatus.Message, `User "bob" cannot get resource "configmaps"`) || imp.Annotations["authorization.k8s.io/decision"] != "forbid" {
+		t.Errorf("impersonated read event: %+v", imp)
+	}
+	failed := find("the failed authentication", func(e auditv1.Event) bool { return e.ResponseStatus != nil && e.ResponseStatus.Code == 401 })
+	if failed.Stage != auditv1.StageResponseStarted || failed.ObjectRef == nil || failed.ObjectRef.Resource != "secrets" {
+		t.Errorf("failed authentication event: %+v", failed)
+	}
+	for _, e := range events {
+		if e.RequestURI == "/healthz" {
+			t.Errorf("/healthz was audited though the policy says None: %+v", e)
+		}
+		if e.Stage == auditv1.StageRequestReceived {
+			t.Errorf("an omitted stage was recorded: %+v", e)
+		}
+	}
+}
+
+// readAudit parses an audit log of JSON events.
+func readAudit(t *testing.T, path string) []auditv1.Event {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out []auditv1.Event
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<24)
+	for sc.Scan() {
+		var e auditv1.Event
+		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
+			t.Fatalf("audit line %q: %v", sc.Text(), err)
+		}
+		if e.Kind != "Event" || e.APIVersion != "audit.k8s.io/v1" {
+			t.Errorf("audit line of kind %s/%s", e.APIVersion, e.Kind)
+		}
+		out = append(out, e)
+	}
+	return out
+}
