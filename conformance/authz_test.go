@@ -17,6 +17,7 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
@@ -152,6 +153,53 @@ func authorizationScenario(t *testing.T, tg *target) {
 	ans.add("token of a deleted Pod", refused.stderr)
 
 	compareAuthz(t, ans)
+	if tg.Proc != nil {
+		checkAuditLog(t, tg, ns)
+	}
+}
+
+// checkAuditLog reads the shared server's audit log for what the scenario
+// did in ns: who did what, as whom, with which decision and outcome.
+func checkAuditLog(t *testing.T, tg *target, ns string) {
+	t.Helper()
+	log := filepath.Join(filepath.Dir(tg.Proc.Options.DataDir), "audit.log")
+	b, err := os.ReadFile(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var events []auditv1.Event
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var e auditv1.Event
+		if err := json.Unmarshal([]byte(line), &e); err != nil {
+			t.Fatalf("audit log line %q: %v", line, err)
+		}
+		if e.ObjectRef != nil && e.ObjectRef.Namespace == ns {
+			events = append(events, e)
+		}
+	}
+	has := func(what string, match func(e auditv1.Event) bool) {
+		t.Helper()
+		if !slices.ContainsFunc(events, match) {
+			t.Errorf("the audit log of %s lacks %s (%d events in the namespace)", tg.Name, what, len(events))
+		}
+	}
+	viewer := "system:serviceaccount:" + ns + ":viewer"
+	has("the viewer's refused create", func(e auditv1.Event) bool {
+		return e.User.Username == viewer && e.Verb == "create" && e.ObjectRef.Resource == "configmaps" && e.ResponseStatus != nil &&
+			e.ResponseStatus.Code == 403 && e.Annotations["authorization.k8s.io/decision"] == "forbid" && e.Stage == auditv1.StageResponseComplete
+	})
+	has("the admin acting as alice", func(e auditv1.Event) bool {
+		return e.ImpersonatedUser != nil && e.ImpersonatedUser.Username == "alice" && e.Verb == "create" && e.ObjectRef.Resource == "roles" &&
+			e.ResponseStatus != nil && e.ResponseStatus.Code == 201 && e.Level == auditv1.LevelRequestResponse && e.RequestObject != nil
+	})
+	has("the refused escalation", func(e auditv1.Event) bool {
+		return e.ObjectRef.Name == "node-reader" && e.ResponseStatus != nil && e.ResponseStatus.Code == 403 &&
+			strings.Contains(e.ResponseStatus.Message, "attempting to grant RBAC permissions not currently held")
+	})
+	has("the configmap write with its body", func(e auditv1.Event) bool {
+		return e.Verb == "create" && e.ObjectRef.Resource == "configmaps" && e.ObjectRef.Name == "seen" && e.RequestObject != nil &&
+			strings.Contains(string(e.RequestObject.Raw), `"a":"b"`) && e.ResponseObject != nil
+	})
 }
 
 // compareAuthz compares the answers with kube-apiserver's recording, or

@@ -187,7 +187,11 @@ func sharedTarget(t *testing.T, b backend) *target {
 		if err != nil {
 			return nil, err
 		}
-		proc, err := startTabula(t, serveOptions{DB: db, DataDir: filepath.Join(dir, "data")})
+		audit, err := auditArgs(dir)
+		if err != nil {
+			return nil, err
+		}
+		proc, err := startTabula(t, serveOptions{DB: db, DataDir: filepath.Join(dir, "data"), Args: audit})
 		if err != nil {
 			return nil, err
 		}
@@ -203,6 +207,32 @@ func sharedTarget(t *testing.T, b backend) *target {
 		t.Fatalf("starting Tabula on %s: %v", b.name, err)
 	}
 	return tg
+}
+
+// sharedAuditPolicy is the audit policy of the shared servers: what
+// kube's usual policies record (Secrets at Metadata, writes with their
+// bodies, everything else at Metadata; health probes not at all).
+const sharedAuditPolicy = `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived]
+rules:
+- level: None
+  nonResourceURLs: ["/healthz*", "/readyz*", "/livez*"]
+- level: Metadata
+  resources: [{group: "", resources: [secrets]}]
+- level: RequestResponse
+  verbs: [create, update, patch, delete]
+- level: Metadata
+`
+
+// auditArgs writes the shared audit policy into dir and returns the
+// flags that record to dir/audit.log.
+func auditArgs(dir string) ([]string, error) {
+	policy := filepath.Join(dir, "audit-policy.yaml")
+	if err := os.WriteFile(policy, []byte(sharedAuditPolicy), 0o600); err != nil {
+		return nil, err
+	}
+	return []string{"--audit-policy-file", policy, "--audit-log-path", filepath.Join(dir, "audit.log")}, nil
 }
 
 // running lists the shared servers, which TestMain stops.

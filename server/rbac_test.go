@@ -166,3 +166,68 @@ func TestRBAC(t *testing.T) {
 		t.Errorf("whoami as carol: %d %s", rec.Code, rec.Body)
 	}
 }
+
+// TestNodeAuthorization: a kubelet's identity (system:node:<name> in
+// system:nodes) reaches the Secrets its node's Pods mount and no others,
+// through kube's node authorizer over the graph the Pod watch keeps; a
+// Pod deleted takes the access with it.
+func TestNodeAuthorization(t *testing.T) {
+	tokens := filepath.Join(t.TempDir(), "tokens.csv")
+	if err := os.WriteFile(tokens, []byte("tok-root,root,1,\"system:masters\"\ntok-n1,system:node:n1,10,\"system:nodes\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	a, err := auth.NewAuthenticator(auth.Options{TokenFile: tokens})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := servertest.Server(t, server.Config{Store: storetest.Open(t, "sqlite://:memory:"), Authenticator: a,
+		AuthorizationModes: authz.DefaultModes, AnonymousAuth: true})
+	h := &refHarness{t: t, h: srv.Handler(), state: map[string]string{}}
+	as := func(token string) map[string]string {
+		return map[string]string{"Content-Type": "application/json", "Authorization": "Bearer " + token}
+	}
+	mk := func(path, body string) {
+		t.Helper()
+		if rec := h.do("POST", path, as("tok-root"), []byte(body)); rec.Code != http.StatusCreated {
+			t.Fatalf("POST %s: %d %s", path, rec.Code, rec.Body)
+		}
+	}
+	const ns = "/api/v1/namespaces/default"
+	mk(ns+"/secrets", `{"metadata":{"name":"s1"}}`)
+	mk(ns+"/secrets", `{"metadata":{"name":"s2"}}`)
+	pod := func(name, node, secret string) string {
+		return `{"metadata":{"name":"` + name + `"},"spec":{"nodeName":"` + node + `","volumes":[{"name":"v","secret":{"secretName":"` + secret + `"}}],"containers":[{"name":"c","image":"busybox"}]}}`
+	}
+	mk(ns+"/pods", pod("p1", "n1", "s1"))
+	mk(ns+"/pods", pod("p2", "n2", "s2"))
+
+	if rec := h.do("GET", ns+"/secrets/s1", as("tok-n1"), nil); rec.Code != http.StatusOK {
+		t.Errorf("n1 reads the secret its pod mounts: %d %s", rec.Code, rec.Body)
+	}
+	rec := h.do("GET", ns+"/secrets/s2", as("tok-n1"), nil)
+	if rec.Code != http.StatusForbidden || !strings.Contains(rec.Body.String(), `User \"system:node:n1\" cannot get resource \"secrets\" in API group \"\" in the namespace \"default\": no relationship found between node 'n1' and this object`) {
+		t.Errorf("n1 reads another node's secret: %d %s", rec.Code, rec.Body)
+	}
+	// Pods: its own, not others (kube 1.35's AuthorizeNodeWithSelectors);
+	// a list only with its spec.nodeName. (Writing another node's pod
+	// status is the authorizer's to allow and NodeRestriction admission's
+	// to refuse, as on kube-apiserver.)
+	if rec := h.do("GET", ns+"/pods/p1", as("tok-n1"), nil); rec.Code != http.StatusOK {
+		t.Errorf("n1 reads its pod: %d %s", rec.Code, rec.Body)
+	}
+	if rec := h.do("GET", ns+"/pods/p2", as("tok-n1"), nil); rec.Code != http.StatusForbidden {
+		t.Errorf("n1 reads another node's pod: %d %s", rec.Code, rec.Body)
+	}
+	if rec := h.do("GET", "/api/v1/pods?fieldSelector=spec.nodeName%3Dn1", as("tok-n1"), nil); rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), `"name":"p1"`) || strings.Contains(rec.Body.String(), `"name":"p2"`) {
+		t.Errorf("n1 lists its pods: %d %s", rec.Code, rec.Body)
+	}
+	if rec := h.do("GET", "/api/v1/pods", as("tok-n1"), nil); rec.Code != http.StatusForbidden || !strings.Contains(rec.Body.String(), "can only list/watch pods with spec.nodeName field selector") {
+		t.Errorf("n1 lists every pod: %d %s", rec.Code, rec.Body)
+	}
+	if rec := h.do("DELETE", ns+"/pods/p1?gracePeriodSeconds=0", as("tok-root"), nil); rec.Code != http.StatusOK {
+		t.Fatalf("delete p1: %d %s", rec.Code, rec.Body)
+	}
+	if rec := h.do("GET", ns+"/secrets/s1", as("tok-n1"), nil); rec.Code != http.StatusForbidden {
+		t.Errorf("n1 reads s1 after the pod mounting it went: %d %s", rec.Code, rec.Body)
+	}
+}
