@@ -7,11 +7,14 @@ import (
 	"os"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 	"gopkg.in/natefinch/lumberjack.v2"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	runtimeschema "k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	auditinternal "k8s.io/apiserver/pkg/apis/audit"
 	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
@@ -120,20 +123,31 @@ func (s *Server) StopAuditing() {
 	}
 }
 
-// auditInit gives every request its audit context and Audit-Id (kept
-// from the request's header, else new), and kube's request info: the
-// audit filters and the authorizer read it.
-func (s *Server) auditInit() echo.MiddlewareFunc {
-	return echo.WrapMiddleware(func(next http.Handler) http.Handler {
-		return filters.WithAuditInit(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			info, err := requestInfoFactory.NewRequestInfo(r)
-			if err != nil {
-				http.Error(w, "unable to parse the request", http.StatusInternalServerError)
-				return
-			}
-			next.ServeHTTP(w, r.WithContext(genericapirequest.WithRequestInfo(r.Context(), info)))
-		}))
-	})
+// auditInit gives every request what kube's WithAuditInit and
+// WithRequestInfo filters give it: an audit context with its Audit-Id
+// (the request's own header, else a new UUID, echoed in the response) and
+// kube's request info, which the audit filters and the authorizer read.
+// Done in place rather than by wrapping kube's filters: every request
+// passes here.
+func (s *Server) auditInit(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		r := c.Request()
+		info, err := requestInfoFactory.NewRequestInfo(r)
+		if err != nil {
+			return apierrors.NewInternalError(err)
+		}
+		ctx := genericapirequest.WithRequestInfo(audit.WithAuditContext(r.Context()), info)
+		id := r.Header.Get(auditinternal.HeaderAuditID)
+		if id == "" {
+			id = uuid.NewString()
+		}
+		audit.WithAuditID(ctx, types.UID(id))
+		if c.Response().Header().Get(auditinternal.HeaderAuditID) == "" {
+			c.Response().Header().Set(auditinternal.HeaderAuditID, id)
+		}
+		c.SetRequest(r.WithContext(ctx))
+		return next(c)
+	}
 }
 
 // auditRequests is kube's audit filter, after authentication: it decides
@@ -176,21 +190,27 @@ func (s *Server) auditUnauthorized(write func(echo.Context) error) func(echo.Con
 
 // auditing reports whether the request's audit event wants bodies or a
 // response status: false (and free) when audit is off.
-func auditEnabled(c echo.Context) bool {
+func (s *Server) auditEnabled(c echo.Context) bool {
+	if s.audit == nil {
+		return false
+	}
 	ac := audit.AuditContextFrom(c.Request().Context())
 	return ac != nil && ac.Enabled() && !ac.GetEventLevel().Less(auditinternal.LevelMetadata)
 }
 
 // auditWantsResponse reports whether the request's audit event records
 // response bodies (RequestResponse).
-func auditWantsResponse(c echo.Context) bool {
+func (s *Server) auditWantsResponse(c echo.Context) bool {
+	if s.audit == nil {
+		return false
+	}
 	ac := audit.AuditContextFrom(c.Request().Context())
 	return ac != nil && ac.Enabled() && !ac.GetEventLevel().Less(auditinternal.LevelRequestResponse)
 }
 
 // auditRequestObject adds a decoded request body to the audit event.
 func (r *request) auditRequestObject(obj runtime.Object) {
-	if auditEnabled(r.c) && obj != nil {
+	if r.s.auditEnabled(r.c) && obj != nil {
 		gvr := runtimeschema.GroupVersionResource{Group: r.t.Group, Version: r.t.Version, Resource: r.t.Resource}
 		audit.LogRequestObject(r.ctx, obj, gvr.GroupVersion(), gvr, r.ri.Subresource, r.s.codec.Serializer())
 	}
@@ -198,21 +218,21 @@ func (r *request) auditRequestObject(obj runtime.Object) {
 
 // auditPatch adds a patch body to the audit event.
 func (r *request) auditPatch(patch []byte) {
-	if auditEnabled(r.c) {
+	if r.s.auditEnabled(r.c) {
 		audit.LogRequestPatch(r.ctx, patch)
 	}
 }
 
 // auditResponse adds an answered object to the audit event.
 func (r *request) auditResponse(obj runtime.Object) {
-	if auditEnabled(r.c) && obj != nil {
+	if r.s.auditEnabled(r.c) && obj != nil {
 		audit.LogResponseObject(r.ctx, obj, runtimeschema.GroupVersion{Group: r.t.Group, Version: r.t.Version}, r.s.codec.Serializer())
 	}
 }
 
 // auditStatus adds an error's Status to the audit event.
 func (s *Server) auditStatus(c echo.Context, st metav1.Status) {
-	if auditEnabled(c) {
+	if s.auditEnabled(c) {
 		audit.LogResponseObject(c.Request().Context(), &st, metav1.SchemeGroupVersion, s.codec.Serializer())
 	}
 }

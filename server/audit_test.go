@@ -12,10 +12,6 @@ import (
 	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
 
 	"github.com/tabula-dev/tabula/server"
-	"github.com/tabula-dev/tabula/server/auth"
-	"github.com/tabula-dev/tabula/server/auth/authz"
-	"github.com/tabula-dev/tabula/server/servertest"
-	"github.com/tabula-dev/tabula/sqlstore/storetest"
 )
 
 const auditPolicy = `apiVersion: audit.k8s.io/v1
@@ -43,25 +39,8 @@ func TestAudit(t *testing.T) {
 	if err := os.WriteFile(policy, []byte(auditPolicy), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	tokens := filepath.Join(dir, "tokens.csv")
-	if err := os.WriteFile(tokens, []byte("tok-root,root,1,\"system:masters\"\ntok-bob,bob,3\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	a, err := auth.NewAuthenticator(auth.Options{TokenFile: tokens})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := servertest.Server(t, server.Config{Store: storetest.Open(t, "sqlite://:memory:"), Authenticator: a,
-		AuthorizationModes: authz.DefaultModes, AnonymousAuth: true, Audit: server.AuditConfig{PolicyFile: policy, LogPath: log}})
+	h, srv, as := authServer(t, "tok-root,root,1,\"system:masters\"\ntok-bob,bob,3\n", server.Config{Audit: server.AuditConfig{PolicyFile: policy, LogPath: log}})
 	t.Cleanup(srv.StopAuditing)
-	h := &refHarness{t: t, h: srv.Handler(), state: map[string]string{}}
-	as := func(token string, more ...string) map[string]string {
-		hd := map[string]string{"Content-Type": "application/json", "Authorization": "Bearer " + token}
-		for i := 0; i+1 < len(more); i += 2 {
-			hd[more[i]] = more[i+1]
-		}
-		return hd
-	}
 	rec := h.do("POST", "/api/v1/namespaces/default/configmaps", as("tok-root"), []byte(`{"metadata":{"name":"c"},"data":{"k":"v"}}`))
 	if rec.Code != http.StatusCreated || rec.Header().Get("Audit-Id") == "" {
 		t.Fatalf("create configmap: %d Audit-Id %q %s", rec.Code, rec.Header().Get("Audit-Id"), rec.Body)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"slices"
+	"strings"
 
 	"github.com/labstack/echo/v4"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -74,9 +75,21 @@ func (s *Server) newAuthorizer() (authz.Authorizer, error) {
 // the authorizer allows the impersonate verb on each (users, groups,
 // serviceaccounts, uids, userextras); kube's errors otherwise.
 func (s *Server) impersonate() echo.MiddlewareFunc {
-	return echo.WrapMiddleware(func(h http.Handler) http.Handler {
+	wrapped := echo.WrapMiddleware(func(h http.Handler) http.Handler {
 		return impersonation.WithImpersonation(h, s.authz, s.codec.Serializer())
 	})
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		withFilter := wrapped(next)
+		return func(c echo.Context) error {
+			// Most requests impersonate no one: they skip the wrapping.
+			for name := range c.Request().Header {
+				if strings.HasPrefix(name, "Impersonate-") {
+					return withFilter(c)
+				}
+			}
+			return next(c)
+		}
+	}
 }
 
 // anonymousAuth is whether requests without credentials are
@@ -98,15 +111,8 @@ func (s *Server) anonymousAuth() bool {
 // (RBAC's escalation check, admission) read them.
 func (s *Server) authorizeRequests(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		r := c.Request()
-		ctx := r.Context()
-		if _, ok := genericapirequest.RequestInfoFrom(ctx); !ok {
-			info, err := requestInfoFactory.NewRequestInfo(r)
-			if err != nil {
-				return apierrors.NewInternalError(err)
-			}
-			ctx = genericapirequest.WithRequestInfo(ctx, info)
-		}
+		// auditInit put kube's request info in the context.
+		ctx := c.Request().Context()
 		attrs, err := filters.GetAuthorizerAttributes(ctx)
 		if err != nil {
 			return apierrors.NewInternalError(err)
@@ -114,15 +120,20 @@ func (s *Server) authorizeRequests(next echo.HandlerFunc) echo.HandlerFunc {
 		decision, reason, err := s.authz.Authorize(ctx, attrs)
 		// The decision is recorded in the audit event, as kube's filter does.
 		if decision == authorizer.DecisionAllow {
-			audit.AddAuditAnnotations(ctx, "authorization.k8s.io/decision", "allow", "authorization.k8s.io/reason", reason)
-			c.SetRequest(r.WithContext(ctx))
+			if s.audit != nil {
+				audit.AddAuditAnnotations(ctx, "authorization.k8s.io/decision", "allow", "authorization.k8s.io/reason", reason)
+			}
 			return next(c)
 		}
 		if err != nil {
-			audit.AddAuditAnnotation(ctx, "authorization.k8s.io/reason", "internal error")
+			if s.audit != nil {
+				audit.AddAuditAnnotation(ctx, "authorization.k8s.io/reason", "internal error")
+			}
 			return apierrors.NewInternalError(err)
 		}
-		audit.AddAuditAnnotations(ctx, "authorization.k8s.io/decision", "forbid", "authorization.k8s.io/reason", reason)
+		if s.audit != nil {
+			audit.AddAuditAnnotations(ctx, "authorization.k8s.io/decision", "forbid", "authorization.k8s.io/reason", reason)
+		}
 		return responsewriters.ForbiddenStatusError(attrs, reason)
 	}
 }

@@ -242,3 +242,43 @@ func BenchmarkListPodsByNode(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkGetHandler measures the whole request path of a small read
+// in-process: routing, authentication, audit context, impersonation,
+// authorization, the store read and the answer.
+func BenchmarkGetHandler(b *testing.B) {
+	h := refNewHarness(b)
+	req := httptest.NewRequest("POST", "/api/v1/namespaces/default/configmaps", strings.NewReader(`{"metadata":{"name":"one"},"data":{"k":"v"}}`))
+	req.Header.Set("Content-Type", "application/json")
+	rec := httptest.NewRecorder()
+	h.h.ServeHTTP(rec, req)
+	if rec.Code != http.StatusCreated {
+		b.Fatalf("create: %d %s", rec.Code, rec.Body)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		req := httptest.NewRequest("GET", "/api/v1/namespaces/default/configmaps/one", nil)
+		rec := httptest.NewRecorder()
+		h.h.ServeHTTP(rec, req)
+		if rec.Code != http.StatusOK {
+			b.Fatalf("get: %d %s", rec.Code, rec.Body)
+		}
+	}
+}
+
+// BenchmarkVersionHandler is the request path alone, without the store:
+// the middlewares every request passes, and a small answer.
+func BenchmarkVersionHandler(b *testing.B) {
+	h := refNewHarness(b)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		req := httptest.NewRequest("GET", "/version", nil)
+		rec := httptest.NewRecorder()
+		h.h.ServeHTTP(rec, req)
+		if rec.Code != http.StatusOK {
+			b.Fatalf("version: %d %s", rec.Code, rec.Body)
+		}
+	}
+}

@@ -157,7 +157,7 @@ func (r *request) writeStored(code int, rec kv.Record, written runtime.Object) e
 	if err != nil {
 		return err
 	}
-	if auditWantsResponse(r.c) {
+	if r.s.auditWantsResponse(r.c) {
 		obj := written
 		if obj == nil {
 			if obj, err = r.decodeStored(rec); err != nil {

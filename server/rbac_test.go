@@ -15,28 +15,41 @@ import (
 	"github.com/tabula-dev/tabula/sqlstore/storetest"
 )
 
-// rbacHarness is a server with kube's production chain (Node,RBAC, with
-// anonymous requests) and static users: root (system:masters), alice and
-// bob (no groups but system:authenticated).
-func rbacHarness(t *testing.T) (*refHarness, func(token string) map[string]string) {
+// authServer is a server with kube's production chain (Node,RBAC, with
+// anonymous requests) and the static users of users (token-file lines:
+// token,user,uid,"groups"), on cfg; as builds a request's headers for a
+// token ("" for none).
+func authServer(t *testing.T, users string, cfg server.Config) (h *refHarness, srv *server.Server, as func(token string, more ...string) map[string]string) {
+	t.Helper()
 	tokens := filepath.Join(t.TempDir(), "tokens.csv")
-	if err := os.WriteFile(tokens, []byte("tok-root,root,1,\"system:masters\"\ntok-alice,alice,2\ntok-bob,bob,3\n"), 0o600); err != nil {
+	if err := os.WriteFile(tokens, []byte(users), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	a, err := auth.NewAuthenticator(auth.Options{TokenFile: tokens})
+	a, err := auth.NewAuthenticator(auth.Options{TokenFile: tokens, ServiceAccountTokens: cfg.ServiceAccountTokens})
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := servertest.Server(t, server.Config{Store: storetest.Open(t, "sqlite://:memory:"), Authenticator: a,
-		AuthorizationModes: authz.DefaultModes, AnonymousAuth: true})
-	h := &refHarness{t: t, h: srv.Handler(), state: map[string]string{}}
-	as := func(token string) map[string]string {
+	cfg.Store, cfg.Authenticator = storetest.Open(t, "sqlite://:memory:"), a
+	cfg.AuthorizationModes, cfg.AnonymousAuth = authz.DefaultModes, true
+	srv = servertest.Server(t, cfg)
+	h = &refHarness{t: t, h: srv.Handler(), state: map[string]string{}}
+	as = func(token string, more ...string) map[string]string {
 		hd := map[string]string{"Content-Type": "application/json"}
 		if token != "" {
 			hd["Authorization"] = "Bearer " + token
 		}
+		for i := 0; i+1 < len(more); i += 2 {
+			hd[more[i]] = more[i+1]
+		}
 		return hd
 	}
+	return h, srv, as
+}
+
+// rbacHarness is authServer with root (system:masters), alice and bob (no
+// groups but system:authenticated).
+func rbacHarness(t *testing.T) (*refHarness, func(token string, more ...string) map[string]string) {
+	h, _, as := authServer(t, "tok-root,root,1,\"system:masters\"\ntok-alice,alice,2\ntok-bob,bob,3\n", server.Config{})
 	return h, as
 }
 
@@ -172,20 +185,7 @@ func TestRBAC(t *testing.T) {
 // through kube's node authorizer over the graph the Pod watch keeps; a
 // Pod deleted takes the access with it.
 func TestNodeAuthorization(t *testing.T) {
-	tokens := filepath.Join(t.TempDir(), "tokens.csv")
-	if err := os.WriteFile(tokens, []byte("tok-root,root,1,\"system:masters\"\ntok-n1,system:node:n1,10,\"system:nodes\"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	a, err := auth.NewAuthenticator(auth.Options{TokenFile: tokens})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := servertest.Server(t, server.Config{Store: storetest.Open(t, "sqlite://:memory:"), Authenticator: a,
-		AuthorizationModes: authz.DefaultModes, AnonymousAuth: true})
-	h := &refHarness{t: t, h: srv.Handler(), state: map[string]string{}}
-	as := func(token string) map[string]string {
-		return map[string]string{"Content-Type": "application/json", "Authorization": "Bearer " + token}
-	}
+	h, _, as := authServer(t, "tok-root,root,1,\"system:masters\"\ntok-n1,system:node:n1,10,\"system:nodes\"\n", server.Config{})
 	mk := func(path, body string) {
 		t.Helper()
 		if rec := h.do("POST", path, as("tok-root"), []byte(body)); rec.Code != http.StatusCreated {

@@ -27,7 +27,7 @@ func (s *Server) routes() *echo.Echo {
 	e.Use(s.measure)
 	// kube-apiserver's order: audit context and request info, then
 	// authentication, audit, impersonation, flow control, authorization.
-	e.Use(s.auditInit())
+	e.Use(s.auditInit)
 	if s.cfg.Authenticator != nil {
 		e.Use(auth.Middleware(s.cfg.Authenticator, s.auditUnauthorized(auth.UnauthorizedStatus), s.anonymousAuth()))
 	} else {

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/version"
@@ -205,6 +206,9 @@ func New(cfg Config) (*Server, error) {
 	if s.authz, err = s.newAuthorizer(); err != nil {
 		return nil, err
 	}
+	// Audit IDs and object UIDs are random UUIDs, one or more per request:
+	// read from the system's randomness in blocks rather than one by one.
+	uuid.EnableRandPool()
 	if s.audit, err = newAuditing(cfg.Audit, cfg.Logger); err != nil {
 		return nil, err
 	}
