@@ -33,6 +33,9 @@ type Config struct {
 	// ClientCABundle verifies client certificates; it is published in
 	// kube-system/extension-apiserver-authentication.
 	ClientCABundle []byte
+	// RequestHeader is the front-proxy authentication published beside it
+	// (its requestheader-* keys; nil: none).
+	RequestHeader *RequestHeaderInfo
 	// Advertise is this replica's address in the kubernetes Service's
 	// endpoints (none without an address); EndpointLeaseDuration how long
 	// a replica stays listed without renewing.

@@ -231,3 +231,36 @@ func TestNodeAuthorization(t *testing.T) {
 		t.Errorf("n1 reads s1 after the pod mounting it went: %d %s", rec.Code, rec.Body)
 	}
 }
+
+// TestRequestHeaderPublished: the front proxy's CA, names and headers are
+// published in kube-system/extension-apiserver-authentication under
+// kube-apiserver's keys, for the cluster's members that trust the same
+// proxy.
+func TestRequestHeaderPublished(t *testing.T) {
+	rh := &auth.RequestHeader{CAPEM: []byte("-----BEGIN CERTIFICATE-----\nproxy\n-----END CERTIFICATE-----\n"), AllowedNames: []string{"front-proxy-client"},
+		UsernameHeaders: []string{"X-Remote-User"}, GroupHeaders: []string{"X-Remote-Group"}, ExtraHeaderPrefixes: []string{"X-Remote-Extra-"}}
+	srv := servertest.Server(t, server.Config{Store: storetest.Open(t, "sqlite://:memory:"), ClientCABundle: []byte("client-ca"), RequestHeader: rh})
+	h := &refHarness{t: t, h: srv.Handler(), state: map[string]string{}}
+	rec := h.do("GET", "/api/v1/namespaces/kube-system/configmaps/extension-apiserver-authentication", nil, nil)
+	var cm struct{ Data map[string]string }
+	if err := json.Unmarshal(rec.Body.Bytes(), &cm); err != nil || rec.Code != http.StatusOK {
+		t.Fatalf("extension-apiserver-authentication: %d %s", rec.Code, rec.Body)
+	}
+	want := map[string]string{
+		"client-ca-file":                     "client-ca",
+		"requestheader-client-ca-file":       string(rh.CAPEM),
+		"requestheader-allowed-names":        `["front-proxy-client"]`,
+		"requestheader-username-headers":     `["X-Remote-User"]`,
+		"requestheader-uid-headers":          `[]`,
+		"requestheader-group-headers":        `["X-Remote-Group"]`,
+		"requestheader-extra-headers-prefix": `["X-Remote-Extra-"]`,
+	}
+	for k, v := range want {
+		if cm.Data[k] != v {
+			t.Errorf("%s = %q, want %q", k, cm.Data[k], v)
+		}
+	}
+	if len(cm.Data) != len(want) {
+		t.Errorf("extension-apiserver-authentication holds %v", cm.Data)
+	}
+}

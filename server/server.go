@@ -77,6 +77,9 @@ type Config struct {
 	// ClientCABundle is the PEM bundle client certificates are verified
 	// with, published in kube-system/extension-apiserver-authentication.
 	ClientCABundle []byte
+	// RequestHeader is the front-proxy authentication the Authenticator
+	// was given, published there too (nil: none).
+	RequestHeader *auth.RequestHeader
 	// Controllers switches Tabula's copies of kube-controller-manager's
 	// controllers on and off, in kcm's --controllers syntax (empty: all).
 	Controllers []string
@@ -188,7 +191,12 @@ func New(cfg Config) (*Server, error) {
 		mutating:   newInflight(cfg.MaxMutatingRequestsInflight),
 		watchUsers: map[string]int{},
 	}
-	s.controllers = controllers.New(controllers.Config{Store: cfg.Store, Types: cfg.Registry, Logger: cfg.Logger, CABundle: cfg.CABundle, ClientCABundle: cfg.ClientCABundle, Controllers: cfg.Controllers,
+	var rh *controllers.RequestHeaderInfo
+	if r := cfg.RequestHeader; r != nil {
+		rh = &controllers.RequestHeaderInfo{CAPEM: r.CAPEM, AllowedNames: r.AllowedNames, UsernameHeaders: r.UsernameHeaders,
+			UIDHeaders: r.UIDHeaders, GroupHeaders: r.GroupHeaders, ExtraHeaderPrefixes: r.ExtraHeaderPrefixes}
+	}
+	s.controllers = controllers.New(controllers.Config{Store: cfg.Store, Types: cfg.Registry, Logger: cfg.Logger, CABundle: cfg.CABundle, ClientCABundle: cfg.ClientCABundle, RequestHeader: rh, Controllers: cfg.Controllers,
 		Advertise: cfg.Advertise, EndpointLeaseDuration: cfg.EndpointLeaseDuration, ServiceRanges: cfg.ServiceRanges})
 	s.api = registry.New(registry.Config{Store: cfg.Store, Types: cfg.Registry, EventTTL: cfg.EventTTL, Observer: s.controllers.Observer(),
 		Services: &cfg.ServiceRanges})

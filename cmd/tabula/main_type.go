@@ -148,6 +148,10 @@ type Config struct {
 	ServiceAccountJWKSURI            string
 	// Audit is kube-apiserver's --audit-* flags.
 	Audit server.AuditConfig
+	// RequestHeader* are kube-apiserver's --requestheader-* flags
+	// (front-proxy authentication).
+	RequestHeaderClientCAFile                                                                                                                    string
+	RequestHeaderAllowedNames, RequestHeaderUsernameHeaders, RequestHeaderUIDHeaders, RequestHeaderGroupHeaders, RequestHeaderExtraHeadersPrefix []string
 }
 
 // Main is one Tabula server process: flags in, server up, clean close.
@@ -258,6 +262,12 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.Var((*stringList)(&c.APIAudiences), "api-audiences", "the audiences a token must name to authenticate to the API (default the first --service-account-issuer)")
 	fs.DurationVar(&c.ServiceAccountMaxTokenExpiration, "service-account-max-token-expiration", 0, "the longest a requested service account token may live; longer requests are shortened (0: no limit)")
 	fs.StringVar(&c.ServiceAccountJWKSURI, "service-account-jwks-uri", "", "the key set `URL` the issuer's discovery document names (default https://<advertise-address>:<port>/openid/v1/jwks)")
+	fs.StringVar(&c.RequestHeaderClientCAFile, "requestheader-client-ca-file", "", "the CA `file` of front proxies that authenticate users and name them in request headers")
+	fs.Var((*stringList)(&c.RequestHeaderAllowedNames), "requestheader-allowed-names", "the common names a front proxy's certificate may have (default: any the CA signed)")
+	fs.Var((*stringList)(&c.RequestHeaderUsernameHeaders), "requestheader-username-headers", "the headers a front proxy names the user in, the first present wins (kube's usual: X-Remote-User)")
+	fs.Var((*stringList)(&c.RequestHeaderUIDHeaders), "requestheader-uid-headers", "the headers a front proxy gives the user's uid in")
+	fs.Var((*stringList)(&c.RequestHeaderGroupHeaders), "requestheader-group-headers", "the headers a front proxy lists the user's groups in (kube's usual: X-Remote-Group)")
+	fs.Var((*stringList)(&c.RequestHeaderExtraHeadersPrefix), "requestheader-extra-headers-prefix", "the prefixes of the headers a front proxy gives the user's extra fields in (kube's usual: X-Remote-Extra-)")
 	fs.StringVar(&c.Audit.PolicyFile, "audit-policy-file", "", "an audit.k8s.io Policy `file`: which requests are recorded, at which level (without it nothing is)")
 	fs.StringVar(&c.Audit.LogPath, "audit-log-path", "", "append audit events to this `file` (- for standard output)")
 	fs.IntVar(&c.Audit.LogMaxAge, "audit-log-maxage", 0, "days to keep rotated audit log files (0: no limit)")
@@ -392,7 +402,12 @@ func (m *Main) Run(ctx context.Context) error {
 		saTokens.Audiences = c.APIAudiences
 	}
 	saTokens.MaxExpiration = c.ServiceAccountMaxTokenExpiration
-	authn, err := auth.NewAuthenticator(auth.Options{ClientCA: pki.ClientCAPool, TokenFile: c.TokenAuthFile, ServiceAccountTokens: saTokens})
+	requestHeader, err := requestHeaderAuth(&c)
+	if err != nil {
+		m.store.Close()
+		return err
+	}
+	authn, err := auth.NewAuthenticator(auth.Options{ClientCA: pki.ClientCAPool, TokenFile: c.TokenAuthFile, ServiceAccountTokens: saTokens, RequestHeader: requestHeader})
 	if err != nil {
 		m.store.Close()
 		return err
@@ -426,7 +441,7 @@ func (m *Main) Run(ctx context.Context) error {
 		MaxRequestsInflight: c.MaxRequestsInflight, MaxMutatingRequestsInflight: c.MaxMutatingRequestsInflight, MaxWatchesPerUser: c.MaxWatchesPerUser, Controllers: c.Controllers,
 		Profiling: c.Profiling, ServiceRanges: ranges, Advertise: advertise, ServiceAccountTokens: saTokens,
 		Kubelet: kubeletConfig(&c, pki), AuthorizationModes: authorizationModes(&c), AnonymousAuth: c.AnonymousAuth,
-		ServiceAccountJWKSURI: c.ServiceAccountJWKSURI, Audit: c.Audit,
+		ServiceAccountJWKSURI: c.ServiceAccountJWKSURI, Audit: c.Audit, RequestHeader: requestHeader,
 	})
 	if err != nil {
 		ln.Close()
@@ -654,6 +669,28 @@ func usePKIFiles(pki *auth.PKI, c *Config) error {
 		return fmt.Errorf("--service-account-max-token-expiration must be at least 1h, got %v", c.ServiceAccountMaxTokenExpiration)
 	}
 	return checkKubeletFlags(c)
+}
+
+// requestHeaderAuth is front-proxy authentication from the flags (nil
+// without --requestheader-client-ca-file).
+func requestHeaderAuth(c *Config) (*auth.RequestHeader, error) {
+	if c.RequestHeaderClientCAFile == "" {
+		if len(c.RequestHeaderUsernameHeaders) > 0 {
+			return nil, errors.New("--requestheader-username-headers needs --requestheader-client-ca-file")
+		}
+		return nil, nil
+	}
+	pem, err := os.ReadFile(c.RequestHeaderClientCAFile)
+	if err != nil {
+		return nil, fmt.Errorf("--requestheader-client-ca-file: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("--requestheader-client-ca-file: no PEM certificate in %s", c.RequestHeaderClientCAFile)
+	}
+	return &auth.RequestHeader{ClientCA: pool, CAPEM: pem, AllowedNames: c.RequestHeaderAllowedNames,
+		UsernameHeaders: c.RequestHeaderUsernameHeaders, UIDHeaders: c.RequestHeaderUIDHeaders,
+		GroupHeaders: c.RequestHeaderGroupHeaders, ExtraHeaderPrefixes: c.RequestHeaderExtraHeadersPrefix}, nil
 }
 
 // authorizationModes are the flag's modes, or the default chain.

@@ -57,6 +57,8 @@ type Options struct {
 	// ServiceAccountTokens verifies service account tokens; nil disables
 	// them.
 	ServiceAccountTokens *ServiceAccountTokens
+	// RequestHeader is front-proxy authentication; nil disables it.
+	RequestHeader *RequestHeader
 }
 
 // Authenticator identifies the user behind a request. It is immutable after
@@ -75,6 +77,9 @@ type Authenticator struct {
 	// they name still exists (set once the server exists, before serving).
 	saTokens *ServiceAccountTokens
 	saLookup ServiceAccountLookup
+	// requestHeader is kube's front-proxy authenticator (nil: off).
+	requestHeader     authenticator.Request
+	requestHeaderOpts *RequestHeader
 }
 
 // Errors returned by Authenticate when a request carries credentials that do
@@ -88,6 +93,9 @@ var (
 // NewAuthenticator builds an Authenticator, loading the token file if set.
 func NewAuthenticator(opts Options) (*Authenticator, error) {
 	a := &Authenticator{clientCA: opts.ClientCA, saTokens: opts.ServiceAccountTokens}
+	if rh := opts.RequestHeader; rh != nil && rh.ClientCA != nil {
+		a.requestHeader, a.requestHeaderOpts = newRequestHeader(rh), rh
+	}
 	if opts.TokenFile != "" {
 		tokens, err := loadTokenFile(opts.TokenFile)
 		if err != nil {
@@ -99,15 +107,16 @@ func NewAuthenticator(opts Options) (*Authenticator, error) {
 }
 
 // Authenticate returns the user of r. Methods are tried in kube-apiserver's
-// order: a client certificate verified against the client CA, then an
-// "Authorization: Bearer" token. A request with neither is anonymous
-// (ok=false, err=nil); one whose credentials all fail returns an error.
+// order: a front proxy's request headers, a client certificate verified
+// against the client CA, then an "Authorization: Bearer" token. A request
+// with none is anonymous (ok=false, err=nil); one whose credentials all
+// fail returns an error.
 func (a *Authenticator) Authenticate(r *http.Request) (*User, bool, error) {
 	// Like kube-apiserver's union authenticator, a failing method does not
 	// stop the next one: the first success wins, otherwise the errors are
 	// reported together.
 	var errs []error
-	for _, method := range []func(*http.Request) (*User, bool, error){a.authenticateCert, a.authenticateToken} {
+	for _, method := range []func(*http.Request) (*User, bool, error){a.authenticateRequestHeader, a.authenticateCert, a.authenticateToken} {
 		u, ok, err := method(r)
 		if ok {
 			return withAuthenticated(u), true, nil
