@@ -47,7 +47,6 @@ func (m *Manager) Run(ctx context.Context) error {
 		m.log.Warn("custom resource definitions not loaded yet", "err", err)
 	}
 	go m.runLoop(ctx, "customresourcedefinitions", m.crdController)
-	go m.runLoop(ctx, "namespace cache", m.api.WatchNamespaces)
 	m.api.RunCaches(ctx, m.runLoop)
 	if m.enabled(NamespaceController) {
 		go m.runLoop(ctx, "namespace controller", m.namespaceController)

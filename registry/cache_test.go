@@ -14,6 +14,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
@@ -70,10 +71,10 @@ func TestCacheFollowsWrites(t *testing.T) {
 	var mu sync.Mutex
 	heard := map[string]bool{}
 	c := a.Cache("rbac.authorization.k8s.io", "v1", "clusterroles", true)
-	events := a.Cache("", "v1", "namespaces", false, registry.CacheHandler{
+	events := a.Cache("", "v1", "persistentvolumes", false, registry.CacheHandler{
 		Set: func(obj k8sruntime.Object) {
 			mu.Lock()
-			heard[obj.(*corev1.Namespace).Name] = true
+			heard[obj.(*corev1.PersistentVolume).Name] = true
 			mu.Unlock()
 		},
 		Delete: func(_, name string, _ k8sruntime.Object) {
@@ -129,8 +130,12 @@ func TestCacheFollowsWrites(t *testing.T) {
 		t.Errorf("cached roles %v, want %v", got, want)
 	}
 
-	ns := a.MustLookup("", "v1", "namespaces")
-	if _, err := ns.Create(ctx, "", &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team"}}, registry.WriteOptions{}); err != nil {
+	pvs := a.MustLookup("", "v1", "persistentvolumes")
+	pv := &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "team"}, Spec: corev1.PersistentVolumeSpec{
+		Capacity:               corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")},
+		AccessModes:            []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+		PersistentVolumeSource: corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/tmp/team"}}}}
+	if _, err := pvs.Create(ctx, "", pv, registry.WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	mu.Lock()

@@ -55,13 +55,9 @@ func (x *Resource) encoder(obj runtime.Object) kv.Encoder {
 		b = nil
 	}
 	entry := kv.Entry{Labels: acc.GetLabels(), Fields: x.fieldsOf(obj, acc), ExpiresAt: x.expiry()}
-	isNamespace := x.st == x.g.nsType
 	return func(rev int64) (kv.Entry, error) {
 		rv := strconv.FormatInt(rev, 10)
 		acc.SetResourceVersion(rv)
-		if isNamespace {
-			x.g.namespaces.wrote(acc.GetName(), rev)
-		}
 		e := entry
 		var err error
 		if b != nil {

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -17,37 +16,6 @@ import (
 	"github.com/tabula-dev/tabula/sqlstore"
 	"github.com/tabula-dev/tabula/sqlstore/kv"
 )
-
-func TestNamespaceCacheAnswersOnlyWhatTheWatchConfirmed(t *testing.T) {
-	c := newNamespaceCache()
-	if c.isActive("a") {
-		t.Fatal("an unsynced cache answered Active")
-	}
-	c.reset(map[string]bool{"a": true}, 5)
-	if !c.isActive("a") || c.isActive("b") {
-		t.Fatal("after reset: want a Active, b unknown")
-	}
-	c.wrote("a", 7) // this server changed a at revision 7
-	if c.isActive("a") {
-		t.Fatal("answered Active for a namespace written here before the watch delivered the write")
-	}
-	c.observe("b", true, 6)
-	if c.isActive("a") || !c.isActive("b") {
-		t.Fatal("an older event must not release a's floor; b must be Active")
-	}
-	c.observe("a", false, 7)
-	if c.isActive("a") {
-		t.Fatal("a is Terminating at revision 7")
-	}
-	c.observe("a", true, 9) // deleted and re-created elsewhere
-	if !c.isActive("a") {
-		t.Fatal("a re-created at revision 9 is Active")
-	}
-	c.unsync()
-	if c.isActive("a") || c.isActive("b") {
-		t.Fatal("an unsynced cache answered Active")
-	}
-}
 
 // countingStore counts namespace reads by key, to see which creates
 // needed one.
@@ -63,9 +31,9 @@ func (s *countingStore) Get(ctx context.Context, key kv.Key) (kv.Record, error) 
 	return s.Storage.Get(ctx, key)
 }
 
-// TestCreatesUseTheNamespaceCache: once the watch has seen a namespace,
-// creates in it do not read it; a namespace deleted through this registry
-// refuses new content at once, before the watch catches up.
+// TestCreatesUseTheNamespaceCache: creates in a namespace the watch-fed
+// cache holds do not read it; a namespace deleted through this registry
+// refuses new content from the next request.
 func TestCreatesUseTheNamespaceCache(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -77,9 +45,10 @@ func TestCreatesUseTheNamespaceCache(t *testing.T) {
 	defer st.Close()
 	cs := &countingStore{Storage: st}
 	g := New(Config{Store: cs, Types: schema.NewBuiltin()})
-	watchDone := make(chan error, 1)
-	go func() { watchDone <- g.WatchNamespaces(ctx) }()
-	defer func() { cancel(); <-watchDone }()
+	g.RunCaches(ctx, func(ctx context.Context, _ string, fn func(context.Context) error) { go fn(ctx) })
+	if err := g.namespaces.WaitSynced(ctx); err != nil {
+		t.Fatal(err)
+	}
 
 	namespaces := g.MustLookup("", "v1", "namespaces")
 	configmaps := g.MustLookup("", "v1", "configmaps")
@@ -87,17 +56,9 @@ func TestCreatesUseTheNamespaceCache(t *testing.T) {
 	if _, err := namespaces.Create(ctx, "", ns, WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.After(10 * time.Second)
-	for {
-		changed := g.NamespacesChanged() // taken before the check, so no change is missed
-		if g.NamespaceActive("cached") {
-			break
-		}
-		select {
-		case <-changed:
-		case <-deadline:
-			t.Fatal("the namespace cache never saw namespace cached")
-		}
+	// The create returned once the cache showed it.
+	if !g.namespaceActive("cached") {
+		t.Fatal("a namespace created through the registry is not in the cache when the create returns")
 	}
 	before := cs.namespaceGets.Load()
 	for _, name := range []string{"a", "b", "c"} {

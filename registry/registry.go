@@ -59,8 +59,9 @@ type Registry struct {
 	types    *schema.Registry
 	eventTTL time.Duration
 	observer Observer
-	// namespaces is the NamespaceLifecycle admission's view.
-	namespaces *namespaceCache
+	// namespaces is the NamespaceLifecycle admission's view (nil without
+	// namespaces).
+	namespaces *Cache
 	nsType     *schema.Type
 	// hooks are the storage hooks of the kinds that have them.
 	hooks map[*schema.Type]storageHooks
@@ -71,15 +72,17 @@ type Registry struct {
 	nodes    nodeGraphState
 }
 
-// New returns a Registry; its namespace cache fills once WatchNamespaces
-// runs (until then every create reads its namespace).
+// New returns a Registry; its caches fill once RunCaches runs (until then
+// every create reads its namespace).
 func New(cfg Config) *Registry {
-	g := &Registry{types: cfg.Types, eventTTL: cfg.EventTTL, observer: cfg.Observer, namespaces: newNamespaceCache(), caches: map[string]*Cache{}}
+	g := &Registry{types: cfg.Types, eventTTL: cfg.EventTTL, observer: cfg.Observer, caches: map[string]*Cache{}}
 	g.store = cachedStore{Storage: cfg.Store, g: g}
 	if g.observer == nil {
 		g.observer = nopObserver{}
 	}
-	g.nsType, _ = cfg.Types.Lookup("", "v1", "namespaces")
+	if ns, ok := cfg.Types.Lookup("", "v1", "namespaces"); ok {
+		g.nsType, g.namespaces = ns, g.Cache("", "v1", "namespaces", true)
+	}
 	g.hooks = map[*schema.Type]storageHooks{}
 	// Services claim from pools, as kube-apiserver's Service storage does.
 	if svc, ok := cfg.Types.Lookup("", "v1", "services"); ok && cfg.Services != nil {

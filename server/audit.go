@@ -188,29 +188,19 @@ func (s *Server) auditUnauthorized(write func(echo.Context) error) func(echo.Con
 	}
 }
 
-// auditing reports whether the request's audit event wants bodies or a
-// response status: false (and free) when audit is off.
-func (s *Server) auditEnabled(c echo.Context) bool {
+// auditAt reports whether the request's audit event is recorded at level
+// or above: false, and free, when auditing is off.
+func (s *Server) auditAt(c echo.Context, level auditinternal.Level) bool {
 	if s.audit == nil {
 		return false
 	}
 	ac := audit.AuditContextFrom(c.Request().Context())
-	return ac != nil && ac.Enabled() && !ac.GetEventLevel().Less(auditinternal.LevelMetadata)
-}
-
-// auditWantsResponse reports whether the request's audit event records
-// response bodies (RequestResponse).
-func (s *Server) auditWantsResponse(c echo.Context) bool {
-	if s.audit == nil {
-		return false
-	}
-	ac := audit.AuditContextFrom(c.Request().Context())
-	return ac != nil && ac.Enabled() && !ac.GetEventLevel().Less(auditinternal.LevelRequestResponse)
+	return ac != nil && ac.Enabled() && !ac.GetEventLevel().Less(level)
 }
 
 // auditRequestObject adds a decoded request body to the audit event.
 func (r *request) auditRequestObject(obj runtime.Object) {
-	if r.s.auditEnabled(r.c) && obj != nil {
+	if r.s.auditAt(r.c, auditinternal.LevelMetadata) && obj != nil {
 		gvr := runtimeschema.GroupVersionResource{Group: r.t.Group, Version: r.t.Version, Resource: r.t.Resource}
 		audit.LogRequestObject(r.ctx, obj, gvr.GroupVersion(), gvr, r.ri.Subresource, r.s.codec.Serializer())
 	}
@@ -218,21 +208,21 @@ func (r *request) auditRequestObject(obj runtime.Object) {
 
 // auditPatch adds a patch body to the audit event.
 func (r *request) auditPatch(patch []byte) {
-	if r.s.auditEnabled(r.c) {
+	if r.s.auditAt(r.c, auditinternal.LevelMetadata) {
 		audit.LogRequestPatch(r.ctx, patch)
 	}
 }
 
 // auditResponse adds an answered object to the audit event.
 func (r *request) auditResponse(obj runtime.Object) {
-	if r.s.auditEnabled(r.c) && obj != nil {
+	if r.s.auditAt(r.c, auditinternal.LevelMetadata) && obj != nil {
 		audit.LogResponseObject(r.ctx, obj, runtimeschema.GroupVersion{Group: r.t.Group, Version: r.t.Version}, r.s.codec.Serializer())
 	}
 }
 
 // auditStatus adds an error's Status to the audit event.
 func (s *Server) auditStatus(c echo.Context, st metav1.Status) {
-	if s.auditEnabled(c) {
+	if s.auditAt(c, auditinternal.LevelMetadata) {
 		audit.LogResponseObject(c.Request().Context(), &st, metav1.SchemeGroupVersion, s.codec.Serializer())
 	}
 }

@@ -106,9 +106,8 @@ func (s *Server) anonymousAuth() bool {
 	return true
 }
 
-// authorizeRequests decides every request with the authorizer chain and
-// leaves the user and request info in its context, where kube's packages
-// (RBAC's escalation check, admission) read them.
+// authorizeRequests decides every request with the authorizer chain, from
+// the user and kube's request info in its context.
 func (s *Server) authorizeRequests(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		// auditInit put kube's request info in the context.

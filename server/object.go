@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	auditinternal "k8s.io/apiserver/pkg/apis/audit"
 
 	"github.com/tabula-dev/tabula/codecs"
 	"github.com/tabula-dev/tabula/registry"
@@ -157,7 +158,7 @@ func (r *request) writeStored(code int, rec kv.Record, written runtime.Object) e
 	if err != nil {
 		return err
 	}
-	if r.s.auditWantsResponse(r.c) {
+	if r.s.auditAt(r.c, auditinternal.LevelRequestResponse) {
 		obj := written
 		if obj == nil {
 			if obj, err = r.decodeStored(rec); err != nil {
