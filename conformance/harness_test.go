@@ -191,7 +191,11 @@ func sharedTarget(t *testing.T, b backend) *target {
 		if err != nil {
 			return nil, err
 		}
-		proc, err := startTabula(t, serveOptions{DB: db, DataDir: filepath.Join(dir, "data"), Args: audit})
+		authn, err := authenticationArgs(dir)
+		if err != nil {
+			return nil, err
+		}
+		proc, err := startTabula(t, serveOptions{DB: db, DataDir: filepath.Join(dir, "data"), Args: append(audit, authn...)})
 		if err != nil {
 			return nil, err
 		}

@@ -23,6 +23,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintf(os.Stderr, "conformance: stopping the shared Tabula servers: %v\n", err)
 		code = 1
 	}
+	stopIssuer()
 	runBinaryCleanups()
 	dbtest.Shutdown()
 	if scratch.dir != "" {

@@ -92,18 +92,23 @@ func (s *Server) impersonate() echo.MiddlewareFunc {
 	}
 }
 
-// anonymousAuth is whether requests without credentials are
-// system:anonymous: kube-apiserver's --anonymous-auth, which it switches
-// off beside AlwaysAllow (anonymous would then be allowed everything).
-func (s *Server) anonymousAuth() bool {
+// anonymousAuth tells, by request path, whether requests without
+// credentials are system:anonymous: kube-apiserver's --anonymous-auth (or
+// its authentication configuration's anonymous section), which it
+// switches off beside AlwaysAllow (anonymous would then be allowed
+// everything). Nil: never.
+func (s *Server) anonymousAuth() func(path string) bool {
 	if !s.cfg.AnonymousAuth {
-		return false
+		return nil
 	}
 	if slices.Contains(s.cfg.AuthorizationModes, authz.ModeAlwaysAllow) || len(s.cfg.AuthorizationModes) == 0 {
 		s.log.Warn("anonymous requests are not allowed with the AlwaysAllow authorizer: switched off")
-		return false
+		return nil
 	}
-	return true
+	if paths := s.cfg.AnonymousPaths; paths != nil {
+		return func(p string) bool { return slices.Contains(paths, p) }
+	}
+	return func(string) bool { return true }
 }
 
 // authorizeRequests decides every request with the authorizer chain, from

@@ -40,7 +40,10 @@ type Config struct {
 	// system:anonymous (kube-apiserver's --anonymous-auth), for the
 	// authorizer to decide; ignored beside AlwaysAllow, as kube does.
 	AnonymousAuth bool
-	Version       version.Info
+	// AnonymousPaths limits AnonymousAuth to these request paths (an
+	// AuthenticationConfiguration's anonymous conditions); nil: all.
+	AnonymousPaths []string
+	Version        version.Info
 	// OpenAPI serves /openapi/v2 and /openapi/v3; nil answers 404.
 	OpenAPI http.Handler
 	Logger  *slog.Logger

@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -27,6 +28,7 @@ import (
 	"github.com/tabula-dev/tabula/schema"
 	"github.com/tabula-dev/tabula/server"
 	"github.com/tabula-dev/tabula/server/auth"
+	"github.com/tabula-dev/tabula/server/auth/authnconfig"
 	"github.com/tabula-dev/tabula/server/auth/authz"
 	"github.com/tabula-dev/tabula/server/openapi"
 	"github.com/tabula-dev/tabula/sqlstore"
@@ -135,6 +137,11 @@ type Config struct {
 	// (empty: Node,RBAC); AnonymousAuth its --anonymous-auth.
 	AuthorizationModes []string
 	AnonymousAuth      bool
+	// anonymousAuthSet: --anonymous-auth was given (then a configuration
+	// file may not have an anonymous section, as kube-apiserver says).
+	anonymousAuthSet bool
+	// AuthenticationConfig is kube-apiserver's --authentication-config.
+	AuthenticationConfig string
 	// ServiceAccountIssuers are kube-apiserver's --service-account-issuer
 	// (the first issues, all are accepted; default
 	// https://kubernetes.default.svc.cluster.local), APIAudiences its
@@ -199,6 +206,25 @@ func NewMain() *Main {
 }
 
 type stringList []string
+
+// trackedBool is a bool flag that remembers being set.
+type trackedBool struct{ v, set *bool }
+
+func (b trackedBool) String() string {
+	if b.v == nil {
+		return "false"
+	}
+	return strconv.FormatBool(*b.v)
+}
+func (b trackedBool) Set(s string) error {
+	v, err := strconv.ParseBool(s)
+	if err != nil {
+		return err
+	}
+	*b.v, *b.set = v, true
+	return nil
+}
+func (b trackedBool) IsBoolFlag() bool { return true }
 
 func (s *stringList) String() string     { return strings.Join(*s, ",") }
 func (s *stringList) Set(v string) error { *s = append(*s, strings.Split(v, ",")...); return nil }
@@ -275,7 +301,8 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.IntVar(&c.Audit.LogMaxSize, "audit-log-maxsize", 0, "megabytes an audit log file grows to before it is rotated (0: lumberjack's 100)")
 	fs.StringVar(&c.Audit.LogFormat, "audit-log-format", "json", "json (one audit.k8s.io/v1 Event per line) or legacy")
 	fs.StringVar(&c.Audit.WebhookConfigFile, "audit-webhook-config-file", "", "a kubeconfig `file` naming the webhook audit events are sent to, in batches")
-	fs.BoolVar(&c.AnonymousAuth, "anonymous-auth", c.AnonymousAuth, "let requests without credentials in as system:anonymous (group system:unauthenticated) for the authorizers to decide; off with AlwaysAllow")
+	fs.Var(trackedBool{&c.AnonymousAuth, &c.anonymousAuthSet}, "anonymous-auth", "let requests without credentials in as system:anonymous (group system:unauthenticated) for the authorizers to decide; off with AlwaysAllow")
+	fs.StringVar(&c.AuthenticationConfig, "authentication-config", "", "an AuthenticationConfiguration `file` (apiserver.config.k8s.io): JWT issuers whose tokens authenticate users, with claim mappings and CEL rules, reloaded when it changes; its anonymous section replaces --anonymous-auth")
 	var envErr error
 	fs.VisitAll(func(f *flag.Flag) {
 		env := envName(f.Name)
@@ -407,8 +434,33 @@ func (m *Main) Run(ctx context.Context) error {
 		m.store.Close()
 		return err
 	}
-	authn, err := auth.NewAuthenticator(auth.Options{ClientCA: pki.ClientCAPool, TokenFile: c.TokenAuthFile, ServiceAccountTokens: saTokens, RequestHeader: requestHeader})
+	// The external issuers' key-set refreshes live as long as the server.
+	cctx, cancel := context.WithCancel(context.Background())
+	m.cancel = cancel
+	authnOpts := auth.Options{ClientCA: pki.ClientCAPool, TokenFile: c.TokenAuthFile, ServiceAccountTokens: saTokens, RequestHeader: requestHeader}
+	var authnConfig *authnconfig.Authenticator
+	var anonymousPaths []string
+	if c.AuthenticationConfig != "" {
+		authnConfig, err = authnconfig.New(cctx, authnconfig.Options{Path: c.AuthenticationConfig, DisallowedIssuers: append([]string{saTokens.Issuer}, saTokens.OtherIssuers...), Log: m.log})
+		if err != nil {
+			cancel()
+			m.store.Close()
+			return fmt.Errorf("--authentication-config: %w", err)
+		}
+		authnOpts.JWT = authnConfig
+		if enabled, paths, ok := authnConfig.Anonymous(); ok {
+			if c.anonymousAuthSet {
+				cancel()
+				m.store.Close()
+				return errors.New("--authentication-config: anonymous: Forbidden: --anonymous-auth flag cannot be set when anonymous field is configured in authentication configuration file")
+			}
+			c.AnonymousAuth, anonymousPaths = enabled, paths
+		}
+		go authnConfig.Run(cctx, time.Minute)
+	}
+	authn, err := auth.NewAuthenticator(authnOpts)
 	if err != nil {
+		cancel()
 		m.store.Close()
 		return err
 	}
@@ -420,11 +472,13 @@ func (m *Main) Run(ctx context.Context) error {
 	v := Version()
 	oa, err := openapi.New(reg, openapi.Info{Title: "Kubernetes", Version: v.GitVersion})
 	if err != nil {
+		cancel()
 		m.store.Close()
 		return err
 	}
 	ln, err := net.Listen("tcp", c.Listen)
 	if err != nil {
+		cancel()
 		m.store.Close()
 		return err
 	}
@@ -432,6 +486,7 @@ func (m *Main) Run(ctx context.Context) error {
 	advertise, err := advertiseAddress(c.AdvertiseAddress, m.Addr)
 	if err != nil {
 		ln.Close()
+		cancel()
 		m.store.Close()
 		return err
 	}
@@ -440,16 +495,15 @@ func (m *Main) Run(ctx context.Context) error {
 		Logger: m.log, Metrics: metrics, EventTTL: c.EventTTL, RequestTimeout: c.RequestTimeout, WatchWriteTimeout: c.WatchWriteTimeout, CABundle: rootCABundle(pki), ClientCABundle: pki.ClientCAPEM,
 		MaxRequestsInflight: c.MaxRequestsInflight, MaxMutatingRequestsInflight: c.MaxMutatingRequestsInflight, MaxWatchesPerUser: c.MaxWatchesPerUser, Controllers: c.Controllers,
 		Profiling: c.Profiling, ServiceRanges: ranges, Advertise: advertise, ServiceAccountTokens: saTokens,
-		Kubelet: kubeletConfig(&c, pki), AuthorizationModes: authorizationModes(&c), AnonymousAuth: c.AnonymousAuth,
+		Kubelet: kubeletConfig(&c, pki), AuthorizationModes: authorizationModes(&c), AnonymousAuth: c.AnonymousAuth, AnonymousPaths: anonymousPaths,
 		ServiceAccountJWKSURI: c.ServiceAccountJWKSURI, Audit: c.Audit, RequestHeader: requestHeader,
 	})
 	if err != nil {
 		ln.Close()
+		cancel()
 		m.store.Close()
 		return err
 	}
-	cctx, cancel := context.WithCancel(context.Background())
-	m.cancel = cancel
 	go returnMemory(cctx, m.log)
 	if err := m.srv.RunControllers(cctx); err != nil {
 		cancel()

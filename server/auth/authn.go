@@ -59,6 +59,10 @@ type Options struct {
 	ServiceAccountTokens *ServiceAccountTokens
 	// RequestHeader is front-proxy authentication; nil disables it.
 	RequestHeader *RequestHeader
+	// JWT verifies tokens of external issuers (--authentication-config,
+	// package authnconfig), after the service account tokens; nil
+	// disables it.
+	JWT authenticator.Token
 }
 
 // Authenticator identifies the user behind a request. It is immutable after
@@ -80,6 +84,8 @@ type Authenticator struct {
 	// requestHeader is kube's front-proxy authenticator (nil: off).
 	requestHeader     authenticator.Request
 	requestHeaderOpts *RequestHeader
+	// jwt is the external issuers' authenticator (nil: none).
+	jwt authenticator.Token
 }
 
 // Errors returned by Authenticate when a request carries credentials that do
@@ -92,7 +98,7 @@ var (
 
 // NewAuthenticator builds an Authenticator, loading the token file if set.
 func NewAuthenticator(opts Options) (*Authenticator, error) {
-	a := &Authenticator{clientCA: opts.ClientCA, saTokens: opts.ServiceAccountTokens}
+	a := &Authenticator{clientCA: opts.ClientCA, saTokens: opts.ServiceAccountTokens, jwt: opts.JWT}
 	if rh := opts.RequestHeader; rh != nil && rh.ClientCA != nil {
 		a.requestHeader, a.requestHeaderOpts = newRequestHeader(rh), rh
 	}
@@ -176,8 +182,9 @@ func (a *Authenticator) authenticateToken(r *http.Request) (*User, bool, error) 
 	return a.token(r.Context(), token)
 }
 
-// token checks a bearer token: the static tokens, then service account
-// tokens. Without either method a token is ignored (anonymous).
+// token checks a bearer token in kube-apiserver's order: the static
+// tokens, service account tokens, then the external issuers' JWTs.
+// Without any method a token is ignored (anonymous).
 func (a *Authenticator) token(ctx context.Context, token string) (*User, bool, error) {
 	if a.tokenAuth {
 		if u, found := lookupToken(a.tokens, token); found {
@@ -185,10 +192,24 @@ func (a *Authenticator) token(ctx context.Context, token string) (*User, bool, e
 			return &u, true, nil
 		}
 	}
-	if u, ok, err := a.authenticateServiceAccount(ctx, token); ok || err != nil {
-		return u, ok, err
+	u, ok, err := a.authenticateServiceAccount(ctx, token)
+	if ok {
+		return u, true, nil
 	}
-	if a.tokenAuth || a.saTokens != nil {
+	// As kube's token union, a failing method does not stop the next.
+	errs := []error{err}
+	if a.jwt != nil {
+		resp, ok, err := a.jwt.AuthenticateToken(ctx, token)
+		if ok {
+			info := resp.User
+			return &User{Name: info.GetName(), UID: info.GetUID(), Groups: slices.Clone(info.GetGroups()), Extra: info.GetExtra()}, true, nil
+		}
+		errs = append(errs, err)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, false, err
+	}
+	if a.tokenAuth || a.saTokens != nil || a.jwt != nil {
 		return nil, false, ErrInvalidBearerToken
 	}
 	return nil, false, nil
@@ -280,12 +301,13 @@ func UserFrom(ctx context.Context) (*User, bool) {
 
 // Middleware authenticates every request, storing the user in the request
 // context (see UserFrom). A request without credentials is system:anonymous
-// when anonymousAuth is set (authorization then decides what it may reach:
-// kube's default policy opens the health and version endpoints to it), and
-// a 401 otherwise; unauthorized writes the 401 (nil: UnauthorizedStatus).
-// Credentials that fail are refused either way, as kube-apiserver refuses
-// an invalid token rather than falling back to anonymous.
-func Middleware(a *Authenticator, unauthorized func(c echo.Context) error, anonymousAuth bool) echo.MiddlewareFunc {
+// when anonymousAuth says so for its path (nil: never; authorization then
+// decides what it may reach: kube's default policy opens the health and
+// version endpoints to it), and a 401 otherwise; unauthorized writes the
+// 401 (nil: UnauthorizedStatus). Credentials that fail are refused either
+// way, as kube-apiserver refuses an invalid token rather than falling
+// back to anonymous.
+func Middleware(a *Authenticator, unauthorized func(c echo.Context) error, anonymousAuth func(path string) bool) echo.MiddlewareFunc {
 	if unauthorized == nil {
 		unauthorized = UnauthorizedStatus
 	}
@@ -297,7 +319,7 @@ func Middleware(a *Authenticator, unauthorized func(c echo.Context) error, anony
 			case ok:
 				c.SetRequest(r.WithContext(WithUser(r.Context(), u)))
 				return next(c)
-			case err == nil && anonymousAuth:
+			case err == nil && anonymousAuth != nil && anonymousAuth(r.URL.Path):
 				c.SetRequest(r.WithContext(WithUser(r.Context(), anonymous())))
 				return next(c)
 			default:

@@ -106,7 +106,7 @@ func TestMiddleware(t *testing.T) {
 		}
 		return c.String(http.StatusOK, "nobody")
 	}
-	server := func(anonymous bool, unauthorized func(echo.Context) error) *echo.Echo {
+	server := func(anonymous func(string) bool, unauthorized func(echo.Context) error) *echo.Echo {
 		e := echo.New()
 		e.Use(Middleware(a, unauthorized, anonymous))
 		e.GET("/api/v1/pods", handler)
@@ -124,7 +124,7 @@ func TestMiddleware(t *testing.T) {
 	}
 
 	// Without anonymous requests, no credentials is a 401 everywhere.
-	closed := server(false, UnauthorizedStatus)
+	closed := server(nil, UnauthorizedStatus)
 	for _, p := range []string{"/api/v1/pods", "/healthz"} {
 		w := do(closed, p, "")
 		if w.Code != http.StatusUnauthorized || strings.TrimSpace(w.Body.String()) != unauthorizedBody {
@@ -143,7 +143,7 @@ func TestMiddleware(t *testing.T) {
 
 	// With them, no credentials is system:anonymous (the authorizer
 	// decides); bad credentials are still refused.
-	open := server(true, nil)
+	open := server(func(string) bool { return true }, nil)
 	if w := do(open, "/api/v1/pods", ""); w.Code != http.StatusOK || w.Body.String() != "user=system:anonymous groups=system:unauthenticated" {
 		t.Errorf("anonymous: %d %s", w.Code, w.Body)
 	}
@@ -152,5 +152,15 @@ func TestMiddleware(t *testing.T) {
 	}
 	if w := do(open, "/healthz", "Bearer nope"); w.Code != http.StatusUnauthorized || strings.TrimSpace(w.Body.String()) != unauthorizedBody {
 		t.Errorf("healthz bad token: %d %s", w.Code, w.Body)
+	}
+
+	// Limited to some paths (an AuthenticationConfiguration's anonymous
+	// conditions), anonymous elsewhere is a 401.
+	some := server(func(p string) bool { return p == "/healthz" }, nil)
+	if w := do(some, "/healthz", ""); w.Code != http.StatusOK || !strings.HasPrefix(w.Body.String(), "user=system:anonymous ") {
+		t.Errorf("anonymous /healthz: %d %s", w.Code, w.Body)
+	}
+	if w := do(some, "/api/v1/pods", ""); w.Code != http.StatusUnauthorized {
+		t.Errorf("anonymous /api/v1/pods outside the conditions: %d %s", w.Code, w.Body)
 	}
 }

@@ -1,0 +1,86 @@
+// Package oidctest is an OpenID Connect issuer for tests: an HTTPS server
+// with the discovery document and key set k8s.io/apiserver's OIDC
+// authenticator fetches, and an RSA key that signs the tokens a test asks
+// for.
+package oidctest
+
+import (
+	"crypto/rand"
+	"crypto/rsa"
+	"encoding/json"
+	"encoding/pem"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"time"
+
+	jose "gopkg.in/go-jose/go-jose.v2"
+)
+
+// Issuer is a running test issuer; Close stops it.
+type Issuer struct {
+	// URL is the issuer's https URL (the tokens' iss claim).
+	URL string
+	srv *httptest.Server
+	key *rsa.PrivateKey
+	kid string
+}
+
+// Start serves a new issuer on a loopback port.
+func Start() (*Issuer, error) {
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		return nil, err
+	}
+	is := &Issuer{key: key, kid: "test-key-1"}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/.well-known/openid-configuration", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(map[string]any{
+			"issuer":                                is.URL,
+			"jwks_uri":                              is.URL + "/keys",
+			"authorization_endpoint":                is.URL + "/auth",
+			"response_types_supported":              []string{"id_token"},
+			"subject_types_supported":               []string{"public"},
+			"id_token_signing_alg_values_supported": []string{"RS256"},
+		})
+	})
+	mux.HandleFunc("/keys", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(jose.JSONWebKeySet{Keys: []jose.JSONWebKey{{Key: &key.PublicKey, KeyID: is.kid, Algorithm: "RS256", Use: "sig"}}})
+	})
+	is.srv = httptest.NewTLSServer(mux)
+	is.URL = is.srv.URL
+	return is, nil
+}
+
+// CAPEM is the PEM certificate that verifies the issuer's serving
+// certificate (an AuthenticationConfiguration's certificateAuthority).
+func (is *Issuer) CAPEM() string {
+	return string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: is.srv.Certificate().Raw}))
+}
+
+// Close stops the server.
+func (is *Issuer) Close() { is.srv.Close() }
+
+// Token signs claims; iss, iat and exp (an hour) are added unless given.
+func (is *Issuer) Token(claims map[string]any) (string, error) {
+	c := map[string]any{"iss": is.URL, "iat": time.Now().Unix(), "exp": time.Now().Add(time.Hour).Unix()}
+	for k, v := range claims {
+		c[k] = v
+	}
+	payload, err := json.Marshal(c)
+	if err != nil {
+		return "", err
+	}
+	signer, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.RS256, Key: is.key},
+		(&jose.SignerOptions{}).WithType("JWT").WithHeader("kid", is.kid))
+	if err != nil {
+		return "", err
+	}
+	jws, err := signer.Sign(payload)
+	if err != nil {
+		return "", fmt.Errorf("signing: %w", err)
+	}
+	return jws.CompactSerialize()
+}
