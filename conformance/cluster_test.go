@@ -243,6 +243,7 @@ func (c *cluster) run(t *testing.T, col string) {
 		{"nodes ready through Lease heartbeats", c.nodesReady},
 		{"deployment rollout and scale", c.deployment},
 		{"job completes", c.job},
+		{"legacy service-account token Secret", c.legacyToken},
 		{"service endpoint slices", c.endpoints},
 		{"logs and exec through the kubelet", c.logsAndExec},
 		{"drain around a disruption budget", c.drain},
@@ -353,6 +354,46 @@ func (c *cluster) job(t *testing.T, ctx context.Context, ns string) {
 	j, err := c.cs.BatchV1().Jobs(ns).Get(ctx, "once", metav1.GetOptions{})
 	if err != nil || j.Status.Succeeded != 2 {
 		t.Errorf("the completed Job: succeeded %d, %v; want 2", j.Status.Succeeded, err)
+	}
+}
+
+// legacyToken: kube-controller-manager's token controller fills a
+// kubernetes.io/service-account-token Secret with a token signed by the
+// key it shares with Tabula; Tabula accepts it as the account while the
+// Secret holds it, labels the Secret with the day it was used (as
+// kube-apiserver does, for kcm's legacy token cleaner), and refuses it
+// once the Secret is gone.
+func (c *cluster) legacyToken(t *testing.T, ctx context.Context, ns string) {
+	c.k.ok(t, "create", "serviceaccount", "legacy", "-n", ns)
+	c.k.ok(t, "create", "rolebinding", "legacy-view", "--clusterrole=view", "--serviceaccount="+ns+":legacy", "-n", ns)
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "legacy-token", Annotations: map[string]string{corev1.ServiceAccountNameKey: "legacy"}},
+		Type: corev1.SecretTypeServiceAccountToken}
+	if _, err := c.cs.CoreV1().Secrets(ns).Create(ctx, secret, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var token string
+	waitFor(t, "kube-controller-manager filling the token Secret", clusterWait, func() (bool, string) {
+		s, err := c.cs.CoreV1().Secrets(ns).Get(ctx, "legacy-token", metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		token = string(s.Data[corev1.ServiceAccountTokenKey])
+		return token != "", fmt.Sprintf("data keys %d", len(s.Data))
+	})
+	k := tokenKubectl(t, c.tg, token)
+	if out := k.ok(t, "auth", "whoami", "-o", "jsonpath={.status.userInfo.username}"); out != "system:serviceaccount:"+ns+":legacy" {
+		t.Errorf("the legacy token's user: %q", out)
+	}
+	k.ok(t, "get", "configmaps", "-n", ns)
+	s, err := c.cs.CoreV1().Secrets(ns).Get(ctx, "legacy-token", metav1.GetOptions{})
+	if today := time.Now().UTC().Format(time.DateOnly); err != nil || s.Labels["kubernetes.io/legacy-token-last-used"] != today {
+		t.Errorf("the Secret's last-used label: %v, %v; want %s", s.Labels, err, today)
+	}
+	if err := c.cs.CoreV1().Secrets(ns).Delete(ctx, "legacy-token", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if r := k.fails(t, runOpts{}, "get", "configmaps", "-n", ns); !strings.Contains(r.stderr, "You must be logged in to the server") {
+		t.Errorf("the token after its Secret is deleted:\n%s", r)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -56,6 +57,7 @@ type auditing struct {
 	policy  audit.PolicyRuleEvaluator
 	backend audit.Backend
 	stop    chan struct{}
+	stopped sync.Once
 }
 
 // newAuditing reads the policy and opens the backends.
@@ -115,11 +117,13 @@ func newAuditing(cfg AuditConfig, log interface{ Warn(string, ...any) }) (*audit
 }
 
 // StopAuditing flushes and closes the audit backends; call it once the
-// server has stopped serving.
+// server has stopped serving. Later calls do nothing.
 func (s *Server) StopAuditing() {
 	if s.audit != nil {
-		close(s.audit.stop)
-		s.audit.backend.Shutdown()
+		s.audit.stopped.Do(func() {
+			close(s.audit.stop)
+			s.audit.backend.Shutdown()
+		})
 	}
 }
 

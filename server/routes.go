@@ -28,6 +28,7 @@ func (s *Server) routes() *echo.Echo {
 	// kube-apiserver's order: audit context and request info, then
 	// authentication, audit, impersonation, flow control, authorization.
 	e.Use(s.auditInit)
+	e.Use(recordWarnings)
 	if s.cfg.Authenticator != nil {
 		e.Use(auth.Middleware(s.cfg.Authenticator, s.auditUnauthorized(auth.UnauthorizedStatus), s.anonymousAuth()))
 	} else {

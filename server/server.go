@@ -224,6 +224,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	cfg.Authenticator.SetServiceAccountLookup(s.tokenObjectUID)
+	cfg.Authenticator.SetLegacyTokenObjects(legacyTokens{s})
 	s.echo = s.routes()
 	return s, nil
 }

@@ -16,6 +16,7 @@ import (
 	"k8s.io/kubernetes/pkg/apis/authentication"
 	authenticationvalidation "k8s.io/kubernetes/pkg/apis/authentication/validation"
 
+	"github.com/tabula-dev/tabula/registry"
 	"github.com/tabula-dev/tabula/schema"
 	"github.com/tabula-dev/tabula/server/auth"
 )
@@ -55,6 +56,51 @@ func (s *Server) tokenObjectUID(ctx context.Context, kind, namespace, name strin
 		return "", false, nil
 	}
 	return string(acc.GetUID()), true, nil
+}
+
+// legacyTokens is what the authenticator reads and writes for legacy
+// Secret-based tokens (auth.LegacyTokenObjects), through the registry.
+type legacyTokens struct{ s *Server }
+
+func (l legacyTokens) Secret(ctx context.Context, namespace, name string) (*corev1.Secret, error) {
+	obj, _, err := l.s.api.MustLookup("", "v1", "secrets").Get(ctx, namespace, name)
+	if err != nil {
+		return nil, err
+	}
+	return obj.(*corev1.Secret), nil
+}
+
+func (l legacyTokens) ServiceAccount(ctx context.Context, namespace, name string) (*corev1.ServiceAccount, error) {
+	obj, _, err := l.s.api.MustLookup("", "v1", "serviceaccounts").Get(ctx, namespace, name)
+	if err != nil {
+		return nil, err
+	}
+	return obj.(*corev1.ServiceAccount), nil
+}
+
+// MarkUsed writes the last-used label as kube-apiserver's merge patch
+// does (the patch names the uid, so a Secret recreated since is left).
+func (l legacyTokens) MarkUsed(ctx context.Context, secret *corev1.Secret, day string) {
+	_, _, err := l.s.api.MustLookup("", "v1", "secrets").Update(ctx, secret.Namespace, secret.Name, func(cur runtime.Object) (runtime.Object, error) {
+		cs, ok := cur.(*corev1.Secret)
+		if !ok {
+			return nil, l.s.api.MustLookup("", "v1", "secrets").NotFound(secret.Name)
+		}
+		if cs.UID != secret.UID {
+			return nil, apierrors.NewConflict(runtimeschema.GroupResource{Resource: "secrets"}, secret.Name, fmt.Errorf("the UID in the precondition (%s) does not match the UID in record (%s)", secret.UID, cs.UID))
+		}
+		if cs.Labels[auth.LegacyTokenLastUsedLabel] == day {
+			return nil, registry.ErrNoChange
+		}
+		if cs.Labels == nil {
+			cs.Labels = map[string]string{}
+		}
+		cs.Labels[auth.LegacyTokenLastUsedLabel] = day
+		return cs, nil
+	}, registry.UpdateOptions{WriteOptions: registry.WriteOptions{Manager: registry.ManagerAPIServer}})
+	if err != nil {
+		l.s.log.Error("labelling a legacy service account token with its last-used date", "secret", secret.Namespace+"/"+secret.Name, "err", err)
+	}
 }
 
 func (r *request) serviceAccountToken() error {

@@ -5,15 +5,18 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/labstack/echo/v4"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/runtime"
 	runtimeschema "k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/apiserver/pkg/warning"
 
 	"github.com/tabula-dev/tabula/codecs"
 	"github.com/tabula-dev/tabula/schema"
@@ -141,6 +144,38 @@ func (r *request) warn(text string) {
 	}
 	r.warned[text] = true
 	addWarning(r.c.Response().Header(), text)
+}
+
+// recordWarnings lets k8s.io/apiserver code that warns through the
+// request context (kube's warning.AddWarning: the legacy token
+// authenticator, for one) add Warning headers, once per text, as
+// kube-apiserver's WithWarningRecorder filter does.
+func recordWarnings(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		rec := &warningRecorder{h: c.Response().Header()}
+		r := c.Request()
+		c.SetRequest(r.WithContext(warning.WithWarningRecorder(r.Context(), rec)))
+		return next(c)
+	}
+}
+
+type warningRecorder struct {
+	mu   sync.Mutex
+	h    http.Header
+	seen map[string]bool
+}
+
+func (w *warningRecorder) AddWarning(_, text string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if text == "" || w.seen[text] {
+		return
+	}
+	if w.seen == nil {
+		w.seen = map[string]bool{}
+	}
+	w.seen[text] = true
+	addWarning(w.h, text)
 }
 
 // addWarning adds a Warning header the way kube-apiserver writes them:

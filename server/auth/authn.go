@@ -81,6 +81,8 @@ type Authenticator struct {
 	// they name still exists (set once the server exists, before serving).
 	saTokens *ServiceAccountTokens
 	saLookup ServiceAccountLookup
+	// legacy reads the Secrets of legacy tokens (nil: refused).
+	legacy LegacyTokenObjects
 	// requestHeader is kube's front-proxy authenticator (nil: off).
 	requestHeader     authenticator.Request
 	requestHeaderOpts *RequestHeader

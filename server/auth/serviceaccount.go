@@ -129,6 +129,8 @@ type claims struct {
 	NotBefore int64      `json:"nbf"`
 	ID        string     `json:"jti"`
 	Kube      kubeClaims `json:"kubernetes.io"`
+	// legacy are the claims of a legacy Secret token.
+	legacyClaims
 }
 
 // Issue signs a token for s; it returns the token and when it expires.
@@ -208,6 +210,14 @@ func (t *ServiceAccountTokens) verify(token string, audiences []string) (*claims
 		return nil, ErrInvalidBearerToken
 	}
 	now := time.Now().Unix()
+	if c.Issuer == LegacyIssuer {
+		// A Secret's token names no audience: it is valid for the API
+		// server's (kube's implicit audiences), and never expires.
+		if len(c.Audience) > 0 && !slices.ContainsFunc(c.Audience, func(a string) bool { return slices.Contains(audiences, a) }) {
+			return nil, errors.New("token audiences do not match the API server's")
+		}
+		return &c, nil
+	}
 	switch {
 	case c.Issuer != t.Issuer && !slices.Contains(t.OtherIssuers, c.Issuer):
 		return nil, errNotOurs
@@ -242,6 +252,9 @@ func (a *Authenticator) authenticateServiceAccount(ctx context.Context, token st
 	}
 	if err != nil {
 		return nil, false, err
+	}
+	if c.Issuer == LegacyIssuer {
+		return a.authenticateLegacyToken(ctx, token, c, want)
 	}
 	ns, sa := c.Kube.Namespace, c.Kube.ServiceAccount
 	check := func(kind, namespace string, ref *objRef) error {
