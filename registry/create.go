@@ -15,6 +15,7 @@ import (
 	runtimeschema "k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/apiserver/pkg/admission"
 
 	"github.com/tabula-dev/tabula/codecs"
 	"github.com/tabula-dev/tabula/schema"
@@ -63,6 +64,13 @@ func (x *Resource) Create(ctx context.Context, namespace string, obj runtime.Obj
 		}
 		// err is the named result: the claims stay only if the write did.
 		defer func() { finish(err == nil && !opts.DryRun) }()
+	}
+	if err := x.checkNamespace(mustAccessor(obj), namespace); err != nil {
+		return Result{}, err
+	}
+	if err := x.admit(ctx, admissionWrite{op: admission.Create, obj: obj, namespace: mustAccessor(obj).GetNamespace(),
+		name: mustAccessor(obj).GetName(), dryRun: opts.DryRun}); err != nil {
+		return Result{}, err
 	}
 	acc, err := x.prepareCreate(namespace, obj)
 	if err != nil {

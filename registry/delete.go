@@ -9,6 +9,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apiserver/pkg/admission"
 
 	"github.com/tabula-dev/tabula/sqlstore/kv"
 )
@@ -34,6 +35,10 @@ func (x *Resource) Delete(ctx context.Context, namespace, name string, opts *met
 		}
 		acc, _ := meta.Accessor(obj)
 		if err := x.checkPreconditions(acc, opts.Preconditions); err != nil {
+			return DeleteResult{}, err
+		}
+		if err := x.admit(ctx, admissionWrite{op: admission.Delete, old: obj, namespace: namespace, name: name,
+			options: opts, dryRun: dryRun}); err != nil {
 			return DeleteResult{}, err
 		}
 		if v := x.t.ValidateDelete; v != nil {

@@ -3,6 +3,7 @@ package registry
 import (
 	"context"
 	"crypto/rand"
+	"errors"
 	"fmt"
 	mrand "math/rand/v2"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	runtimeschema "k8s.io/apimachinery/pkg/runtime/schema"
+	podutil "k8s.io/kubernetes/pkg/api/v1/pod"
 
 	"github.com/tabula-dev/tabula/sqlstore/kv"
 )
@@ -59,9 +61,39 @@ func (podAdmission) afterDelete(context.Context, runtime.Object) {}
 
 var podsGR = runtimeschema.GroupResource{Resource: "pods"}
 
+// mirrorPodReferences refuses a mirror pod that names a service account,
+// a secret or a token projection, with kube's ServiceAccount admission's
+// words.
+func mirrorPodReferences(pod *corev1.Pod) error {
+	if pod.Spec.ServiceAccountName != "" {
+		return apierrors.NewForbidden(podsGR, pod.Name, errors.New("a mirror pod may not reference service accounts"))
+	}
+	secrets := false
+	podutil.VisitPodSecretNames(pod, func(string) bool { secrets = true; return false })
+	if secrets {
+		return apierrors.NewForbidden(podsGR, pod.Name, errors.New("a mirror pod may not reference secrets"))
+	}
+	for _, v := range pod.Spec.Volumes {
+		if v.Projected == nil {
+			continue
+		}
+		for _, src := range v.Projected.Sources {
+			if src.ServiceAccountToken != nil {
+				return apierrors.NewForbidden(podsGR, pod.Name, errors.New("a mirror pod may not use ServiceAccountToken volume projections"))
+			}
+		}
+	}
+	return nil
+}
+
 func (p podAdmission) serviceAccount(ctx context.Context, pod *corev1.Pod) error {
 	if pod.Spec.ServiceAccountName == "" {
 		pod.Spec.ServiceAccountName = pod.Spec.DeprecatedServiceAccount // as v1 conversion does
+	}
+	// A kubelet's mirror pod is left as the kubelet wrote it (it deletes
+	// one whose spec changed), and may use no account or secret.
+	if _, mirror := pod.Annotations[corev1.MirrorPodAnnotationKey]; mirror {
+		return mirrorPodReferences(pod)
 	}
 	if pod.Spec.ServiceAccountName == "" {
 		pod.Spec.ServiceAccountName = "default"

@@ -11,6 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"k8s.io/apiserver/pkg/admission"
+
 	"github.com/tabula-dev/tabula/codecs"
 	"github.com/tabula-dev/tabula/schema"
 	"github.com/tabula-dev/tabula/sqlstore/kv"
@@ -70,6 +72,8 @@ type Registry struct {
 	caches   map[string]*Cache
 	rbac     rbacState
 	nodes    nodeGraphState
+	// admission is the admission plugin chain (admission.go).
+	admission admission.Interface
 }
 
 // New returns a Registry; its caches fill once RunCaches runs (until then
@@ -104,6 +108,14 @@ func New(cfg Config) *Registry {
 			t, _ := cfg.Types.Lookup(rbacGroup, "v1", r)
 			g.hooks[t] = rbacEscalation{g: g, resource: r}
 		}
+	}
+	// kube's admission plugins, over the built-in kinds they read.
+	if admissionReadsServed(cfg.Types) {
+		a, err := newAdmission(g)
+		if err != nil {
+			panic(fmt.Sprintf("registry: admission: %v", err)) // a build error, not a runtime one
+		}
+		g.admission = a
 	}
 	return g
 }

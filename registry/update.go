@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	runtimeschema "k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/admission"
 
 	"github.com/tabula-dev/tabula/schema"
 	"github.com/tabula-dev/tabula/sqlstore/kv"
@@ -123,6 +124,15 @@ func (x *Resource) Update(ctx context.Context, namespace, name string, mutate Mu
 		finish := noFinish
 		if x.hooks != nil && opts.Subresource == "" {
 			if finish, err = x.hooks.beginUpdate(ctx, obj, old, opts.DryRun); err != nil {
+				return Result{}, false, err
+			}
+		}
+		// A write the server derives from a request it admitted itself
+		// (pods/binding) is not admitted again.
+		if !opts.SkipValidation {
+			if err := x.admit(ctx, admissionWrite{op: admission.Update, obj: obj, old: old, namespace: acc.GetNamespace(),
+				name: name, subresource: opts.Subresource, dryRun: opts.DryRun}); err != nil {
+				finish(false)
 				return Result{}, false, err
 			}
 		}

@@ -420,6 +420,9 @@ func (r *request) bind(b *corev1.Binding) error {
 	}
 	bindingGR := runtimeschema.GroupResource{Resource: "pods/binding"}
 	pods := r.s.api.MustLookup("", "v1", "pods")
+	if err := pods.AdmitSubresource(r.ctx, r.ri.Namespace, b.Name, "binding", bindingKind, b, false); err != nil {
+		return err
+	}
 	_, _, err := pods.Update(r.ctx, r.ri.Namespace, b.Name, func(cur runtime.Object) (runtime.Object, error) {
 		pod := cur.(*corev1.Pod)
 		if b.UID != "" && b.UID != pod.UID {
@@ -469,13 +472,16 @@ func (r *request) podEviction() error {
 	if r.verb != "create" {
 		return methodNotAllowed()
 	}
-	obj, _, err := r.readObject(evictionKind)
+	obj, dryRun, err := r.readObject(evictionKind)
 	if err != nil {
 		return err
 	}
 	ev := obj.(*policyv1.Eviction)
 	if ev.Name != r.ri.Name {
 		return apierrors.NewBadRequest("name in URL does not match name in Eviction object")
+	}
+	if err := r.s.api.MustLookup("", "v1", "pods").AdmitSubresource(r.ctx, r.ri.Namespace, ev.Name, "eviction", evictionKind, ev, dryRun); err != nil {
+		return err
 	}
 	opts := ev.DeleteOptions
 	if opts == nil {

@@ -3,6 +3,7 @@ package server_test
 import (
 	"encoding/json"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -262,5 +263,103 @@ func TestRequestHeaderPublished(t *testing.T) {
 	}
 	if len(cm.Data) != len(want) {
 		t.Errorf("extension-apiserver-authentication holds %v", cm.Data)
+	}
+}
+
+// TestNodeRestriction: what a kubelet's identity may change is limited as
+// kube's NodeRestriction admission limits it on kube-apiserver — its own
+// Node (without the labels reserved to admins), its own Lease, the
+// status of pods bound to it, mirror pods only, tokens only for its own
+// pods — while the admin is not limited; kube's 403 texts.
+func TestNodeRestriction(t *testing.T) {
+	h, _, as := authServer(t, "tok-root,root,1,\"system:masters\"\ntok-n1,system:node:n1,10,\"system:nodes\"\n", server.Config{})
+	do := func(token, method, path, body string, more ...string) *httptest.ResponseRecorder {
+		t.Helper()
+		return h.do(method, path, as(token, more...), []byte(body))
+	}
+	forbidden := func(what string, rec *httptest.ResponseRecorder, text string) {
+		t.Helper()
+		if rec.Code != http.StatusForbidden || !strings.Contains(rec.Body.String(), text) {
+			t.Errorf("%s: %d %s\nwant 403 with %q", what, rec.Code, rec.Body, text)
+		}
+	}
+	const ns = "/api/v1/namespaces/default"
+
+	// Nodes: its own, with its own labels.
+	if rec := do("tok-n1", "POST", "/api/v1/nodes", `{"metadata":{"name":"n1","labels":{"kubernetes.io/hostname":"n1"}}}`); rec.Code != http.StatusCreated {
+		t.Fatalf("n1 registers itself: %d %s", rec.Code, rec.Body)
+	}
+	forbidden("n1 registers n2", do("tok-n1", "POST", "/api/v1/nodes", `{"metadata":{"name":"n2"}}`), `node \"n1\" is not allowed to modify node \"n2\"`)
+	forbidden("n1 gives itself a reserved label",
+		do("tok-n1", "PATCH", "/api/v1/nodes/n1", `{"metadata":{"labels":{"node-restriction.kubernetes.io/trusted":"yes"}}}`, "Content-Type", "application/merge-patch+json"),
+		`is not allowed to modify labels: node-restriction.kubernetes.io/trusted`)
+	if rec := do("tok-root", "PATCH", "/api/v1/nodes/n1", `{"metadata":{"labels":{"node-restriction.kubernetes.io/trusted":"yes"}}}`, "Content-Type", "application/merge-patch+json"); rec.Code != http.StatusOK {
+		t.Errorf("the admin labels n1: %d %s", rec.Code, rec.Body)
+	}
+	if rec := do("tok-n1", "PATCH", "/api/v1/nodes/n1/status", `{"status":{"capacity":{"cpu":"4"}}}`, "Content-Type", "application/merge-patch+json"); rec.Code != http.StatusOK {
+		t.Errorf("n1 updates its status: %d %s", rec.Code, rec.Body)
+	}
+
+	// Pods: mirror pods bound to itself; the status of its own pods.
+	pod := func(name, node string, mirror bool) string {
+		ann := ""
+		if mirror {
+			ann = `,"annotations":{"kubernetes.io/config.mirror":"x"}`
+		}
+		return `{"metadata":{"name":"` + name + `"` + ann + `},"spec":{"nodeName":"` + node + `","containers":[{"name":"c","image":"busybox"}]}}`
+	}
+	forbidden("n1 creates an ordinary pod", do("tok-n1", "POST", ns+"/pods", pod("plain", "n1", false)), `can only create mirror pods`)
+	forbidden("n1 creates a mirror pod for n2", do("tok-n1", "POST", ns+"/pods", pod("m2", "n2", true)), `node \"n1\" can only create pods with spec.nodeName set to itself`)
+	// A mirror pod must be owned by its node (kube's rule since 1.17).
+	rec := do("tok-root", "GET", "/api/v1/nodes/n1", "")
+	var node struct{ Metadata struct{ UID string } }
+	_ = json.Unmarshal(rec.Body.Bytes(), &node)
+	mirror := `{"metadata":{"name":"m1","annotations":{"kubernetes.io/config.mirror":"x"},"ownerReferences":[{"apiVersion":"v1","kind":"Node","name":"n1","uid":"` + node.Metadata.UID + `","controller":true}]},"spec":{"nodeName":"n1","containers":[{"name":"c","image":"busybox"}]}}`
+	if rec := do("tok-n1", "POST", ns+"/pods", mirror); rec.Code != http.StatusCreated {
+		t.Errorf("n1 creates its mirror pod: %d %s", rec.Code, rec.Body)
+	}
+	if rec := do("tok-root", "POST", ns+"/pods", pod("other", "n2", false)); rec.Code != http.StatusCreated {
+		t.Fatalf("the admin creates a pod on n2: %d %s", rec.Code, rec.Body)
+	}
+	forbidden("n1 writes the status of n2's pod",
+		do("tok-n1", "PATCH", ns+"/pods/other/status", `{"status":{"phase":"Running"}}`, "Content-Type", "application/merge-patch+json"),
+		`node \"n1\" can only update pod status for pods with spec.nodeName set to itself`)
+	forbidden("n1 deletes n2's pod", do("tok-n1", "DELETE", ns+"/pods/other", ""), `node \"n1\" can only delete pods with spec.nodeName set to itself`)
+
+	// Leases: its own.
+	if rec := do("tok-root", "POST", "/api/v1/namespaces", `{"metadata":{"name":"kube-node-lease"}}`); rec.Code != http.StatusCreated && rec.Code != http.StatusConflict {
+		t.Fatalf("kube-node-lease: %d %s", rec.Code, rec.Body)
+	}
+	lease := func(name string) string {
+		return `{"metadata":{"name":"` + name + `"},"spec":{"holderIdentity":"` + name + `","leaseDurationSeconds":40}}`
+	}
+	if rec := do("tok-n1", "POST", "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases", lease("n1")); rec.Code != http.StatusCreated {
+		t.Errorf("n1 creates its lease: %d %s", rec.Code, rec.Body)
+	}
+	forbidden("n1 creates n2's lease", do("tok-n1", "POST", "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases", lease("n2")),
+		`can only access node lease with the same name as the requesting node`)
+
+	// A mirror pod may name no account or secret (kube's ServiceAccount
+	// admission leaves mirror pods unchanged and checks that).
+	withSA := strings.Replace(mirror, `"name":"m1"`, `"name":"m3"`, 1)
+	withSA = strings.Replace(withSA, `"spec":{`, `"spec":{"serviceAccountName":"robot",`, 1)
+	forbidden("n1 creates a mirror pod naming an account", do("tok-n1", "POST", ns+"/pods", withSA), `a mirror pod may not reference service accounts`)
+
+	// Tokens: only bound to its own pods (the node authorizer lets it ask
+	// for the accounts of pods bound to it; admission checks the binding).
+	if rec := do("tok-root", "POST", ns+"/serviceaccounts", `{"metadata":{"name":"robot"}}`); rec.Code != http.StatusCreated {
+		t.Fatalf("serviceaccount: %d %s", rec.Code, rec.Body)
+	}
+	rec = do("tok-root", "POST", ns+"/pods", `{"metadata":{"name":"worker"},"spec":{"nodeName":"n1","serviceAccountName":"robot","containers":[{"name":"c","image":"busybox"}]}}`)
+	if rec.Code != http.StatusCreated {
+		t.Fatalf("the admin creates a pod on n1: %d %s", rec.Code, rec.Body)
+	}
+	var worker struct{ Metadata struct{ UID string } }
+	_ = json.Unmarshal(rec.Body.Bytes(), &worker)
+	forbidden("n1 asks for an unbound token", do("tok-n1", "POST", ns+"/serviceaccounts/robot/token", `{"apiVersion":"authentication.k8s.io/v1","kind":"TokenRequest","spec":{}}`),
+		`node requested token not bound to a pod`)
+	bound := `{"apiVersion":"authentication.k8s.io/v1","kind":"TokenRequest","spec":{"boundObjectRef":{"apiVersion":"v1","kind":"Pod","name":"worker","uid":"` + worker.Metadata.UID + `"}}}`
+	if rec := do("tok-n1", "POST", ns+"/serviceaccounts/robot/token", bound); rec.Code != http.StatusCreated {
+		t.Errorf("n1 asks for a token bound to its pod: %d %s", rec.Code, rec.Body)
 	}
 }

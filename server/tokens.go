@@ -107,7 +107,7 @@ func (r *request) serviceAccountToken() error {
 	if r.verb != "create" {
 		return methodNotAllowed()
 	}
-	obj, _, err := r.readObject(tokenRequestKind)
+	obj, dryRun, err := r.readObject(tokenRequestKind)
 	if err != nil {
 		return err
 	}
@@ -122,6 +122,9 @@ func (r *request) serviceAccountToken() error {
 	}
 	if errs := authenticationvalidation.ValidateTokenRequest(in); len(errs) > 0 {
 		return apierrors.NewInvalid(runtimeschema.GroupKind{Group: "authentication.k8s.io", Kind: "TokenRequest"}, tr.Name, errs)
+	}
+	if err := r.s.api.MustLookup("", "v1", "serviceaccounts").AdmitSubresource(r.ctx, r.ri.Namespace, r.ri.Name, "token", tokenRequestKind, tr, dryRun); err != nil {
+		return err
 	}
 	// Longer than --service-account-max-token-expiration is shortened,
 	// with kube-apiserver's warning.

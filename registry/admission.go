@@ -1,0 +1,209 @@
+package registry
+
+import (
+	"context"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	runtimeschema "k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/admission"
+	"k8s.io/apiserver/pkg/authentication/user"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
+	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	"k8s.io/kubernetes/pkg/api/legacyscheme"
+	"k8s.io/kubernetes/pkg/auth/nodeidentifier"
+	"k8s.io/kubernetes/plugin/pkg/admission/noderestriction"
+
+	"github.com/tabula-dev/tabula/schema"
+)
+
+// Admission is the registry's admission step: every write — a handler's
+// or an in-process controller's — is shown to kube's own admission
+// plugins (k8s.io/apiserver/pkg/admission) with the writer's identity,
+// after the kind's storage hooks and before the strategy and validation,
+// where kube-apiserver's mutating admission runs. Plugins see kube's
+// internal types, converted from the object only when a plugin asks for
+// it; what a mutating plugin changes is converted back.
+//
+// The chain holds NodeRestriction (what a kubelet's system:node:<name>
+// identity may change: its own Node and Lease, the status of its own
+// pods, mirror pods bound to it, tokens for its pods, …), which every
+// production cluster enables beside the Node authorizer.
+
+// loopbackUser is who the server's own writes are, to plugins (as
+// kube-apiserver's loopback client).
+var loopbackUser = &user.DefaultInfo{Name: user.APIServerUser, Groups: []string{user.SystemPrivilegedGroup}}
+
+// admissionReads are the kinds the plugins read (liveInformers).
+var admissionReads = [][2]string{{"", "pods"}, {"", "nodes"}, {"", "serviceaccounts"},
+	{"", "persistentvolumeclaims"}, {"", "persistentvolumes"}, {"storage.k8s.io", "csidrivers"}}
+
+// admissionReadsServed: the registry serves every kind the plugins read
+// (a registry of a few kinds, in tests, has no admission).
+func admissionReadsServed(types *schema.Registry) bool {
+	for _, r := range admissionReads {
+		if _, ok := types.Lookup(r[0], "v1", r[1]); !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// newAdmission builds the plugin chain over g.
+func newAdmission(g *Registry) (admission.Interface, error) {
+	nr := noderestriction.NewPlugin(nodeidentifier.NewDefaultNodeIdentifier())
+	nr.InspectFeatureGates(utilfeature.DefaultFeatureGate)
+	nr.SetExternalKubeInformerFactory(liveInformers{g: g})
+	// The authorizer is set once the server has built it.
+	nr.SetAuthorizer(authorizer.AuthorizerFunc(func(ctx context.Context, a authorizer.Attributes) (authorizer.Decision, string, error) {
+		if az := g.authorizer(); az != nil {
+			return az.Authorize(ctx, a)
+		}
+		return authorizer.DecisionNoOpinion, "no authorizer", nil
+	}))
+	if err := nr.ValidateInitialization(); err != nil {
+		return nil, err
+	}
+	return admission.NewChainHandler(nr), nil
+}
+
+// admissionAttributes are one write's attributes; the internal objects
+// are made on first use.
+type admissionAttributes struct {
+	admission.Attributes
+	obj, old         runtime.Object // as stored (versioned)
+	internal         runtime.Object
+	internalOld      runtime.Object
+	converted, oldOK bool
+	err              error
+}
+
+func (a *admissionAttributes) GetObject() runtime.Object {
+	if !a.converted {
+		a.converted = true
+		a.internal, a.err = toInternal(a.obj)
+	}
+	return a.internal
+}
+
+func (a *admissionAttributes) GetOldObject() runtime.Object {
+	if !a.oldOK {
+		a.oldOK = true
+		var err error
+		if a.internalOld, err = toInternal(a.old); err != nil && a.err == nil {
+			a.err = err
+		}
+	}
+	return a.internalOld
+}
+
+// toInternal converts a versioned built-in object to kube's internal
+// version (nil stays nil; kinds kube does not know are passed as they are).
+func toInternal(obj runtime.Object) (runtime.Object, error) {
+	if obj == nil {
+		return nil, nil
+	}
+	gvks, _, err := legacyscheme.Scheme.ObjectKinds(obj)
+	if err != nil || len(gvks) == 0 {
+		return obj, nil
+	}
+	gv := runtimeschema.GroupVersion{Group: gvks[0].Group, Version: runtime.APIVersionInternal}
+	// A copy: the conversion may share memory with obj, and a plugin may
+	// change what it is given.
+	out, err := legacyscheme.Scheme.ConvertToVersion(obj.DeepCopyObject(), gv)
+	if err != nil {
+		return obj, nil // not a kind kube converts: plugins see it as stored
+	}
+	return out, nil
+}
+
+// objectInterfaces is what plugins convert and default with.
+var objectInterfaces = admission.NewObjectInterfacesFromScheme(legacyscheme.Scheme)
+
+// admissionWrite names one write for admission.
+type admissionWrite struct {
+	op          admission.Operation
+	obj, old    runtime.Object
+	namespace   string
+	name        string
+	subresource string
+	// kind is the object's kind when it is not the resource's (a
+	// subresource's: Eviction, Binding, TokenRequest).
+	kind    *runtimeschema.GroupVersionKind
+	options runtime.Object
+	dryRun  bool
+}
+
+// admit runs the admission chain on one write of x's resource; a plugin's
+// change to the object is copied back into w.obj.
+func (x *Resource) admit(ctx context.Context, w admissionWrite) error {
+	chain := x.g.admission
+	if chain == nil || !chain.Handles(w.op) {
+		return nil
+	}
+	who, ok := genericapirequest.UserFrom(ctx)
+	if !ok || who == nil {
+		who = loopbackUser
+	}
+	kind := runtimeschema.GroupVersionKind{Group: x.t.Group, Version: x.t.Version, Kind: x.t.Kind}
+	if w.kind != nil {
+		kind = *w.kind
+	}
+	resource := runtimeschema.GroupVersionResource{Group: x.t.Group, Version: x.t.Version, Resource: x.t.Resource}
+	if w.options == nil {
+		switch w.op {
+		case admission.Create:
+			w.options = &metav1.CreateOptions{}
+		case admission.Update:
+			w.options = &metav1.UpdateOptions{}
+		case admission.Delete:
+			w.options = &metav1.DeleteOptions{}
+		}
+	}
+	a := &admissionAttributes{
+		Attributes: admission.NewAttributesRecord(nil, nil, kind, w.namespace, w.name, resource, w.subresource, w.op, w.options, w.dryRun, who),
+		obj:        w.obj, old: w.old,
+	}
+	o := objectInterfaces
+	if m, ok := chain.(admission.MutationInterface); ok {
+		if err := m.Admit(ctx, a, o); err != nil {
+			return admissionError(err)
+		}
+	}
+	if v, ok := chain.(admission.ValidationInterface); ok {
+		if err := v.Validate(ctx, a, o); err != nil {
+			return admissionError(err)
+		}
+	}
+	if a.err != nil {
+		return apierrors.NewInternalError(a.err)
+	}
+	// What a mutating plugin changed goes back into the stored version.
+	if a.converted && a.internal != nil && a.internal != w.obj && w.obj != nil {
+		if err := legacyscheme.Scheme.Convert(a.internal, w.obj, nil); err != nil {
+			return apierrors.NewInternalError(fmt.Errorf("admission: converting the admitted object back: %w", err))
+		}
+	}
+	return nil
+}
+
+// admissionError keeps a plugin's API error; anything else is a 403, as
+// kube-apiserver's admission wraps it.
+func admissionError(err error) error {
+	if _, ok := err.(apierrors.APIStatus); ok {
+		return err
+	}
+	return apierrors.NewForbidden(runtimeschema.GroupResource{}, "", err)
+}
+
+// AdmitSubresource runs admission for a subresource write that is not a
+// store write of x's objects (pods/eviction, pods/binding,
+// serviceaccounts/token): obj is the request's object, of kind kind.
+func (x *Resource) AdmitSubresource(ctx context.Context, namespace, name, subresource string, kind *schema.Type, obj runtime.Object, dryRun bool) error {
+	gvk := runtimeschema.GroupVersionKind{Group: kind.Group, Version: kind.Version, Kind: kind.Kind}
+	return x.admit(ctx, admissionWrite{op: admission.Create, obj: obj, namespace: namespace, name: name,
+		subresource: subresource, kind: &gvk, dryRun: dryRun})
+}

@@ -1,0 +1,190 @@
+package registry
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/informers"
+	coreinformers "k8s.io/client-go/informers/core"
+	corev1informers "k8s.io/client-go/informers/core/v1"
+	storageinformers "k8s.io/client-go/informers/storage"
+	storagev1informers "k8s.io/client-go/informers/storage/v1"
+	corev1listers "k8s.io/client-go/listers/core/v1"
+	storagev1listers "k8s.io/client-go/listers/storage/v1"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/tabula-dev/tabula/sqlstore/kv"
+)
+
+// Admission plugins read other objects through client-go listers from an
+// informer factory. Theirs read the database (a key read each), so they
+// see every replica's writes at once and hold no objects in memory: the
+// factory below gives just the listers NodeRestriction asks for; any
+// other informer panics at start-up (ValidateInitialization), not later.
+
+type liveInformers struct {
+	informers.SharedInformerFactory // only Core and Storage are given
+	g                               *Registry
+}
+
+func (f liveInformers) Core() coreinformers.Interface { return liveCore{g: f.g} }
+func (f liveInformers) Storage() storageinformers.Interface {
+	return liveStorage{g: f.g}
+}
+
+type liveCore struct {
+	coreinformers.Interface
+	g *Registry
+}
+
+func (c liveCore) V1() corev1informers.Interface { return liveCoreV1{g: c.g} }
+
+type liveCoreV1 struct {
+	corev1informers.Interface
+	g *Registry
+}
+
+func (c liveCoreV1) Pods() corev1informers.PodInformer {
+	return livePods{liveInformer{g: c.g, resource: "pods"}}
+}
+func (c liveCoreV1) Nodes() corev1informers.NodeInformer {
+	return liveNodes{liveInformer{g: c.g, resource: "nodes"}}
+}
+func (c liveCoreV1) ServiceAccounts() corev1informers.ServiceAccountInformer {
+	return liveServiceAccounts{liveInformer{g: c.g, resource: "serviceaccounts"}}
+}
+func (c liveCoreV1) PersistentVolumeClaims() corev1informers.PersistentVolumeClaimInformer {
+	return livePVCs{liveInformer{g: c.g, resource: "persistentvolumeclaims"}}
+}
+func (c liveCoreV1) PersistentVolumes() corev1informers.PersistentVolumeInformer {
+	return livePVs{liveInformer{g: c.g, resource: "persistentvolumes"}}
+}
+
+type liveStorage struct {
+	storageinformers.Interface
+	g *Registry
+}
+
+func (s liveStorage) V1() storagev1informers.Interface { return liveStorageV1{g: s.g} }
+
+type liveStorageV1 struct {
+	storagev1informers.Interface
+	g *Registry
+}
+
+func (s liveStorageV1) CSIDrivers() storagev1informers.CSIDriverInformer {
+	return liveCSIDrivers{liveInformer{g: s.g, group: "storage.k8s.io", resource: "csidrivers"}}
+}
+
+// liveInformer has no informer of its own (nothing to start or sync);
+// its lister reads the registry.
+type liveInformer struct {
+	g               *Registry
+	group, resource string
+}
+
+func (liveInformer) Informer() cache.SharedIndexInformer { return nil }
+
+func (i liveInformer) indexer() cache.Indexer {
+	return liveIndexer{x: i.g.MustLookup(i.group, "v1", i.resource)}
+}
+
+type livePods struct{ liveInformer }
+
+func (i livePods) Lister() corev1listers.PodLister { return corev1listers.NewPodLister(i.indexer()) }
+
+type liveNodes struct{ liveInformer }
+
+func (i liveNodes) Lister() corev1listers.NodeLister { return corev1listers.NewNodeLister(i.indexer()) }
+
+type liveServiceAccounts struct{ liveInformer }
+
+func (i liveServiceAccounts) Lister() corev1listers.ServiceAccountLister {
+	return corev1listers.NewServiceAccountLister(i.indexer())
+}
+
+type livePVCs struct{ liveInformer }
+
+func (i livePVCs) Lister() corev1listers.PersistentVolumeClaimLister {
+	return corev1listers.NewPersistentVolumeClaimLister(i.indexer())
+}
+
+type livePVs struct{ liveInformer }
+
+func (i livePVs) Lister() corev1listers.PersistentVolumeLister {
+	return corev1listers.NewPersistentVolumeLister(i.indexer())
+}
+
+type liveCSIDrivers struct{ liveInformer }
+
+func (i liveCSIDrivers) Lister() storagev1listers.CSIDriverLister {
+	return storagev1listers.NewCSIDriverLister(i.indexer())
+}
+
+// liveIndexer answers a lister's reads from the registry: GetByKey (a
+// lister's Get), List and the namespace index (a lister's List). Writes
+// to it are refused: nothing feeds it.
+type liveIndexer struct {
+	cache.Indexer
+	x *Resource
+}
+
+// readTimeout bounds a plugin's read (listers take no context).
+const readTimeout = 30 * time.Second
+
+func (l liveIndexer) GetByKey(key string) (any, bool, error) {
+	ns, name, ok := strings.Cut(key, "/")
+	if !ok {
+		ns, name = "", key
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), readTimeout)
+	defer cancel()
+	obj, _, err := l.x.Get(ctx, ns, name)
+	if apierrors.IsNotFound(err) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	return obj, true, nil
+}
+
+func (l liveIndexer) list(namespace string) ([]any, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), readTimeout)
+	defer cancel()
+	var out []any
+	opts := kv.ListOptions{Resource: l.x.StorageType().Resource, Namespace: namespace}
+	for {
+		page, err := l.x.List(ctx, opts)
+		if err != nil {
+			return nil, err
+		}
+		for _, rec := range page.Items {
+			obj, err := l.x.Decode(rec)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, obj)
+		}
+		if !page.More || len(page.Items) == 0 {
+			return out, nil
+		}
+		last := page.Items[len(page.Items)-1]
+		opts.AfterNamespace, opts.AfterName, opts.Rev = last.Key.Namespace, last.Key.Name, page.Rev
+	}
+}
+
+func (l liveIndexer) List() []any {
+	out, _ := l.list("")
+	return out
+}
+
+func (l liveIndexer) ByIndex(index, value string) ([]any, error) {
+	if index != cache.NamespaceIndex {
+		return nil, errors.New("only the namespace index is served")
+	}
+	return l.list(value)
+}
