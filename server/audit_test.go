@@ -50,6 +50,7 @@ func TestAudit(t *testing.T) {
 	h.do("GET", "/api/v1/namespaces/default/configmaps/c", as("tok-root", "Impersonate-User", "bob"), nil)
 	h.do("GET", "/api/v1/namespaces/default/secrets/s", as("tok-bad"), nil)
 	h.do("GET", "/healthz", nil, nil)
+	listID := h.do("GET", "/api/v1/namespaces/default/configmaps", as("tok-root"), nil).Header().Get("Audit-Id")
 
 	events := readAudit(t, log)
 	find := func(what string, match func(e auditv1.Event) bool) auditv1.Event {
@@ -70,6 +71,12 @@ func TestAudit(t *testing.T) {
 		create.ResponseObject == nil || !strings.Contains(string(create.ResponseObject.Raw), `"resourceVersion"`) ||
 		create.Annotations["authorization.k8s.io/decision"] != "allow" {
 		t.Errorf("configmap create event: %+v", create)
+	}
+	// A list at RequestResponse carries the list answered.
+	list := find("the configmap list", func(e auditv1.Event) bool { return string(e.AuditID) == listID && e.Stage == auditv1.StageResponseComplete })
+	if list.Verb != "list" || list.ResponseObject == nil || !strings.Contains(string(list.ResponseObject.Raw), `"kind":"ConfigMapList"`) ||
+		!strings.Contains(string(list.ResponseObject.Raw), `"name":"c"`) || !strings.Contains(string(list.ResponseObject.Raw), `"k":"v"`) {
+		t.Errorf("configmap list event: %+v", list)
 	}
 	secret := find("the secret create", func(e auditv1.Event) bool {
 		return e.ObjectRef != nil && e.ObjectRef.Resource == "secrets" && e.Verb == "create"

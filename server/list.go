@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	auditinternal "k8s.io/apiserver/pkg/apis/audit"
 
 	"github.com/tabula-dev/tabula/codecs"
 	"github.com/tabula-dev/tabula/sqlstore/kv"
@@ -122,6 +123,9 @@ func (r *request) continueFor(res kv.ListResult) string {
 func (r *request) writeList(out codecs.Output, res kv.ListResult, p *listParams) error {
 	lm := r.listMeta(res, p)
 	resp := r.c.Response()
+	if err := r.auditList(res.Items, lm); err != nil {
+		return err
+	}
 	if out.View == codecs.ViewObject && out.MediaType == codecs.JSON && !wantsPretty(r.c) {
 		resp.Header().Set(echo.HeaderContentType, codecs.JSON)
 		resp.WriteHeader(http.StatusOK)
@@ -143,6 +147,29 @@ func (r *request) writeList(out codecs.Output, res kv.ListResult, p *listParams)
 		return err
 	}
 	return r.writeBody(http.StatusOK, out, body)
+}
+
+// auditList adds the list to an audit event recorded with response
+// bodies (RequestResponse), as kube-apiserver records a list it answers;
+// it costs nothing at lower levels.
+func (r *request) auditList(items []kv.Record, lm metav1.ListMeta) error {
+	if !r.s.auditAt(r.c, auditinternal.LevelRequestResponse) {
+		return nil
+	}
+	objs := make([]runtime.Object, 0, len(items))
+	for _, rec := range items {
+		obj, err := r.decodeStored(rec)
+		if err != nil {
+			return err
+		}
+		objs = append(objs, obj)
+	}
+	list, err := codecs.ListView(codecs.Output{View: codecs.ViewObject}, r.t, objs, lm, "")
+	if err != nil {
+		return err
+	}
+	r.auditResponse(list)
+	return nil
 }
 
 func (r *request) listMeta(res kv.ListResult, p *listParams) metav1.ListMeta {
