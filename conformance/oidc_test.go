@@ -1,7 +1,6 @@
 package conformance
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -34,31 +33,6 @@ func stopIssuer() {
 	}
 }
 
-// sharedAuthenticationConfig maps the issuer's tokens for audience
-// "tabula" as identity providers' usually are: the email names the user
-// and the groups claim gives groups (both prefixed "oidc:"), the subject
-// is the uid, a claim becomes an extra; the hosted-domain claim must be
-// example.com.
-const sharedAuthenticationConfig = `apiVersion: apiserver.config.k8s.io/v1
-kind: AuthenticationConfiguration
-jwt:
-- issuer:
-    url: %s
-    audiences: [tabula]
-    certificateAuthority: |
-%s
-  claimValidationRules:
-  - expression: 'claims.hd == "example.com"'
-    message: the hosted domain must be example.com
-  claimMappings:
-    username: {claim: email, prefix: "oidc:"}
-    groups: {claim: groups, prefix: "oidc:"}
-    uid: {expression: claims.sub}
-    extra:
-    - key: example.com/team
-      valueExpression: claims.team
-`
-
 // authenticationArgs writes the shared authentication configuration into
 // dir and returns its flag.
 func authenticationArgs(dir string) ([]string, error) {
@@ -66,9 +40,9 @@ func authenticationArgs(dir string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	ca := "      " + strings.ReplaceAll(strings.TrimRight(is.CAPEM(), "\n"), "\n", "\n      ")
+	// The issuer's users are "oidc:<email>" in groups "oidc:<group>".
 	path := filepath.Join(dir, "authentication-config.yaml")
-	if err := os.WriteFile(path, []byte(fmt.Sprintf(sharedAuthenticationConfig, is.URL, ca)), 0o600); err != nil {
+	if err := os.WriteFile(path, []byte(is.AuthenticationConfig("oidc:")), 0o600); err != nil {
 		return nil, err
 	}
 	return []string{"--authentication-config", path}, nil

@@ -73,7 +73,9 @@ func TestAudit(t *testing.T) {
 		t.Errorf("configmap create event: %+v", create)
 	}
 	// A list at RequestResponse carries the list answered.
-	list := find("the configmap list", func(e auditv1.Event) bool { return string(e.AuditID) == listID && e.Stage == auditv1.StageResponseComplete })
+	list := find("the configmap list", func(e auditv1.Event) bool {
+		return string(e.AuditID) == listID && e.Stage == auditv1.StageResponseComplete
+	})
 	if list.Verb != "list" || list.ResponseObject == nil || !strings.Contains(string(list.ResponseObject.Raw), `"kind":"ConfigMapList"`) ||
 		!strings.Contains(string(list.ResponseObject.Raw), `"name":"c"`) || !strings.Contains(string(list.ResponseObject.Raw), `"k":"v"`) {
 		t.Errorf("configmap list event: %+v", list)

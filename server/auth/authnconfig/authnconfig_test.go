@@ -2,7 +2,6 @@ package authnconfig
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -15,38 +14,9 @@ import (
 	"github.com/tabula-dev/tabula/server/auth/authnconfig/oidctest"
 )
 
-// config is an AuthenticationConfiguration for issuer is: users are
-// named by their email, prefixed; groups, uid and an extra come from
-// claims and CEL; tokens must come from example.com's hosted domain and
-// may not name system users.
-func config(is *oidctest.Issuer, prefix string) string {
-	return fmt.Sprintf(`apiVersion: apiserver.config.k8s.io/v1
-kind: AuthenticationConfiguration
-jwt:
-- issuer:
-    url: %s
-    audiences: [tabula]
-    certificateAuthority: |
-%s
-  claimValidationRules:
-  - expression: 'claims.hd == "example.com"'
-    message: the hosted domain must be example.com
-  claimMappings:
-    username: {claim: email, prefix: "%s"}
-    groups: {claim: groups, prefix: "%s"}
-    uid: {expression: 'claims.sub'}
-    extra:
-    - key: example.com/team
-      valueExpression: 'claims.team'
-  userValidationRules:
-  - expression: '!user.username.startsWith("%ssystem:")'
-    message: system users may not come from the issuer
-`, is.URL, indent(is.CAPEM(), "      "), prefix, prefix, prefix)
-}
-
-func indent(s, by string) string {
-	return by + strings.ReplaceAll(strings.TrimRight(s, "\n"), "\n", "\n"+by)
-}
+// config is the test issuer's AuthenticationConfiguration (see
+// oidctest), its users' names and groups prefixed.
+func config(is *oidctest.Issuer, prefix string) string { return is.AuthenticationConfig(prefix) }
 
 func startIssuer(t *testing.T) *oidctest.Issuer {
 	t.Helper()
@@ -56,6 +26,18 @@ func startIssuer(t *testing.T) *oidctest.Issuer {
 	}
 	t.Cleanup(is.Close)
 	return is
+}
+
+// fromFile writes content to a file and starts an Authenticator on it.
+func fromFile(t *testing.T, content string) (*Authenticator, string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "authn.yaml")
+	write(t, path, content)
+	a, err := New(t.Context(), Options{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a, path
 }
 
 func write(t *testing.T, path, content string) {
@@ -176,12 +158,7 @@ func TestDecodeErrors(t *testing.T) {
 // issuers answer; an invalid one is refused and the previous kept.
 func TestReload(t *testing.T) {
 	is := startIssuer(t)
-	path := filepath.Join(t.TempDir(), "authn.yaml")
-	write(t, path, config(is, "oidc:"))
-	a, err := New(t.Context(), Options{Path: path})
-	if err != nil {
-		t.Fatal(err)
-	}
+	a, path := fromFile(t, config(is, "oidc:"))
 	waitHealthy(t, a)
 	name := func() string {
 		resp, ok, err := a.AuthenticateToken(context.Background(), token(t, is, alice()))
@@ -216,19 +193,11 @@ func TestReload(t *testing.T) {
 
 func TestAnonymousSection(t *testing.T) {
 	is := startIssuer(t)
-	path := filepath.Join(t.TempDir(), "authn.yaml")
-	write(t, path, config(is, "oidc:"))
-	a, err := New(t.Context(), Options{Path: path})
-	if err != nil {
-		t.Fatal(err)
-	}
+	a, _ := fromFile(t, config(is, "oidc:"))
 	if _, _, configured := a.Anonymous(); configured {
 		t.Error("a file without an anonymous section configures it")
 	}
-	write(t, path, config(is, "oidc:")+"anonymous:\n  enabled: true\n  conditions:\n  - path: /livez\n  - path: /readyz\n")
-	if a, err = New(t.Context(), Options{Path: path}); err != nil {
-		t.Fatal(err)
-	}
+	a, _ = fromFile(t, config(is, "oidc:")+"anonymous:\n  enabled: true\n  conditions:\n  - path: /livez\n  - path: /readyz\n")
 	enabled, paths, configured := a.Anonymous()
 	if !enabled || !configured || !reflect.DeepEqual(paths, []string{"/livez", "/readyz"}) {
 		t.Errorf("anonymous = %v %v %v", enabled, paths, configured)

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"time"
 
 	jose "gopkg.in/go-jose/go-jose.v2"
@@ -79,4 +80,36 @@ func (is *Issuer) Token(claims map[string]any) (string, error) {
 		return "", fmt.Errorf("signing: %w", err)
 	}
 	return jws.CompactSerialize()
+}
+
+// AuthenticationConfig is an AuthenticationConfiguration trusting the
+// issuer for audience "tabula" as identity providers usually are: the
+// email names the user and the groups claim gives groups (both with
+// prefix), the subject is the uid, the "team" claim the extra
+// example.com/team; tokens must carry hd "example.com" and may not name
+// a system: user.
+func (is *Issuer) AuthenticationConfig(prefix string) string {
+	ca := "      " + strings.ReplaceAll(strings.TrimRight(is.CAPEM(), "\n"), "\n", "\n      ")
+	return fmt.Sprintf(`apiVersion: apiserver.config.k8s.io/v1
+kind: AuthenticationConfiguration
+jwt:
+- issuer:
+    url: %s
+    audiences: [tabula]
+    certificateAuthority: |
+%s
+  claimValidationRules:
+  - expression: 'claims.hd == "example.com"'
+    message: the hosted domain must be example.com
+  claimMappings:
+    username: {claim: email, prefix: %q}
+    groups: {claim: groups, prefix: %q}
+    uid: {expression: 'claims.sub'}
+    extra:
+    - key: example.com/team
+      valueExpression: 'claims.team'
+  userValidationRules:
+  - expression: '!user.username.startsWith(%q)'
+    message: system users may not come from the issuer
+`, is.URL, ca, prefix, prefix, prefix+"system:")
 }
