@@ -5,7 +5,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"strconv"
+	"strings"
+	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -268,6 +271,14 @@ func (x *Resource) narrowToSubresource(obj, old runtime.Object, subresource stri
 		}
 		from, keep, fields = old, obj, []string{"status"}
 	}
+	if out, ok := x.narrowTyped(from, keep, subresource, fields); ok {
+		return out, nil
+	}
+	return x.narrowMaps(from, keep, subresource, fields)
+}
+
+// narrowMaps narrows through maps: any two objects, custom resources too.
+func (x *Resource) narrowMaps(from, keep runtime.Object, subresource string, fields []string) (runtime.Object, error) {
 	src, err := runtime.DefaultUnstructuredConverter.ToUnstructured(from)
 	if err != nil {
 		return nil, err
@@ -308,4 +319,101 @@ func (x *Resource) narrowToSubresource(obj, old runtime.Object, subresource stri
 	}
 	out.GetObjectKind().SetGroupVersionKind(x.t.GroupVersionKind())
 	return out, nil
+}
+
+// narrowTyped is narrowToSubresource for built-in kinds: the top-level
+// fields are moved between the Go structs directly, not through a round
+// trip of both objects through maps (a status write's largest cost after
+// field tracking). ok is false when the objects are not two structs of one
+// type with every field (then the map path runs).
+func (x *Resource) narrowTyped(from, keep runtime.Object, subresource string, fields []string) (runtime.Object, bool) {
+	if _, u := keep.(*unstructured.Unstructured); u {
+		return nil, false
+	}
+	fv, kpv := reflect.ValueOf(from), reflect.ValueOf(keep)
+	if fv.Kind() != reflect.Pointer || kpv.Type() != fv.Type() || fv.IsNil() || kpv.IsNil() || fv.Elem().Kind() != reflect.Struct {
+		return nil, false
+	}
+	idx, ok := topFieldIndexes(fv.Elem().Type(), fields)
+	if !ok {
+		return nil, false
+	}
+	if subresource == "" {
+		// keep is the new object, the caller's to change: it gets copies
+		// of old's fields (old stays as stored).
+		for _, i := range idx {
+			f := fv.Elem().Field(i)
+			c, ok := deepCopyValue(f)
+			if !ok {
+				return nil, false
+			}
+			kpv.Elem().Field(i).Set(c)
+		}
+		keep.GetObjectKind().SetGroupVersionKind(x.t.GroupVersionKind())
+		return keep, true
+	}
+	// A subresource write: a copy of the stored object with the written
+	// fields (the written object is dropped after, so they are shared).
+	dst := keep.DeepCopyObject()
+	dv := reflect.ValueOf(dst).Elem()
+	for _, i := range idx {
+		dv.Field(i).Set(fv.Elem().Field(i))
+	}
+	// It may still move metadata.resourceVersion, and an apply through it
+	// brings the managedFields it computed.
+	facc, err1 := meta.Accessor(from)
+	dacc, err2 := meta.Accessor(dst)
+	if err1 != nil || err2 != nil {
+		return nil, false
+	}
+	dacc.SetResourceVersion(facc.GetResourceVersion())
+	dacc.SetManagedFields(facc.GetManagedFields())
+	dst.GetObjectKind().SetGroupVersionKind(x.t.GroupVersionKind())
+	return dst, true
+}
+
+// fieldIndexes caches, per struct type, the index of each top-level field
+// by its JSON name.
+var fieldIndexes sync.Map // reflect.Type -> map[string]int
+
+func topFieldIndexes(t reflect.Type, names []string) ([]int, bool) {
+	m, ok := fieldIndexes.Load(t)
+	if !ok {
+		byName := map[string]int{}
+		for i := range t.NumField() {
+			name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
+			if name != "" && name != "-" {
+				byName[name] = i
+			}
+		}
+		m, _ = fieldIndexes.LoadOrStore(t, byName)
+	}
+	byName := m.(map[string]int)
+	out := make([]int, 0, len(names))
+	for _, n := range names {
+		i, ok := byName[n]
+		if !ok {
+			return nil, false
+		}
+		out = append(out, i)
+	}
+	return out, true
+}
+
+// deepCopyValue copies a struct field with its generated DeepCopy (every
+// API struct has one); values without pointers are copied as they are.
+func deepCopyValue(v reflect.Value) (reflect.Value, bool) {
+	if v.Kind() == reflect.Struct && v.CanAddr() {
+		if m := v.Addr().MethodByName("DeepCopy"); m.IsValid() && m.Type().NumIn() == 0 && m.Type().NumOut() == 1 {
+			out := m.Call(nil)[0]
+			if out.Kind() == reflect.Pointer && out.Type().Elem() == v.Type() {
+				return out.Elem(), true
+			}
+		}
+	}
+	switch v.Kind() {
+	case reflect.Bool, reflect.Int, reflect.Int32, reflect.Int64, reflect.String, reflect.Float64:
+		return v, true
+	}
+	return reflect.Value{}, false
 }

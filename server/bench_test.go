@@ -86,6 +86,11 @@ func BenchmarkWriteHandlers(b *testing.B) {
 		if r := h.do("POST", "/apis/apps/v1/namespaces/default/deployments", map[string]string{"Content-Type": "application/json"}, []byte(dep)); r.Code != http.StatusCreated {
 			b.Fatalf("create: %d %s", r.Code, r.Body)
 		}
+		pod := fmt.Sprintf(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p%d","labels":{"app":"d"}},"spec":{"nodeName":"n1",`+
+			`"containers":[{"name":"c","image":"nginx","ports":[{"containerPort":80}]}]}}`, i)
+		if r := h.do("POST", "/api/v1/namespaces/default/pods", map[string]string{"Content-Type": "application/json"}, []byte(pod)); r.Code != http.StatusCreated {
+			b.Fatalf("create: %d %s", r.Code, r.Body)
+		}
 	}
 	run := func(b *testing.B, write func(obj int, n int64) (string, string, string, []byte)) {
 		var next, seq atomic.Int64
@@ -129,6 +134,13 @@ func BenchmarkWriteHandlers(b *testing.B) {
 		run(b, func(obj int, n int64) (string, string, string, []byte) {
 			return "PATCH", fmt.Sprint("/apis/apps/v1/namespaces/default/deployments/d", obj), "application/merge-patch+json",
 				[]byte(fmt.Sprintf(`{"metadata":{"annotations":{"n":"%d"}}}`, n))
+		})
+	})
+	// What a kubelet sends as its pods start and stop: a status patch.
+	b.Run("pod/status-patch", func(b *testing.B) {
+		run(b, func(obj int, n int64) (string, string, string, []byte) {
+			return "PATCH", fmt.Sprint("/api/v1/namespaces/default/pods/p", obj, "/status"), "application/strategic-merge-patch+json",
+				[]byte(fmt.Sprintf(`{"status":{"phase":"Running","podIP":"10.0.%d.%d","conditions":[{"type":"Ready","status":"True"}]}}`, n/250%250, n%250))
 		})
 	})
 	b.Run("deployment/apply", func(b *testing.B) {
