@@ -43,6 +43,8 @@ type Result struct {
 	Obj runtime.Object
 	// Warnings are what the Type's strategy says about the accepted write.
 	Warnings []string
+	// unchanged: nothing was written (the object was as asked).
+	unchanged bool
 }
 
 // Create stores a new object in namespace (ignored for cluster-scoped
@@ -107,6 +109,7 @@ func (x *Resource) Create(ctx context.Context, namespace string, obj runtime.Obj
 	if err != nil {
 		return Result{}, x.storeError(err, acc.GetName())
 	}
+	x.g.written.put(x.t, rec, obj)
 	x.g.observer.Written(x.st, acc, nil)
 	return Result{Rec: rec, Obj: obj, Warnings: warnings}, nil
 }

@@ -95,6 +95,7 @@ func (x *Resource) Delete(ctx context.Context, namespace, name string, opts *met
 		if err != nil {
 			return DeleteResult{}, x.storeError(err, name)
 		}
+		x.g.written.put(x.t, rec, obj)
 		if hasFinalizer(acc, metav1.FinalizerOrphanDependents) || hasFinalizer(acc, metav1.FinalizerDeleteDependents) {
 			x.g.observer.Deleting(x.st, acc)
 		}

@@ -74,6 +74,8 @@ type Registry struct {
 	nodes    nodeGraphState
 	// admission is the admission plugin chain (admission.go).
 	admission admission.Interface
+	// written holds this replica's last writes, where updates start.
+	written written
 }
 
 // New returns a Registry; its caches fill once RunCaches runs (until then

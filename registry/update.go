@@ -59,93 +59,113 @@ type UpdateOptions struct {
 // finalizer the update removes is deleted.
 func (x *Resource) Update(ctx context.Context, namespace, name string, mutate MutateFunc, opts UpdateOptions) (res Result, created bool, err error) {
 	for attempt := 0; ; attempt++ {
-		cur, err := x.g.store.Get(ctx, x.Key(namespace, name))
-		if errors.Is(err, kv.ErrNotFound) {
-			if !(x.t.AllowCreateOnUpdate && opts.CreateMissing) && !opts.createByApply {
-				return Result{}, false, x.NotFound(name)
-			}
-			obj, err := mutate(nil)
-			if err != nil {
-				return Result{}, false, err
-			}
-			if err := checkName(obj, name); err != nil {
-				return Result{}, false, err
-			}
-			res, err := x.Create(ctx, namespace, obj, opts.WriteOptions)
-			return res, err == nil, err
+		res, created, retry, guessed, err := x.updateAttempt(ctx, namespace, name, mutate, opts, attempt, attempt == 0 && !opts.DryRun)
+		if guessed && (err != nil || retry || res.unchanged) {
+			// Decided on this replica's last write of the object, which
+			// may be old: decided again from the store.
+			x.g.written.drop(x.Key(namespace, name))
+			continue
 		}
-		if err != nil {
-			return Result{}, false, err
-		}
-		old, err := x.Decode(cur)
-		if err != nil {
-			return Result{}, false, err
-		}
-		obj, err := mutate(old.DeepCopyObject())
-		if errors.Is(err, ErrNoChange) {
-			return Result{Rec: cur, Obj: old}, false, nil
-		}
-		if err != nil {
-			return Result{}, false, err
-		}
-		if su, ok := x.t.SubresourceUpdates[opts.Subresource]; ok {
-			obj, err = su.Prepare(obj, old)
-		} else {
-			obj, err = x.narrowToSubresource(obj, old, opts.Subresource)
-		}
-		if err != nil {
-			return Result{}, false, err
-		}
-		if err := checkName(obj, name); err != nil {
-			return Result{}, false, err
-		}
-		if !opts.SkipValidation {
-			if obj, err = x.trackFields(old, obj, opts.WriteOptions, opts.Subresource); err != nil {
-				return Result{}, false, err
-			}
-		}
-		acc, err := meta.Accessor(obj)
-		if err != nil {
-			return Result{}, false, err
-		}
-		if err := x.checkNamespace(acc, namespace); err != nil {
-			return Result{}, false, err
-		}
-		conditional := acc.GetResourceVersion() != ""
-		if conditional {
-			rv, err := strconv.ParseInt(acc.GetResourceVersion(), 10, 64)
-			if err != nil || rv <= 0 {
-				return Result{}, false, apierrors.NewBadRequest(fmt.Sprintf("invalid resourceVersion %q: must be a positive integer", acc.GetResourceVersion()))
-			}
-			if rv != cur.Rev {
-				return Result{}, false, conflict(x.t, name)
-			}
-		} else {
-			// Unconditional: the update applies to the current version.
-			acc.SetResourceVersion(strconv.FormatInt(cur.Rev, 10))
-		}
-		finish := noFinish
-		if x.hooks != nil && opts.Subresource == "" {
-			if finish, err = x.hooks.beginUpdate(ctx, obj, old, opts.DryRun); err != nil {
-				return Result{}, false, err
-			}
-		}
-		// A write the server derives from a request it admitted itself
-		// (pods/binding) is not admitted again.
-		if !opts.SkipValidation {
-			if err := x.admit(ctx, admissionWrite{op: admission.Update, obj: obj, old: old, namespace: acc.GetNamespace(),
-				name: name, subresource: opts.Subresource, dryRun: opts.DryRun}); err != nil {
-				finish(false)
-				return Result{}, false, err
-			}
-		}
-		res, retry, err := x.storeUpdate(ctx, namespace, name, obj, old, cur, conditional, attempt, opts)
-		finish(err == nil && !retry && !opts.DryRun)
 		if retry {
 			continue
 		}
-		return res, false, err
+		return res, created, err
 	}
+}
+
+// updateAttempt is one read-modify-write; guessed reports that it started
+// from this replica's last write of the object (see written) instead of
+// the store.
+func (x *Resource) updateAttempt(ctx context.Context, namespace, name string, mutate MutateFunc, opts UpdateOptions, attempt int, useWritten bool) (res Result, created, retry, guessed bool, err error) {
+	var cur kv.Record
+	var old runtime.Object
+	if useWritten {
+		cur, old, guessed = x.g.written.get(x.t, x.Key(namespace, name))
+	}
+	if !guessed {
+		cur, err = x.g.store.Get(ctx, x.Key(namespace, name))
+		if errors.Is(err, kv.ErrNotFound) {
+			if !(x.t.AllowCreateOnUpdate && opts.CreateMissing) && !opts.createByApply {
+				return Result{}, false, false, false, x.NotFound(name)
+			}
+			obj, err := mutate(nil)
+			if err != nil {
+				return Result{}, false, false, false, err
+			}
+			if err := checkName(obj, name); err != nil {
+				return Result{}, false, false, false, err
+			}
+			res, err := x.Create(ctx, namespace, obj, opts.WriteOptions)
+			return res, err == nil, false, false, err
+		}
+		if err != nil {
+			return Result{}, false, false, false, err
+		}
+		if old, err = x.Decode(cur); err != nil {
+			return Result{}, false, false, false, err
+		}
+	}
+	obj, err := mutate(old.DeepCopyObject())
+	if errors.Is(err, ErrNoChange) {
+		return Result{Rec: cur, Obj: old, unchanged: true}, false, false, guessed, nil
+	}
+	if err != nil {
+		return Result{}, false, false, guessed, err
+	}
+	if su, ok := x.t.SubresourceUpdates[opts.Subresource]; ok {
+		obj, err = su.Prepare(obj, old)
+	} else {
+		obj, err = x.narrowToSubresource(obj, old, opts.Subresource)
+	}
+	if err != nil {
+		return Result{}, false, false, guessed, err
+	}
+	if err := checkName(obj, name); err != nil {
+		return Result{}, false, false, guessed, err
+	}
+	if !opts.SkipValidation {
+		if obj, err = x.trackFields(old, obj, opts.WriteOptions, opts.Subresource); err != nil {
+			return Result{}, false, false, guessed, err
+		}
+	}
+	acc, err := meta.Accessor(obj)
+	if err != nil {
+		return Result{}, false, false, guessed, err
+	}
+	if err := x.checkNamespace(acc, namespace); err != nil {
+		return Result{}, false, false, guessed, err
+	}
+	conditional := acc.GetResourceVersion() != ""
+	if conditional {
+		rv, err := strconv.ParseInt(acc.GetResourceVersion(), 10, 64)
+		if err != nil || rv <= 0 {
+			return Result{}, false, false, guessed, apierrors.NewBadRequest(fmt.Sprintf("invalid resourceVersion %q: must be a positive integer", acc.GetResourceVersion()))
+		}
+		if rv != cur.Rev {
+			return Result{}, false, false, guessed, conflict(x.t, name)
+		}
+	} else {
+		// Unconditional: the update applies to the current version.
+		acc.SetResourceVersion(strconv.FormatInt(cur.Rev, 10))
+	}
+	finish := noFinish
+	if x.hooks != nil && opts.Subresource == "" {
+		if finish, err = x.hooks.beginUpdate(ctx, obj, old, opts.DryRun); err != nil {
+			return Result{}, false, false, guessed, err
+		}
+	}
+	// A write the server derives from a request it admitted itself
+	// (pods/binding) is not admitted again.
+	if !opts.SkipValidation {
+		if err := x.admit(ctx, admissionWrite{op: admission.Update, obj: obj, old: old, namespace: acc.GetNamespace(),
+			name: name, subresource: opts.Subresource, dryRun: opts.DryRun}); err != nil {
+			finish(false)
+			return Result{}, false, false, guessed, err
+		}
+	}
+	res, retry, err = x.storeUpdate(ctx, namespace, name, obj, old, cur, conditional, attempt, opts)
+	finish(err == nil && !retry && !opts.DryRun)
+	return res, false, retry, guessed, err
 }
 
 // storeUpdate validates and stores an update; retry asks for another
@@ -186,7 +206,7 @@ func (x *Resource) storeUpdate(ctx context.Context, namespace, name string, obj,
 		// apply or a PUT of what was read) — unless the stored form is
 		// stale, where the rewrite re-encrypts it.
 		if e, err := enc(cur.Rev); err == nil && !cur.Stale && bytes.Equal(e.Value, cur.Value) {
-			return Result{Rec: cur, Obj: obj, Warnings: warnings}, false, nil
+			return Result{Rec: cur, Obj: obj, Warnings: warnings, unchanged: true}, false, nil
 		}
 		rec, err = x.g.store.Update(ctx, x.Key(namespace, name), cur.Rev, enc)
 		if dropManagedFields(err, obj, opts.WriteOptions) {
@@ -202,6 +222,7 @@ func (x *Resource) storeUpdate(ctx context.Context, namespace, name string, obj,
 	if deleted {
 		x.afterDelete(ctx, obj, acc)
 	} else {
+		x.g.written.put(x.t, rec, obj)
 		x.g.observer.Written(x.st, acc, oldAcc)
 	}
 	return Result{Rec: rec, Obj: obj, Warnings: warnings}, false, nil
@@ -209,6 +230,7 @@ func (x *Resource) storeUpdate(ctx context.Context, namespace, name string, obj,
 
 // afterDelete runs what follows an object's removal.
 func (x *Resource) afterDelete(ctx context.Context, obj runtime.Object, acc metav1.Object) {
+	x.g.written.drop(x.Key(acc.GetNamespace(), acc.GetName()))
 	x.g.observer.Deleted(x.st, acc)
 	if x.hooks != nil {
 		x.hooks.afterDelete(ctx, obj)
