@@ -7,6 +7,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/version"
 	"k8s.io/apiserver/pkg/endpoints/discovery"
 )
 
@@ -103,35 +104,59 @@ func (r *Registry) Types() []*Type {
 // GroupVersions returns the served group-versions in kube-apiserver's
 // discovery order: the legacy core group first, then the named groups by
 // priority (ties by name), each group's versions preferred one first.
+//
+// A group-version without a kube-apiserver entry is a custom resource's,
+// which kube's crdregistration controller gives GroupPriorityMinimum 1000
+// and VersionPriority 100; equal version priorities, as all of a CRD
+// group's are, fall back to kube's version order (v1 > v1beta2 > v1beta1 >
+// v1alpha1), as kube's aggregator and apiextensions' discovery controller
+// do. Registration order, which follows CRD spec order and start-up
+// timing, must not decide the preferred version.
 func (r *Registry) GroupVersions() []schema.GroupVersion {
 	seen := map[schema.GroupVersion]bool{}
 	var out []schema.GroupVersion
+	// A group sorts by the highest priority among its versions, as in
+	// kube's aggregated discovery, so its versions stay together.
+	groupPriority := map[string]int32{}
 	for _, t := range r.Types() {
 		gv := t.GroupVersion()
-		if !seen[gv] {
-			seen[gv] = true
-			out = append(out, gv)
+		if seen[gv] {
+			continue
+		}
+		seen[gv] = true
+		out = append(out, gv)
+		if p := priorityOrCRD(gv); p.Group > groupPriority[gv.Group] {
+			groupPriority[gv.Group] = p.Group
 		}
 	}
-	sort.SliceStable(out, func(i, j int) bool {
+	sort.Slice(out, func(i, j int) bool {
 		a, b := out[i], out[j]
 		if (a.Group == "") != (b.Group == "") {
 			return a.Group == ""
 		}
-		pa, oka := PriorityOf(a)
-		pb, okb := PriorityOf(b)
-		switch {
-		case oka != okb:
-			return oka
-		case a.Group != b.Group && pa.Group != pb.Group:
-			return pa.Group > pb.Group
-		case a.Group != b.Group:
+		if a.Group != b.Group {
+			if pa, pb := groupPriority[a.Group], groupPriority[b.Group]; pa != pb {
+				return pa > pb
+			}
 			return a.Group < b.Group
-		default:
-			return pa.Version > pb.Version
 		}
+		if pa, pb := priorityOrCRD(a).Version, priorityOrCRD(b).Version; pa != pb {
+			return pa > pb
+		}
+		return version.CompareKubeAwareVersionStrings(a.Version, b.Version) > 0
 	})
 	return out
+}
+
+// crdPriority is what kube's crdregistration controller gives every
+// custom resource group-version's APIService.
+var crdPriority = Priority{Group: 1000, Version: 100}
+
+func priorityOrCRD(gv schema.GroupVersion) Priority {
+	if p, ok := PriorityOf(gv); ok {
+		return p
+	}
+	return crdPriority
 }
 
 // TypesIn returns the Types of one group-version in registration order.

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 
+	apidiscoveryv2 "k8s.io/api/apidiscovery/v2"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/version"
 
 	"github.com/tabula-dev/tabula/schema"
@@ -116,6 +118,78 @@ func TestCRDVersionsAndDeletion(t *testing.T) {
 	list := h.getJSON("/apis/test.example.com/v1/namespaces/crd-life/gadgets")
 	if items := refList(list["items"]); len(items) != 0 {
 		t.Errorf("recreated CRD lists %d old objects; want none", len(items))
+	}
+}
+
+// TestCRDDiscoveryVersionOrder: the versions of every CRD in a group are
+// listed, and the preferred one chosen, by kube's version priority (GA,
+// then beta, then alpha, higher numbers first), whatever the order the
+// CRDs declare them in, in legacy and in aggregated discovery.
+func TestCRDDiscoveryVersionOrder(t *testing.T) {
+	h := refNewHarness(t)
+	crd := func(plural, kind, storage string, versions ...string) string {
+		var vs []string
+		for _, v := range versions {
+			vs = append(vs, fmt.Sprintf(`{"name":%q,"served":true,"storage":%t,
+			 "schema":{"openAPIV3Schema":{"type":"object","x-kubernetes-preserve-unknown-fields":true}}}`, v, v == storage))
+		}
+		return fmt.Sprintf(`{"apiVersion":"apiextensions.k8s.io/v1","kind":"CustomResourceDefinition",
+		 "metadata":{"name":"%s.order.example.com"},
+		 "spec":{"group":"order.example.com","scope":"Namespaced","names":{"plural":%q,"kind":%q},
+		  "versions":[%s]}}`, plural, plural, kind, strings.Join(vs, ","))
+	}
+	h.mustDo("POST", crdPath, "application/json", crd("widgets", "Widget", "v1", "v1beta1", "v1alpha1", "v1"), http.StatusCreated)
+	h.mustDo("POST", crdPath, "application/json", crd("sprockets", "Sprocket", "v1beta2", "v2alpha1", "v1beta2"), http.StatusCreated)
+	establish(t, h, "widgets.order.example.com")
+	establish(t, h, "sprockets.order.example.com")
+	const want = "v1,v1beta2,v1beta1,v2alpha1,v1alpha1"
+
+	check := func(where string, g metav1.APIGroup) {
+		t.Helper()
+		var got []string
+		for _, v := range g.Versions {
+			got = append(got, v.Version)
+		}
+		if strings.Join(got, ",") != want || g.PreferredVersion.Version != "v1" {
+			t.Errorf("%s: versions %v, preferred %q; want %s, preferred v1", where, got, g.PreferredVersion.Version, want)
+		}
+	}
+	var group metav1.APIGroup
+	if err := json.Unmarshal(h.do("GET", "/apis/order.example.com", nil, nil).Body.Bytes(), &group); err != nil {
+		t.Fatal(err)
+	}
+	check("/apis/order.example.com", group)
+	var groups metav1.APIGroupList
+	if err := json.Unmarshal(h.do("GET", "/apis", nil, nil).Body.Bytes(), &groups); err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range groups.Groups {
+		if g.Name == "order.example.com" {
+			check("/apis", g)
+		}
+	}
+
+	rec := h.do("GET", "/apis", map[string]string{"Accept": "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"}, nil)
+	var agg apidiscoveryv2.APIGroupDiscoveryList
+	if err := json.Unmarshal(rec.Body.Bytes(), &agg); err != nil {
+		t.Fatalf("aggregated discovery: %v: %s", err, rec.Body)
+	}
+	found := false
+	for _, g := range agg.Items {
+		if g.Name != "order.example.com" {
+			continue
+		}
+		found = true
+		var got []string
+		for _, v := range g.Versions {
+			got = append(got, v.Version)
+		}
+		if strings.Join(got, ",") != want {
+			t.Errorf("aggregated discovery: versions %v; want %s", got, want)
+		}
+	}
+	if !found {
+		t.Errorf("aggregated discovery has no order.example.com: %s", rec.Body)
 	}
 }
 
