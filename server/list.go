@@ -127,8 +127,6 @@ func (r *request) writeList(out codecs.Output, res kv.ListResult, p *listParams)
 		return err
 	}
 	if out.View == codecs.ViewObject && out.MediaType == codecs.JSON && !wantsPretty(r.c) {
-		resp.Header().Set(echo.HeaderContentType, codecs.JSON)
-		resp.WriteHeader(http.StatusOK)
 		return r.streamJSONList(resp, lm, res.Items)
 	}
 	if protobufObjects(out) {
@@ -182,13 +180,42 @@ func (r *request) listMeta(res kv.ListResult, p *listParams) metav1.ListMeta {
 }
 
 // streamJSONList writes the list around the stored items, letting go of
-// each item's stored bytes once written.
+// each item's bytes once written.
+//
+// Every item is converted before the 200 is sent, each replacing its
+// stored bytes (the list is still held in about one form): a row that
+// does not decode then fails the list with a 500 Status, as on
+// kube-apiserver, which decodes every item before it encodes any, not a
+// 200 whose body stops short.
 func (r *request) streamJSONList(w *echo.Response, lm metav1.ListMeta, items []kv.Record) error {
-	return codecs.WriteJSONList(w, r.t, &lm, len(items), func(i int) ([]byte, error) {
+	for i := range items {
 		b, err := r.itemJSON(items[i])
+		if err != nil {
+			return err
+		}
+		items[i].Value = b
+	}
+	w.Header().Set(echo.HeaderContentType, codecs.JSON)
+	w.WriteHeader(http.StatusOK)
+	err := codecs.WriteJSONList(w, r.t, &lm, len(items), func(i int) ([]byte, error) {
+		b := items[i].Value
 		items[i].Value = nil
-		return b, err
+		return b, nil
 	})
+	abortIfCut(err)
+	return nil
+}
+
+// abortIfCut ends a response whose 200 is sent but whose body could not
+// be finished (the client went away, or a write failed): a Status can no
+// longer be sent, and returning would end a chunked body cleanly, so a
+// client could take the part it got for the whole document. The
+// http.ErrAbortHandler panic makes net/http close the connection (reset
+// the HTTP/2 stream) instead, and the client sees an error.
+func abortIfCut(err error) {
+	if err != nil {
+		panic(http.ErrAbortHandler)
+	}
 }
 
 // protobufItem returns a stored object's Protobuf encoding, made once per
@@ -226,5 +253,6 @@ func (r *request) writeProtobufList(w *echo.Response, lm metav1.ListMeta, items 
 	}
 	w.Header().Set(echo.HeaderContentType, codecs.Protobuf)
 	w.WriteHeader(http.StatusOK)
-	return lw.WriteTo(w, r.t.APIVersion(), r.t.ListKind, &lm)
+	abortIfCut(lw.WriteTo(w, r.t.APIVersion(), r.t.ListKind, &lm))
+	return nil
 }
