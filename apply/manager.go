@@ -1,6 +1,7 @@
 package apply
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"net/http"
@@ -91,6 +92,31 @@ func (m *Manager) viaHub(obj runtime.Object) runtime.Object {
 	}
 	out.GetObjectKind().SetGroupVersionKind(m.t.GroupVersionKind())
 	return out
+}
+
+// CanonicalFields re-encodes each entry's field set in the order the
+// field manager writes sets (structured-merge-diff's). Entries that came
+// by way of a map are in JSON's lexical key order instead: kube's
+// ScaleHandler returns its entries through an unstructured object, so
+// after a scale k:{"port":443,…} precedes k:{"port":80,…}. The next apply
+// re-encodes every entry, and storing its output would then be a write
+// that changes nothing but that order.
+func CanonicalFields(entries []metav1.ManagedFieldsEntry) ([]metav1.ManagedFieldsEntry, error) {
+	for i, e := range entries {
+		if e.FieldsV1 == nil {
+			continue
+		}
+		var set fieldpath.Set
+		if err := set.FromJSON(bytes.NewReader(e.FieldsV1.Raw)); err != nil {
+			return nil, fmt.Errorf("managedFields of %s: %w", e.Manager, err)
+		}
+		raw, err := set.ToJSON()
+		if err != nil {
+			return nil, err
+		}
+		entries[i].FieldsV1 = &metav1.FieldsV1{Raw: raw}
+	}
+	return entries, nil
 }
 
 // Empty is the live object a create starts from.

@@ -136,6 +136,11 @@ func (x *Resource) writeScale(ctx context.Context, namespace, name string, opts 
 		if err != nil {
 			return nil, err
 		}
+		// kube-apiserver stores the entries in the map's order and so
+		// rewrites the object on the next identical apply; this does not.
+		if entries, err = apply.CanonicalFields(entries); err != nil {
+			return nil, err
+		}
 		obj, err := x.withReplicas(cur, sc.Spec.Replicas)
 		if err != nil {
 			return nil, err

@@ -88,6 +88,85 @@ func TestApplyNoOpIsNotStored(t *testing.T) {
 	}
 }
 
+// TestReapplyIsNotStored: applying the same configuration again stores
+// nothing (same resourceVersion, no watch event) for a Service with two
+// ports and a Deployment with two containers, also after a scale of the
+// Deployment, whose write leaves the entries of its managedFields with
+// their keys in another order (port 443's before port 80's).
+func TestReapplyIsNotStored(t *testing.T) {
+	h := refNewHarness(t)
+	const svc = "/api/v1/namespaces/default/services/web"
+	const deploy = "/apis/apps/v1/namespaces/default/deployments/web"
+	svcCfg := []byte(`apiVersion: v1
+kind: Service
+metadata:
+  name: web
+spec:
+  selector: {app: web}
+  ports:
+  - {name: http, port: 80, targetPort: 8080}
+  - {name: https, port: 443, targetPort: 8443}
+`)
+	deployCfg := []byte(`apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+spec:
+  selector:
+    matchLabels: {app: web}
+  template:
+    metadata:
+      labels: {app: web}
+    spec:
+      containers:
+      - name: web
+        image: nginx
+        ports:
+        - {name: http, containerPort: 80}
+        - {name: https, containerPort: 443}
+      - name: sidecar
+        image: busybox
+`)
+	// reapply applies cfg again and checks that nothing was stored: the
+	// first change watchers then see is a label written afterwards.
+	reapply := func(what, path, resource string, cfg []byte) {
+		t.Helper()
+		r := h.do("GET", path, nil, nil)
+		before := decodeApplied(t, r.Code, r.Body.Bytes(), http.StatusOK).Metadata.ResourceVersion
+		rv, _ := strconv.ParseInt(before, 10, 64)
+		w, err := h.store.Watch(context.Background(), kv.WatchOptions{Resource: resource, Namespace: "default", Name: "web", After: rv})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Stop()
+		r = h.do("PATCH", path+"?fieldManager=kubectl", applyHeaders, cfg)
+		if got := decodeApplied(t, r.Code, r.Body.Bytes(), http.StatusOK).Metadata.ResourceVersion; got != before {
+			t.Errorf("%s: identical apply moved resourceVersion %s → %s", what, before, got)
+		}
+		r = h.do("PATCH", path+"?fieldManager=labeler", map[string]string{"Content-Type": "application/merge-patch+json"},
+			[]byte(`{"metadata":{"labels":{"touched":"`+strconv.FormatInt(rv, 10)+`"}}}`))
+		labeled := decodeApplied(t, r.Code, r.Body.Bytes(), http.StatusOK).Metadata.ResourceVersion
+		if ev := <-w.Events(); strconv.FormatInt(ev.Rev, 10) != labeled {
+			t.Errorf("%s: first stored change after the identical apply is at %d, want the label's at %s", what, ev.Rev, labeled)
+		}
+	}
+
+	r := h.do("PATCH", svc+"?fieldManager=kubectl", applyHeaders, svcCfg)
+	decodeApplied(t, r.Code, r.Body.Bytes(), http.StatusCreated)
+	reapply("service", svc, "services", svcCfg)
+	r = h.do("PATCH", deploy+"?fieldManager=kubectl", applyHeaders, deployCfg)
+	decodeApplied(t, r.Code, r.Body.Bytes(), http.StatusCreated)
+	reapply("deployment", deploy, "deployments.apps", deployCfg)
+
+	// kubectl scale (or an HPA) writes the replicas through /scale.
+	r = h.do("PATCH", deploy+"/scale?fieldManager=kubectl-scale", map[string]string{"Content-Type": "application/merge-patch+json"},
+		[]byte(`{"spec":{"replicas":3}}`))
+	if r.Code != http.StatusOK {
+		t.Fatalf("scale: %d %s", r.Code, r.Body)
+	}
+	reapply("deployment after a scale", deploy, "deployments.apps", deployCfg)
+}
+
 // TestApplyStatusSubresource: an apply through /status writes the status
 // only, recorded with subresource "status"; the main resource's apply of
 // status is ignored (and not owned), as kube-apiserver's strategies
