@@ -79,7 +79,7 @@ require (
 	gopkg.in/yaml.v3 v3.0.1 // indirect
 	k8s.io/gengo/v2 v2.0.0-20250922181213-ec3ebc5fd46b // indirect
 	k8s.io/klog/v2 v2.130.1 // indirect
-	k8s.io/utils v0.0.0-20251002143259-bc988d571ff4 // indirect
+	k8s.io/utils v0.0.0-20251002143259-bc988d571ff4
 	modernc.org/libc v1.79.0 // indirect
 	modernc.org/mathutil v1.7.1 // indirect
 	modernc.org/memory v1.12.1 // indirect
@@ -91,7 +91,7 @@ tool k8s.io/kube-openapi/cmd/openapi-gen
 
 require k8s.io/apiserver v0.35.10
 
-require k8s.io/component-base v0.35.10 // indirect
+require k8s.io/component-base v0.35.10
 
 require k8s.io/component-helpers v0.35.10
 
@@ -101,9 +101,11 @@ require k8s.io/kubelet v0.35.10
 
 require (
 	cel.dev/expr v0.24.0 // indirect
+	cyphar.com/go-pathrs v0.2.1 // indirect
 	github.com/antlr4-go/antlr/v4 v4.13.0 // indirect
 	github.com/cenkalti/backoff/v4 v4.3.0 // indirect
 	github.com/coreos/go-oidc v2.3.0+incompatible // indirect
+	github.com/cyphar/filepath-securejoin v0.6.0 // indirect
 	github.com/felixge/httpsnoop v1.0.4 // indirect
 	github.com/fsnotify/fsnotify v1.9.0 // indirect
 	github.com/go-logr/stdr v1.2.2 // indirect
@@ -112,7 +114,9 @@ require (
 	github.com/grpc-ecosystem/grpc-gateway/v2 v2.26.3 // indirect
 	github.com/inconshreveable/mousetrap v1.1.0 // indirect
 	github.com/moby/spdystream v0.5.1 // indirect
+	github.com/moby/sys/mountinfo v0.7.2 // indirect
 	github.com/mxk/go-flowrate v0.0.0-20140419014527-cca7078d478f // indirect
+	github.com/opencontainers/selinux v1.13.0 // indirect
 	github.com/pquerna/cachecontrol v0.1.0 // indirect
 	github.com/spf13/cobra v1.10.0 // indirect
 	github.com/stoewer/go-strcase v1.3.0 // indirect
@@ -129,6 +133,8 @@ require (
 	google.golang.org/grpc v1.72.2 // indirect
 	k8s.io/csi-translation-lib v0.35.10 // indirect
 	k8s.io/dynamic-resource-allocation v0.35.10 // indirect
+	k8s.io/mount-utils v0.35.10 // indirect
+	k8s.io/pod-security-admission v0.35.10 // indirect
 	sigs.k8s.io/apiserver-network-proxy/konnectivity-client v0.31.2 // indirect
 )
 

@@ -206,7 +206,7 @@ func addCRD(t *testing.T, reg *schema.Registry, crd *apiextensionsv1.CustomResou
 	if crd.Status.AcceptedNames.ListKind == "" {
 		crd.Status.AcceptedNames.ListKind = crd.Spec.Names.Kind + "List"
 	}
-	types, err := schema.CustomResourceTypes(crd)
+	types, err := schema.CustomResourceTypes(crd, nil)
 	if err != nil {
 		t.Fatalf("CRD: %v", err)
 	}

@@ -35,6 +35,9 @@ const resyncInterval = 2 * time.Second
 
 // Run starts the controllers; they stop when ctx ends.
 func (m *Manager) Run(ctx context.Context) error {
+	// The caches first: admission (webhook configurations, namespaces)
+	// waits for them before admitting the first write.
+	m.api.RunCaches(ctx, m.runLoop)
 	for _, ns := range systemNamespaces {
 		obj := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}
 		if _, err := m.namespacesAPI().Create(ctx, "", obj, registry.WriteOptions{Manager: registry.ManagerAPIServer}); err != nil && !apierrors.IsAlreadyExists(err) {
@@ -47,7 +50,6 @@ func (m *Manager) Run(ctx context.Context) error {
 		m.log.Warn("custom resource definitions not loaded yet", "err", err)
 	}
 	go m.runLoop(ctx, "customresourcedefinitions", m.crdController)
-	m.api.RunCaches(ctx, m.runLoop)
 	if m.enabled(NamespaceController) {
 		go m.runLoop(ctx, "namespace controller", m.namespaceController)
 	}

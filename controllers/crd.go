@@ -289,7 +289,12 @@ func (m *Manager) buildPass(ctx context.Context) {
 		}
 		served := *crd // CustomResourceTypes keeps a deep copy of its own
 		served.Status.AcceptedNames = names
-		types, err := schema.CustomResourceTypes(&served)
+		convert, err := m.api.CustomResourceConverter(&served)
+		if err != nil {
+			m.log.Warn("custom resource definition not served", "crd", crd.Name, "err", err)
+			continue
+		}
+		types, err := schema.CustomResourceTypes(&served, convert)
 		if err != nil {
 			m.log.Warn("custom resource definition not served", "crd", crd.Name, "err", err)
 			continue

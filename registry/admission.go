@@ -3,19 +3,40 @@ package registry
 import (
 	"context"
 	"fmt"
+	"strings"
+	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	runtimeschema "k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apiserver/pkg/admission"
+	kubeinitializer "k8s.io/apiserver/pkg/admission/initializer"
+	webhookinitializer "k8s.io/apiserver/pkg/admission/plugin/webhook/initializer"
+	mutatingwebhook "k8s.io/apiserver/pkg/admission/plugin/webhook/mutating"
+	validatingwebhook "k8s.io/apiserver/pkg/admission/plugin/webhook/validating"
+	apiserverinstall "k8s.io/apiserver/pkg/apis/apiserver/install"
+	auditinternal "k8s.io/apiserver/pkg/apis/audit"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	"k8s.io/component-base/compatibility"
 	"k8s.io/kubernetes/pkg/api/legacyscheme"
-	"k8s.io/kubernetes/pkg/auth/nodeidentifier"
+	certapproval "k8s.io/kubernetes/plugin/pkg/admission/certificates/approval"
+	"k8s.io/kubernetes/plugin/pkg/admission/certificates/ctbattest"
+	certsigning "k8s.io/kubernetes/plugin/pkg/admission/certificates/signing"
+	certsubjectrestriction "k8s.io/kubernetes/plugin/pkg/admission/certificates/subjectrestriction"
+	"k8s.io/kubernetes/plugin/pkg/admission/limitranger"
+	"k8s.io/kubernetes/plugin/pkg/admission/network/defaultingressclass"
 	"k8s.io/kubernetes/plugin/pkg/admission/noderestriction"
+	"k8s.io/kubernetes/plugin/pkg/admission/nodetaint"
+	"k8s.io/kubernetes/plugin/pkg/admission/runtimeclass"
+	"k8s.io/kubernetes/plugin/pkg/admission/security/podsecurity"
+	"k8s.io/kubernetes/plugin/pkg/admission/storage/persistentvolume/resize"
+	"k8s.io/kubernetes/plugin/pkg/admission/storage/storageclass/setdefault"
+	"k8s.io/kubernetes/plugin/pkg/admission/storage/storageobjectinuseprotection"
 
 	"github.com/tabula-dev/tabula/schema"
 )
@@ -38,8 +59,11 @@ import (
 var loopbackUser = &user.DefaultInfo{Name: user.APIServerUser, Groups: []string{user.SystemPrivilegedGroup}}
 
 // admissionReads are the kinds the plugins read (liveInformers).
-var admissionReads = [][2]string{{"", "pods"}, {"", "nodes"}, {"", "serviceaccounts"},
-	{"", "persistentvolumeclaims"}, {"", "persistentvolumes"}, {"storage.k8s.io", "csidrivers"}}
+var admissionReads = [][2]string{{"", "pods"}, {"", "nodes"}, {"", "serviceaccounts"}, {"", "namespaces"},
+	{"", "persistentvolumeclaims"}, {"", "persistentvolumes"}, {"storage.k8s.io", "csidrivers"},
+	{"", "services"}, {"discovery.k8s.io", "endpointslices"}, {"", "limitranges"},
+	{"storage.k8s.io", "storageclasses"}, {"networking.k8s.io", "ingressclasses"}, {"node.k8s.io", "runtimeclasses"},
+	{admissionregistrationGroup, "mutatingwebhookconfigurations"}, {admissionregistrationGroup, "validatingwebhookconfigurations"}}
 
 // admissionReadsServed: the registry serves every kind the plugins read
 // (a registry of a few kinds, in tests, has no admission).
@@ -52,22 +76,61 @@ func admissionReadsServed(types *schema.Registry) bool {
 	return true
 }
 
-// newAdmission builds the plugin chain over g.
-func newAdmission(g *Registry) (admission.Interface, error) {
-	nr := noderestriction.NewPlugin(nodeidentifier.NewDefaultNodeIdentifier())
-	nr.InspectFeatureGates(utilfeature.DefaultFeatureGate)
-	nr.SetExternalKubeInformerFactory(liveInformers{g: g})
+// newAdmission builds the chain of the enabled kube plugins over g.
+func newAdmission(g *Registry, cfg AdmissionConfig) (admission.Interface, error) {
+	names, err := cfg.enabled()
+	if err != nil {
+		return nil, err
+	}
+	g.admissionOn = map[string]bool{}
+	var kube []string
+	for _, n := range names {
+		g.admissionOn[n] = true
+		if kubePlugins[n] {
+			kube = append(kube, n)
+		}
+	}
+	plugins := admission.NewPlugins()
+	noderestriction.Register(plugins)
+	limitranger.Register(plugins)
+	podsecurity.Register(plugins)
+	nodetaint.Register(plugins)
+	setdefault.Register(plugins)
+	storageobjectinuseprotection.Register(plugins)
+	resize.Register(plugins)
+	runtimeclass.Register(plugins)
+	certapproval.Register(plugins)
+	certsigning.Register(plugins)
+	ctbattest.Register(plugins)
+	certsubjectrestriction.Register(plugins)
+	defaultingressclass.Register(plugins)
+	mutatingwebhook.Register(plugins)
+	validatingwebhook.Register(plugins)
+
+	configScheme := runtime.NewScheme()
+	apiserverinstall.Install(configScheme)
+	provider, err := admission.ReadAdmissionConfiguration(kube, cfg.ConfigFile, configScheme)
+	if err != nil {
+		return nil, fmt.Errorf("admission-control-config-file: %w", err)
+	}
 	// The authorizer is set once the server has built it.
-	nr.SetAuthorizer(authorizer.AuthorizerFunc(func(ctx context.Context, a authorizer.Attributes) (authorizer.Decision, string, error) {
+	az := authorizer.AuthorizerFunc(func(ctx context.Context, a authorizer.Attributes) (authorizer.Decision, string, error) {
 		if az := g.authorizer(); az != nil {
 			return az.Authorize(ctx, a)
 		}
 		return authorizer.DecisionNoOpinion, "no authorizer", nil
-	}))
-	if err := nr.ValidateInitialization(); err != nil {
+	})
+	initializers := admission.PluginInitializers{
+		kubeinitializer.New(registryClient{g: g}, nil, liveInformers{g: g}, az, utilfeature.DefaultFeatureGate,
+			compatibility.NewEffectiveVersionFromString("1.35", "", ""), nil, nil),
+		webhookinitializer.NewPluginInitializer(nil, g.ServiceResolver()),
+	}
+	chain, err := plugins.NewFromPlugins(kube, provider, initializers, nil)
+	if err != nil {
 		return nil, err
 	}
-	return admission.NewChainHandler(nr), nil
+	// Audit annotations the plugins add reach the request's audit event.
+	return admission.WithAudit(chain), nil
 }
 
 // admissionAttributes are one write's attributes; the internal objects
@@ -79,6 +142,56 @@ type admissionAttributes struct {
 	internalOld      runtime.Object
 	converted, oldOK bool
 	err              error
+
+	annotationsMu sync.Mutex
+	annotations   map[string]leveledAnnotation
+}
+
+// AddAnnotation and AddAnnotationWithLevel keep the plugins' audit
+// annotations (a webhook's auditAnnotations among them) for
+// admission.WithAudit, which adds them to the request's audit event.
+func (a *admissionAttributes) AddAnnotation(key, value string) error {
+	return a.AddAnnotationWithLevel(key, value, auditinternal.LevelMetadata)
+}
+
+func (a *admissionAttributes) AddAnnotationWithLevel(key, value string, level auditinternal.Level) error {
+	if errs := validation.IsQualifiedName(key); len(errs) > 0 {
+		return fmt.Errorf("annotation key has invalid format %s: %s", key, strings.Join(errs, ","))
+	}
+	if level.Less(auditinternal.LevelMetadata) {
+		return fmt.Errorf("admission annotations are not allowed to be set at audit level lower than Metadata, key: %q, level: %s", key, level)
+	}
+	a.annotationsMu.Lock()
+	defer a.annotationsMu.Unlock()
+	if old, ok := a.annotations[key]; ok && (old.value != value || old.level != level) {
+		return fmt.Errorf("admission annotations are not allowd to be overwritten, key:%q, old value: %v, new value: %v", key, old.value, value)
+	}
+	if a.annotations == nil {
+		a.annotations = map[string]leveledAnnotation{}
+	}
+	a.annotations[key] = leveledAnnotation{value: value, level: level}
+	return nil
+}
+
+// GetAnnotations are the annotations recorded at maxLevel or below.
+func (a *admissionAttributes) GetAnnotations(maxLevel auditinternal.Level) map[string]string {
+	a.annotationsMu.Lock()
+	defer a.annotationsMu.Unlock()
+	var out map[string]string
+	for k, v := range a.annotations {
+		if v.level.Less(maxLevel) || v.level == maxLevel {
+			if out == nil {
+				out = map[string]string{}
+			}
+			out[k] = v.value
+		}
+	}
+	return out
+}
+
+type leveledAnnotation struct {
+	value string
+	level auditinternal.Level
 }
 
 func (a *admissionAttributes) GetObject() runtime.Object {
@@ -120,8 +233,9 @@ func toInternal(obj runtime.Object) (runtime.Object, error) {
 	return out, nil
 }
 
-// objectInterfaces is what plugins convert and default with.
-var objectInterfaces = admission.NewObjectInterfacesFromScheme(legacyscheme.Scheme)
+// builtinInterfaces is what plugins convert and default built-in kinds
+// with (kube's scheme); custom resources have their own (crInterfaces).
+var builtinInterfaces = admission.NewObjectInterfacesFromScheme(legacyscheme.Scheme)
 
 // admissionWrite names one write for admission.
 type admissionWrite struct {
@@ -137,9 +251,27 @@ type admissionWrite struct {
 	dryRun  bool
 }
 
-// admit runs the admission chain on one write of x's resource; a plugin's
+// Admission runs in two phases, where kube-apiserver runs them: mutation
+// (built-in plugins, then mutating webhooks, reinvoked when asked) on the
+// object as the client sent it, before the strategy; validation on the
+// object as it will be stored, after the kind's validation.
+const (
+	mutate   = 1 << iota // the plugins' Admit
+	validate             // the plugins' Validate
+)
+
+// admit runs the mutating phase on one write of x's resource; a plugin's
 // change to the object is copied back into w.obj.
 func (x *Resource) admit(ctx context.Context, w admissionWrite) error {
+	return x.admitPhases(ctx, w, mutate)
+}
+
+// admitValidate runs the validating phase on the object to be stored.
+func (x *Resource) admitValidate(ctx context.Context, w admissionWrite) error {
+	return x.admitPhases(ctx, w, validate)
+}
+
+func (x *Resource) admitPhases(ctx context.Context, w admissionWrite, phases int) error {
 	chain := x.g.admission
 	if chain == nil || !chain.Handles(w.op) {
 		return nil
@@ -167,13 +299,13 @@ func (x *Resource) admit(ctx context.Context, w admissionWrite) error {
 		Attributes: admission.NewAttributesRecord(nil, nil, kind, w.namespace, w.name, resource, w.subresource, w.op, w.options, w.dryRun, who),
 		obj:        w.obj, old: w.old,
 	}
-	o := objectInterfaces
-	if m, ok := chain.(admission.MutationInterface); ok {
+	o := x.objectInterfaces()
+	if m, ok := chain.(admission.MutationInterface); ok && phases&mutate != 0 {
 		if err := m.Admit(ctx, a, o); err != nil {
 			return admissionError(err)
 		}
 	}
-	if v, ok := chain.(admission.ValidationInterface); ok {
+	if v, ok := chain.(admission.ValidationInterface); ok && phases&validate != 0 {
 		if err := v.Validate(ctx, a, o); err != nil {
 			return admissionError(err)
 		}
@@ -182,7 +314,7 @@ func (x *Resource) admit(ctx context.Context, w admissionWrite) error {
 		return apierrors.NewInternalError(a.err)
 	}
 	// What a mutating plugin changed goes back into the stored version.
-	if a.converted && a.internal != nil && a.internal != w.obj && w.obj != nil {
+	if phases&mutate != 0 && a.converted && a.internal != nil && a.internal != w.obj && w.obj != nil {
 		if err := legacyscheme.Scheme.Convert(a.internal, w.obj, nil); err != nil {
 			return apierrors.NewInternalError(fmt.Errorf("admission: converting the admitted object back: %w", err))
 		}
@@ -204,6 +336,6 @@ func admissionError(err error) error {
 // serviceaccounts/token): obj is the request's object, of kind kind.
 func (x *Resource) AdmitSubresource(ctx context.Context, namespace, name, subresource string, kind *schema.Type, obj runtime.Object, dryRun bool) error {
 	gvk := runtimeschema.GroupVersionKind{Group: kind.Group, Version: kind.Version, Kind: kind.Kind}
-	return x.admit(ctx, admissionWrite{op: admission.Create, obj: obj, namespace: namespace, name: name,
-		subresource: subresource, kind: &gvk, dryRun: dryRun})
+	return x.admitPhases(ctx, admissionWrite{op: admission.Create, obj: obj, namespace: namespace, name: name,
+		subresource: subresource, kind: &gvk, dryRun: dryRun}, mutate|validate)
 }

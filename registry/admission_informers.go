@@ -7,6 +7,7 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/informers"
 	coreinformers "k8s.io/client-go/informers/core"
 	corev1informers "k8s.io/client-go/informers/core/v1"
@@ -79,14 +80,19 @@ func (s liveStorageV1) CSIDrivers() storagev1informers.CSIDriverInformer {
 	return liveCSIDrivers{liveInformer{g: s.g, group: "storage.k8s.io", resource: "csidrivers"}}
 }
 
-// liveInformer has no informer of its own (nothing to start or sync);
-// its lister reads the registry.
+// liveInformer has no informer of its own (nothing to start, always
+// synced); its lister reads the registry.
 type liveInformer struct {
 	g               *Registry
 	group, resource string
 }
 
-func (liveInformer) Informer() cache.SharedIndexInformer { return nil }
+func (liveInformer) Informer() cache.SharedIndexInformer { return syncedInformer{} }
+
+// syncedInformer is the informer of a live lister: synced from the start.
+type syncedInformer struct{ cache.SharedIndexInformer }
+
+func (syncedInformer) HasSynced() bool { return true }
 
 func (i liveInformer) indexer() cache.Indexer {
 	return liveIndexer{x: i.g.MustLookup(i.group, "v1", i.resource)}
@@ -187,4 +193,13 @@ func (l liveIndexer) ByIndex(index, value string) ([]any, error) {
 		return nil, errors.New("only the namespace index is served")
 	}
 	return l.list(value)
+}
+
+// Index serves the namespace index (what a namespaced lister's List asks).
+func (l liveIndexer) Index(index string, obj any) ([]any, error) {
+	acc, err := meta.Accessor(obj)
+	if err != nil {
+		return nil, err
+	}
+	return l.ByIndex(index, acc.GetNamespace())
 }

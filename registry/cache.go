@@ -65,6 +65,13 @@ func (g *Registry) Cache(group, version, resource string, keep bool, handlers ..
 	return c
 }
 
+// addHandler adds a handler before the caches run (RunCaches).
+func (c *Cache) addHandler(h CacheHandler) {
+	c.x.g.cachesMu.Lock()
+	defer c.x.g.cachesMu.Unlock()
+	c.handlers = append(c.handlers, h)
+}
+
 // RunCaches feeds every cache until ctx ends; run restarts a cache's watch
 // when it fails (run is the controllers' restart loop).
 func (g *Registry) RunCaches(ctx context.Context, run func(ctx context.Context, name string, fn func(context.Context) error)) {
@@ -223,6 +230,7 @@ func (c *Cache) remove(namespace, name string, obj runtime.Object) {
 			_ = c.indexer.Delete(obj)
 		} else if old, ok, _ := c.indexer.GetByKey(cacheKey(namespace, name)); ok {
 			_ = c.indexer.Delete(old)
+			obj, _ = old.(runtime.Object) // handlers hear the last state known
 		}
 	} else {
 		delete(c.keys, cacheKey(namespace, name))

@@ -54,7 +54,7 @@ func TestCacheFollowsWrites(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { st.Close() })
-		return registry.New(registry.Config{Store: st, Types: schema.NewBuiltin()})
+		return mustNew(registry.Config{Store: st, Types: schema.NewBuiltin()})
 	}
 	a, b := open(), open()
 	roles := func(g *registry.Registry) *registry.Resource {
@@ -159,7 +159,7 @@ func BenchmarkRBACCacheMemory(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer st.Close()
-	writer := registry.New(registry.Config{Store: st, Types: schema.NewBuiltin()})
+	writer := mustNew(registry.Config{Store: st, Types: schema.NewBuiltin()})
 	rbs := writer.MustLookup("rbac.authorization.k8s.io", "v1", "rolebindings")
 	nsx := writer.MustLookup("", "v1", "namespaces")
 	for i := range namespaces {
@@ -180,7 +180,7 @@ func BenchmarkRBACCacheMemory(b *testing.B) {
 		runtime.GC()
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)
-		g := registry.New(registry.Config{Store: st, Types: schema.NewBuiltin()})
+		g := mustNew(registry.Config{Store: st, Types: schema.NewBuiltin()})
 		r := g.RBAC()
 		start := time.Now()
 		cctx, cancel := context.WithCancel(ctx)

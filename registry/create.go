@@ -91,6 +91,10 @@ func (x *Resource) Create(ctx context.Context, namespace string, obj runtime.Obj
 	if err := x.g.admitCreate(ctx, x.t, acc); err != nil {
 		return Result{}, err
 	}
+	if err := x.admitValidate(ctx, admissionWrite{op: admission.Create, obj: obj, namespace: acc.GetNamespace(),
+		name: acc.GetName(), dryRun: opts.DryRun}); err != nil {
+		return Result{}, err
+	}
 	warnings := x.warnings(obj, nil)
 	if opts.DryRun {
 		// The store would refuse a name that is taken; so does a dry run.

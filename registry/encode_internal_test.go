@@ -19,7 +19,7 @@ import (
 // an encoder called again for a retried write stamps the new revision.
 func TestEncoderSplicesTheRevision(t *testing.T) {
 	reg := schema.NewBuiltin()
-	r := New(Config{Types: reg}).MustLookup("", "v1", "configmaps")
+	r := mustNew(Config{Types: reg}).MustLookup("", "v1", "configmaps")
 	for name, data := range map[string]map[string]string{
 		"plain":              {"k": "v"},
 		"placeholder inside": {"resourceVersion": rvPlaceholder, "k": `"resourceVersion":"` + rvPlaceholder + `"`},

@@ -14,7 +14,7 @@ import (
 // admitCreate checks that a namespaced object's namespace exists and is
 // not terminating, as kube-apiserver's NamespaceLifecycle admission does.
 func (g *Registry) admitCreate(ctx context.Context, t *schema.Type, acc metav1.Object) error {
-	if !t.Namespaced {
+	if !t.Namespaced || !g.admissionEnabled("NamespaceLifecycle") {
 		return nil
 	}
 	namespace := acc.GetNamespace()

@@ -44,7 +44,7 @@ func TestCreatesUseTheNamespaceCache(t *testing.T) {
 	}
 	defer st.Close()
 	cs := &countingStore{Storage: st}
-	g := New(Config{Store: cs, Types: schema.NewBuiltin()})
+	g := mustNew(Config{Store: cs, Types: schema.NewBuiltin()})
 	g.RunCaches(ctx, func(ctx context.Context, _ string, fn func(context.Context) error) { go fn(ctx) })
 	if err := g.namespaces.WaitSynced(ctx); err != nil {
 		t.Fatal(err)

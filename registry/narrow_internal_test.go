@@ -17,7 +17,7 @@ import (
 // binding (metadata, spec and status) and a main-resource write (status
 // kept from the stored object); the stored object is left unchanged.
 func TestNarrowTypedMatchesMaps(t *testing.T) {
-	g := New(Config{Store: nil, Types: schema.NewBuiltin()})
+	g := mustNew(Config{Store: nil, Types: schema.NewBuiltin()})
 	pods := g.MustLookup("", "v1", "pods")
 	old := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", ResourceVersion: "7", Labels: map[string]string{"a": "1"},

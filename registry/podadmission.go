@@ -43,12 +43,18 @@ func (p podAdmission) beginCreate(ctx context.Context, obj runtime.Object, dryRu
 	if !ok {
 		return noFinish, nil
 	}
-	if err := p.serviceAccount(ctx, pod); err != nil {
-		return nil, err
+	if p.g.admissionEnabled("ServiceAccount") {
+		if err := p.serviceAccount(ctx, pod); err != nil {
+			return nil, err
+		}
 	}
-	defaultTolerations(pod)
-	if err := p.priority(ctx, pod); err != nil {
-		return nil, err
+	if p.g.admissionEnabled("DefaultTolerationSeconds") {
+		defaultTolerations(pod)
+	}
+	if p.g.admissionEnabled("Priority") {
+		if err := p.priority(ctx, pod); err != nil {
+			return nil, err
+		}
 	}
 	return noFinish, nil
 }

@@ -53,6 +53,8 @@ type Config struct {
 	// Services are the pools Services allocate cluster IPs and node ports
 	// from; nil leaves Services as written (no allocation).
 	Services *ServiceRanges
+	// Admission chooses the admission plugins.
+	Admission AdmissionConfig
 }
 
 // Registry serves the objects of every registered Type.
@@ -72,16 +74,23 @@ type Registry struct {
 	caches   map[string]*Cache
 	rbac     rbacState
 	nodes    nodeGraphState
-	// admission is the admission plugin chain (admission.go).
-	admission admission.Interface
+	// admission is the admission plugin chain (admission.go), from
+	// admissionCfg; admissionOn names the plugins that run.
+	admission    admission.Interface
+	admissionCfg AdmissionConfig
+	admissionOn  map[string]bool
+	// converters make custom resource converters (conversion.go).
+	converters converterFactory
 	// written holds this replica's last writes, where updates start.
 	written written
 }
 
 // New returns a Registry; its caches fill once RunCaches runs (until then
-// every create reads its namespace).
-func New(cfg Config) *Registry {
-	g := &Registry{types: cfg.Types, eventTTL: cfg.EventTTL, observer: cfg.Observer, caches: map[string]*Cache{}}
+// every create reads its namespace). Its error is the admission
+// configuration's.
+func New(cfg Config) (*Registry, error) {
+	g := &Registry{types: cfg.Types, eventTTL: cfg.EventTTL, observer: cfg.Observer, caches: map[string]*Cache{},
+		admissionCfg: cfg.Admission}
 	g.store = cachedStore{Storage: cfg.Store, g: g}
 	if g.observer == nil {
 		g.observer = nopObserver{}
@@ -113,13 +122,13 @@ func New(cfg Config) *Registry {
 	}
 	// kube's admission plugins, over the built-in kinds they read.
 	if admissionReadsServed(cfg.Types) {
-		a, err := newAdmission(g)
+		a, err := newAdmission(g, cfg.Admission)
 		if err != nil {
-			panic(fmt.Sprintf("registry: admission: %v", err)) // a build error, not a runtime one
+			return nil, err
 		}
 		g.admission = a
 	}
-	return g
+	return g, nil
 }
 
 type nopObserver struct{}

@@ -33,7 +33,7 @@ func allocRegistry(t *testing.T, cidr string, ports registry.PortRange) *registr
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	g := registry.New(registry.Config{Store: st, Types: schema.NewBuiltin(),
+	g := mustNew(registry.Config{Store: st, Types: schema.NewBuiltin(),
 		Services: &registry.ServiceRanges{ClusterIPs: netip.MustParsePrefix(cidr), NodePorts: ports}})
 	if _, err := g.MustLookup("", "v1", "namespaces").Create(ctx, "", &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ns"}}, registry.WriteOptions{}); err != nil {
 		t.Fatal(err)

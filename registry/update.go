@@ -184,6 +184,12 @@ func (x *Resource) storeUpdate(ctx context.Context, namespace, name string, obj,
 			return Result{}, false, err
 		}
 	}
+	if !opts.SkipValidation {
+		if err := x.admitValidate(ctx, admissionWrite{op: admission.Update, obj: obj, old: old, namespace: acc.GetNamespace(),
+			name: name, subresource: opts.Subresource, dryRun: opts.DryRun}); err != nil {
+			return Result{}, false, err
+		}
+	}
 	var warnings []string
 	if opts.Subresource == "" {
 		warnings = x.warnings(obj, old)

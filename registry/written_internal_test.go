@@ -43,8 +43,8 @@ func TestUpdatesStartFromTheLastWrite(t *testing.T) {
 	}
 	defer st.Close()
 	counted := &gets{Storage: st}
-	a := New(Config{Store: counted, Types: schema.NewBuiltin()}) // this replica
-	b := New(Config{Store: st, Types: schema.NewBuiltin()})      // another one
+	a := mustNew(Config{Store: counted, Types: schema.NewBuiltin()}) // this replica
+	b := mustNew(Config{Store: st, Types: schema.NewBuiltin()})      // another one
 	cmA, cmB := a.MustLookup("", "v1", "configmaps"), b.MustLookup("", "v1", "configmaps")
 	set := func(k, v string) MutateFunc {
 		return func(cur runtime.Object) (runtime.Object, error) {

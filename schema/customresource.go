@@ -46,8 +46,12 @@ import (
 var verbsCustomResource = []string{"delete", "deletecollection", "get", "list", "patch", "create", "update", "watch"}
 
 // CustomResourceTypes returns the Types serving crd's resource, one per
-// served version, named by the CRD's accepted names.
-func CustomResourceTypes(crd *apiextensionsv1.CustomResourceDefinition) ([]*Type, error) {
+// served version, named by the CRD's accepted names. convert converts
+// its objects between versions (apiextensions-apiserver's converter,
+// which calls the CRD's conversion webhook); nil converts by apiVersion
+// alone, and a CRD that needs its webhook is then served in its storage
+// version only.
+func CustomResourceTypes(crd *apiextensionsv1.CustomResourceDefinition, convert runtime.ObjectConvertor) ([]*Type, error) {
 	names := crd.Status.AcceptedNames
 	if names.Plural == "" || names.Kind == "" {
 		return nil, fmt.Errorf("%s: names not accepted", crd.Name)
@@ -67,7 +71,7 @@ func CustomResourceTypes(crd *apiextensionsv1.CustomResourceDefinition) ([]*Type
 		if !v.Served {
 			continue
 		}
-		t, err := customResourceType(crd, v, storage)
+		t, err := customResourceType(crd, v, storage, convert)
 		if err == nil {
 			t.ManagedFields = customManagedFields(types, t)
 		}
@@ -91,7 +95,7 @@ type crStrategy struct {
 	preserve        bool
 }
 
-func customResourceType(crd *apiextensionsv1.CustomResourceDefinition, v apiextensionsv1.CustomResourceDefinitionVersion, storage string) (*Type, error) {
+func customResourceType(crd *apiextensionsv1.CustomResourceDefinition, v apiextensionsv1.CustomResourceDefinitionVersion, storage string, convert runtime.ObjectConvertor) (*Type, error) {
 	names := crd.Status.AcceptedNames
 	gvk := schema.GroupVersionKind{Group: crd.Spec.Group, Version: v.Name, Kind: names.Kind}
 	listKind := names.ListKind
@@ -150,7 +154,35 @@ func customResourceType(crd *apiextensionsv1.CustomResourceDefinition, v apiexte
 
 	t.Coerce = st.coerce
 	t.FromStorage = st.fromStorage
-	if c := crd.Spec.Conversion; c != nil && c.Strategy == apiextensionsv1.WebhookConverter && v.Name != storage {
+	t.Convertor = convert
+	if convert == nil {
+		t.Convertor = APIVersionConvertor(crd.Spec.Group)
+	}
+	webhook := crd.Spec.Conversion != nil && crd.Spec.Conversion.Strategy == apiextensionsv1.WebhookConverter
+	if webhook && v.Name != storage && convert != nil {
+		// Objects are stored in the storage version: the webhook converts
+		// on the way in and out, and the result is defaulted as read.
+		storageGV := schema.GroupVersion{Group: crd.Spec.Group, Version: storage}
+		t.ToStorage = func(obj runtime.Object) (runtime.Object, error) {
+			out, err := convert.ConvertToVersion(obj, storageGV)
+			if err != nil {
+				return nil, apierrors.NewInternalError(err)
+			}
+			return out, nil
+		}
+		t.FromStorage = func(obj runtime.Object) (runtime.Object, error) {
+			// Stored bytes carry no apiVersion: they are in the storage
+			// version ToStorage wrote. (A CRD whose storage version
+			// changes later would need the version stored with each
+			// object; Tabula does not keep it yet.)
+			obj.GetObjectKind().SetGroupVersionKind(storageGV.WithKind(t.Kind))
+			out, err := convert.ConvertToVersion(obj, t.GroupVersion())
+			if err != nil {
+				return nil, apierrors.NewInternalError(err)
+			}
+			return st.fromStorage(out)
+		}
+	} else if webhook && v.Name != storage {
 		// Objects are kept in the storage version; another version would
 		// need the webhook, which Tabula does not call: fail clearly.
 		err := fmt.Errorf("conversion webhook for %s failed: webhook conversion is not supported by this server; use version %s", gvk, storage)

@@ -145,7 +145,7 @@ func buildCELType(t *testing.T, schemaJSON string) *Type {
 		},
 		Status: apiextensionsv1.CustomResourceDefinitionStatus{AcceptedNames: apiextensionsv1.CustomResourceDefinitionNames{Plural: "things", Kind: "Thing", ListKind: "ThingList"}},
 	}
-	types, err := CustomResourceTypes(crd)
+	types, err := CustomResourceTypes(crd, nil)
 	if err != nil || len(types) != 1 {
 		t.Fatalf("CustomResourceTypes: %v (%d types)", err, len(types))
 	}

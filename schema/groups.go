@@ -207,7 +207,6 @@ func coreKinds() []*kubeKind {
 				v, old, corevalidation.ValidationOptionsForPersistentVolume(v, old))
 		})
 	pv.prepareCreate = persistentVolumePrepareForCreate
-	pvc.prepareCreate = persistentVolumeClaimPrepareForCreate
 
 	lr := &kubeKind{Type: namespaced("", "v1", "LimitRange", "limitranges", []string{"limits"}, nil).createOnUpdate()}
 	lr.validate, lr.validateUpdate = validator(corevalidation.ValidateLimitRange,

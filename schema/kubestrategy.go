@@ -27,22 +27,13 @@ func podPrepareForCreate(obj runtime.Object) {
 	}
 }
 
-// persistentVolumePrepareForCreate: a new volume is Pending since now,
-// and protected while in use (kube-apiserver's StorageObjectInUseProtection
-// admission adds the finalizer).
+// persistentVolumePrepareForCreate: a new volume is Pending since now.
+// (Its protection finalizer, like a claim's, is added by kube's
+// StorageObjectInUseProtection admission plugin in the registry.)
 func persistentVolumePrepareForCreate(obj runtime.Object) {
 	if pv, ok := obj.(*core.PersistentVolume); ok {
 		t := metav1.NewTime(now().Truncate(time.Second))
 		pv.Status = core.PersistentVolumeStatus{Phase: core.VolumePending, LastPhaseTransitionTime: &t}
-		addFinalizer(&pv.ObjectMeta, "kubernetes.io/pv-protection")
-	}
-}
-
-// persistentVolumeClaimPrepareForCreate: a claim is protected while a pod
-// uses it (StorageObjectInUseProtection admission).
-func persistentVolumeClaimPrepareForCreate(obj runtime.Object) {
-	if pvc, ok := obj.(*core.PersistentVolumeClaim); ok {
-		addFinalizer(&pvc.ObjectMeta, "kubernetes.io/pvc-protection")
 	}
 }
 
@@ -52,15 +43,6 @@ func daemonSetPrepareForCreate(obj runtime.Object) {
 	if ds, ok := obj.(*apps.DaemonSet); ok {
 		ds.Spec.TemplateGeneration = 1
 	}
-}
-
-func addFinalizer(m *metav1.ObjectMeta, f string) {
-	for _, have := range m.Finalizers {
-		if have == f {
-			return
-		}
-	}
-	m.Finalizers = append(m.Finalizers, f)
 }
 
 // jobPrepareForCreate: unless the Job asks for a manual selector, its pods

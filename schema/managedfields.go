@@ -190,8 +190,26 @@ func (c apiVersionConvertor) ConvertToVersion(in runtime.Object, target runtime.
 	return out, nil
 }
 
+// Convert converts an unstructured object into another's version.
 func (c apiVersionConvertor) Convert(in, out, context interface{}) error {
-	return fmt.Errorf("custom resource conversion: Convert is not supported")
+	u, ok := in.(*unstructured.Unstructured)
+	o, ok2 := out.(*unstructured.Unstructured)
+	if !ok || !ok2 {
+		return fmt.Errorf("custom resource conversion: unexpected %T to %T", in, out)
+	}
+	gvk := o.GroupVersionKind()
+	converted, err := c.ConvertToVersion(u.DeepCopy(), gvk.GroupVersion())
+	if err != nil {
+		return err
+	}
+	o.SetUnstructuredContent(converted.(*unstructured.Unstructured).UnstructuredContent())
+	return nil
+}
+
+// APIVersionConvertor converts a group's custom resources between
+// versions that differ only in their apiVersion (conversion None).
+func APIVersionConvertor(group string) runtime.ObjectConvertor {
+	return apiVersionConvertor{group: group}
 }
 
 func (c apiVersionConvertor) ConvertFieldLabel(gvk schema.GroupVersionKind, label, value string) (string, string, error) {

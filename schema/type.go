@@ -66,6 +66,10 @@ type Type struct {
 	// FromStorage back; nil means the served form is the stored form.
 	ToStorage   func(runtime.Object) (runtime.Object, error)
 	FromStorage func(runtime.Object) (runtime.Object, error)
+	// Convertor converts a custom resource between its served versions
+	// (admission gives webhooks the version they ask for); nil for
+	// built-in kinds, which kube's scheme converts.
+	Convertor runtime.ObjectConvertor
 
 	// PrepareForCreate sets server-owned defaults on a new object
 	// (for example a Namespace's phase and finalizers).

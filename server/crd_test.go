@@ -257,19 +257,23 @@ func TestCRValidationRatcheting(t *testing.T) {
 	}
 }
 
-// TestCRDWebhookConversion: a version that would need the conversion
-// webhook fails clearly; the storage version works.
+// TestCRDWebhookConversion: a version served through a conversion
+// webhook that cannot be reached answers 500 with apiextensions-apiserver's
+// words; the storage version is read without it. (Conformance
+// TestAdmissionWebhooks converts through a working one.)
 func TestCRDWebhookConversion(t *testing.T) {
 	h := refNewHarness(t)
 	h.createNamespace("crd-webhook", nil)
-	crd := strings.Replace(gadgetsCRD, `"scope":"Namespaced",`, `"scope":"Namespaced","conversion":{"strategy":"Webhook","webhook":{"conversionReviewVersions":["v1"],"clientConfig":{"url":"https://convert.example.com/"}}},`, 1)
+	crd := strings.Replace(gadgetsCRD, `"scope":"Namespaced",`, `"scope":"Namespaced","conversion":{"strategy":"Webhook","webhook":{"conversionReviewVersions":["v1"],"clientConfig":{"url":"https://127.0.0.1:1/convert"}}},`, 1)
 	h.mustDo("POST", crdPath, "application/json", crd, http.StatusCreated)
 	establish(t, h, "gadgets.test.example.com")
 	h.mustDo("POST", "/apis/test.example.com/v1/namespaces/crd-webhook/gadgets", "application/json",
-		`{"apiVersion":"test.example.com/v1","kind":"Gadget","metadata":{"name":"g"}}`, http.StatusCreated)
+		`{"apiVersion":"test.example.com/v1","kind":"Gadget","metadata":{"name":"g"},"spec":{"name":"n"}}`, http.StatusCreated)
+	h.mustDo("GET", "/apis/test.example.com/v1/namespaces/crd-webhook/gadgets/g", "", "", http.StatusOK)
 	rec := h.do("GET", "/apis/test.example.com/v1beta1/namespaces/crd-webhook/gadgets/g", nil, nil)
-	if rec.Code != http.StatusInternalServerError || !strings.Contains(rec.Body.String(), "webhook conversion is not supported") {
-		t.Errorf("GET through the converted version: %d %s; want 500 naming webhook conversion", rec.Code, rec.Body)
+	if rec.Code != http.StatusInternalServerError || !strings.Contains(rec.Body.String(), "conversion webhook for test.example.com/v1, Kind=Gadget failed") ||
+		!strings.Contains(rec.Body.String(), "connection refused") {
+		t.Errorf("GET through the converted version: %d %s; want 500 naming the conversion webhook", rec.Code, rec.Body)
 	}
 }
 

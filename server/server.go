@@ -43,7 +43,10 @@ type Config struct {
 	// AnonymousPaths limits AnonymousAuth to these request paths (an
 	// AuthenticationConfiguration's anonymous conditions); nil: all.
 	AnonymousPaths []string
-	Version        version.Info
+	// Admission chooses the admission plugins (kube-apiserver's
+	// --enable-admission-plugins and related flags).
+	Admission registry.AdmissionConfig
+	Version   version.Info
 	// OpenAPI serves /openapi/v2 and /openapi/v3; nil answers 404.
 	OpenAPI http.Handler
 	Logger  *slog.Logger
@@ -201,8 +204,11 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.controllers = controllers.New(controllers.Config{Store: cfg.Store, Types: cfg.Registry, Logger: cfg.Logger, CABundle: cfg.CABundle, ClientCABundle: cfg.ClientCABundle, RequestHeader: rh, Controllers: cfg.Controllers,
 		Advertise: cfg.Advertise, EndpointLeaseDuration: cfg.EndpointLeaseDuration, ServiceRanges: cfg.ServiceRanges})
-	s.api = registry.New(registry.Config{Store: cfg.Store, Types: cfg.Registry, EventTTL: cfg.EventTTL, Observer: s.controllers.Observer(),
-		Services: &cfg.ServiceRanges})
+	var err error
+	if s.api, err = registry.New(registry.Config{Store: cfg.Store, Types: cfg.Registry, EventTTL: cfg.EventTTL, Observer: s.controllers.Observer(),
+		Services: &cfg.ServiceRanges, Admission: cfg.Admission}); err != nil {
+		return nil, err
+	}
 	s.controllers.SetRegistry(s.api)
 	kubelets, err := s.newKubeletConnections(cfg.Kubelet)
 	if err != nil {

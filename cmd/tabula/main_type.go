@@ -142,6 +142,10 @@ type Config struct {
 	anonymousAuthSet bool
 	// AuthenticationConfig is kube-apiserver's --authentication-config.
 	AuthenticationConfig string
+	// Admission is kube-apiserver's --enable-admission-plugins,
+	// --disable-admission-plugins, --admission-control-config-file and
+	// (inverted) --enable-aggregator-routing.
+	Admission registry.AdmissionConfig
 	// ServiceAccountIssuers are kube-apiserver's --service-account-issuer
 	// (the first issues, all are accepted; default
 	// https://kubernetes.default.svc.cluster.local), APIAudiences its
@@ -226,6 +230,26 @@ func (b trackedBool) Set(s string) error {
 }
 func (b trackedBool) IsBoolFlag() bool { return true }
 
+// invertedBool is a boolean flag stored negated (a default-true flag
+// over a field whose zero value is the default).
+type invertedBool struct{ v *bool }
+
+func (b invertedBool) String() string {
+	if b.v == nil {
+		return "true"
+	}
+	return strconv.FormatBool(!*b.v)
+}
+func (b invertedBool) Set(s string) error {
+	v, err := strconv.ParseBool(s)
+	if err != nil {
+		return err
+	}
+	*b.v = !v
+	return nil
+}
+func (b invertedBool) IsBoolFlag() bool { return true }
+
 func (s *stringList) String() string     { return strings.Join(*s, ",") }
 func (s *stringList) Set(v string) error { *s = append(*s, strings.Split(v, ",")...); return nil }
 
@@ -284,6 +308,10 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "debug, info, warn or error")
 	fs.BoolVar(&c.Profiling, "profiling", c.Profiling, "serve Go profiles at /debug/pprof/ to authenticated clients")
 	fs.Var((*stringList)(&c.AuthorizationModes), "authorization-mode", "the authorizers every request passes, in order (AlwaysAllow, AlwaysDeny, Node, RBAC; default Node,RBAC); members of system:masters are always allowed")
+	fs.Var((*stringList)(&c.Admission.Enable), "enable-admission-plugins", "admission plugins to run besides the default ones (kube-apiserver 1.35's defaults and NodeRestriction); they run in kube-apiserver's order whatever the order here")
+	fs.Var((*stringList)(&c.Admission.Disable), "disable-admission-plugins", "admission plugins not to run, default ones included")
+	fs.StringVar(&c.Admission.ConfigFile, "admission-control-config-file", "", "an AdmissionConfiguration `file` configuring the admission plugins (for the webhooks: kubeConfigFile, the credentials they are called with)")
+	fs.Var(invertedBool{&c.Admission.ClusterIPRouting}, "enable-aggregator-routing", "call admission and conversion webhooks named by a Service at a ready endpoint of it (default true); false calls the Service's cluster IP, which must route from here")
 	fs.Var((*stringList)(&c.ServiceAccountIssuers), "service-account-issuer", "the `URL` service account tokens name as their issuer; repeated, the first issues and all are accepted (default https://kubernetes.default.svc.cluster.local)")
 	fs.Var((*stringList)(&c.APIAudiences), "api-audiences", "the audiences a token must name to authenticate to the API (default the first --service-account-issuer)")
 	fs.DurationVar(&c.ServiceAccountMaxTokenExpiration, "service-account-max-token-expiration", 0, "the longest a requested service account token may live; longer requests are shortened (0: no limit)")
@@ -496,7 +524,7 @@ func (m *Main) Run(ctx context.Context) error {
 		MaxRequestsInflight: c.MaxRequestsInflight, MaxMutatingRequestsInflight: c.MaxMutatingRequestsInflight, MaxWatchesPerUser: c.MaxWatchesPerUser, Controllers: c.Controllers,
 		Profiling: c.Profiling, ServiceRanges: ranges, Advertise: advertise, ServiceAccountTokens: saTokens,
 		Kubelet: kubeletConfig(&c, pki), AuthorizationModes: authorizationModes(&c), AnonymousAuth: c.AnonymousAuth, AnonymousPaths: anonymousPaths,
-		ServiceAccountJWKSURI: c.ServiceAccountJWKSURI, Audit: c.Audit, RequestHeader: requestHeader,
+		ServiceAccountJWKSURI: c.ServiceAccountJWKSURI, Audit: c.Audit, RequestHeader: requestHeader, Admission: c.Admission,
 	})
 	if err != nil {
 		ln.Close()

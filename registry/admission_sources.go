@@ -1,0 +1,330 @@
+package registry
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+
+	corev1 "k8s.io/api/core/v1"
+	nodev1 "k8s.io/api/node/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apiserver/pkg/util/proxy"
+	admissionregistrationinformers "k8s.io/client-go/informers/admissionregistration"
+	admissionregistrationv1informers "k8s.io/client-go/informers/admissionregistration/v1"
+	corev1informers "k8s.io/client-go/informers/core/v1"
+	networkinginformers "k8s.io/client-go/informers/networking"
+	networkingv1informers "k8s.io/client-go/informers/networking/v1"
+	nodeinformers "k8s.io/client-go/informers/node"
+	nodev1informers "k8s.io/client-go/informers/node/v1"
+	storagev1informers "k8s.io/client-go/informers/storage/v1"
+	"k8s.io/client-go/kubernetes"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+	nodev1client "k8s.io/client-go/kubernetes/typed/node/v1"
+	admissionregistrationv1listers "k8s.io/client-go/listers/admissionregistration/v1"
+	corev1listers "k8s.io/client-go/listers/core/v1"
+	discoveryv1listers "k8s.io/client-go/listers/discovery/v1"
+	networkingv1listers "k8s.io/client-go/listers/networking/v1"
+	nodev1listers "k8s.io/client-go/listers/node/v1"
+	storagev1listers "k8s.io/client-go/listers/storage/v1"
+	"k8s.io/client-go/tools/cache"
+)
+
+// What kube's webhook admission plugins read, given as they expect it:
+// webhook configurations and namespaces from informers (here this
+// replica's watch-fed Caches, so a configuration written on any replica
+// takes effect here when the watch delivers it), a client for the
+// namespace a cache has not seen yet, and a resolver from a Service to
+// the address a webhook is called at.
+
+// cachedInformer is a Cache seen as a client-go informer: handlers, the
+// store and the synced state (what kube's configuration managers use).
+type cachedInformer struct {
+	cache.SharedIndexInformer
+	c *Cache
+}
+
+func (i cachedInformer) AddEventHandler(h cache.ResourceEventHandler) (cache.ResourceEventHandlerRegistration, error) {
+	known := map[string]bool{} // fed from the cache's one goroutine
+	i.c.addHandler(CacheHandler{
+		Set: func(obj runtime.Object) {
+			acc, _ := meta.Accessor(obj)
+			k := cacheKey(acc.GetNamespace(), acc.GetName())
+			if known[k] {
+				h.OnUpdate(obj, obj)
+				return
+			}
+			known[k] = true
+			h.OnAdd(obj, false)
+		},
+		Delete: func(namespace, name string, obj runtime.Object) {
+			k := cacheKey(namespace, name)
+			delete(known, k)
+			if obj == nil {
+				h.OnDelete(cache.DeletedFinalStateUnknown{Key: k})
+				return
+			}
+			h.OnDelete(obj)
+		},
+	})
+	return cachedRegistration{i.c}, nil
+}
+
+func (i cachedInformer) HasSynced() bool           { return i.c.Synced() }
+func (i cachedInformer) GetStore() cache.Store     { return i.c.Indexer() }
+func (i cachedInformer) GetIndexer() cache.Indexer { return i.c.Indexer() }
+
+type cachedRegistration struct{ c *Cache }
+
+func (r cachedRegistration) HasSynced() bool { return r.c.Synced() }
+
+// Namespaces come from the registry's namespace cache.
+func (c liveCoreV1) Namespaces() corev1informers.NamespaceInformer {
+	return cachedNamespaces{cachedInformer{c: c.g.namespaces}}
+}
+
+type cachedNamespaces struct{ cachedInformer }
+
+func (i cachedNamespaces) Informer() cache.SharedIndexInformer { return i.cachedInformer }
+func (i cachedNamespaces) Lister() corev1listers.NamespaceLister {
+	return corev1listers.NewNamespaceLister(i.c.Indexer())
+}
+
+func (f liveInformers) Admissionregistration() admissionregistrationinformers.Interface {
+	return liveAdmissionregistration{g: f.g}
+}
+
+type liveAdmissionregistration struct {
+	admissionregistrationinformers.Interface
+	g *Registry
+}
+
+func (a liveAdmissionregistration) V1() admissionregistrationv1informers.Interface {
+	return liveAdmissionregistrationV1{g: a.g}
+}
+
+type liveAdmissionregistrationV1 struct {
+	admissionregistrationv1informers.Interface
+	g *Registry
+}
+
+const admissionregistrationGroup = "admissionregistration.k8s.io"
+
+func (a liveAdmissionregistrationV1) MutatingWebhookConfigurations() admissionregistrationv1informers.MutatingWebhookConfigurationInformer {
+	return cachedMutatingWebhooks{cachedInformer{c: a.g.Cache(admissionregistrationGroup, "v1", "mutatingwebhookconfigurations", true)}}
+}
+
+func (a liveAdmissionregistrationV1) ValidatingWebhookConfigurations() admissionregistrationv1informers.ValidatingWebhookConfigurationInformer {
+	return cachedValidatingWebhooks{cachedInformer{c: a.g.Cache(admissionregistrationGroup, "v1", "validatingwebhookconfigurations", true)}}
+}
+
+type cachedMutatingWebhooks struct{ cachedInformer }
+
+func (i cachedMutatingWebhooks) Informer() cache.SharedIndexInformer { return i.cachedInformer }
+func (i cachedMutatingWebhooks) Lister() admissionregistrationv1listers.MutatingWebhookConfigurationLister {
+	return admissionregistrationv1listers.NewMutatingWebhookConfigurationLister(i.c.Indexer())
+}
+
+type cachedValidatingWebhooks struct{ cachedInformer }
+
+func (i cachedValidatingWebhooks) Informer() cache.SharedIndexInformer { return i.cachedInformer }
+func (i cachedValidatingWebhooks) Lister() admissionregistrationv1listers.ValidatingWebhookConfigurationLister {
+	return admissionregistrationv1listers.NewValidatingWebhookConfigurationLister(i.c.Indexer())
+}
+
+// registryClient is the client plugins read through when a cache lags
+// (the namespace matcher's fallback): reads of the registry, nothing else.
+type registryClient struct {
+	kubernetes.Interface
+	g *Registry
+}
+
+func (c registryClient) CoreV1() corev1client.CoreV1Interface { return registryCoreV1{g: c.g} }
+
+type registryCoreV1 struct {
+	corev1client.CoreV1Interface
+	g *Registry
+}
+
+func (c registryCoreV1) Namespaces() corev1client.NamespaceInterface {
+	return registryNamespaces{g: c.g}
+}
+
+type registryNamespaces struct {
+	corev1client.NamespaceInterface
+	g *Registry
+}
+
+func (c registryNamespaces) Get(ctx context.Context, name string, _ metav1.GetOptions) (*corev1.Namespace, error) {
+	obj, _, err := c.g.MustLookup("", "v1", "namespaces").Get(ctx, "", name)
+	if err != nil {
+		return nil, err
+	}
+	ns, ok := obj.(*corev1.Namespace)
+	if !ok {
+		return nil, apierrors.NewInternalError(fmt.Errorf("namespace %s is a %T", name, obj))
+	}
+	return ns, nil
+}
+
+// ServiceResolver finds where a webhook (admission or conversion) named
+// by a Service is called. By default a ready endpoint of the Service, as
+// kube-apiserver does with --enable-aggregator-routing: Tabula usually
+// runs off the cluster's service network, where cluster IPs do not
+// route. ClusterIP routing is kube-apiserver's default.
+type ServiceResolver struct {
+	g         *Registry
+	clusterIP bool
+}
+
+// ResolveEndpoint implements kube's webhook.ServiceResolver.
+func (r ServiceResolver) ResolveEndpoint(namespace, name string, port int32) (*url.URL, error) {
+	services := corev1listers.NewServiceLister(liveIndexer{x: r.g.MustLookup("", "v1", "services")})
+	if r.clusterIP {
+		return proxy.ResolveCluster(services, namespace, name, port)
+	}
+	slices := discoveryv1listers.NewEndpointSliceLister(liveIndexer{x: r.g.MustLookup("discovery.k8s.io", "v1", "endpointslices")})
+	getter, err := proxy.NewEndpointSliceListerGetter(slices)
+	if err != nil {
+		return nil, err
+	}
+	return proxy.ResolveEndpoint(services, getter, namespace, name, port)
+}
+
+// ServiceResolver is the registry's resolver of webhook Services.
+func (g *Registry) ServiceResolver() ServiceResolver {
+	return ServiceResolver{g: g, clusterIP: g.admissionCfg.ClusterIPRouting}
+}
+
+// LimitRanges, StorageClasses and IngressClasses are read on every write
+// of the kinds they govern (a list per Pod, claim or Ingress): from
+// watch-fed caches, not the database. RuntimeClasses are read by name,
+// live.
+func (c liveCoreV1) LimitRanges() corev1informers.LimitRangeInformer {
+	return cachedLimitRanges{cachedInformer{c: c.g.Cache("", "v1", "limitranges", true)}}
+}
+
+type cachedLimitRanges struct{ cachedInformer }
+
+func (i cachedLimitRanges) Informer() cache.SharedIndexInformer { return i.cachedInformer }
+func (i cachedLimitRanges) Lister() corev1listers.LimitRangeLister {
+	return corev1listers.NewLimitRangeLister(i.c.Indexer())
+}
+
+func (s liveStorageV1) StorageClasses() storagev1informers.StorageClassInformer {
+	return cachedStorageClasses{cachedInformer{c: s.g.Cache("storage.k8s.io", "v1", "storageclasses", true)}}
+}
+
+type cachedStorageClasses struct{ cachedInformer }
+
+func (i cachedStorageClasses) Informer() cache.SharedIndexInformer { return i.cachedInformer }
+func (i cachedStorageClasses) Lister() storagev1listers.StorageClassLister {
+	return storagev1listers.NewStorageClassLister(i.c.Indexer())
+}
+
+func (f liveInformers) Networking() networkinginformers.Interface { return liveNetworking{g: f.g} }
+
+type liveNetworking struct {
+	networkinginformers.Interface
+	g *Registry
+}
+
+func (n liveNetworking) V1() networkingv1informers.Interface { return liveNetworkingV1{g: n.g} }
+
+type liveNetworkingV1 struct {
+	networkingv1informers.Interface
+	g *Registry
+}
+
+func (n liveNetworkingV1) IngressClasses() networkingv1informers.IngressClassInformer {
+	return cachedIngressClasses{cachedInformer{c: n.g.Cache("networking.k8s.io", "v1", "ingressclasses", true)}}
+}
+
+type cachedIngressClasses struct{ cachedInformer }
+
+func (i cachedIngressClasses) Informer() cache.SharedIndexInformer { return i.cachedInformer }
+func (i cachedIngressClasses) Lister() networkingv1listers.IngressClassLister {
+	return networkingv1listers.NewIngressClassLister(i.c.Indexer())
+}
+
+func (f liveInformers) Node() nodeinformers.Interface { return liveNode{g: f.g} }
+
+type liveNode struct {
+	nodeinformers.Interface
+	g *Registry
+}
+
+func (n liveNode) V1() nodev1informers.Interface { return liveNodeV1{g: n.g} }
+
+type liveNodeV1 struct {
+	nodev1informers.Interface
+	g *Registry
+}
+
+func (n liveNodeV1) RuntimeClasses() nodev1informers.RuntimeClassInformer {
+	return liveRuntimeClasses{liveInformer{g: n.g, group: "node.k8s.io", resource: "runtimeclasses"}}
+}
+
+type liveRuntimeClasses struct{ liveInformer }
+
+func (i liveRuntimeClasses) Lister() nodev1listers.RuntimeClassLister {
+	return nodev1listers.NewRuntimeClassLister(i.indexer())
+}
+
+// LimitRanges lists a namespace's LimitRanges (LimitRanger's look-up when
+// its cache has none, for a namespace just written).
+func (c registryCoreV1) LimitRanges(namespace string) corev1client.LimitRangeInterface {
+	return registryLimitRanges{g: c.g, namespace: namespace}
+}
+
+type registryLimitRanges struct {
+	corev1client.LimitRangeInterface
+	g         *Registry
+	namespace string
+}
+
+func (c registryLimitRanges) List(ctx context.Context, _ metav1.ListOptions) (*corev1.LimitRangeList, error) {
+	objs, err := liveIndexer{x: c.g.MustLookup("", "v1", "limitranges")}.list(c.namespace)
+	if err != nil {
+		return nil, err
+	}
+	out := &corev1.LimitRangeList{}
+	for _, o := range objs {
+		if lr, ok := o.(*corev1.LimitRange); ok {
+			out.Items = append(out.Items, *lr)
+		}
+	}
+	return out, nil
+}
+
+// NodeV1 reads RuntimeClasses (the RuntimeClass plugin's look-up when its
+// lister misses; the lister here reads the registry already).
+func (c registryClient) NodeV1() nodev1client.NodeV1Interface { return registryNodeV1{g: c.g} }
+
+type registryNodeV1 struct {
+	nodev1client.NodeV1Interface
+	g *Registry
+}
+
+func (c registryNodeV1) RuntimeClasses() nodev1client.RuntimeClassInterface {
+	return registryRuntimeClasses{g: c.g}
+}
+
+type registryRuntimeClasses struct {
+	nodev1client.RuntimeClassInterface
+	g *Registry
+}
+
+func (c registryRuntimeClasses) Get(ctx context.Context, name string, _ metav1.GetOptions) (*nodev1.RuntimeClass, error) {
+	obj, _, err := c.g.MustLookup("node.k8s.io", "v1", "runtimeclasses").Get(ctx, "", name)
+	if err != nil {
+		return nil, err
+	}
+	rc, ok := obj.(*nodev1.RuntimeClass)
+	if !ok {
+		return nil, apierrors.NewInternalError(fmt.Errorf("runtimeclass %s is a %T", name, obj))
+	}
+	return rc, nil
+}
