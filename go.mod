@@ -133,6 +133,7 @@ require (
 	google.golang.org/grpc v1.72.2 // indirect
 	k8s.io/csi-translation-lib v0.35.10 // indirect
 	k8s.io/dynamic-resource-allocation v0.35.10 // indirect
+	k8s.io/kube-scheduler v0.35.10 // indirect
 	k8s.io/mount-utils v0.35.10 // indirect
 	k8s.io/pod-security-admission v0.35.10 // indirect
 	sigs.k8s.io/apiserver-network-proxy/konnectivity-client v0.31.2 // indirect

@@ -162,21 +162,7 @@ func authorizationScenario(t *testing.T, tg *target) {
 // did in ns: who did what, as whom, with which decision and outcome.
 func checkAuditLog(t *testing.T, tg *target, ns string) {
 	t.Helper()
-	log := filepath.Join(filepath.Dir(tg.Proc.Options.DataDir), "audit.log")
-	b, err := os.ReadFile(log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var events []auditv1.Event
-	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
-		var e auditv1.Event
-		if err := json.Unmarshal([]byte(line), &e); err != nil {
-			t.Fatalf("audit log line %q: %v", line, err)
-		}
-		if e.ObjectRef != nil && e.ObjectRef.Namespace == ns {
-			events = append(events, e)
-		}
-	}
+	events := auditEvents(t, tg, ns)
 	has := func(what string, match func(e auditv1.Event) bool) {
 		t.Helper()
 		if !slices.ContainsFunc(events, match) {
@@ -200,6 +186,28 @@ func checkAuditLog(t *testing.T, tg *target, ns string) {
 		return e.Verb == "create" && e.ObjectRef.Resource == "configmaps" && e.ObjectRef.Name == "seen" && e.RequestObject != nil &&
 			strings.Contains(string(e.RequestObject.Raw), `"a":"b"`) && e.ResponseObject != nil
 	})
+}
+
+// auditEvents are the events of the shared server's audit log about
+// objects in ns.
+func auditEvents(t *testing.T, tg *target, ns string) []auditv1.Event {
+	t.Helper()
+	log := filepath.Join(filepath.Dir(tg.Proc.Options.DataDir), "audit.log")
+	b, err := os.ReadFile(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var events []auditv1.Event
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var e auditv1.Event
+		if err := json.Unmarshal([]byte(line), &e); err != nil {
+			t.Fatalf("audit log line %q: %v", line, err)
+		}
+		if e.ObjectRef != nil && e.ObjectRef.Namespace == ns {
+			events = append(events, e)
+		}
+	}
+	return events
 }
 
 // compareAuthz compares the answers with kube-apiserver's recording, or

@@ -305,6 +305,19 @@ func admissionWebhookScenario(t *testing.T, tg *target) {
 		t.Errorf("the validating webhook was not shown the mutated object: %d calls", len(reqs))
 	}
 
+	// The webhook's audit annotation is in the request's audit event.
+	if tg.Proc != nil {
+		var found bool
+		for _, e := range auditEvents(t, tg, ns) {
+			if e.ObjectRef.Name == "plain" && e.Verb == "create" && e.Annotations["deny.tabula.dev/checked"] == "yes" {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("the audit log lacks the deny webhook's annotation on the create of plain")
+		}
+	}
+
 	// Denial, with kube-apiserver's words; a dry run is denied too and the
 	// webhook (sideEffects None) is told it is one.
 	r := k.fails(t, runOpts{}, "create", "configmap", "bad", "-n", ns, "--from-literal=forbidden=1")

@@ -60,8 +60,11 @@ func (m *Manager) Run(ctx context.Context) error {
 	if m.enabled(GarbageCollectorController) {
 		go m.runLoop(ctx, "garbage collector", m.gcController)
 	}
-	if m.enabled(PVCProtectionController) || m.enabled(PVProtectionController) {
+	if m.enabled(PVCProtectionController) || m.enabled(PVProtectionController) || m.enabled(VACProtectionController) {
 		go m.runLoop(ctx, "storage object in use protection", m.protectionController)
+	}
+	if m.enabled(ResourceQuotaController) {
+		go m.runLoop(ctx, "resource quota", m.quotaController)
 	}
 	go m.runLoop(ctx, "service allocation repair", m.serviceRepairController)
 	go m.runLoop(ctx, "kubernetes service", m.kubernetesServiceController)

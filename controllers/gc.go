@@ -62,8 +62,14 @@ func (m *Manager) nudgeGC(o gcOwner) {
 // gcObserver hears of the registry's writes for the collector.
 type gcObserver struct{ m *Manager }
 
-func (o gcObserver) Written(t *schema.Type, obj, old metav1.Object) { o.m.written(t, obj, old) }
-func (o gcObserver) Deleted(t *schema.Type, obj metav1.Object)      { o.m.deleted(t, obj) }
+func (o gcObserver) Written(t *schema.Type, obj, old metav1.Object) {
+	o.m.written(t, obj, old)
+	o.m.quotaWritten(t, obj, old)
+}
+func (o gcObserver) Deleted(t *schema.Type, obj metav1.Object) {
+	o.m.deleted(t, obj)
+	o.m.quotaDeleted(t, obj)
+}
 func (o gcObserver) Deleting(t *schema.Type, obj metav1.Object) {
 	o.m.nudgeGC(gcOwner{t: t, namespace: obj.GetNamespace(), name: obj.GetName(), uid: obj.GetUID()})
 }

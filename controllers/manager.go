@@ -62,6 +62,8 @@ type Manager struct {
 	bootstrapped atomic.Bool
 	// crds is what the CRD controller serves.
 	crds *crdState
+	// quotas are the namespaces whose quotas wait for a recount.
+	quotas *quotaState
 }
 
 // New returns a Manager; SetRegistry must be called before Run (the
@@ -74,7 +76,7 @@ func New(cfg Config) *Manager {
 		cfg.EndpointLeaseDuration = 15 * time.Second
 	}
 	return &Manager{cfg: cfg, store: cfg.Store, types: cfg.Types, log: cfg.Logger, gcQueue: make(chan gcOwner, 1024),
-		crds: newCRDState()}
+		crds: newCRDState(), quotas: newQuotaState()}
 }
 
 // Observer hears of the registry's writes for the garbage collector.

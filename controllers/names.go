@@ -17,6 +17,8 @@ const (
 	PVCProtectionController              = "persistentvolumeclaim-protection-controller"
 	PVProtectionController               = "persistentvolume-protection-controller"
 	ClusterRoleAggregationController     = "clusterrole-aggregation-controller"
+	ResourceQuotaController              = "resourcequota-controller"
+	VACProtectionController              = "volumeattributesclass-protection-controller"
 )
 
 // enabledIn reads a kube-controller-manager --controllers list: a name

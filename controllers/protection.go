@@ -22,6 +22,7 @@ import (
 const (
 	pvcProtection = "kubernetes.io/pvc-protection"
 	pvProtection  = "kubernetes.io/pv-protection"
+	vacProtection = "kubernetes.io/vac-protection"
 )
 
 // protectionResync bounds how long a release waits when a change that
@@ -32,12 +33,13 @@ func (m *Manager) protectionController(ctx context.Context) error {
 	pvcs := m.api.MustLookup("", "v1", "persistentvolumeclaims")
 	pvs := m.api.MustLookup("", "v1", "persistentvolumes")
 	pods := m.api.MustLookup("", "v1", "pods")
+	vacs := m.api.MustLookup("storage.k8s.io", "v1", "volumeattributesclasses")
 	rev, err := m.store.CurrentRev(ctx)
 	if err != nil {
 		return err
 	}
 	var watches []kv.Watcher
-	for _, x := range []*registry.Resource{pvcs, pvs, pods} {
+	for _, x := range []*registry.Resource{pvcs, pvs, pods, vacs} {
 		w, err := x.Watch(ctx, kv.WatchOptions{After: rev})
 		if err != nil {
 			return err
@@ -51,7 +53,7 @@ func (m *Manager) protectionController(ctx context.Context) error {
 	waiting := false // some protected object is still in use
 	for {
 		if rescan {
-			if waiting, err = m.releaseProtected(ctx, pvcs, pvs, pods); err != nil {
+			if waiting, err = m.releaseProtected(ctx, pvcs, pvs, pods, vacs); err != nil {
 				return err
 			}
 		}
@@ -64,12 +66,18 @@ func (m *Manager) protectionController(ctx context.Context) error {
 			if !ok {
 				return watches[0].Err()
 			}
-			rescan = beingDeleted(pvcs, ev)
+			// A claim or volume that went may free a class.
+			rescan = beingDeleted(pvcs, ev) || waiting
 		case ev, ok := <-watches[1].Events():
 			if !ok {
 				return watches[1].Err()
 			}
-			rescan = beingDeleted(pvs, ev)
+			rescan = beingDeleted(pvs, ev) || waiting
+		case ev, ok := <-watches[3].Events():
+			if !ok {
+				return watches[3].Err()
+			}
+			rescan = beingDeleted(vacs, ev)
 		case _, ok := <-watches[2].Events():
 			if !ok {
 				return watches[2].Err()
@@ -95,7 +103,7 @@ func beingDeleted(x *registry.Resource, ev kv.Event) bool {
 
 // releaseProtected removes the protection finalizers that no longer
 // protect anything; waiting reports objects still held because in use.
-func (m *Manager) releaseProtected(ctx context.Context, pvcs, pvs, pods *registry.Resource) (waiting bool, err error) {
+func (m *Manager) releaseProtected(ctx context.Context, pvcs, pvs, pods, vacs *registry.Resource) (waiting bool, err error) {
 	// Terminating objects that still carry their protection finalizer.
 	held := func(x *registry.Resource, finalizer string) ([]runtime.Object, error) {
 		var out []runtime.Object
@@ -154,7 +162,66 @@ func (m *Manager) releaseProtected(ctx context.Context, pvcs, pvs, pods *registr
 			return false, err
 		}
 	}
+	// A VolumeAttributesClass (kubernetes.io/vac-protection, added by
+	// kube's StorageObjectInUseProtection admission) while a claim or
+	// volume names it.
+	var classes []runtime.Object
+	if m.enabled(VACProtectionController) {
+		if classes, err = held(vacs, vacProtection); err != nil {
+			return false, err
+		}
+	}
+	if len(classes) > 0 {
+		inUse, err := m.classesInUse(ctx, pvcs, pvs)
+		if err != nil {
+			return false, err
+		}
+		for _, obj := range classes {
+			if inUse[obj.(metav1.Object).GetName()] {
+				waiting = true
+				continue
+			}
+			if err := release(vacs, vacProtection, obj); err != nil {
+				return false, err
+			}
+		}
+	}
 	return waiting, nil
+}
+
+// classesInUse names the VolumeAttributesClasses claims and volumes name.
+func (m *Manager) classesInUse(ctx context.Context, pvcs, pvs *registry.Resource) (map[string]bool, error) {
+	inUse := map[string]bool{}
+	name := func(s *string) {
+		if s != nil && *s != "" {
+			inUse[*s] = true
+		}
+	}
+	err := m.eachStored(ctx, kv.ListOptions{Resource: pvcs.Type().StorageResource}, func(rec kv.Record) error {
+		obj, err := pvcs.Decode(rec)
+		if err != nil {
+			return err
+		}
+		c := obj.(*corev1.PersistentVolumeClaim)
+		name(c.Spec.VolumeAttributesClassName)
+		name(c.Status.CurrentVolumeAttributesClassName)
+		if c.Status.ModifyVolumeStatus != nil {
+			name(&c.Status.ModifyVolumeStatus.TargetVolumeAttributesClassName)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	err = m.eachStored(ctx, kv.ListOptions{Resource: pvs.Type().StorageResource}, func(rec kv.Record) error {
+		obj, err := pvs.Decode(rec)
+		if err != nil {
+			return err
+		}
+		name(obj.(*corev1.PersistentVolume).Spec.VolumeAttributesClassName)
+		return nil
+	})
+	return inUse, err
 }
 
 // claimsInUse names ("namespace/claim") the claims of Pods that have not

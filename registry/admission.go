@@ -13,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apiserver/pkg/admission"
 	kubeinitializer "k8s.io/apiserver/pkg/admission/initializer"
+	validatingpolicy "k8s.io/apiserver/pkg/admission/plugin/policy/validating"
+	"k8s.io/apiserver/pkg/admission/plugin/resourcequota"
 	webhookinitializer "k8s.io/apiserver/pkg/admission/plugin/webhook/initializer"
 	mutatingwebhook "k8s.io/apiserver/pkg/admission/plugin/webhook/mutating"
 	validatingwebhook "k8s.io/apiserver/pkg/admission/plugin/webhook/validating"
@@ -63,7 +65,9 @@ var admissionReads = [][2]string{{"", "pods"}, {"", "nodes"}, {"", "serviceaccou
 	{"", "persistentvolumeclaims"}, {"", "persistentvolumes"}, {"storage.k8s.io", "csidrivers"},
 	{"", "services"}, {"discovery.k8s.io", "endpointslices"}, {"", "limitranges"},
 	{"storage.k8s.io", "storageclasses"}, {"networking.k8s.io", "ingressclasses"}, {"node.k8s.io", "runtimeclasses"},
-	{admissionregistrationGroup, "mutatingwebhookconfigurations"}, {admissionregistrationGroup, "validatingwebhookconfigurations"}}
+	{admissionregistrationGroup, "mutatingwebhookconfigurations"}, {admissionregistrationGroup, "validatingwebhookconfigurations"},
+	{admissionregistrationGroup, "validatingadmissionpolicies"}, {admissionregistrationGroup, "validatingadmissionpolicybindings"},
+	{"", "resourcequotas"}}
 
 // admissionReadsServed: the registry serves every kind the plugins read
 // (a registry of a few kinds, in tests, has no admission).
@@ -104,6 +108,8 @@ func newAdmission(g *Registry, cfg AdmissionConfig) (admission.Interface, error)
 	ctbattest.Register(plugins)
 	certsubjectrestriction.Register(plugins)
 	defaultingressclass.Register(plugins)
+	validatingpolicy.Register(plugins)
+	resourcequota.Register(plugins)
 	mutatingwebhook.Register(plugins)
 	validatingwebhook.Register(plugins)
 
@@ -121,9 +127,10 @@ func newAdmission(g *Registry, cfg AdmissionConfig) (admission.Interface, error)
 		return authorizer.DecisionNoOpinion, "no authorizer", nil
 	})
 	initializers := admission.PluginInitializers{
-		kubeinitializer.New(registryClient{g: g}, nil, liveInformers{g: g}, az, utilfeature.DefaultFeatureGate,
-			compatibility.NewEffectiveVersionFromString("1.35", "", ""), nil, nil),
+		kubeinitializer.New(registryClient{g: g}, noDynamicClient{}, liveInformers{g: g}, az, utilfeature.DefaultFeatureGate,
+			compatibility.NewEffectiveVersionFromString("1.35", "", ""), make(chan struct{}), restMapper{types: g.types}),
 		webhookinitializer.NewPluginInitializer(nil, g.ServiceResolver()),
+		quotaConfiguration{g: g},
 	}
 	chain, err := plugins.NewFromPlugins(kube, provider, initializers, nil)
 	if err != nil {

@@ -3,11 +3,13 @@ package registry
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	runtimeschema "k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/informers"
 	coreinformers "k8s.io/client-go/informers/core"
 	corev1informers "k8s.io/client-go/informers/core/v1"
@@ -202,4 +204,24 @@ func (l liveIndexer) Index(index string, obj any) ([]any, error) {
 		return nil, err
 	}
 	return l.ByIndex(index, acc.GetNamespace())
+}
+
+// LiveLister lists a served resource from the store (kube's quota
+// evaluators count objects through it).
+func (g *Registry) LiveLister(gvr runtimeschema.GroupVersionResource) (cache.GenericLister, error) {
+	x, ok := g.Lookup(gvr.Group, gvr.Version, gvr.Resource)
+	if !ok {
+		return nil, fmt.Errorf("%v is not served", gvr)
+	}
+	return cache.NewGenericLister(liveIndexer{x: x}, gvr.GroupResource()), nil
+}
+
+// LookupResource finds a served version of a group and resource.
+func (g *Registry) LookupResource(gr runtimeschema.GroupResource) (*Resource, bool) {
+	for _, t := range g.types.Types() {
+		if t.Group == gr.Group && t.Resource == gr.Resource {
+			return g.For(t), true
+		}
+	}
+	return nil, false
 }

@@ -57,7 +57,8 @@ var kubePlugins = map[string]bool{
 	"DefaultStorageClass": true, "StorageObjectInUseProtection": true, "PersistentVolumeClaimResize": true,
 	"RuntimeClass": true, "CertificateApproval": true, "CertificateSigning": true, "ClusterTrustBundleAttest": true,
 	"CertificateSubjectRestriction": true, "DefaultIngressClass": true,
-	"MutatingAdmissionWebhook": true, "ValidatingAdmissionWebhook": true,
+	"MutatingAdmissionWebhook": true, "ValidatingAdmissionPolicy": true, "ValidatingAdmissionWebhook": true,
+	"ResourceQuota": true,
 }
 
 // nativePlugins do what kube's plugin of that name does inside Tabula's

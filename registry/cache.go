@@ -48,7 +48,9 @@ type CacheHandler struct {
 
 // Cache returns the cache of a served resource, made on first use; keep
 // says whether it holds the objects (an Indexer) or only feeds handlers.
-// Caches are fed by RunCaches, so every one must be asked for before it.
+// Caches are fed by RunCaches, so every one that shares a resource with
+// another must be asked for before it; one made later (the parameters
+// of an admission policy) starts at once.
 func (g *Registry) Cache(group, version, resource string, keep bool, handlers ...CacheHandler) *Cache {
 	x := g.MustLookup(group, version, resource)
 	g.cachesMu.Lock()
@@ -57,6 +59,9 @@ func (g *Registry) Cache(group, version, resource string, keep bool, handlers ..
 	if c == nil {
 		c = &Cache{x: x, wake: make(chan struct{})}
 		g.caches[x.t.StorageResource] = c
+		if g.cachesRun != nil {
+			defer func() { go g.cachesRun(g.cachesCtx, c.x.t.GroupResource().String()+" cache", c.run) }()
+		}
 	}
 	if keep && c.indexer == nil {
 		c.indexer = cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
@@ -77,6 +82,7 @@ func (c *Cache) addHandler(h CacheHandler) {
 func (g *Registry) RunCaches(ctx context.Context, run func(ctx context.Context, name string, fn func(context.Context) error)) {
 	g.cachesMu.Lock()
 	defer g.cachesMu.Unlock()
+	g.cachesCtx, g.cachesRun = ctx, run
 	for _, c := range g.caches {
 		go run(ctx, c.x.t.GroupResource().String()+" cache", c.run)
 	}

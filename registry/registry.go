@@ -72,8 +72,11 @@ type Registry struct {
 	// caches are the watch-fed caches, by storage resource.
 	cachesMu sync.Mutex
 	caches   map[string]*Cache
-	rbac     rbacState
-	nodes    nodeGraphState
+	// cachesCtx and cachesRun start a cache made after RunCaches.
+	cachesCtx context.Context
+	cachesRun func(ctx context.Context, name string, fn func(context.Context) error)
+	rbac      rbacState
+	nodes     nodeGraphState
 	// admission is the admission plugin chain (admission.go), from
 	// admissionCfg; admissionOn names the plugins that run.
 	admission    admission.Interface

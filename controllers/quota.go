@@ -1,0 +1,216 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	runtimeschema "k8s.io/apimachinery/pkg/runtime/schema"
+	quota "k8s.io/apiserver/pkg/quota/v1"
+	"k8s.io/apiserver/pkg/quota/v1/generic"
+	"k8s.io/client-go/tools/cache"
+	quotainstall "k8s.io/kubernetes/pkg/quota/v1/install"
+
+	"github.com/tabula-dev/tabula/registry"
+	"github.com/tabula-dev/tabula/schema"
+)
+
+// The resource quota controller of kube-controller-manager: each
+// ResourceQuota's status.hard follows its spec and status.used is
+// recounted, with kube's evaluators over the stored objects, when a quota
+// is created or its limits change, when a namespace with quotas loses an
+// object or a Pod finishes (replenishment), and every five minutes.
+// Admission adds to status.used as it admits; this controller is what
+// gives room back. Every replica runs it on the writes it makes; status
+// writes are conditional, so replicas recounting at once cannot undo
+// each other.
+
+// quotaResync is kube-controller-manager's --resource-quota-sync-period.
+const quotaResync = 5 * time.Minute
+
+// quotaState is the namespaces waiting for a recount.
+type quotaState struct {
+	mu      sync.Mutex
+	pending map[string]bool
+	wake    chan struct{}
+}
+
+func newQuotaState() *quotaState {
+	return &quotaState{pending: map[string]bool{}, wake: make(chan struct{}, 1)}
+}
+
+// nudgeQuota asks for namespace ns's quotas to be recounted.
+func (m *Manager) nudgeQuota(ns string) {
+	q := m.quotas
+	q.mu.Lock()
+	q.pending[ns] = true
+	q.mu.Unlock()
+	select {
+	case q.wake <- struct{}{}:
+	default:
+	}
+}
+
+// quotaWritten decides whether a write changes what quotas count: a
+// quota created or given new limits, or a Pod that finished.
+func (m *Manager) quotaWritten(t *schema.Type, obj, old metav1.Object) {
+	if !m.enabled(ResourceQuotaController) || !t.Namespaced {
+		return
+	}
+	switch o := obj.(type) {
+	case *corev1.ResourceQuota:
+		// Status writes (admission's and this controller's) are not news.
+		if prev, ok := old.(*corev1.ResourceQuota); !ok || !equality.Semantic.DeepEqual(prev.Spec, o.Spec) ||
+			!equality.Semantic.DeepEqual(o.Spec.Hard, o.Status.Hard) {
+			m.nudgeQuota(o.Namespace)
+		}
+	case *corev1.Pod:
+		prev, ok := old.(*corev1.Pod)
+		if ok && terminal(o) && !terminal(prev) && m.hasQuotas(o.Namespace) {
+			m.nudgeQuota(o.Namespace)
+		}
+	}
+}
+
+// quotaDeleted: a namespace with quotas lost an object.
+func (m *Manager) quotaDeleted(t *schema.Type, obj metav1.Object) {
+	if m.enabled(ResourceQuotaController) && t.Namespaced && m.hasQuotas(obj.GetNamespace()) {
+		m.nudgeQuota(obj.GetNamespace())
+	}
+}
+
+func terminal(p *corev1.Pod) bool {
+	return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
+}
+
+func (m *Manager) quotaCache() *registry.Cache {
+	return m.api.Cache("", "v1", "resourcequotas", true)
+}
+
+func (m *Manager) hasQuotas(ns string) bool {
+	items, err := m.quotaCache().Indexer().ByIndex(cache.NamespaceIndex, ns)
+	return err == nil && len(items) > 0
+}
+
+func (m *Manager) quotaController(ctx context.Context) error {
+	c := m.quotaCache()
+	if err := c.WaitSynced(ctx); err != nil {
+		return nil
+	}
+	evaluators := newQuotaEvaluators(m.api)
+	resync := time.NewTicker(quotaResync)
+	defer resync.Stop()
+	all := func() {
+		for _, k := range c.Indexer().ListIndexFuncValues(cache.NamespaceIndex) {
+			m.nudgeQuota(k)
+		}
+	}
+	all()
+	for {
+		m.quotas.mu.Lock()
+		pending := m.quotas.pending
+		m.quotas.pending = map[string]bool{}
+		m.quotas.mu.Unlock()
+		for ns := range pending {
+			if err := m.recountQuotas(ctx, evaluators, ns); err != nil && ctx.Err() == nil {
+				m.log.Warn("resource quota not recounted", "namespace", ns, "err", err)
+				m.nudgeQuota(ns) // again on the next wake
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-m.quotas.wake:
+		case <-resync.C:
+			all()
+		}
+	}
+}
+
+// recountQuotas writes the status of every quota of ns.
+func (m *Manager) recountQuotas(ctx context.Context, ev *quotaEvaluators, ns string) error {
+	quotas := m.api.MustLookup("", "v1", "resourcequotas")
+	items, err := m.quotaCache().Indexer().ByIndex(cache.NamespaceIndex, ns)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, it := range items {
+		name := it.(*corev1.ResourceQuota).Name
+		for attempt := 0; attempt < 5; attempt++ {
+			obj, _, err := quotas.Get(ctx, ns, name)
+			if apierrors.IsNotFound(err) {
+				break
+			}
+			if err != nil {
+				errs = append(errs, err)
+				break
+			}
+			q := obj.(*corev1.ResourceQuota)
+			used, err := quota.CalculateUsage(ns, q.Spec.Scopes, q.Spec.Hard, ev.evaluatorsFor(q.Spec.Hard), q.Spec.ScopeSelector)
+			if err != nil {
+				errs = append(errs, err)
+				break
+			}
+			status := corev1.ResourceQuotaStatus{Hard: q.Spec.Hard, Used: used}
+			if equality.Semantic.DeepEqual(q.Status, status) {
+				break
+			}
+			q.Status = status
+			_, _, err = quotas.Update(ctx, ns, name, func(runtime.Object) (runtime.Object, error) { return q, nil },
+				registry.UpdateOptions{Subresource: "status", WriteOptions: registry.WriteOptions{Manager: registry.ManagerControllerManager}})
+			if apierrors.IsConflict(err) {
+				continue // admission counted something meanwhile: recount
+			}
+			if err != nil && !apierrors.IsNotFound(err) {
+				errs = append(errs, err)
+			}
+			break
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// quotaEvaluators are kube's evaluators over the stored objects, with an
+// object count evaluator added for each count/<resource>.<group> a quota
+// names (kube-controller-manager adds them for every discovered resource).
+type quotaEvaluators struct {
+	api      *registry.Registry
+	mu       sync.Mutex
+	registry quota.Registry
+}
+
+func newQuotaEvaluators(api *registry.Registry) *quotaEvaluators {
+	cfg := quotainstall.NewQuotaConfigurationForControllers(api.LiveLister, nil)
+	return &quotaEvaluators{api: api, registry: generic.NewRegistry(cfg.Evaluators())}
+}
+
+func (e *quotaEvaluators) evaluatorsFor(hard corev1.ResourceList) quota.Registry {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for name := range hard {
+		rest, ok := strings.CutPrefix(string(name), "count/")
+		if !ok {
+			continue
+		}
+		resource, group, _ := strings.Cut(rest, ".")
+		gr := runtimeschema.GroupResource{Group: group, Resource: resource}
+		if e.registry.Get(gr) != nil {
+			continue
+		}
+		x, ok := e.api.LookupResource(gr)
+		if !ok {
+			continue
+		}
+		gvr := runtimeschema.GroupVersionResource{Group: group, Version: x.Type().Version, Resource: resource}
+		e.registry.Add(generic.NewObjectCountEvaluator(gr, generic.ListResourceUsingListerFunc(e.api.LiveLister, gvr), ""))
+	}
+	return e.registry
+}

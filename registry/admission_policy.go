@@ -1,0 +1,125 @@
+package registry
+
+import (
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	runtimeschema "k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/informers"
+	admissionregistrationv1informers "k8s.io/client-go/informers/admissionregistration/v1"
+	admissionregistrationv1listers "k8s.io/client-go/listers/admissionregistration/v1"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/tabula-dev/tabula/schema"
+)
+
+// What kube's ValidatingAdmissionPolicy plugin reads: its policies and
+// bindings from watch-fed caches, the kinds named by paramKind through a
+// RESTMapper over the served types, and the parameter objects from a
+// cache of their resource, started when a policy first names it.
+
+func (a liveAdmissionregistrationV1) ValidatingAdmissionPolicies() admissionregistrationv1informers.ValidatingAdmissionPolicyInformer {
+	return cachedPolicies{cachedInformer{c: a.g.Cache(admissionregistrationGroup, "v1", "validatingadmissionpolicies", true)}}
+}
+
+func (a liveAdmissionregistrationV1) ValidatingAdmissionPolicyBindings() admissionregistrationv1informers.ValidatingAdmissionPolicyBindingInformer {
+	return cachedPolicyBindings{cachedInformer{c: a.g.Cache(admissionregistrationGroup, "v1", "validatingadmissionpolicybindings", true)}}
+}
+
+type cachedPolicies struct{ cachedInformer }
+
+func (i cachedPolicies) Informer() cache.SharedIndexInformer { return i.cachedInformer }
+func (i cachedPolicies) Lister() admissionregistrationv1listers.ValidatingAdmissionPolicyLister {
+	return admissionregistrationv1listers.NewValidatingAdmissionPolicyLister(i.c.Indexer())
+}
+
+type cachedPolicyBindings struct{ cachedInformer }
+
+func (i cachedPolicyBindings) Informer() cache.SharedIndexInformer { return i.cachedInformer }
+func (i cachedPolicyBindings) Lister() admissionregistrationv1listers.ValidatingAdmissionPolicyBindingLister {
+	return admissionregistrationv1listers.NewValidatingAdmissionPolicyBindingLister(i.c.Indexer())
+}
+
+// RemoveEventHandler: handlers live as long as the cache (the policy
+// source removes its own only when the server stops).
+func (i cachedInformer) RemoveEventHandler(cache.ResourceEventHandlerRegistration) error { return nil }
+
+// ForResource gives a policy's parameters: the objects of a served
+// resource, from a cache of it. A resource whose cache keeps no objects
+// (one fed to handlers only) is refused.
+func (f liveInformers) ForResource(gvr runtimeschema.GroupVersionResource) (informers.GenericInformer, error) {
+	if _, ok := f.g.Lookup(gvr.Group, gvr.Version, gvr.Resource); !ok {
+		return nil, fmt.Errorf("%v is not served", gvr)
+	}
+	c := f.g.Cache(gvr.Group, gvr.Version, gvr.Resource, true)
+	if c.Indexer() == nil {
+		return nil, fmt.Errorf("%v has no object cache", gvr)
+	}
+	return cachedGeneric{cachedInformer{c: c}, gvr.GroupResource()}, nil
+}
+
+// Start: the caches run from RunCaches (or from their making).
+func (liveInformers) Start(<-chan struct{}) {}
+
+type cachedGeneric struct {
+	cachedInformer
+	gr runtimeschema.GroupResource
+}
+
+func (i cachedGeneric) Informer() cache.SharedIndexInformer { return i.cachedInformer }
+func (i cachedGeneric) Lister() cache.GenericLister {
+	return cache.NewGenericLister(i.c.Indexer(), i.gr)
+}
+
+// noDynamicClient is the dynamic client the policy plugin requires: its
+// parameters come from ForResource, which serves every served resource,
+// so the client is never called.
+type noDynamicClient struct{ dynamic.Interface }
+
+// restMapper maps kinds to the served resources.
+type restMapper struct {
+	meta.RESTMapper // only RESTMapping and RESTMappings are given
+	types           *schema.Registry
+}
+
+func (m restMapper) RESTMappings(gk runtimeschema.GroupKind, versions ...string) ([]*meta.RESTMapping, error) {
+	var out []*meta.RESTMapping
+	for _, t := range m.types.Types() {
+		if t.Group != gk.Group || t.Kind != gk.Kind {
+			continue
+		}
+		if len(versions) > 0 && versions[0] != "" && !contains(versions, t.Version) {
+			continue
+		}
+		scope := meta.RESTScopeRoot
+		if t.Namespaced {
+			scope = meta.RESTScopeNamespace
+		}
+		out = append(out, &meta.RESTMapping{
+			Resource:         runtimeschema.GroupVersionResource{Group: t.Group, Version: t.Version, Resource: t.Resource},
+			GroupVersionKind: t.GroupVersionKind(), Scope: scope,
+		})
+	}
+	if len(out) == 0 {
+		return nil, &meta.NoKindMatchError{GroupKind: gk, SearchedVersions: versions}
+	}
+	return out, nil
+}
+
+func (m restMapper) RESTMapping(gk runtimeschema.GroupKind, versions ...string) (*meta.RESTMapping, error) {
+	all, err := m.RESTMappings(gk, versions...)
+	if err != nil {
+		return nil, err
+	}
+	return all[0], nil
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
