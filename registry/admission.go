@@ -132,7 +132,7 @@ func newAdmission(g *Registry, cfg AdmissionConfig) (admission.Interface, error)
 		webhookinitializer.NewPluginInitializer(nil, g.ServiceResolver()),
 		quotaConfiguration{g: g},
 	}
-	chain, err := plugins.NewFromPlugins(kube, provider, initializers, nil)
+	chain, err := plugins.NewFromPlugins(kube, provider, initializers, idleWhen(g))
 	if err != nil {
 		return nil, err
 	}

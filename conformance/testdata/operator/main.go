@@ -3,14 +3,22 @@
 // Gizmos (a custom resource, read unstructured) into an owned ConfigMap,
 // and writes each Gizmo's status through the status subresource.
 //
+// With WEBHOOK_CERT_DIR (tls.crt, tls.key) and WEBHOOK_PORT it also
+// serves admission webhooks for Gizmos through controller-runtime's
+// webhook server: /default-gizmo gives a Gizmo without a color "blue",
+// /validate-gizmo refuses a green one.
+//
 // Flags come from the environment: KUBECONFIG, and WATCH_NAMESPACE, the
 // one namespace it watches and holds its Lease in.
 package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
+	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -23,6 +31,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 )
 
 var gizmoKind = schema.GroupVersionKind{Group: "operator.tabula.test", Version: "v1", Kind: "Gizmo"}
@@ -36,14 +46,23 @@ func newGizmo() *unstructured.Unstructured {
 func main() {
 	ctrl.SetLogger(zap.New())
 	ns := os.Getenv("WATCH_NAMESPACE")
-	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{
+	opts := ctrl.Options{
 		LeaderElection:          true,
 		LeaderElectionID:        "gizmo-operator",
 		LeaderElectionNamespace: ns,
 		Cache:                   cache.Options{DefaultNamespaces: map[string]cache.Config{ns: {}}},
 		Metrics:                 metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress:  "0",
-	})
+	}
+	if dir := os.Getenv("WEBHOOK_CERT_DIR"); dir != "" {
+		port, err := strconv.Atoi(os.Getenv("WEBHOOK_PORT"))
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "WEBHOOK_PORT:", err)
+			os.Exit(1)
+		}
+		opts.WebhookServer = webhook.NewServer(webhook.Options{Host: "127.0.0.1", Port: port, CertDir: dir})
+	}
+	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), opts)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "manager:", err)
 		os.Exit(1)
@@ -78,8 +97,45 @@ func main() {
 		fmt.Fprintln(os.Stderr, "controller:", err)
 		os.Exit(1)
 	}
+	if os.Getenv("WEBHOOK_CERT_DIR") != "" {
+		srv := mgr.GetWebhookServer()
+		srv.Register("/default-gizmo", &webhook.Admission{Handler: admission.HandlerFunc(defaultGizmo)})
+		srv.Register("/validate-gizmo", &webhook.Admission{Handler: admission.HandlerFunc(validateGizmo)})
+	}
 	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
 		fmt.Fprintln(os.Stderr, "manager stopped:", err)
 		os.Exit(1)
 	}
+}
+
+// defaultGizmo answers with the patch that gives a Gizmo without a color
+// the color blue.
+func defaultGizmo(_ context.Context, req admission.Request) admission.Response {
+	g := newGizmo()
+	if err := json.Unmarshal(req.Object.Raw, &g.Object); err != nil {
+		return admission.Errored(http.StatusBadRequest, err)
+	}
+	if c, _, _ := unstructured.NestedString(g.Object, "spec", "color"); c != "" {
+		return admission.Allowed("has a color")
+	}
+	if err := unstructured.SetNestedField(g.Object, "blue", "spec", "color"); err != nil {
+		return admission.Errored(http.StatusInternalServerError, err)
+	}
+	out, err := json.Marshal(g.Object)
+	if err != nil {
+		return admission.Errored(http.StatusInternalServerError, err)
+	}
+	return admission.PatchResponseFromRaw(req.Object.Raw, out)
+}
+
+// validateGizmo refuses green Gizmos.
+func validateGizmo(_ context.Context, req admission.Request) admission.Response {
+	g := newGizmo()
+	if err := json.Unmarshal(req.Object.Raw, &g.Object); err != nil {
+		return admission.Errored(http.StatusBadRequest, err)
+	}
+	if c, _, _ := unstructured.NestedString(g.Object, "spec", "color"); c == "green" {
+		return admission.Denied("green gizmos are not allowed")
+	}
+	return admission.Allowed("")
 }
