@@ -173,6 +173,33 @@ func policyScenario(t *testing.T, tg *target) {
 			_ = cs.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Delete(context.Background(), b.Name, metav1.DeleteOptions{})
 		})
 	}
+	// Type checking, written to the status as kube-controller-manager's
+	// controller writes it: none for this policy, one for a policy naming
+	// a field ConfigMaps do not have.
+	bad := &admissionregistrationv1.ValidatingAdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: "typo-" + ns},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+			MatchConstraints: policy.Spec.MatchConstraints,
+			Validations:      []admissionregistrationv1.Validation{{Expression: "object.spec.replicas > 1"}}}}
+	if _, err := cs.AdmissionregistrationV1().ValidatingAdmissionPolicies().Create(ctx, bad, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cs.AdmissionregistrationV1().ValidatingAdmissionPolicies().Delete(context.Background(), bad.Name, metav1.DeleteOptions{})
+	})
+	waitFor(t, "the policies' type checking", 30*time.Second, func() (bool, string) {
+		good, err1 := cs.AdmissionregistrationV1().ValidatingAdmissionPolicies().Get(ctx, policy.Name, metav1.GetOptions{})
+		typo, err2 := cs.AdmissionregistrationV1().ValidatingAdmissionPolicies().Get(ctx, bad.Name, metav1.GetOptions{})
+		if err1 != nil || err2 != nil {
+			return false, fmt.Sprint(err1, err2)
+		}
+		gs, ts := good.Status, typo.Status
+		done := gs.ObservedGeneration == 1 && gs.TypeChecking != nil && len(gs.TypeChecking.ExpressionWarnings) == 0 &&
+			ts.ObservedGeneration == 1 && ts.TypeChecking != nil && len(ts.TypeChecking.ExpressionWarnings) == 1 &&
+			ts.TypeChecking.ExpressionWarnings[0].FieldRef == "spec.validations[0].expression" &&
+			strings.Contains(ts.TypeChecking.ExpressionWarnings[0].Warning, "undefined field 'spec'")
+		return done, fmt.Sprintf("%+v / %+v", gs, ts)
+	})
+
 	big := func(name, action string) *corev1.ConfigMap {
 		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"action": action}},
 			Data: map[string]string{"a": "1", "b": "2", "c": "3", "d": "4"}}

@@ -63,6 +63,9 @@ func (m *Manager) Run(ctx context.Context) error {
 	if m.enabled(PVCProtectionController) || m.enabled(PVProtectionController) || m.enabled(VACProtectionController) {
 		go m.runLoop(ctx, "storage object in use protection", m.protectionController)
 	}
+	if m.enabled(ValidatingAdmissionPolicyStatusController) {
+		go m.runLoop(ctx, "validating admission policy status", m.policyStatusController)
+	}
 	if m.enabled(ResourceQuotaController) {
 		go m.runLoop(ctx, "resource quota", m.quotaController)
 	}

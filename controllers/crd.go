@@ -266,6 +266,9 @@ func (m *Manager) namePass(ctx context.Context) {
 		}
 	}
 	st.mu.Unlock()
+	if err := m.syncCRDAPIServices(ctx, all); err != nil {
+		m.log.Warn("custom resource APIServices not synced", "err", err)
+	}
 	if needBuild {
 		select {
 		case st.build <- struct{}{}:

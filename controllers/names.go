@@ -19,6 +19,8 @@ const (
 	ClusterRoleAggregationController     = "clusterrole-aggregation-controller"
 	ResourceQuotaController              = "resourcequota-controller"
 	VACProtectionController              = "volumeattributesclass-protection-controller"
+	// ValidatingAdmissionPolicyStatusController writes policies' type checking.
+	ValidatingAdmissionPolicyStatusController = "validatingadmissionpolicy-status-controller"
 )
 
 // enabledIn reads a kube-controller-manager --controllers list: a name

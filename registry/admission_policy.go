@@ -77,10 +77,9 @@ func (i cachedGeneric) Lister() cache.GenericLister {
 // so the client is never called.
 type noDynamicClient struct{ dynamic.Interface }
 
-// restMapper maps kinds to the served resources.
+// restMapper maps kinds to the served resources and back.
 type restMapper struct {
-	meta.RESTMapper // only RESTMapping and RESTMappings are given
-	types           *schema.Registry
+	types *schema.Registry
 }
 
 func (m restMapper) RESTMappings(gk runtimeschema.GroupKind, versions ...string) ([]*meta.RESTMapping, error) {
@@ -122,4 +121,70 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// ValidatingAdmissionPolicies is the watch-fed informer of the policies
+// (for the controller that writes their type-checking status).
+func (g *Registry) ValidatingAdmissionPolicies() admissionregistrationv1informers.ValidatingAdmissionPolicyInformer {
+	return liveAdmissionregistrationV1{g: g}.ValidatingAdmissionPolicies()
+}
+
+// RESTMapper maps kinds to the served resources.
+func (g *Registry) RESTMapper() meta.RESTMapper { return restMapper{types: g.types} }
+
+// matches reports whether t serves gvr, where an empty version matches
+// any (as RESTMapper partial resources).
+func matches(t *schema.Type, gvr runtimeschema.GroupVersionResource) bool {
+	return t.Group == gvr.Group && t.Resource == gvr.Resource && (gvr.Version == "" || gvr.Version == t.Version)
+}
+
+func (m restMapper) KindsFor(gvr runtimeschema.GroupVersionResource) ([]runtimeschema.GroupVersionKind, error) {
+	var out []runtimeschema.GroupVersionKind
+	for _, t := range m.types.Types() {
+		if matches(t, gvr) {
+			out = append(out, t.GroupVersionKind())
+		}
+	}
+	if len(out) == 0 {
+		return nil, &meta.NoResourceMatchError{PartialResource: gvr}
+	}
+	return out, nil
+}
+
+func (m restMapper) KindFor(gvr runtimeschema.GroupVersionResource) (runtimeschema.GroupVersionKind, error) {
+	all, err := m.KindsFor(gvr)
+	if err != nil {
+		return runtimeschema.GroupVersionKind{}, err
+	}
+	return all[0], nil
+}
+
+func (m restMapper) ResourcesFor(gvr runtimeschema.GroupVersionResource) ([]runtimeschema.GroupVersionResource, error) {
+	var out []runtimeschema.GroupVersionResource
+	for _, t := range m.types.Types() {
+		if matches(t, gvr) {
+			out = append(out, runtimeschema.GroupVersionResource{Group: t.Group, Version: t.Version, Resource: t.Resource})
+		}
+	}
+	if len(out) == 0 {
+		return nil, &meta.NoResourceMatchError{PartialResource: gvr}
+	}
+	return out, nil
+}
+
+func (m restMapper) ResourceFor(gvr runtimeschema.GroupVersionResource) (runtimeschema.GroupVersionResource, error) {
+	all, err := m.ResourcesFor(gvr)
+	if err != nil {
+		return runtimeschema.GroupVersionResource{}, err
+	}
+	return all[0], nil
+}
+
+func (m restMapper) ResourceSingularizer(resource string) (string, error) {
+	for _, t := range m.types.Types() {
+		if t.Resource == resource {
+			return t.Singular, nil
+		}
+	}
+	return "", fmt.Errorf("no singular of %q", resource)
 }

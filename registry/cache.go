@@ -27,7 +27,9 @@ import (
 type Cache struct {
 	x *Resource
 	// indexer is nil for a handlers-only cache.
-	indexer  cache.Indexer
+	indexer cache.Indexer
+	// handlers are guarded by hmu: one may be added while the cache runs.
+	hmu      sync.Mutex
 	handlers []CacheHandler
 
 	mu     sync.Mutex
@@ -66,15 +68,32 @@ func (g *Registry) Cache(group, version, resource string, keep bool, handlers ..
 	if keep && c.indexer == nil {
 		c.indexer = cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
 	}
+	c.hmu.Lock()
 	c.handlers = append(c.handlers, handlers...)
+	c.hmu.Unlock()
 	return c
 }
 
-// addHandler adds a handler before the caches run (RunCaches).
+// addHandler adds a handler; one added to a running cache first hears
+// the objects it holds (as a late informer handler does), and may hear
+// one of them twice.
 func (c *Cache) addHandler(h CacheHandler) {
-	c.x.g.cachesMu.Lock()
-	defer c.x.g.cachesMu.Unlock()
+	c.hmu.Lock()
+	defer c.hmu.Unlock()
+	if c.indexer != nil && h.Set != nil {
+		for _, o := range c.indexer.List() {
+			if obj, ok := o.(runtime.Object); ok {
+				h.Set(obj)
+			}
+		}
+	}
 	c.handlers = append(c.handlers, h)
+}
+
+func (c *Cache) handlersNow() []CacheHandler {
+	c.hmu.Lock()
+	defer c.hmu.Unlock()
+	return c.handlers
 }
 
 // RunCaches feeds every cache until ctx ends; run restarts a cache's watch
@@ -223,7 +242,7 @@ func (c *Cache) set(obj runtime.Object) {
 		acc, _ := meta.Accessor(obj)
 		c.keys[cacheKey(acc.GetNamespace(), acc.GetName())] = true
 	}
-	for _, h := range c.handlers {
+	for _, h := range c.handlersNow() {
 		if h.Set != nil {
 			h.Set(obj)
 		}
@@ -241,7 +260,7 @@ func (c *Cache) remove(namespace, name string, obj runtime.Object) {
 	} else {
 		delete(c.keys, cacheKey(namespace, name))
 	}
-	for _, h := range c.handlers {
+	for _, h := range c.handlersNow() {
 		if h.Delete != nil {
 			h.Delete(namespace, name, obj)
 		}

@@ -415,3 +415,38 @@ func TestCRDNamesRace(t *testing.T) {
 		}
 	}
 }
+
+// TestCRDAPIServices: a CRD's served group-versions get APIServices as
+// kube-apiserver's crdregistration controller makes them (automanaged
+// "true", priorities 1000/100, Local and Available), and lose them with
+// the CRD.
+func TestCRDAPIServices(t *testing.T) {
+	h := refNewHarness(t)
+	h.mustDo("POST", crdPath, "application/json", gadgetsCRD, http.StatusCreated)
+	establish(t, h, "gadgets.test.example.com")
+	const base = "/apis/apiregistration.k8s.io/v1/apiservices/"
+	for _, v := range []string{"v1", "v1beta1"} {
+		var s struct {
+			Metadata metav1.ObjectMeta
+			Spec     struct {
+				Group                                 string
+				GroupPriorityMinimum, VersionPriority int32
+			}
+			Status struct{ Conditions []struct{ Type, Status, Reason string } }
+		}
+		h.waitFor("the APIService of "+v, func() bool { return h.do("GET", base+v+".test.example.com", nil, nil).Code == http.StatusOK })
+		if err := json.Unmarshal(h.do("GET", base+v+".test.example.com", nil, nil).Body.Bytes(), &s); err != nil {
+			t.Fatal(err)
+		}
+		if s.Metadata.Labels["kube-aggregator.kubernetes.io/automanaged"] != "true" || s.Spec.Group != "test.example.com" ||
+			s.Spec.GroupPriorityMinimum != 1000 || s.Spec.VersionPriority != 100 ||
+			len(s.Status.Conditions) != 1 || s.Status.Conditions[0].Type != "Available" || s.Status.Conditions[0].Status != "True" {
+			t.Errorf("%s.test.example.com: %+v", v, s)
+		}
+	}
+	h.mustDo("DELETE", crdPath+"/gadgets.test.example.com", "", "", http.StatusOK)
+	h.waitFor("the APIServices removed with the CRD", func() bool {
+		return h.do("GET", base+"v1.test.example.com", nil, nil).Code == http.StatusNotFound &&
+			h.do("GET", base+"v1beta1.test.example.com", nil, nil).Code == http.StatusNotFound
+	})
+}

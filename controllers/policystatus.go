@@ -1,0 +1,65 @@
+package controllers
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apiserver/pkg/admission/plugin/policy/validating"
+	"k8s.io/apiserver/pkg/cel/openapi/resolver"
+	admissionregistrationv1apply "k8s.io/client-go/applyconfigurations/admissionregistration/v1"
+	clientscheme "k8s.io/client-go/kubernetes/scheme"
+	admissionregistrationv1client "k8s.io/client-go/kubernetes/typed/admissionregistration/v1"
+	"k8s.io/kubernetes/pkg/controller/validatingadmissionpolicystatus"
+
+	"github.com/tabula-dev/tabula/registry"
+	"github.com/tabula-dev/tabula/schema/openapi"
+)
+
+// The validatingadmissionpolicy-status-controller of
+// kube-controller-manager, kube's own: each ValidatingAdmissionPolicy's
+// expressions are type-checked against the kinds it matches (built-in
+// kinds, from their OpenAPI definitions) and the warnings written to
+// status.typeChecking with status.observedGeneration.
+
+func (m *Manager) policyStatusController(ctx context.Context) error {
+	checker := &validating.TypeChecker{
+		SchemaResolver: resolver.NewDefinitionsSchemaResolver(openapi.GetOpenAPIDefinitions, clientscheme.Scheme),
+		RestMapper:     m.api.RESTMapper(),
+	}
+	x := m.api.MustLookup("admissionregistration.k8s.io", "v1", "validatingadmissionpolicies")
+	c, err := validatingadmissionpolicystatus.NewController(m.api.ValidatingAdmissionPolicies(), policyStatusClient{x: x}, checker)
+	if err != nil {
+		return err
+	}
+	c.Run(ctx, 1)
+	return nil
+}
+
+// policyStatusClient applies a policy's status through the registry.
+type policyStatusClient struct {
+	admissionregistrationv1client.ValidatingAdmissionPolicyInterface
+	x *registry.Resource
+}
+
+func (c policyStatusClient) ApplyStatus(ctx context.Context, cfg *admissionregistrationv1apply.ValidatingAdmissionPolicyApplyConfiguration, opts metav1.ApplyOptions) (*admissionregistrationv1.ValidatingAdmissionPolicy, error) {
+	if cfg == nil || cfg.Name == nil {
+		return nil, fmt.Errorf("apply: a policy without a name")
+	}
+	patch, err := json.Marshal(cfg)
+	if err != nil {
+		return nil, err
+	}
+	res, _, err := c.x.Apply(ctx, "", *cfg.Name, patch, registry.ApplyOptions{Subresource: "status", Force: opts.Force,
+		WriteOptions: registry.WriteOptions{Manager: opts.FieldManager}})
+	if err != nil {
+		return nil, err
+	}
+	p, ok := res.Obj.(*admissionregistrationv1.ValidatingAdmissionPolicy)
+	if !ok {
+		return nil, fmt.Errorf("apply: a %T", res.Obj)
+	}
+	return p, nil
+}
