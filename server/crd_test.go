@@ -432,7 +432,9 @@ func TestCRDAPIServices(t *testing.T) {
 				Group                                 string
 				GroupPriorityMinimum, VersionPriority int32
 			}
-			Status struct{ Conditions []struct{ Type, Status, Reason string } }
+			Status struct {
+				Conditions []struct{ Type, Status, Reason string }
+			}
 		}
 		h.waitFor("the APIService of "+v, func() bool { return h.do("GET", base+v+".test.example.com", nil, nil).Code == http.StatusOK })
 		if err := json.Unmarshal(h.do("GET", base+v+".test.example.com", nil, nil).Body.Bytes(), &s); err != nil {
