@@ -308,11 +308,6 @@ func quotaScenario(t *testing.T, tgs []*target) {
 		return err == nil, fmt.Sprint(err)
 	})
 	const pods, secrets = 5, 3
-	q := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "q"}, Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{
-		corev1.ResourcePods: resource.MustParse(fmt.Sprint(pods)), "count/secrets": resource.MustParse(fmt.Sprint(secrets))}}}
-	if _, err := cs.CoreV1().ResourceQuotas(ns).Create(ctx, q, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
 	used := func(name corev1.ResourceName) string {
 		got, err := cs.CoreV1().ResourceQuotas(ns).Get(ctx, "q", metav1.GetOptions{})
 		if err != nil {
@@ -324,9 +319,44 @@ func quotaScenario(t *testing.T, tgs []*target) {
 		}
 		return v.String()
 	}
-	waitFor(t, "the quota's usage counted", 30*time.Second, func() (bool, string) {
-		return used(corev1.ResourcePods) == "0" && used("count/secrets") == "0", used(corev1.ResourcePods)
-	})
+	// A quota binds once the quota controller has written its status and
+	// a replica's watch has brought that status (as with kube-apiservers
+	// and their informers): it starts with no room, and the burst waits
+	// until every replica refuses for it, then sees the room it is given.
+	q := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "q"}, Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{
+		corev1.ResourcePods: resource.MustParse("0"), "count/secrets": resource.MustParse("0")}}}
+	if _, err := cs.CoreV1().ResourceQuotas(ns).Create(ctx, q, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	probe := func(c kubernetes.Interface) error {
+		_, err := c.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "probe"},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "registry.k8s.io/pause:3.10"}}}},
+			metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		return err
+	}
+	for i, c := range clients {
+		waitFor(t, fmt.Sprintf("replica %d refusing for the quota", i), 30*time.Second, func() (bool, string) {
+			err := probe(c)
+			return apierrors.IsForbidden(err) && strings.Contains(err.Error(), "exceeded quota"), fmt.Sprint(err)
+		})
+	}
+	cur, err := cs.CoreV1().ResourceQuotas(ns).Get(ctx, "q", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cur.Spec.Hard = corev1.ResourceList{corev1.ResourcePods: resource.MustParse(fmt.Sprint(pods)), "count/secrets": resource.MustParse(fmt.Sprint(secrets))}
+	if _, err := cs.CoreV1().ResourceQuotas(ns).Update(ctx, cur, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for i, c := range clients {
+		waitFor(t, fmt.Sprintf("replica %d seeing the room", i), 30*time.Second, func() (bool, string) {
+			err := probe(c)
+			return err == nil, fmt.Sprint(err)
+		})
+	}
+	if u := used(corev1.ResourcePods); u != "0" {
+		t.Fatalf("pods used before the burst: %s", u)
+	}
 
 	// 32 creators, alternating replicas, each until refused by the quota.
 	create := func(c kubernetes.Interface, kind string, i, j int) error {

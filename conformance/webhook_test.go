@@ -73,6 +73,9 @@ func startHookServer(t *testing.T, serviceDNS string) *hookServer {
 	mux.HandleFunc("/deny", h.review(denyForbidden))
 	mux.HandleFunc("/mutate", h.review(addLabel("mutated", "yes")))
 	mux.HandleFunc("/reinvoke-a", h.review(copyLabel("b", "a")))
+	mux.HandleFunc("/deny-exec", h.review(func(*admissionv1.AdmissionRequest, map[string]any) *admissionv1.AdmissionResponse {
+		return &admissionv1.AdmissionResponse{Result: &metav1.Status{Code: http.StatusForbidden, Message: "exec is not allowed here"}}
+	}))
 	mux.HandleFunc("/reinvoke-b", h.review(addLabel("b", "x")))
 	// /hang answers when the caller gives up, or when the test ends.
 	stop := make(chan struct{})
@@ -360,6 +363,29 @@ func admissionWebhookScenario(t *testing.T, tg *target) {
 	_, err = cs.CoreV1().ConfigMaps(ns).Create(ctx, cm("refused", map[string]string{"down": "fail"}, nil), metav1.CreateOptions{})
 	if err == nil || !strings.Contains(err.Error(), `failed calling webhook "down-fail.tabula.dev"`) || !strings.Contains(err.Error(), "connection refused") {
 		t.Errorf("a webhook that is down with failurePolicy Fail: %v", err)
+	}
+
+	// CONNECT is admitted: a webhook refusing pods/exec stops an exec
+	// before any stream opens, and is shown the PodExecOptions.
+	execHook := &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: ns + "-exec"},
+		Webhooks: []admissionregistrationv1.ValidatingWebhook{{Name: "no-exec.tabula.dev", ClientConfig: byURL("/deny-exec"),
+			Rules: []admissionregistrationv1.RuleWithOperations{{Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Connect},
+				Rule: admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods/exec"}}}},
+			NamespaceSelector: inNS, SideEffects: none, AdmissionReviewVersions: []string{"v1"}}}}
+	if _, err := cs.AdmissionregistrationV1().ValidatingWebhookConfigurations().Create(ctx, execHook, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cs.AdmissionregistrationV1().ValidatingWebhookConfigurations().Delete(context.Background(), execHook.Name, metav1.DeleteOptions{})
+	})
+	err = cs.CoreV1().RESTClient().Post().Namespace(ns).Resource("pods").Name("some-pod").SubResource("exec").
+		Param("command", "ls").Param("stdout", "true").Param("container", "c").Do(ctx).Error()
+	if want := `admission webhook "no-exec.tabula.dev" denied the request: exec is not allowed here`; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("exec: %v, want %q", err, want)
+	}
+	if reqs := h.requests("/deny-exec"); len(reqs) != 1 || reqs[0].Operation != admissionv1.Connect || reqs[0].Kind.Kind != "PodExecOptions" ||
+		reqs[0].SubResource != "exec" || !strings.Contains(string(reqs[0].Object.Raw), `"command":["ls"]`) {
+		t.Errorf("the exec webhook's requests: %+v", reqs)
 	}
 
 	// A webhook named by a Service, called at its ready endpoint.

@@ -32,8 +32,12 @@ import (
 // writes are conditional, so replicas recounting at once cannot undo
 // each other.
 
-// quotaResync is kube-controller-manager's --resource-quota-sync-period.
-const quotaResync = 5 * time.Minute
+// quotaResync is kube-controller-manager's --resource-quota-sync-period;
+// quotaRetry how long a namespace whose recount failed waits.
+const (
+	quotaResync = 5 * time.Minute
+	quotaRetry  = 5 * time.Second
+)
 
 // quotaState is the namespaces waiting for a recount.
 type quotaState struct {
@@ -121,7 +125,7 @@ func (m *Manager) quotaController(ctx context.Context) error {
 		for ns := range pending {
 			if err := m.recountQuotas(ctx, evaluators, ns); err != nil && ctx.Err() == nil {
 				m.log.Warn("resource quota not recounted", "namespace", ns, "err", err)
-				m.nudgeQuota(ns) // again on the next wake
+				time.AfterFunc(quotaRetry, func() { m.nudgeQuota(ns) })
 			}
 		}
 		select {

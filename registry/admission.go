@@ -346,3 +346,16 @@ func (x *Resource) AdmitSubresource(ctx context.Context, namespace, name, subres
 	return x.admitPhases(ctx, admissionWrite{op: admission.Create, obj: obj, namespace: namespace, name: name,
 		subresource: subresource, kind: &gvk, dryRun: dryRun}, mutate|validate)
 }
+
+// AdmitConnect runs admission for a CONNECT of one of x's objects (pods
+// exec, attach, portforward), as kube-apiserver's connect handler does
+// before it opens the stream: opts is the request's options, of the
+// version the client sent (v1 PodExecOptions, …).
+func (x *Resource) AdmitConnect(ctx context.Context, namespace, name, subresource string, opts runtime.Object) error {
+	gvks, _, err := legacyscheme.Scheme.ObjectKinds(opts)
+	if err != nil || len(gvks) == 0 {
+		return apierrors.NewInternalError(fmt.Errorf("admission: connect options %T: %v", opts, err))
+	}
+	return x.admitPhases(ctx, admissionWrite{op: admission.Connect, obj: opts, namespace: namespace, name: name,
+		subresource: subresource, kind: &gvks[0]}, mutate|validate)
+}

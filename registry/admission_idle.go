@@ -4,17 +4,17 @@ import (
 	"context"
 
 	"k8s.io/apiserver/pkg/admission"
-	"k8s.io/client-go/tools/cache"
 )
 
-// Plugins that act only when something is configured — webhooks, policy
-// bindings, quotas in the namespace — are passed over while nothing is:
-// kube's webhook plugins otherwise convert every object for reinvocation
-// bookkeeping, and quota admission hands every write to a worker, which
-// together cost a create about a tenth of its time with nothing to do.
-// What they would read is this replica's watch-fed caches, so passing
-// over is what the plugin would decide; kube-apiserver's quota plugin, like
-// this, sees a quota made on another server once its informer has it.
+// Plugins that act only when something is configured — webhooks and
+// policy bindings — are passed over while nothing is: kube's webhook
+// plugins otherwise convert every object for their reinvocation
+// bookkeeping, a cost on every write with nothing to do. What they would
+// read is this replica's watch-fed caches, so passing over is what the
+// plugin would decide. ResourceQuota is not passed over: when its cache
+// holds no quota for a namespace it reads the store (kube's live look-up),
+// which is what keeps a quota just made on another replica from being
+// overrun before this replica's watch brings it.
 
 // idleWhen wraps the named plugin with its idle test (admission.Decorator).
 func idleWhen(g *Registry) admission.DecoratorFunc {
@@ -22,7 +22,7 @@ func idleWhen(g *Registry) admission.DecoratorFunc {
 		var idle func(admission.Attributes) bool
 		empty := func(resource string) func(admission.Attributes) bool {
 			c := g.Cache(admissionregistrationGroup, "v1", resource, true)
-			return func(admission.Attributes) bool { return len(c.Indexer().ListKeys()) == 0 && c.Synced() }
+			return func(admission.Attributes) bool { return len(c.Indexer().ListKeys()) == 0 && c.HasSynced() }
 		}
 		switch name {
 		case "MutatingAdmissionWebhook":
@@ -31,15 +31,6 @@ func idleWhen(g *Registry) admission.DecoratorFunc {
 			idle = empty("validatingwebhookconfigurations")
 		case "ValidatingAdmissionPolicy":
 			idle = empty("validatingadmissionpolicybindings")
-		case "ResourceQuota":
-			c := g.Cache("", "v1", "resourcequotas", true)
-			idle = func(a admission.Attributes) bool {
-				if !c.Synced() {
-					return false
-				}
-				items, err := c.Indexer().ByIndex(cache.NamespaceIndex, a.GetNamespace())
-				return err == nil && len(items) == 0
-			}
 		default:
 			return h
 		}

@@ -1,10 +1,14 @@
 package registry
 
 import (
+	"context"
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	runtimeschema "k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
 	admissionregistrationv1informers "k8s.io/client-go/informers/admissionregistration/v1"
@@ -73,9 +77,29 @@ func (i cachedGeneric) Lister() cache.GenericLister {
 }
 
 // noDynamicClient is the dynamic client the policy plugin requires: its
-// parameters come from ForResource, which serves every served resource,
-// so the client is never called.
+// parameters come from ForResource, which serves every served resource
+// but those whose cache keeps no objects (Pods, for one); for those the
+// plugin's own informer over this client lists nothing and says why.
 type noDynamicClient struct{ dynamic.Interface }
+
+func (noDynamicClient) Resource(gvr runtimeschema.GroupVersionResource) dynamic.NamespaceableResourceInterface {
+	return unservedParams{gvr: gvr}
+}
+
+type unservedParams struct {
+	dynamic.NamespaceableResourceInterface
+	gvr runtimeschema.GroupVersionResource
+}
+
+func (u unservedParams) Namespace(string) dynamic.ResourceInterface { return u }
+
+func (u unservedParams) List(context.Context, metav1.ListOptions) (*unstructured.UnstructuredList, error) {
+	return nil, fmt.Errorf("%v cannot be an admission policy's parameter here: its cache keeps no objects", u.gvr)
+}
+
+func (u unservedParams) Watch(context.Context, metav1.ListOptions) (watch.Interface, error) {
+	return nil, fmt.Errorf("%v cannot be an admission policy's parameter here: its cache keeps no objects", u.gvr)
+}
 
 // restMapper maps kinds to the served resources and back.
 type restMapper struct {

@@ -72,13 +72,13 @@ func (i cachedInformer) AddEventHandler(h cache.ResourceEventHandler) (cache.Res
 	return cachedRegistration{i.c}, nil
 }
 
-func (i cachedInformer) HasSynced() bool           { return i.c.Synced() }
+func (i cachedInformer) HasSynced() bool           { return i.c.HasSynced() }
 func (i cachedInformer) GetStore() cache.Store     { return i.c.Indexer() }
 func (i cachedInformer) GetIndexer() cache.Indexer { return i.c.Indexer() }
 
 type cachedRegistration struct{ c *Cache }
 
-func (r cachedRegistration) HasSynced() bool { return r.c.Synced() }
+func (r cachedRegistration) HasSynced() bool { return r.c.HasSynced() }
 
 // Namespaces come from the registry's namespace cache.
 func (c liveCoreV1) Namespaces() corev1informers.NamespaceInformer {

@@ -34,9 +34,13 @@ type Cache struct {
 
 	mu     sync.Mutex
 	synced bool
-	seen   int64
-	keys   map[string]bool // handlers-only: the keys present
-	wake   chan struct{}   // closed and replaced at every change of seen
+	// everSynced: the cache held a complete view once (informers, whose
+	// synced state never goes back, report this; a restarting watch
+	// leaves the last view in place meanwhile).
+	everSynced bool
+	seen       int64
+	keys       map[string]bool // handlers-only: the keys present
+	wake       chan struct{}   // closed and replaced at every change of seen
 }
 
 // CacheHandler hears a Cache's changes, in revision order, from the one
@@ -58,6 +62,7 @@ func (g *Registry) Cache(group, version, resource string, keep bool, handlers ..
 	g.cachesMu.Lock()
 	defer g.cachesMu.Unlock()
 	c := g.caches[x.t.StorageResource]
+	running := c != nil && g.cachesRun != nil
 	if c == nil {
 		c = &Cache{x: x, wake: make(chan struct{})}
 		g.caches[x.t.StorageResource] = c
@@ -65,7 +70,9 @@ func (g *Registry) Cache(group, version, resource string, keep bool, handlers ..
 			defer func() { go g.cachesRun(g.cachesCtx, c.x.t.GroupResource().String()+" cache", c.run) }()
 		}
 	}
-	if keep && c.indexer == nil {
+	// A running handlers-only cache cannot start keeping objects (its
+	// view would start empty): its Indexer stays nil.
+	if keep && c.indexer == nil && !running {
 		c.indexer = cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
 	}
 	c.hmu.Lock()
@@ -130,6 +137,14 @@ func (c *Cache) Synced() bool {
 	return c.synced
 }
 
+// HasSynced reports whether the cache ever held a complete view: what
+// a client-go informer's HasSynced means.
+func (c *Cache) HasSynced() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.everSynced
+}
+
 // WaitSynced waits until the cache holds a complete view or ctx ends.
 func (c *Cache) WaitSynced(ctx context.Context) error {
 	for {
@@ -178,6 +193,7 @@ func (c *Cache) advance(rev int64, synced bool) {
 		c.seen = rev
 	}
 	c.synced = synced
+	c.everSynced = c.everSynced || synced
 	close(c.wake)
 	c.wake = make(chan struct{})
 	c.mu.Unlock()

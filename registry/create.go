@@ -56,23 +56,43 @@ func (x *Resource) Create(ctx context.Context, namespace string, obj runtime.Obj
 	if obj, err = x.trackFields(nil, obj, opts, ""); err != nil {
 		return Result{}, err
 	}
-	if x.hooks != nil {
-		if err := x.checkNamespace(mustAccessor(obj), namespace); err != nil {
-			return Result{}, err
-		}
-		finish, herr := x.hooks.beginCreate(ctx, obj, opts.DryRun)
-		if herr != nil {
-			return Result{}, herr
-		}
-		// err is the named result: the claims stay only if the write did.
-		defer func() { finish(err == nil && !opts.DryRun) }()
-	}
 	if err := x.checkNamespace(mustAccessor(obj), namespace); err != nil {
 		return Result{}, err
+	}
+	// NamespaceLifecycle is the chain's first plugin: a missing or
+	// terminating namespace is refused before any webhook is called.
+	if err := x.g.admitCreate(ctx, x.t, mustAccessor(obj)); err != nil {
+		return Result{}, err
+	}
+	// The kind's storage hooks run where kube-apiserver runs them: the
+	// built-in admission plugins Tabula runs as hooks (pod defaults) with
+	// the mutating plugins before the webhooks, the storage's own (a
+	// Service's addresses, RBAC's escalation check) on what the webhooks
+	// left.
+	finish := noFinish
+	// err is the named result: the claims stay only if the write did.
+	defer func() { finish(err == nil && !opts.DryRun) }()
+	begin := func() error {
+		f, herr := x.hooks.beginCreate(ctx, obj, opts.DryRun)
+		if herr == nil {
+			finish = f
+		}
+		return herr
+	}
+	early := admitsFirst(x.hooks)
+	if x.hooks != nil && early {
+		if err := begin(); err != nil {
+			return Result{}, err
+		}
 	}
 	if err := x.admit(ctx, admissionWrite{op: admission.Create, obj: obj, namespace: mustAccessor(obj).GetNamespace(),
 		name: mustAccessor(obj).GetName(), dryRun: opts.DryRun}); err != nil {
 		return Result{}, err
+	}
+	if x.hooks != nil && !early {
+		if err := begin(); err != nil {
+			return Result{}, err
+		}
 	}
 	acc, err := x.prepareCreate(namespace, obj)
 	if err != nil {
@@ -86,9 +106,6 @@ func (x *Resource) Create(ctx context.Context, namespace string, obj runtime.Obj
 			field.ErrorList{field.Required(field.NewPath("metadata", "name"), "name or generateName is required")})
 	}
 	if err := x.validate(obj, nil); err != nil {
-		return Result{}, err
-	}
-	if err := x.g.admitCreate(ctx, x.t, acc); err != nil {
 		return Result{}, err
 	}
 	if err := x.admitValidate(ctx, admissionWrite{op: admission.Create, obj: obj, namespace: acc.GetNamespace(),

@@ -65,6 +65,10 @@ func (podAdmission) beginUpdate(context.Context, runtime.Object, runtime.Object,
 
 func (podAdmission) afterDelete(context.Context, runtime.Object) {}
 
+// admitsFirst: these are admission plugins (ServiceAccount, Priority,
+// DefaultTolerationSeconds), before the webhooks.
+func (podAdmission) admitsFirst() {}
+
 var podsGR = runtimeschema.GroupResource{Resource: "pods"}
 
 // mirrorPodReferences refuses a mirror pod that names a service account,

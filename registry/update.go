@@ -148,8 +148,11 @@ func (x *Resource) updateAttempt(ctx context.Context, namespace, name string, mu
 		// Unconditional: the update applies to the current version.
 		acc.SetResourceVersion(strconv.FormatInt(cur.Rev, 10))
 	}
+	// Hooks around mutating admission as on create (Create explains).
 	finish := noFinish
-	if x.hooks != nil && opts.Subresource == "" {
+	hooks := x.hooks != nil && opts.Subresource == ""
+	early := admitsFirst(x.hooks)
+	if hooks && early {
 		if finish, err = x.hooks.beginUpdate(ctx, obj, old, opts.DryRun); err != nil {
 			return Result{}, false, false, guessed, err
 		}
@@ -160,6 +163,11 @@ func (x *Resource) updateAttempt(ctx context.Context, namespace, name string, mu
 		if err := x.admit(ctx, admissionWrite{op: admission.Update, obj: obj, old: old, namespace: acc.GetNamespace(),
 			name: name, subresource: opts.Subresource, dryRun: opts.DryRun}); err != nil {
 			finish(false)
+			return Result{}, false, false, guessed, err
+		}
+	}
+	if hooks && !early {
+		if finish, err = x.hooks.beginUpdate(ctx, obj, old, opts.DryRun); err != nil {
 			return Result{}, false, false, guessed, err
 		}
 	}

@@ -122,7 +122,7 @@ func customManagedFields(types func() (managedfields.TypeConverter, error), t *T
 		}
 		return &ManagedFields{
 			Types:     tc,
-			Convertor: apiVersionConvertor{group: t.Group},
+			Convertor: t.Convertor, // the CRD's conversion (its webhook's, if it has one)
 			Defaulter: defaulterFunc(func(obj runtime.Object) { _, _ = t.Coerce(obj) }),
 			Creater:   unstructuredCreater{},
 			Hub:       t.GroupVersion(),

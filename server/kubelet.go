@@ -87,6 +87,16 @@ func (r *request) connectOptions(into runtime.Object) error {
 	return nil
 }
 
+// admitConnect passes a CONNECT (exec, attach, port-forward) through
+// admission with its options in v1, before the stream opens.
+func (r *request) admitConnect(opts runtime.Object) error {
+	versioned, err := legacyscheme.Scheme.ConvertToVersion(opts, corev1.SchemeGroupVersion)
+	if err != nil {
+		return apierrors.NewInternalError(err)
+	}
+	return r.s.api.MustLookup("", "v1", "pods").AdmitConnect(r.ctx, r.ri.Namespace, r.ri.Name, r.ri.Subresource, versioned)
+}
+
 // proxyPath is a proxy request's path below its object, with the
 // leading slash, and the trailing one when the request had it.
 func (r *request) proxyPath() string {

@@ -157,6 +157,9 @@ func (r *request) podExec() error {
 	if err := r.connectOptions(opts); err != nil {
 		return err
 	}
+	if err := r.admitConnect(opts); err != nil {
+		return err
+	}
 	q := streamQuery(opts.Stdin, opts.Stdout, opts.Stderr, opts.TTY)
 	for _, c := range opts.Command {
 		q.Add("command", c)
@@ -170,6 +173,9 @@ func (r *request) podAttach() error {
 	}
 	opts := &api.PodAttachOptions{}
 	if err := r.connectOptions(opts); err != nil {
+		return err
+	}
+	if err := r.admitConnect(opts); err != nil {
 		return err
 	}
 	q := streamQuery(opts.Stdin, opts.Stdout, opts.Stderr, opts.TTY)
@@ -207,6 +213,9 @@ func (r *request) podPortForward() error {
 	}
 	opts := &api.PodPortForwardOptions{}
 	if err := r.connectOptions(opts); err != nil {
+		return err
+	}
+	if err := r.admitConnect(opts); err != nil {
 		return err
 	}
 	pod, err := r.pod(r.ri.Name)
