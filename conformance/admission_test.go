@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -275,22 +274,7 @@ func TestQuotaAcrossReplicas(t *testing.T) {
 		}
 		t.Run(b.name, func(t *testing.T) {
 			recordOutcome(t, scenarioRow(t, ""), b.name)
-			dir := t.TempDir()
-			db := b.database(t, dir)
-			var tgs []*target
-			for i := range 2 {
-				p, err := startTabula(t, serveOptions{DB: db, DataDir: filepath.Join(dir, "tabula-"+string(rune('a'+i)))})
-				if err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(func() { _ = p.Stop(stopDeadline) })
-				tg, err := loadTarget(b.name+"-"+string(rune('a'+i)), p.Kubeconfig, p)
-				if err != nil {
-					t.Fatal(err)
-				}
-				tgs = append(tgs, tg)
-			}
-			quotaScenario(t, tgs)
+			quotaScenario(t, startReplicas(t, b, 2))
 		})
 	}
 }

@@ -188,6 +188,28 @@ func checkAuditLog(t *testing.T, tg *target, ns string) {
 	})
 }
 
+// startReplicas starts n Tabula replicas on one new database of backend
+// b, stopped when the test ends.
+func startReplicas(t *testing.T, b backend, n int, args ...string) []*target {
+	t.Helper()
+	dir := t.TempDir()
+	db := b.database(t, dir)
+	var tgs []*target
+	for i := range n {
+		p, err := startTabula(t, serveOptions{DB: db, DataDir: filepath.Join(dir, "tabula-"+string(rune('a'+i))), Args: args})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = p.Stop(stopDeadline) })
+		tg, err := loadTarget(b.name+"-"+string(rune('a'+i)), p.Kubeconfig, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tgs = append(tgs, tg)
+	}
+	return tgs
+}
+
 // auditEvents are the events of the shared server's audit log about
 // objects in ns.
 func auditEvents(t *testing.T, tg *target, ns string) []auditv1.Event {
@@ -326,21 +348,7 @@ func TestAuthorizationAcrossReplicas(t *testing.T) {
 		}
 		t.Run(b.name, func(t *testing.T) {
 			recordOutcome(t, scenarioRow(t, ""), b.name)
-			dir := t.TempDir()
-			db := b.database(t, dir)
-			var tgs []*target
-			for i := range 2 {
-				p, err := startTabula(t, serveOptions{DB: db, DataDir: filepath.Join(dir, "tabula-"+string(rune('a'+i))), Args: []string{"--token", "replicas-test-token"}})
-				if err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(func() { _ = p.Stop(stopDeadline) })
-				tg, err := loadTarget(b.name+"-"+string(rune('a'+i)), p.Kubeconfig, p)
-				if err != nil {
-					t.Fatal(err)
-				}
-				tgs = append(tgs, tg)
-			}
+			tgs := startReplicas(t, b, 2, "--token", "replicas-test-token")
 			a, other := newKubectl(t, tgs[0]), tgs[1]
 			ns := newNamespace(t, tgs[0])
 			a.ok(t, "create", "serviceaccount", "reader", "-n", ns)

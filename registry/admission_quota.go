@@ -59,25 +59,12 @@ type registryQuotas struct {
 func (c registryQuotas) resource() *Resource { return c.g.MustLookup("", "v1", "resourcequotas") }
 
 func (c registryQuotas) List(ctx context.Context, _ metav1.ListOptions) (*corev1.ResourceQuotaList, error) {
-	objs, err := liveIndexer{x: c.resource()}.list(c.namespace)
-	if err != nil {
-		return nil, err
-	}
-	out := &corev1.ResourceQuotaList{}
-	for _, o := range objs {
-		if q, ok := o.(*corev1.ResourceQuota); ok {
-			out.Items = append(out.Items, *q)
-		}
-	}
-	return out, nil
+	items, err := listAs[corev1.ResourceQuota](c.resource(), c.namespace)
+	return &corev1.ResourceQuotaList{Items: items}, err
 }
 
 func (c registryQuotas) Get(ctx context.Context, name string, _ metav1.GetOptions) (*corev1.ResourceQuota, error) {
-	obj, _, err := c.resource().Get(ctx, c.namespace, name)
-	if err != nil {
-		return nil, err
-	}
-	return asQuota(obj)
+	return getAs[*corev1.ResourceQuota](ctx, c.resource(), c.namespace, name)
 }
 
 // UpdateStatus writes q's status if q's resourceVersion is still the
@@ -89,13 +76,9 @@ func (c registryQuotas) UpdateStatus(ctx context.Context, q *corev1.ResourceQuot
 	if err != nil {
 		return nil, err
 	}
-	return asQuota(res.Obj)
-}
-
-func asQuota(obj runtime.Object) (*corev1.ResourceQuota, error) {
-	q, ok := obj.(*corev1.ResourceQuota)
+	q, ok := res.Obj.(*corev1.ResourceQuota)
 	if !ok {
-		return nil, apierrors.NewInternalError(fmt.Errorf("resourcequota is a %T", obj))
+		return nil, apierrors.NewInternalError(fmt.Errorf("resourcequota is a %T", res.Obj))
 	}
 	return q, nil
 }

@@ -158,15 +158,37 @@ type registryNamespaces struct {
 }
 
 func (c registryNamespaces) Get(ctx context.Context, name string, _ metav1.GetOptions) (*corev1.Namespace, error) {
-	obj, _, err := c.g.MustLookup("", "v1", "namespaces").Get(ctx, "", name)
+	return getAs[*corev1.Namespace](ctx, c.g.MustLookup("", "v1", "namespaces"), "", name)
+}
+
+// getAs reads one object of x as its Go type.
+func getAs[T runtime.Object](ctx context.Context, x *Resource, namespace, name string) (T, error) {
+	var zero T
+	obj, _, err := x.Get(ctx, namespace, name)
+	if err != nil {
+		return zero, err
+	}
+	t, ok := obj.(T)
+	if !ok {
+		return zero, apierrors.NewInternalError(fmt.Errorf("%s %s is a %T", x.t.GroupResource(), name, obj))
+	}
+	return t, nil
+}
+
+// listAs lists a namespace's objects of x (live) as values of their Go
+// type, for a typed client's List.
+func listAs[T any](x *Resource, namespace string) ([]T, error) {
+	objs, err := liveIndexer{x: x}.list(namespace)
 	if err != nil {
 		return nil, err
 	}
-	ns, ok := obj.(*corev1.Namespace)
-	if !ok {
-		return nil, apierrors.NewInternalError(fmt.Errorf("namespace %s is a %T", name, obj))
+	out := make([]T, 0, len(objs))
+	for _, o := range objs {
+		if t, ok := o.(*T); ok {
+			out = append(out, *t)
+		}
 	}
-	return ns, nil
+	return out, nil
 }
 
 // ServiceResolver finds where a webhook (admission or conversion) named
@@ -286,17 +308,8 @@ type registryLimitRanges struct {
 }
 
 func (c registryLimitRanges) List(ctx context.Context, _ metav1.ListOptions) (*corev1.LimitRangeList, error) {
-	objs, err := liveIndexer{x: c.g.MustLookup("", "v1", "limitranges")}.list(c.namespace)
-	if err != nil {
-		return nil, err
-	}
-	out := &corev1.LimitRangeList{}
-	for _, o := range objs {
-		if lr, ok := o.(*corev1.LimitRange); ok {
-			out.Items = append(out.Items, *lr)
-		}
-	}
-	return out, nil
+	items, err := listAs[corev1.LimitRange](c.g.MustLookup("", "v1", "limitranges"), c.namespace)
+	return &corev1.LimitRangeList{Items: items}, err
 }
 
 // NodeV1 reads RuntimeClasses (the RuntimeClass plugin's look-up when its
@@ -318,13 +331,5 @@ type registryRuntimeClasses struct {
 }
 
 func (c registryRuntimeClasses) Get(ctx context.Context, name string, _ metav1.GetOptions) (*nodev1.RuntimeClass, error) {
-	obj, _, err := c.g.MustLookup("node.k8s.io", "v1", "runtimeclasses").Get(ctx, "", name)
-	if err != nil {
-		return nil, err
-	}
-	rc, ok := obj.(*nodev1.RuntimeClass)
-	if !ok {
-		return nil, apierrors.NewInternalError(fmt.Errorf("runtimeclass %s is a %T", name, obj))
-	}
-	return rc, nil
+	return getAs[*nodev1.RuntimeClass](ctx, c.g.MustLookup("node.k8s.io", "v1", "runtimeclasses"), "", name)
 }
