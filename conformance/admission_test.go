@@ -156,7 +156,9 @@ func policyScenario(t *testing.T, tg *target) {
 	t.Cleanup(func() {
 		_ = cs.AdmissionregistrationV1().ValidatingAdmissionPolicies().Delete(context.Background(), policy.Name, metav1.DeleteOptions{})
 	})
-	for _, action := range []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny, admissionregistrationv1.Warn, admissionregistrationv1.Audit} {
+	// Deny last: once the policy denies, the bindings made before it are
+	// in force too (each refresh compiles every binding there is).
+	for _, action := range []admissionregistrationv1.ValidationAction{admissionregistrationv1.Audit, admissionregistrationv1.Warn, admissionregistrationv1.Deny} {
 		b := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{Name: strings.ToLower(string(action)) + "-" + ns},
 			Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: policy.Name,
 				ParamRef: &admissionregistrationv1.ParamRef{Name: "limits", Namespace: ns,

@@ -25,6 +25,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -73,6 +74,16 @@ func startHookServer(t *testing.T, serviceDNS string) *hookServer {
 	mux.HandleFunc("/deny", h.review(denyForbidden))
 	mux.HandleFunc("/mutate", h.review(addLabel("mutated", "yes")))
 	mux.HandleFunc("/reinvoke-a", h.review(copyLabel("b", "a")))
+	mux.HandleFunc("/deny-big-scale", h.review(func(req *admissionv1.AdmissionRequest, obj map[string]any) *admissionv1.AdmissionResponse {
+		spec, _ := obj["spec"].(map[string]any)
+		if n, _ := spec["replicas"].(float64); n > 3 {
+			return &admissionv1.AdmissionResponse{Result: &metav1.Status{Code: http.StatusForbidden, Message: "at most 3 replicas"}}
+		}
+		return &admissionv1.AdmissionResponse{Allowed: true}
+	}))
+	mux.HandleFunc("/deny-pod-delete", h.review(func(*admissionv1.AdmissionRequest, map[string]any) *admissionv1.AdmissionResponse {
+		return &admissionv1.AdmissionResponse{Result: &metav1.Status{Code: http.StatusForbidden, Message: "pods are not deleted here"}}
+	}))
 	mux.HandleFunc("/deny-exec", h.review(func(*admissionv1.AdmissionRequest, map[string]any) *admissionv1.AdmissionResponse {
 		return &admissionv1.AdmissionResponse{Result: &metav1.Status{Code: http.StatusForbidden, Message: "exec is not allowed here"}}
 	}))
@@ -386,6 +397,50 @@ func admissionWebhookScenario(t *testing.T, tg *target) {
 	if reqs := h.requests("/deny-exec"); len(reqs) != 1 || reqs[0].Operation != admissionv1.Connect || reqs[0].Kind.Kind != "PodExecOptions" ||
 		reqs[0].SubResource != "exec" || !strings.Contains(string(reqs[0].Object.Raw), `"command":["ls"]`) {
 		t.Errorf("the exec webhook's requests: %+v", reqs)
+	}
+
+	// Subresources as kube-apiserver shows them: a scale is admitted as
+	// deployments/scale with the Scale; an eviction deletes its Pod
+	// without the Pod's DELETE admission.
+	sub := &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: ns + "-subresources"},
+		Webhooks: []admissionregistrationv1.ValidatingWebhook{
+			{Name: "scale.tabula.dev", ClientConfig: byURL("/deny-big-scale"), NamespaceSelector: inNS, SideEffects: none, AdmissionReviewVersions: []string{"v1"},
+				Rules: []admissionregistrationv1.RuleWithOperations{{Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Update},
+					Rule: admissionregistrationv1.Rule{APIGroups: []string{"apps"}, APIVersions: []string{"v1"}, Resources: []string{"deployments/scale"}}}}},
+			{Name: "pod-delete.tabula.dev", ClientConfig: byURL("/deny-pod-delete"), NamespaceSelector: inNS, SideEffects: none, AdmissionReviewVersions: []string{"v1"},
+				Rules: []admissionregistrationv1.RuleWithOperations{{Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Delete},
+					Rule: admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods"}}}}},
+		}}
+	if _, err := cs.AdmissionregistrationV1().ValidatingWebhookConfigurations().Create(ctx, sub, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cs.AdmissionregistrationV1().ValidatingWebhookConfigurations().Delete(context.Background(), sub.Name, metav1.DeleteOptions{})
+	})
+	k.ok(t, "create", "deployment", "web", "--image=registry.k8s.io/pause:3.10", "-n", ns)
+	k.ok(t, "scale", "deployment", "web", "--replicas=2", "-n", ns)
+	r = k.fails(t, runOpts{}, "scale", "deployment", "web", "--replicas=5", "-n", ns)
+	if want := `admission webhook "scale.tabula.dev" denied the request: at most 3 replicas`; !strings.Contains(r.stderr, want) {
+		t.Errorf("scale to 5:\n%s\nwant %q", r, want)
+	}
+	// (An update may be admitted again when it is retried, as inside
+	// kube-apiserver's optimistic update loop.)
+	if reqs := h.requests("/deny-big-scale"); len(reqs) < 2 || reqs[len(reqs)-1].Kind.Kind != "Scale" || reqs[len(reqs)-1].SubResource != "scale" ||
+		reqs[len(reqs)-1].Resource.Resource != "deployments" || reqs[len(reqs)-1].OldObject.Raw == nil {
+		t.Errorf("the scale webhook's requests: %d", len(reqs))
+	}
+	for _, name := range []string{"evictee", "kept"} {
+		if _, err := cs.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "registry.k8s.io/pause:3.10"}}}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	err = cs.CoreV1().Pods(ns).Delete(ctx, "kept", metav1.DeleteOptions{})
+	if want := `admission webhook "pod-delete.tabula.dev" denied the request: pods are not deleted here`; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("pod delete: %v, want %q", err, want)
+	}
+	if err := cs.PolicyV1().Evictions(ns).Evict(ctx, &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: "evictee", Namespace: ns}}); err != nil {
+		t.Errorf("eviction: %v", err)
 	}
 
 	// A webhook named by a Service, called at its ready endpoint.

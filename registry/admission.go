@@ -359,3 +359,17 @@ func (x *Resource) AdmitConnect(ctx context.Context, namespace, name, subresourc
 	return x.admitPhases(ctx, admissionWrite{op: admission.Connect, obj: opts, namespace: namespace, name: name,
 		subresource: subresource, kind: &gvks[0]}, mutate|validate)
 }
+
+type admittedKey struct{}
+
+// AdmittedAs marks ctx's writes as admitted already as another operation:
+// an eviction, admitted as the create of pods/eviction, deletes its Pod
+// without the Pod's DELETE admission, as kube-apiserver's eviction does.
+func AdmittedAs(ctx context.Context) context.Context {
+	return context.WithValue(ctx, admittedKey{}, true)
+}
+
+func admittedAs(ctx context.Context) bool {
+	v, _ := ctx.Value(admittedKey{}).(bool)
+	return v
+}

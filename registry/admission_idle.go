@@ -59,3 +59,12 @@ func (p idlePlugin) Validate(ctx context.Context, a admission.Attributes, o admi
 	}
 	return v.Validate(ctx, a, o)
 }
+
+// mutatingWebhooks reports whether any mutating webhook is configured.
+func (g *Registry) mutatingWebhooks() bool {
+	if g.admission == nil || !g.admissionEnabled("MutatingAdmissionWebhook") {
+		return false
+	}
+	c := g.Cache(admissionregistrationGroup, "v1", "mutatingwebhookconfigurations", true)
+	return len(c.Indexer().ListKeys()) > 0
+}

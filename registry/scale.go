@@ -15,6 +15,7 @@ import (
 	runtimeschema "k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/kubernetes/pkg/apis/autoscaling"
 	autoscalingvalidation "k8s.io/kubernetes/pkg/apis/autoscaling/validation"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
@@ -78,6 +79,9 @@ func (x *Resource) ApplyScale(ctx context.Context, namespace, name string, patch
 	return sc, res, err
 }
 
+// scaleGVK is the kind of a scale subresource's object.
+var scaleGVK = runtimeschema.GroupVersionKind{Group: "autoscaling", Version: "v1", Kind: "Scale"}
+
 // writeScale writes an object's replicas through its Scale as
 // kube-apiserver does: the object's managedFields are seen as the
 // Scale's (owners of the replicas path own spec.replicas), change writes
@@ -125,8 +129,18 @@ func (x *Resource) writeScale(ctx context.Context, namespace, name string, opts 
 		if err := x.checkNamespace(sc, namespace); err != nil {
 			return nil, err
 		}
+		// Admission sees the Scale, as kube-apiserver shows it (resource
+		// <kind>/scale, kind autoscaling/v1 Scale), not the object.
+		w := admissionWrite{op: admission.Update, obj: sc, old: old, namespace: namespace, name: name,
+			subresource: "scale", kind: &scaleGVK, dryRun: opts.DryRun}
+		if err := x.admitPhases(ctx, w, mutate); err != nil {
+			return nil, err
+		}
 		if errs := validateScale(sc); len(errs) > 0 {
 			return nil, apierrors.NewInvalid(runtimeschema.GroupKind{Group: autoscaling.GroupName, Kind: "Scale"}, name, errs)
+		}
+		if err := x.admitPhases(ctx, w, validate); err != nil {
+			return nil, err
 		}
 		if sc.UID != "" && sc.UID != acc.GetUID() {
 			return nil, apierrors.NewConflict(runtimeschema.GroupResource{Group: x.t.Group, Resource: x.t.Resource + "/scale"}, name,
@@ -149,7 +163,7 @@ func (x *Resource) writeScale(ctx context.Context, namespace, name string, opts 
 		oacc.SetManagedFields(entries)
 		oacc.SetResourceVersion(sc.ResourceVersion)
 		return obj, nil
-	}, UpdateOptions{WriteOptions: opts})
+	}, UpdateOptions{WriteOptions: opts, admitted: true})
 	return x.scaleAnswer(res, err)
 }
 

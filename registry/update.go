@@ -51,6 +51,9 @@ type UpdateOptions struct {
 	SkipValidation bool
 	// createByApply: an apply creates the object when it is missing.
 	createByApply bool
+	// admitted: the write was admitted as something else (a Scale), so
+	// the object's own update is not admitted again.
+	admitted bool
 }
 
 // Update runs read-modify-write with compare-and-swap; managedFields
@@ -159,11 +162,25 @@ func (x *Resource) updateAttempt(ctx context.Context, namespace, name string, mu
 	}
 	// A write the server derives from a request it admitted itself
 	// (pods/binding) is not admitted again.
-	if !opts.SkipValidation {
+	if !opts.SkipValidation && !opts.admitted {
 		if err := x.admit(ctx, admissionWrite{op: admission.Update, obj: obj, old: old, namespace: acc.GetNamespace(),
 			name: name, subresource: opts.Subresource, dryRun: opts.DryRun}); err != nil {
 			finish(false)
 			return Result{}, false, false, guessed, err
+		}
+		// A subresource write keeps only its own fields of what mutating
+		// webhooks returned, as kube's status strategies reset the rest
+		// after admission (kube's built-in plugins change nothing else).
+		if opts.Subresource != "" && x.g.mutatingWebhooks() {
+			if su, ok := x.t.SubresourceUpdates[opts.Subresource]; ok {
+				obj, err = su.Prepare(obj, old)
+			} else {
+				obj, err = x.narrowToSubresource(obj, old, opts.Subresource)
+			}
+			if err != nil {
+				finish(false)
+				return Result{}, false, false, guessed, err
+			}
 		}
 	}
 	if hooks && !early {
@@ -192,7 +209,7 @@ func (x *Resource) storeUpdate(ctx context.Context, namespace, name string, obj,
 			return Result{}, false, err
 		}
 	}
-	if !opts.SkipValidation {
+	if !opts.SkipValidation && !opts.admitted {
 		if err := x.admitValidate(ctx, admissionWrite{op: admission.Update, obj: obj, old: old, namespace: acc.GetNamespace(),
 			name: name, subresource: opts.Subresource, dryRun: opts.DryRun}); err != nil {
 			return Result{}, false, err

@@ -516,7 +516,7 @@ func (r *request) podEviction() error {
 	if err != nil {
 		return err
 	}
-	if _, err := r.res.Delete(r.ctx, r.ri.Namespace, r.ri.Name, opts); err != nil {
+	if _, err := r.res.Delete(registry.AdmittedAs(r.ctx), r.ri.Namespace, r.ri.Name, opts); err != nil {
 		return err
 	}
 	return r.created()
