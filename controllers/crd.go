@@ -61,10 +61,14 @@ type crdState struct {
 	// loadedAt is the revision the last full load read from (changes after
 	// it come from the watch); the controller takes it once.
 	loadedAt int64
+	// apiServicesSynced names the group-versions whose APIServices the
+	// last sync made (crdapiservices.go; the naming pass's alone).
+	apiServicesSynced string
 }
 
 func newCRDState() *crdState {
-	return &crdState{served: map[string]servedCRD{}, crds: map[string]*apiextensionsv1.CustomResourceDefinition{}, build: make(chan struct{}, 1)}
+	return &crdState{served: map[string]servedCRD{}, crds: map[string]*apiextensionsv1.CustomResourceDefinition{}, build: make(chan struct{}, 1),
+		apiServicesSynced: "(none yet)"}
 }
 
 // loadCRDs serves the resources of every stored CRD once, before the

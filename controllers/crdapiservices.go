@@ -2,6 +2,8 @@ package controllers
 
 import (
 	"context"
+	"slices"
+	"strings"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -47,6 +49,13 @@ func (m *Manager) syncCRDAPIServices(ctx context.Context, crds []*apiextensionsv
 			}
 		}
 	}
+	// Passes run at every CRD change; the APIServices are listed only when
+	// the set of group-versions CRDs serve has changed since the last
+	// sync that succeeded.
+	key := gvKey(want)
+	if m.crds.apiServicesSynced == key {
+		return nil
+	}
 	have := map[runtimeschema.GroupVersion]bool{}
 	var stale []string
 	err := m.eachStored(ctx, kv.ListOptions{Resource: x.Type().StorageResource}, func(rec kv.Record) error {
@@ -83,5 +92,16 @@ func (m *Manager) syncCRDAPIServices(ctx context.Context, crds []*apiextensionsv
 			return err
 		}
 	}
+	m.crds.apiServicesSynced = key
 	return nil
+}
+
+// gvKey is a set of group-versions as one comparable string.
+func gvKey(set map[runtimeschema.GroupVersion]bool) string {
+	keys := make([]string, 0, len(set))
+	for gv := range set {
+		keys = append(keys, gv.String())
+	}
+	slices.Sort(keys)
+	return strings.Join(keys, ",")
 }
