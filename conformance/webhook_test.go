@@ -344,6 +344,9 @@ func admissionWebhookScenario(t *testing.T, tg *target) {
 	}
 	if reqs := h.requests("/deny"); len(reqs) == 0 || reqs[len(reqs)-1].DryRun == nil || !*reqs[len(reqs)-1].DryRun {
 		t.Errorf("the webhook was not told of the dry run")
+	} else if opts := string(reqs[len(reqs)-1].Options.Raw); !strings.Contains(opts, `"kind":"CreateOptions"`) ||
+		!strings.Contains(opts, `"apiVersion":"meta.k8s.io/v1"`) || !strings.Contains(opts, `"dryRun":["All"]`) {
+		t.Errorf("the webhook was shown options %s, want the request's CreateOptions with dryRun", opts)
 	}
 	if _, err := cs.CoreV1().ConfigMaps(ns).Get(ctx, "bad", metav1.GetOptions{}); err == nil {
 		t.Errorf("a denied ConfigMap was stored")

@@ -256,6 +256,8 @@ type admissionWrite struct {
 	kind    *runtimeschema.GroupVersionKind
 	options runtime.Object
 	dryRun  bool
+	// manager is the write's fieldManager, for the options plugins see.
+	manager string
 }
 
 // Admission runs in two phases, where kube-apiserver runs them: mutation
@@ -292,15 +294,27 @@ func (x *Resource) admitPhases(ctx context.Context, w admissionWrite, phases int
 		kind = *w.kind
 	}
 	resource := runtimeschema.GroupVersionResource{Group: x.t.Group, Version: x.t.Version, Resource: x.t.Resource}
-	if w.options == nil {
+	// The options are the request's, as kube's handlers pass them: with
+	// their kind, dryRun and fieldManager (webhooks see them).
+	var dryRun []string
+	if w.dryRun {
+		dryRun = []string{metav1.DryRunAll}
+	}
+	meta := func(kind string) metav1.TypeMeta { return metav1.TypeMeta{Kind: kind, APIVersion: "meta.k8s.io/v1"} }
+	switch o := w.options.(type) {
+	case nil:
 		switch w.op {
 		case admission.Create:
-			w.options = &metav1.CreateOptions{}
+			w.options = &metav1.CreateOptions{TypeMeta: meta("CreateOptions"), DryRun: dryRun, FieldManager: w.manager}
 		case admission.Update:
-			w.options = &metav1.UpdateOptions{}
+			w.options = &metav1.UpdateOptions{TypeMeta: meta("UpdateOptions"), DryRun: dryRun, FieldManager: w.manager}
 		case admission.Delete:
-			w.options = &metav1.DeleteOptions{}
+			w.options = &metav1.DeleteOptions{TypeMeta: meta("DeleteOptions"), DryRun: dryRun}
 		}
+	case *metav1.DeleteOptions:
+		c := *o
+		c.TypeMeta = meta("DeleteOptions")
+		w.options = &c
 	}
 	a := &admissionAttributes{
 		Attributes: admission.NewAttributesRecord(nil, nil, kind, w.namespace, w.name, resource, w.subresource, w.op, w.options, w.dryRun, who),

@@ -86,7 +86,7 @@ func (x *Resource) Create(ctx context.Context, namespace string, obj runtime.Obj
 		}
 	}
 	if err := x.admit(ctx, admissionWrite{op: admission.Create, obj: obj, namespace: mustAccessor(obj).GetNamespace(),
-		name: mustAccessor(obj).GetName(), dryRun: opts.DryRun}); err != nil {
+		name: mustAccessor(obj).GetName(), dryRun: opts.DryRun, manager: opts.Manager}); err != nil {
 		return Result{}, err
 	}
 	if x.hooks != nil && !early {
@@ -109,7 +109,7 @@ func (x *Resource) Create(ctx context.Context, namespace string, obj runtime.Obj
 		return Result{}, err
 	}
 	if err := x.admitValidate(ctx, admissionWrite{op: admission.Create, obj: obj, namespace: acc.GetNamespace(),
-		name: acc.GetName(), dryRun: opts.DryRun}); err != nil {
+		name: acc.GetName(), dryRun: opts.DryRun, manager: opts.Manager}); err != nil {
 		return Result{}, err
 	}
 	warnings := x.warnings(obj, nil)

@@ -164,7 +164,7 @@ func (x *Resource) updateAttempt(ctx context.Context, namespace, name string, mu
 	// (pods/binding) is not admitted again.
 	if !opts.SkipValidation && !opts.admitted {
 		if err := x.admit(ctx, admissionWrite{op: admission.Update, obj: obj, old: old, namespace: acc.GetNamespace(),
-			name: name, subresource: opts.Subresource, dryRun: opts.DryRun}); err != nil {
+			name: name, subresource: opts.Subresource, dryRun: opts.DryRun, manager: opts.Manager}); err != nil {
 			finish(false)
 			return Result{}, false, false, guessed, err
 		}
@@ -211,7 +211,7 @@ func (x *Resource) storeUpdate(ctx context.Context, namespace, name string, obj,
 	}
 	if !opts.SkipValidation && !opts.admitted {
 		if err := x.admitValidate(ctx, admissionWrite{op: admission.Update, obj: obj, old: old, namespace: acc.GetNamespace(),
-			name: name, subresource: opts.Subresource, dryRun: opts.DryRun}); err != nil {
+			name: name, subresource: opts.Subresource, dryRun: opts.DryRun, manager: opts.Manager}); err != nil {
 			return Result{}, false, err
 		}
 	}
