@@ -41,6 +41,9 @@ const (
 
 // quotaState is the namespaces waiting for a recount.
 type quotaState struct {
+	cacheOnce sync.Once
+	cache     *registry.Cache
+
 	mu      sync.Mutex
 	pending map[string]bool
 	wake    chan struct{}
@@ -94,8 +97,11 @@ func terminal(p *corev1.Pod) bool {
 	return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
 }
 
+// quotaCache is the quotas' watch-fed cache (looked up once: every
+// delete asks it).
 func (m *Manager) quotaCache() *registry.Cache {
-	return m.api.Cache("", "v1", "resourcequotas", true)
+	m.quotas.cacheOnce.Do(func() { m.quotas.cache = m.api.Cache("", "v1", "resourcequotas", true) })
+	return m.quotas.cache
 }
 
 func (m *Manager) hasQuotas(ns string) bool {

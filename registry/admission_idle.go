@@ -22,10 +22,11 @@ func idleWhen(g *Registry) admission.DecoratorFunc {
 		var idle func(admission.Attributes) bool
 		empty := func(resource string) func(admission.Attributes) bool {
 			c := g.Cache(admissionregistrationGroup, "v1", resource, true)
-			return func(admission.Attributes) bool { return len(c.Indexer().ListKeys()) == 0 && c.HasSynced() }
+			return func(admission.Attributes) bool { return !configured(c) }
 		}
 		switch name {
 		case "MutatingAdmissionWebhook":
+			g.mutatingConfigs = g.Cache(admissionregistrationGroup, "v1", "mutatingwebhookconfigurations", true)
 			idle = empty("mutatingwebhookconfigurations")
 		case "ValidatingAdmissionWebhook":
 			idle = empty("validatingwebhookconfigurations")
@@ -60,11 +61,13 @@ func (p idlePlugin) Validate(ctx context.Context, a admission.Attributes, o admi
 	return v.Validate(ctx, a, o)
 }
 
+// configured reports whether a configuration cache holds anything (or
+// has not synced yet, when the plugin must run to wait for it).
+func configured(c *Cache) bool {
+	return len(c.Indexer().ListKeys()) > 0 || !c.HasSynced()
+}
+
 // mutatingWebhooks reports whether any mutating webhook is configured.
 func (g *Registry) mutatingWebhooks() bool {
-	if g.admission == nil || !g.admissionEnabled("MutatingAdmissionWebhook") {
-		return false
-	}
-	c := g.Cache(admissionregistrationGroup, "v1", "mutatingwebhookconfigurations", true)
-	return len(c.Indexer().ListKeys()) > 0
+	return g.mutatingConfigs != nil && configured(g.mutatingConfigs)
 }

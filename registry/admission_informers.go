@@ -51,19 +51,19 @@ type liveCoreV1 struct {
 }
 
 func (c liveCoreV1) Pods() corev1informers.PodInformer {
-	return livePods{liveInformer{g: c.g, resource: "pods"}}
+	return live(c.g, "", "pods", corev1listers.NewPodLister)
 }
 func (c liveCoreV1) Nodes() corev1informers.NodeInformer {
-	return liveNodes{liveInformer{g: c.g, resource: "nodes"}}
+	return live(c.g, "", "nodes", corev1listers.NewNodeLister)
 }
 func (c liveCoreV1) ServiceAccounts() corev1informers.ServiceAccountInformer {
-	return liveServiceAccounts{liveInformer{g: c.g, resource: "serviceaccounts"}}
+	return live(c.g, "", "serviceaccounts", corev1listers.NewServiceAccountLister)
 }
 func (c liveCoreV1) PersistentVolumeClaims() corev1informers.PersistentVolumeClaimInformer {
-	return livePVCs{liveInformer{g: c.g, resource: "persistentvolumeclaims"}}
+	return live(c.g, "", "persistentvolumeclaims", corev1listers.NewPersistentVolumeClaimLister)
 }
 func (c liveCoreV1) PersistentVolumes() corev1informers.PersistentVolumeInformer {
-	return livePVs{liveInformer{g: c.g, resource: "persistentvolumes"}}
+	return live(c.g, "", "persistentvolumes", corev1listers.NewPersistentVolumeLister)
 }
 
 type liveStorage struct {
@@ -79,7 +79,7 @@ type liveStorageV1 struct {
 }
 
 func (s liveStorageV1) CSIDrivers() storagev1informers.CSIDriverInformer {
-	return liveCSIDrivers{liveInformer{g: s.g, group: "storage.k8s.io", resource: "csidrivers"}}
+	return live(s.g, "storage.k8s.io", "csidrivers", storagev1listers.NewCSIDriverLister)
 }
 
 // liveInformer has no informer of its own (nothing to start, always
@@ -100,36 +100,17 @@ func (i liveInformer) indexer() cache.Indexer {
 	return liveIndexer{x: i.g.MustLookup(i.group, "v1", i.resource)}
 }
 
-type livePods struct{ liveInformer }
-
-func (i livePods) Lister() corev1listers.PodLister { return corev1listers.NewPodLister(i.indexer()) }
-
-type liveNodes struct{ liveInformer }
-
-func (i liveNodes) Lister() corev1listers.NodeLister { return corev1listers.NewNodeLister(i.indexer()) }
-
-type liveServiceAccounts struct{ liveInformer }
-
-func (i liveServiceAccounts) Lister() corev1listers.ServiceAccountLister {
-	return corev1listers.NewServiceAccountLister(i.indexer())
+// liveTyped is one kind's typed informer over the registry: L is its
+// lister.
+type liveTyped[L any] struct {
+	liveInformer
+	newLister func(cache.Indexer) L
 }
 
-type livePVCs struct{ liveInformer }
+func (i liveTyped[L]) Lister() L { return i.newLister(i.indexer()) }
 
-func (i livePVCs) Lister() corev1listers.PersistentVolumeClaimLister {
-	return corev1listers.NewPersistentVolumeClaimLister(i.indexer())
-}
-
-type livePVs struct{ liveInformer }
-
-func (i livePVs) Lister() corev1listers.PersistentVolumeLister {
-	return corev1listers.NewPersistentVolumeLister(i.indexer())
-}
-
-type liveCSIDrivers struct{ liveInformer }
-
-func (i liveCSIDrivers) Lister() storagev1listers.CSIDriverLister {
-	return storagev1listers.NewCSIDriverLister(i.indexer())
+func live[L any](g *Registry, group, resource string, newLister func(cache.Indexer) L) liveTyped[L] {
+	return liveTyped[L]{liveInformer{g: g, group: group, resource: resource}, newLister}
 }
 
 // liveIndexer answers a lister's reads from the registry: GetByKey (a

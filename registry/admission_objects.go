@@ -40,15 +40,10 @@ type crObjects struct {
 	eq equivalentResources
 }
 
-func (o crObjects) GetObjectCreater() runtime.ObjectCreater     { return o }
-func (o crObjects) GetObjectTyper() runtime.ObjectTyper         { return o }
-func (o crObjects) GetObjectDefaulter() runtime.ObjectDefaulter { return o }
-func (o crObjects) GetObjectConvertor() runtime.ObjectConvertor {
-	if o.t.Convertor != nil {
-		return o.t.Convertor
-	}
-	return schema.APIVersionConvertor(o.t.Group)
-}
+func (o crObjects) GetObjectCreater() runtime.ObjectCreater                       { return o }
+func (o crObjects) GetObjectTyper() runtime.ObjectTyper                           { return o }
+func (o crObjects) GetObjectDefaulter() runtime.ObjectDefaulter                   { return o }
+func (o crObjects) GetObjectConvertor() runtime.ObjectConvertor                   { return o.t.Convertor }
 func (o crObjects) GetEquivalentResourceMapper() runtime.EquivalentResourceMapper { return o.eq }
 
 func (o crObjects) New(gvk runtimeschema.GroupVersionKind) (runtime.Object, error) {

@@ -24,25 +24,11 @@ import (
 // cache of their resource, started when a policy first names it.
 
 func (a liveAdmissionregistrationV1) ValidatingAdmissionPolicies() admissionregistrationv1informers.ValidatingAdmissionPolicyInformer {
-	return cachedPolicies{cachedInformer{c: a.g.Cache(admissionregistrationGroup, "v1", "validatingadmissionpolicies", true)}}
+	return cached(a.g, admissionregistrationGroup, "validatingadmissionpolicies", admissionregistrationv1listers.NewValidatingAdmissionPolicyLister)
 }
 
 func (a liveAdmissionregistrationV1) ValidatingAdmissionPolicyBindings() admissionregistrationv1informers.ValidatingAdmissionPolicyBindingInformer {
-	return cachedPolicyBindings{cachedInformer{c: a.g.Cache(admissionregistrationGroup, "v1", "validatingadmissionpolicybindings", true)}}
-}
-
-type cachedPolicies struct{ cachedInformer }
-
-func (i cachedPolicies) Informer() cache.SharedIndexInformer { return i.cachedInformer }
-func (i cachedPolicies) Lister() admissionregistrationv1listers.ValidatingAdmissionPolicyLister {
-	return admissionregistrationv1listers.NewValidatingAdmissionPolicyLister(i.c.Indexer())
-}
-
-type cachedPolicyBindings struct{ cachedInformer }
-
-func (i cachedPolicyBindings) Informer() cache.SharedIndexInformer { return i.cachedInformer }
-func (i cachedPolicyBindings) Lister() admissionregistrationv1listers.ValidatingAdmissionPolicyBindingLister {
-	return admissionregistrationv1listers.NewValidatingAdmissionPolicyBindingLister(i.c.Indexer())
+	return cached(a.g, admissionregistrationGroup, "validatingadmissionpolicybindings", admissionregistrationv1listers.NewValidatingAdmissionPolicyBindingLister)
 }
 
 // RemoveEventHandler: handlers live as long as the cache (the policy

@@ -13,7 +13,6 @@ import (
 	corev1informers "k8s.io/client-go/informers/core/v1"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	corev1listers "k8s.io/client-go/listers/core/v1"
-	"k8s.io/client-go/tools/cache"
 	quotainstall "k8s.io/kubernetes/pkg/quota/v1/install"
 )
 
@@ -26,14 +25,7 @@ import (
 // checked again. Quotas are read from this replica's watch-fed cache.
 
 func (c liveCoreV1) ResourceQuotas() corev1informers.ResourceQuotaInformer {
-	return cachedQuotas{cachedInformer{c: c.g.Cache("", "v1", "resourcequotas", true)}}
-}
-
-type cachedQuotas struct{ cachedInformer }
-
-func (i cachedQuotas) Informer() cache.SharedIndexInformer { return i.cachedInformer }
-func (i cachedQuotas) Lister() corev1listers.ResourceQuotaLister {
-	return corev1listers.NewResourceQuotaLister(i.c.Indexer())
+	return cached(c.g, "", "resourcequotas", corev1listers.NewResourceQuotaLister)
 }
 
 // quotaConfiguration gives the plugin kube's evaluators for admission (as

@@ -82,14 +82,21 @@ func (r cachedRegistration) HasSynced() bool { return r.c.HasSynced() }
 
 // Namespaces come from the registry's namespace cache.
 func (c liveCoreV1) Namespaces() corev1informers.NamespaceInformer {
-	return cachedNamespaces{cachedInformer{c: c.g.namespaces}}
+	return cachedTyped[corev1listers.NamespaceLister]{cachedInformer{c: c.g.namespaces}, corev1listers.NewNamespaceLister}
 }
 
-type cachedNamespaces struct{ cachedInformer }
+// cachedTyped is a Cache as one kind's typed informer: L is its lister.
+type cachedTyped[L any] struct {
+	cachedInformer
+	newLister func(cache.Indexer) L
+}
 
-func (i cachedNamespaces) Informer() cache.SharedIndexInformer { return i.cachedInformer }
-func (i cachedNamespaces) Lister() corev1listers.NamespaceLister {
-	return corev1listers.NewNamespaceLister(i.c.Indexer())
+func (i cachedTyped[L]) Informer() cache.SharedIndexInformer { return i.cachedInformer }
+func (i cachedTyped[L]) Lister() L                           { return i.newLister(i.c.Indexer()) }
+
+// cached is the typed informer of the cache of group/v1/resource.
+func cached[L any](g *Registry, group, resource string, newLister func(cache.Indexer) L) cachedTyped[L] {
+	return cachedTyped[L]{cachedInformer{c: g.Cache(group, "v1", resource, true)}, newLister}
 }
 
 func (f liveInformers) Admissionregistration() admissionregistrationinformers.Interface {
@@ -113,25 +120,11 @@ type liveAdmissionregistrationV1 struct {
 const admissionregistrationGroup = "admissionregistration.k8s.io"
 
 func (a liveAdmissionregistrationV1) MutatingWebhookConfigurations() admissionregistrationv1informers.MutatingWebhookConfigurationInformer {
-	return cachedMutatingWebhooks{cachedInformer{c: a.g.Cache(admissionregistrationGroup, "v1", "mutatingwebhookconfigurations", true)}}
+	return cached(a.g, admissionregistrationGroup, "mutatingwebhookconfigurations", admissionregistrationv1listers.NewMutatingWebhookConfigurationLister)
 }
 
 func (a liveAdmissionregistrationV1) ValidatingWebhookConfigurations() admissionregistrationv1informers.ValidatingWebhookConfigurationInformer {
-	return cachedValidatingWebhooks{cachedInformer{c: a.g.Cache(admissionregistrationGroup, "v1", "validatingwebhookconfigurations", true)}}
-}
-
-type cachedMutatingWebhooks struct{ cachedInformer }
-
-func (i cachedMutatingWebhooks) Informer() cache.SharedIndexInformer { return i.cachedInformer }
-func (i cachedMutatingWebhooks) Lister() admissionregistrationv1listers.MutatingWebhookConfigurationLister {
-	return admissionregistrationv1listers.NewMutatingWebhookConfigurationLister(i.c.Indexer())
-}
-
-type cachedValidatingWebhooks struct{ cachedInformer }
-
-func (i cachedValidatingWebhooks) Informer() cache.SharedIndexInformer { return i.cachedInformer }
-func (i cachedValidatingWebhooks) Lister() admissionregistrationv1listers.ValidatingWebhookConfigurationLister {
-	return admissionregistrationv1listers.NewValidatingWebhookConfigurationLister(i.c.Indexer())
+	return cached(a.g, admissionregistrationGroup, "validatingwebhookconfigurations", admissionregistrationv1listers.NewValidatingWebhookConfigurationLister)
 }
 
 // registryClient is the client plugins read through when a cache lags
@@ -225,25 +218,11 @@ func (g *Registry) ServiceResolver() ServiceResolver {
 // watch-fed caches, not the database. RuntimeClasses are read by name,
 // live.
 func (c liveCoreV1) LimitRanges() corev1informers.LimitRangeInformer {
-	return cachedLimitRanges{cachedInformer{c: c.g.Cache("", "v1", "limitranges", true)}}
-}
-
-type cachedLimitRanges struct{ cachedInformer }
-
-func (i cachedLimitRanges) Informer() cache.SharedIndexInformer { return i.cachedInformer }
-func (i cachedLimitRanges) Lister() corev1listers.LimitRangeLister {
-	return corev1listers.NewLimitRangeLister(i.c.Indexer())
+	return cached(c.g, "", "limitranges", corev1listers.NewLimitRangeLister)
 }
 
 func (s liveStorageV1) StorageClasses() storagev1informers.StorageClassInformer {
-	return cachedStorageClasses{cachedInformer{c: s.g.Cache("storage.k8s.io", "v1", "storageclasses", true)}}
-}
-
-type cachedStorageClasses struct{ cachedInformer }
-
-func (i cachedStorageClasses) Informer() cache.SharedIndexInformer { return i.cachedInformer }
-func (i cachedStorageClasses) Lister() storagev1listers.StorageClassLister {
-	return storagev1listers.NewStorageClassLister(i.c.Indexer())
+	return cached(s.g, "storage.k8s.io", "storageclasses", storagev1listers.NewStorageClassLister)
 }
 
 func (f liveInformers) Networking() networkinginformers.Interface { return liveNetworking{g: f.g} }
@@ -261,14 +240,7 @@ type liveNetworkingV1 struct {
 }
 
 func (n liveNetworkingV1) IngressClasses() networkingv1informers.IngressClassInformer {
-	return cachedIngressClasses{cachedInformer{c: n.g.Cache("networking.k8s.io", "v1", "ingressclasses", true)}}
-}
-
-type cachedIngressClasses struct{ cachedInformer }
-
-func (i cachedIngressClasses) Informer() cache.SharedIndexInformer { return i.cachedInformer }
-func (i cachedIngressClasses) Lister() networkingv1listers.IngressClassLister {
-	return networkingv1listers.NewIngressClassLister(i.c.Indexer())
+	return cached(n.g, "networking.k8s.io", "ingressclasses", networkingv1listers.NewIngressClassLister)
 }
 
 func (f liveInformers) Node() nodeinformers.Interface { return liveNode{g: f.g} }
@@ -286,13 +258,7 @@ type liveNodeV1 struct {
 }
 
 func (n liveNodeV1) RuntimeClasses() nodev1informers.RuntimeClassInformer {
-	return liveRuntimeClasses{liveInformer{g: n.g, group: "node.k8s.io", resource: "runtimeclasses"}}
-}
-
-type liveRuntimeClasses struct{ liveInformer }
-
-func (i liveRuntimeClasses) Lister() nodev1listers.RuntimeClassLister {
-	return nodev1listers.NewRuntimeClassLister(i.indexer())
+	return live(n.g, "node.k8s.io", "runtimeclasses", nodev1listers.NewRuntimeClassLister)
 }
 
 // LimitRanges lists a namespace's LimitRanges (LimitRanger's look-up when

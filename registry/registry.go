@@ -82,6 +82,9 @@ type Registry struct {
 	admission    admission.Interface
 	admissionCfg AdmissionConfig
 	admissionOn  map[string]bool
+	// mutatingConfigs is the mutating webhook configurations' cache, when
+	// that plugin runs.
+	mutatingConfigs *Cache
 	// converters make custom resource converters (conversion.go).
 	converters converterFactory
 	// written holds this replica's last writes, where updates start.
