@@ -69,6 +69,7 @@ func (m *Manager) Run(ctx context.Context) error {
 	if m.enabled(ResourceQuotaController) {
 		go m.runLoop(ctx, "resource quota", m.quotaController)
 	}
+	go m.runLoop(ctx, "apiservice availability", m.apiServiceAvailabilityController)
 	go m.runLoop(ctx, "service allocation repair", m.serviceRepairController)
 	go m.runLoop(ctx, "kubernetes service", m.kubernetesServiceController)
 	go m.runLoop(ctx, "bootstrap policy", m.bootstrapController)

@@ -43,6 +43,9 @@ type Config struct {
 	EndpointLeaseDuration time.Duration
 	// ServiceRanges give the kubernetes Service its address.
 	ServiceRanges registry.ServiceRanges
+	// ProxyClientCert is presented to aggregated API servers when their
+	// availability is checked (nil: none).
+	ProxyClientCert *registry.KeyPair
 	// Controllers switches the controllers Tabula runs for
 	// kube-controller-manager on and off by kcm's names and --controllers
 	// syntax (see names.go); empty means all.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/url"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	nodev1 "k8s.io/api/node/v1"
@@ -72,6 +73,38 @@ func (i cachedInformer) AddEventHandler(h cache.ResourceEventHandler) (cache.Res
 	return cachedRegistration{i.c}, nil
 }
 
+// AddEventHandlerWithResyncPeriod also tells h of every object again
+// each period (kube's availability checks re-probe on it) until the
+// caches stop.
+func (i cachedInformer) AddEventHandlerWithResyncPeriod(h cache.ResourceEventHandler, period time.Duration) (cache.ResourceEventHandlerRegistration, error) {
+	reg, err := i.AddEventHandler(h)
+	if err != nil || period <= 0 || i.c.indexer == nil {
+		return reg, err
+	}
+	g := i.c.x.g
+	g.cachesMu.Lock()
+	ctx := g.cachesCtx
+	g.cachesMu.Unlock()
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	go func() {
+		tick := time.NewTicker(period)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+				for _, o := range i.c.indexer.List() {
+					h.OnUpdate(o, o)
+				}
+			}
+		}
+	}()
+	return reg, nil
+}
+
 func (i cachedInformer) HasSynced() bool           { return i.c.HasSynced() }
 func (i cachedInformer) GetStore() cache.Store     { return i.c.Indexer() }
 func (i cachedInformer) GetIndexer() cache.Indexer { return i.c.Indexer() }
@@ -93,6 +126,15 @@ type cachedTyped[L any] struct {
 
 func (i cachedTyped[L]) Informer() cache.SharedIndexInformer { return i.cachedInformer }
 func (i cachedTyped[L]) Lister() L                           { return i.newLister(i.c.Indexer()) }
+
+// CachedInformer is the registry's watch-fed cache of a resource as a
+// typed client-go informer (L its lister), for kube's controllers.
+func CachedInformer[L any](g *Registry, group, version, resource string, newLister func(cache.Indexer) L) interface {
+	Informer() cache.SharedIndexInformer
+	Lister() L
+} {
+	return cachedTyped[L]{cachedInformer{c: g.Cache(group, version, resource, true)}, newLister}
+}
 
 // cached is the typed informer of the cache of group/v1/resource.
 func cached[L any](g *Registry, group, resource string, newLister func(cache.Indexer) L) cachedTyped[L] {
@@ -192,15 +234,26 @@ func listAs[T any](x *Resource, namespace string) ([]T, error) {
 type ServiceResolver struct {
 	g         *Registry
 	clusterIP bool
+	// cached: read this replica's watch-fed caches once they are synced.
+	cached bool
 }
 
 // ResolveEndpoint implements kube's webhook.ServiceResolver.
 func (r ServiceResolver) ResolveEndpoint(namespace, name string, port int32) (*url.URL, error) {
-	services := corev1listers.NewServiceLister(liveIndexer{x: r.g.MustLookup("", "v1", "services")})
+	var servicesX, slicesX cache.Indexer = liveIndexer{x: r.g.MustLookup("", "v1", "services")}, liveIndexer{x: r.g.MustLookup("discovery.k8s.io", "v1", "endpointslices")}
+	if r.cached {
+		if c := r.g.Cache("", "v1", "services", true); c.HasSynced() && c.Indexer() != nil {
+			servicesX = c.Indexer()
+		}
+		if c := r.g.Cache("discovery.k8s.io", "v1", "endpointslices", true); c.HasSynced() && c.Indexer() != nil {
+			slicesX = c.Indexer()
+		}
+	}
+	services := corev1listers.NewServiceLister(servicesX)
 	if r.clusterIP {
 		return proxy.ResolveCluster(services, namespace, name, port)
 	}
-	slices := discoveryv1listers.NewEndpointSliceLister(liveIndexer{x: r.g.MustLookup("discovery.k8s.io", "v1", "endpointslices")})
+	slices := discoveryv1listers.NewEndpointSliceLister(slicesX)
 	getter, err := proxy.NewEndpointSliceListerGetter(slices)
 	if err != nil {
 		return nil, err
@@ -211,6 +264,16 @@ func (r ServiceResolver) ResolveEndpoint(namespace, name string, port int32) (*u
 // ServiceResolver is the registry's resolver of webhook Services.
 func (g *Registry) ServiceResolver() ServiceResolver {
 	return ServiceResolver{g: g, clusterIP: g.admissionCfg.ClusterIPRouting}
+}
+
+// CachedServiceResolver resolves from this replica's caches of Services
+// and EndpointSlices (kept, as kube-aggregator's informers are, once an
+// APIService names a Service; made on first use), reading live until they
+// are synced: the aggregator resolves on every request it relays.
+func (g *Registry) CachedServiceResolver() ServiceResolver {
+	r := g.ServiceResolver()
+	r.cached = true
+	return r
 }
 
 // LimitRanges, StorageClasses and IngressClasses are read on every write
@@ -298,4 +361,11 @@ type registryRuntimeClasses struct {
 
 func (c registryRuntimeClasses) Get(ctx context.Context, name string, _ metav1.GetOptions) (*nodev1.RuntimeClass, error) {
 	return getAs[*nodev1.RuntimeClass](ctx, c.g.MustLookup("node.k8s.io", "v1", "runtimeclasses"), "", name)
+}
+
+// KeyPair is a client certificate and its key in PEM, as client-go's
+// transports take them (the front proxy's, for aggregated API servers
+// and the checks of their availability).
+type KeyPair struct {
+	CertPEM, KeyPEM []byte
 }

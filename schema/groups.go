@@ -524,8 +524,8 @@ func resourceKinds() []*kubeKind {
 }
 
 // apiregistrationKinds is the aggregator's APIService. Each served
-// group-version has a local one (controllers/ keeps them); an APIService
-// naming a Service is stored, but requests are not proxied to it.
+// group-version has a local one (controllers/ keeps them); one naming a
+// Service hands its group-version to that Service (server/aggregator).
 func apiregistrationKinds() []*kubeKind {
 	as := &kubeKind{Type: cluster("apiregistration.k8s.io", "v1", "APIService", "apiservices", nil, []string{"api-extensions"}, "status"),
 		columns: apiServiceColumns, row: apiServiceRow}

@@ -43,3 +43,14 @@ func PriorityOf(gv schema.GroupVersion) (p Priority, ok bool) {
 	p, ok = priorities[gv]
 	return p, ok
 }
+
+// GroupPriorityOf is a group's discovery priority (that of any of its
+// versions kube-apiserver has an entry for).
+func GroupPriorityOf(group string) (int32, bool) {
+	for gv, p := range priorities {
+		if gv.Group == group {
+			return p.Group, true
+		}
+	}
+	return 0, false
+}

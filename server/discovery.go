@@ -18,6 +18,8 @@ import (
 
 	"github.com/tabula-dev/tabula/codecs"
 	"github.com/tabula-dev/tabula/schema"
+	"github.com/tabula-dev/tabula/server/aggregator"
+	"github.com/tabula-dev/tabula/server/auth"
 )
 
 func (s *Server) discoveryRoutes(e *echo.Echo) {
@@ -26,9 +28,76 @@ func (s *Server) discoveryRoutes(e *echo.Echo) {
 	e.GET("/apis", s.getAPIs)
 	e.GET("/apis/:group", s.getGroup)
 	e.GET("/apis/:group/:version", func(c echo.Context) error {
+		if t := s.agg.Target(c.Param("group"), c.Param("version")); t != nil {
+			return s.proxyAggregated(c, t)
+		}
 		return s.getResourceList(c, c.Param("group"), c.Param("version"))
 	})
 }
+
+// proxyAggregated relays a request for a Service-backed group-version to
+// its server, for the authenticated user.
+func (s *Server) proxyAggregated(c echo.Context, t *aggregator.Target) error {
+	u, ok := auth.UserFrom(c.Request().Context())
+	if !ok || u == nil {
+		http.Error(c.Response(), "missing user", http.StatusInternalServerError)
+		return nil
+	}
+	s.agg.Proxy(c.Response(), c.Request(), t, aggregator.User{Name: u.Name, UID: u.UID, Groups: u.Groups, Extra: u.Extra})
+	return nil
+}
+
+// withRemote merges the groups of Service-backed APIServices into the
+// local ones (in kube's order: group priority, highest first, then
+// name), as kube-aggregator lists them beside kube-apiserver's own: a
+// group served here gains the remote versions after its own; another
+// group goes in its place. name and priority describe local groups;
+// insert and extend build the result.
+func withRemote[T any](local []T, remote []aggregator.Group, name func(T) string,
+	insert func(aggregator.Group) T, extend func(*T, aggregator.Group)) []T {
+	if len(remote) == 0 {
+		return local
+	}
+	out := append([]T(nil), local...)
+	for _, g := range remote {
+		at := -1
+		for i, l := range out {
+			if name(l) == g.Name {
+				extend(&out[i], g)
+				at = -2
+				break
+			}
+			if at == -1 && groupBefore(g.Name, g.Priority, name(l)) {
+				at = i
+			}
+		}
+		switch at {
+		case -2:
+		case -1:
+			out = append(out, insert(g))
+		default:
+			out = append(out[:at], append([]T{insert(g)}, out[at:]...)...)
+		}
+	}
+	return out
+}
+
+// groupBefore: a group of the given priority sorts before the local
+// group named other (kube-apiserver's priority, a CRD group's 1000).
+func groupBefore(group string, priority int32, other string) bool {
+	p := int32(crdGroupPriority)
+	if pr, ok := schema.GroupPriorityOf(other); ok {
+		p = pr
+	}
+	if priority != p {
+		return priority > p
+	}
+	return group < other
+}
+
+// crdGroupPriority is what kube's crdregistration controller gives a
+// CRD's group.
+const crdGroupPriority = 1000
 
 // discoveryForm reads a discovery request's Accept: the media type of
 // aggregated discovery (apidiscovery.k8s.io/v2; v2beta1 is no longer
@@ -101,6 +170,24 @@ func (s *Server) groups() []metav1.APIGroup {
 	return out
 }
 
+// allGroups are the groups served here and by aggregated servers.
+func (s *Server) allGroups() []metav1.APIGroup {
+	return withRemote(s.groups(), s.agg.Groups(), func(g metav1.APIGroup) string { return g.Name },
+		func(g aggregator.Group) metav1.APIGroup {
+			out := metav1.APIGroup{Name: g.Name}
+			for _, gv := range g.Versions {
+				out.Versions = append(out.Versions, metav1.GroupVersionForDiscovery{GroupVersion: gv.String(), Version: gv.Version})
+			}
+			out.PreferredVersion = out.Versions[0]
+			return out
+		},
+		func(l *metav1.APIGroup, g aggregator.Group) {
+			for _, gv := range g.Versions {
+				l.Versions = append(l.Versions, metav1.GroupVersionForDiscovery{GroupVersion: gv.String(), Version: gv.Version})
+			}
+		})
+}
+
 func (s *Server) getAPIs(c echo.Context) error {
 	if mt, err := discoveryForm(c.Request().Header.Get("Accept")); err != nil || mt != "" {
 		if err != nil {
@@ -110,12 +197,12 @@ func (s *Server) getAPIs(c echo.Context) error {
 	}
 	return s.writeJSON(c, http.StatusOK, &metav1.APIGroupList{
 		TypeMeta: metav1.TypeMeta{Kind: "APIGroupList", APIVersion: "v1"},
-		Groups:   s.groups(),
+		Groups:   s.allGroups(),
 	})
 }
 
 func (s *Server) getGroup(c echo.Context) error {
-	for _, g := range s.groups() {
+	for _, g := range s.allGroups() {
 		if g.Name == c.Param("group") {
 			g.TypeMeta = metav1.TypeMeta{Kind: "APIGroup", APIVersion: "v1"}
 			return s.writeJSON(c, http.StatusOK, &g)
@@ -210,6 +297,13 @@ func (s *Server) aggregatedV2(legacy bool) *apidiscoveryv2.APIGroupDiscoveryList
 			v.Resources = append(v.Resources, aggregatedResource(t))
 		}
 		list.Items[i].Versions = append(list.Items[i].Versions, v)
+	}
+	if !legacy {
+		list.Items = withRemote(list.Items, s.agg.Groups(), func(g apidiscoveryv2.APIGroupDiscovery) string { return g.Name },
+			func(g aggregator.Group) apidiscoveryv2.APIGroupDiscovery { return g.Aggregated },
+			func(l *apidiscoveryv2.APIGroupDiscovery, g aggregator.Group) {
+				l.Versions = append(l.Versions, g.Aggregated.Versions...)
+			})
 	}
 	return list
 }

@@ -58,6 +58,9 @@ func (s *Server) routes() *echo.Echo {
 	s.discoveryRoutes(e)
 	e.Any("/api/v1/*", func(c echo.Context) error { return s.serveResource(c, "", "v1", c.Param("*")) })
 	e.Any("/apis/:group/:version/*", func(c echo.Context) error {
+		if t := s.agg.Target(c.Param("group"), c.Param("version")); t != nil {
+			return s.proxyAggregated(c, t)
+		}
 		return s.serveResource(c, c.Param("group"), c.Param("version"), c.Param("*"))
 	})
 	e.RouteNotFound("/*", func(c echo.Context) error {

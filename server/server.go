@@ -22,6 +22,7 @@ import (
 	"github.com/tabula-dev/tabula/controllers"
 	"github.com/tabula-dev/tabula/registry"
 	"github.com/tabula-dev/tabula/schema"
+	"github.com/tabula-dev/tabula/server/aggregator"
 	"github.com/tabula-dev/tabula/server/auth"
 	"github.com/tabula-dev/tabula/server/auth/authz"
 )
@@ -113,6 +114,9 @@ type Config struct {
 	// ServiceRanges are the pools Services allocate cluster IPs and node
 	// ports from (default kube-apiserver's 10.96.0.0/12 and 30000-32767).
 	ServiceRanges registry.ServiceRanges
+	// ProxyClientCert is presented to aggregated API servers
+	// (--proxy-client-cert-file; nil: none).
+	ProxyClientCert *registry.KeyPair
 }
 
 // Server serves the Kubernetes API from a Store.
@@ -138,6 +142,8 @@ type Server struct {
 	proxyTransport http.RoundTripper
 	// controllers are the in-process controllers.
 	controllers *controllers.Manager
+	// agg serves the group-versions of Service-backed APIServices.
+	agg *aggregator.Aggregator
 
 	// shutdown closes when the server begins to stop; watches end on it.
 	shutdown     chan struct{}
@@ -203,13 +209,14 @@ func New(cfg Config) (*Server, error) {
 			UIDHeaders: r.UIDHeaders, GroupHeaders: r.GroupHeaders, ExtraHeaderPrefixes: r.ExtraHeaderPrefixes}
 	}
 	s.controllers = controllers.New(controllers.Config{Store: cfg.Store, Types: cfg.Registry, Logger: cfg.Logger, CABundle: cfg.CABundle, ClientCABundle: cfg.ClientCABundle, RequestHeader: rh, Controllers: cfg.Controllers,
-		Advertise: cfg.Advertise, EndpointLeaseDuration: cfg.EndpointLeaseDuration, ServiceRanges: cfg.ServiceRanges})
+		Advertise: cfg.Advertise, EndpointLeaseDuration: cfg.EndpointLeaseDuration, ServiceRanges: cfg.ServiceRanges, ProxyClientCert: cfg.ProxyClientCert})
 	var err error
 	if s.api, err = registry.New(registry.Config{Store: cfg.Store, Types: cfg.Registry, EventTTL: cfg.EventTTL, Observer: s.controllers.Observer(),
 		Services: &cfg.ServiceRanges, Admission: cfg.Admission}); err != nil {
 		return nil, err
 	}
 	s.controllers.SetRegistry(s.api)
+	s.agg = aggregator.New(aggregator.Config{Registry: s.api, ClientCert: cfg.ProxyClientCert, Logger: cfg.Logger})
 	kubelets, err := s.newKubeletConnections(cfg.Kubelet)
 	if err != nil {
 		return nil, err
@@ -241,6 +248,7 @@ func (s *Server) RunControllers(ctx context.Context) error {
 	if err := s.controllers.Run(ctx); err != nil {
 		return err
 	}
+	go s.agg.Run(ctx)
 	s.MarkControllersStarted()
 	return nil
 }

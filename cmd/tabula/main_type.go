@@ -163,6 +163,10 @@ type Config struct {
 	// (front-proxy authentication).
 	RequestHeaderClientCAFile                                                                                                                    string
 	RequestHeaderAllowedNames, RequestHeaderUsernameHeaders, RequestHeaderUIDHeaders, RequestHeaderGroupHeaders, RequestHeaderExtraHeadersPrefix []string
+	// ProxyClientCertFile and ProxyClientKeyFile are the client
+	// certificate presented to aggregated API servers
+	// (--proxy-client-cert-file, --proxy-client-key-file).
+	ProxyClientCertFile, ProxyClientKeyFile string
 }
 
 // Main is one Tabula server process: flags in, server up, clean close.
@@ -322,6 +326,8 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.Var((*stringList)(&c.RequestHeaderUIDHeaders), "requestheader-uid-headers", "the headers a front proxy gives the user's uid in")
 	fs.Var((*stringList)(&c.RequestHeaderGroupHeaders), "requestheader-group-headers", "the headers a front proxy lists the user's groups in (kube's usual: X-Remote-Group)")
 	fs.Var((*stringList)(&c.RequestHeaderExtraHeadersPrefix), "requestheader-extra-headers-prefix", "the prefixes of the headers a front proxy gives the user's extra fields in (kube's usual: X-Remote-Extra-)")
+	fs.StringVar(&c.ProxyClientCertFile, "proxy-client-cert-file", "", "the client certificate `file` presented to aggregated API servers, which its CA in --requestheader-client-ca-file must have signed (default: the generated front-proxy-client.crt)")
+	fs.StringVar(&c.ProxyClientKeyFile, "proxy-client-key-file", "", "the key `file` of --proxy-client-cert-file")
 	fs.StringVar(&c.Audit.PolicyFile, "audit-policy-file", "", "an audit.k8s.io Policy `file`: which requests are recorded, at which level (without it nothing is)")
 	fs.StringVar(&c.Audit.LogPath, "audit-log-path", "", "append audit events to this `file` (- for standard output)")
 	fs.IntVar(&c.Audit.LogMaxAge, "audit-log-maxage", 0, "days to keep rotated audit log files (0: no limit)")
@@ -457,7 +463,12 @@ func (m *Main) Run(ctx context.Context) error {
 		saTokens.Audiences = c.APIAudiences
 	}
 	saTokens.MaxExpiration = c.ServiceAccountMaxTokenExpiration
-	requestHeader, err := requestHeaderAuth(&c)
+	requestHeader, err := requestHeaderAuth(&c, pki)
+	if err != nil {
+		m.store.Close()
+		return err
+	}
+	proxyClient, err := proxyClientCert(&c, pki)
 	if err != nil {
 		m.store.Close()
 		return err
@@ -525,6 +536,7 @@ func (m *Main) Run(ctx context.Context) error {
 		Profiling: c.Profiling, ServiceRanges: ranges, Advertise: advertise, ServiceAccountTokens: saTokens,
 		Kubelet: kubeletConfig(&c, pki), AuthorizationModes: authorizationModes(&c), AnonymousAuth: c.AnonymousAuth, AnonymousPaths: anonymousPaths,
 		ServiceAccountJWKSURI: c.ServiceAccountJWKSURI, Audit: c.Audit, RequestHeader: requestHeader, Admission: c.Admission,
+		ProxyClientCert: proxyClient,
 	})
 	if err != nil {
 		ln.Close()
@@ -694,6 +706,32 @@ func shareClusterSecrets(ctx context.Context, st *sqlstore.Store, token, previou
 			} else if err != nil {
 				return err
 			}
+			if len(s.FrontProxyCAKey) == 0 {
+				// Stored by a Tabula without a front proxy: this replica's
+				// becomes the cluster's.
+				if err := auth.InstallSecrets(pkiDir, s); err != nil {
+					return err
+				}
+				if _, err := auth.EnsurePKI(pkiDir, sans); err != nil {
+					return err
+				}
+				local, err := auth.LocalSecrets(pkiDir)
+				if err != nil {
+					return err
+				}
+				s.FrontProxyCACert, s.FrontProxyCAKey = local.FrontProxyCACert, local.FrontProxyCAKey
+				sealed, err := auth.SealSecrets(token, s)
+				if err != nil {
+					return err
+				}
+				_, err = st.Update(ctx, clusterSecretsKey, rec.Rev, func(int64) (kv.Entry, error) { return kv.Entry{Value: sealed}, nil })
+				if errors.Is(err, kv.ErrConflict) {
+					continue // another replica added its own first
+				}
+				if err != nil {
+					return err
+				}
+			}
 			return auth.InstallSecrets(pkiDir, s)
 		}
 		if !errors.Is(err, kv.ErrNotFound) {
@@ -753,14 +791,18 @@ func usePKIFiles(pki *auth.PKI, c *Config) error {
 	return checkKubeletFlags(c)
 }
 
-// requestHeaderAuth is front-proxy authentication from the flags (nil
-// without --requestheader-client-ca-file).
-func requestHeaderAuth(c *Config) (*auth.RequestHeader, error) {
+// requestHeaderAuth is front-proxy authentication from the flags, or
+// without --requestheader-client-ca-file the generated front proxy's
+// (kubeadm's settings: its CA, its client's name, the X-Remote-* headers),
+// which Tabula's own proxy to aggregated API servers uses.
+func requestHeaderAuth(c *Config, pki *auth.PKI) (*auth.RequestHeader, error) {
 	if c.RequestHeaderClientCAFile == "" {
 		if len(c.RequestHeaderUsernameHeaders) > 0 {
 			return nil, errors.New("--requestheader-username-headers needs --requestheader-client-ca-file")
 		}
-		return nil, nil
+		return &auth.RequestHeader{ClientCA: pki.FrontProxyCAPool, CAPEM: pki.FrontProxyCAPEM, AllowedNames: []string{auth.FrontProxyClientUser},
+			UsernameHeaders: []string{"X-Remote-User"}, UIDHeaders: []string{"X-Remote-Uid"}, GroupHeaders: []string{"X-Remote-Group"},
+			ExtraHeaderPrefixes: []string{"X-Remote-Extra-"}}, nil
 	}
 	pem, err := os.ReadFile(c.RequestHeaderClientCAFile)
 	if err != nil {
@@ -773,6 +815,35 @@ func requestHeaderAuth(c *Config) (*auth.RequestHeader, error) {
 	return &auth.RequestHeader{ClientCA: pool, CAPEM: pem, AllowedNames: c.RequestHeaderAllowedNames,
 		UsernameHeaders: c.RequestHeaderUsernameHeaders, UIDHeaders: c.RequestHeaderUIDHeaders,
 		GroupHeaders: c.RequestHeaderGroupHeaders, ExtraHeaderPrefixes: c.RequestHeaderExtraHeadersPrefix}, nil
+}
+
+// proxyClientCert is the certificate presented to aggregated API servers:
+// the flags', else the generated front proxy's when its CA is the one
+// trusted; nil (requests go without one, as kube-apiserver's do) when
+// only --requestheader-client-ca-file was given.
+func proxyClientCert(c *Config, pki *auth.PKI) (*registry.KeyPair, error) {
+	if (c.ProxyClientCertFile == "") != (c.ProxyClientKeyFile == "") {
+		return nil, errors.New("--proxy-client-cert-file and --proxy-client-key-file go together")
+	}
+	certFile, keyFile := c.ProxyClientCertFile, c.ProxyClientKeyFile
+	if certFile == "" {
+		if c.RequestHeaderClientCAFile != "" {
+			return nil, nil
+		}
+		certFile, keyFile = pki.FrontProxyClientCertPath, pki.FrontProxyClientKeyPath
+	}
+	certPEM, err := os.ReadFile(certFile)
+	if err != nil {
+		return nil, fmt.Errorf("--proxy-client-cert-file: %w", err)
+	}
+	keyPEM, err := os.ReadFile(keyFile)
+	if err != nil {
+		return nil, fmt.Errorf("--proxy-client-key-file: %w", err)
+	}
+	if _, err := tls.X509KeyPair(certPEM, keyPEM); err != nil {
+		return nil, fmt.Errorf("--proxy-client-cert-file: %w", err)
+	}
+	return &registry.KeyPair{CertPEM: certPEM, KeyPEM: keyPEM}, nil
 }
 
 // authorizationModes are the flag's modes, or the default chain.

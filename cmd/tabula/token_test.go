@@ -15,6 +15,7 @@ import (
 
 	"github.com/tabula-dev/tabula/server/auth"
 	"github.com/tabula-dev/tabula/sqlstore/dbtest"
+	"github.com/tabula-dev/tabula/sqlstore/kv"
 )
 
 // TestReplicasShareOneIdentity: replicas started on one database with one
@@ -56,6 +57,11 @@ func TestReplicasShareOneIdentity(t *testing.T) {
 			caB, _ := os.ReadFile(filepath.Join(dirB, "pki", auth.CACertFile))
 			if len(caA) == 0 || !bytes.Equal(caA, caB) {
 				t.Fatal("the replicas have different CAs")
+			}
+			fpA, _ := os.ReadFile(filepath.Join(dirA, "pki", auth.FrontProxyCACertFile))
+			fpB, _ := os.ReadFile(filepath.Join(dirB, "pki", auth.FrontProxyCACertFile))
+			if len(fpA) == 0 || !bytes.Equal(fpA, fpB) {
+				t.Fatal("the replicas have different front-proxy CAs")
 			}
 
 			// A's kubeconfig, pointed at B.
@@ -116,6 +122,63 @@ func TestReplicasShareOneIdentity(t *testing.T) {
 				t.Errorf("start with the old token after rotation: %v; want ErrWrongToken", err)
 			}
 		})
+	}
+}
+
+// TestSharedSecretsGainFrontProxy: secrets a Tabula without a front
+// proxy stored gain the first replica's front-proxy CA, which the next
+// replica then takes; the cluster CA stays.
+func TestSharedSecretsGainFrontProxy(t *testing.T) {
+	db := "sqlite://" + filepath.Join(t.TempDir(), "shared.db")
+	old := t.TempDir()
+	if _, err := auth.EnsurePKI(old, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := auth.EnsureServiceAccountKey(old); err != nil {
+		t.Fatal(err)
+	}
+	secrets, err := auth.LocalSecrets(old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	secrets.FrontProxyCACert, secrets.FrontProxyCAKey = nil, nil
+	sealed, err := auth.SealSecrets("s3cret", secrets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := openStore(db, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Create(context.Background(), clusterSecretsKey, func(int64) (kv.Entry, error) { return kv.Entry{Value: sealed}, nil }); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	var dirs []string
+	for range 2 {
+		dir := t.TempDir()
+		m := NewMain()
+		if err := m.ParseFlags([]string{"--db", db, "--data-dir", dir, "--listen", "127.0.0.1:0", "--token", "s3cret", "--log-level", "error"}); err != nil {
+			t.Fatal(err)
+		}
+		if err := m.Run(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { m.Close() })
+		dirs = append(dirs, dir)
+	}
+	read := func(dir, name string) []byte {
+		b, err := os.ReadFile(filepath.Join(dir, "pki", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	if !bytes.Equal(read(dirs[0], auth.CACertFile), secrets.CACert) || !bytes.Equal(read(dirs[1], auth.CACertFile), secrets.CACert) {
+		t.Error("the cluster CA changed")
+	}
+	if !bytes.Equal(read(dirs[0], auth.FrontProxyCACertFile), read(dirs[1], auth.FrontProxyCACertFile)) {
+		t.Error("the replicas have different front-proxy CAs")
 	}
 }
 

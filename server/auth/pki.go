@@ -34,6 +34,15 @@ const (
 	// exec, node proxy), kubeadm's apiserver-kubelet-client.
 	KubeletClientCertFile = "apiserver-kubelet-client.crt"
 	KubeletClientKeyFile  = "apiserver-kubelet-client.key"
+	// The front proxy's own CA and the client certificate the server
+	// presents to aggregated API servers (kubeadm's front-proxy-ca and
+	// front-proxy-client): a CA apart from the cluster's, so no client
+	// certificate the cluster CA signs (CSRs included) can claim to be the
+	// proxy and name any user in request headers.
+	FrontProxyCACertFile     = "front-proxy-ca.crt"
+	FrontProxyCAKeyFile      = "front-proxy-ca.key"
+	FrontProxyClientCertFile = "front-proxy-client.crt"
+	FrontProxyClientKeyFile  = "front-proxy-client.key"
 )
 
 const (
@@ -48,8 +57,12 @@ const (
 	// Backdating NotBefore tolerates clients whose clocks run a little behind.
 	clockSkew = 5 * time.Minute
 
-	caCommonName      = "tabula-ca"
-	servingCommonName = "tabula-apiserver"
+	caCommonName = "tabula-ca"
+	// FrontProxyClientUser is the front-proxy client certificate's name,
+	// the one allowed name of the generated request-header configuration.
+	FrontProxyClientUser   = "front-proxy-client"
+	frontProxyCACommonName = "tabula-front-proxy-ca"
+	servingCommonName      = "tabula-apiserver"
 	// AdminUser and AdminGroup are the identity of the admin client
 	// certificate; system:masters is the group Kubernetes RBAC treats as
 	// superuser.
@@ -97,6 +110,14 @@ type PKI struct {
 	// certificate the server presents to kubelets.
 	KubeletClientCertPath string
 	KubeletClientKeyPath  string
+	// FrontProxyClientCertPath and FrontProxyClientKeyPath are the
+	// certificate the server presents to aggregated API servers;
+	// FrontProxyCAPEM and FrontProxyCAPool verify it (the generated
+	// request-header configuration).
+	FrontProxyClientCertPath string
+	FrontProxyClientKeyPath  string
+	FrontProxyCAPEM          []byte
+	FrontProxyCAPool         *x509.CertPool
 
 	// CACert is the parsed CA certificate and CAPool a pool holding only it,
 	// used both to verify client certificates and by clients to verify the
@@ -158,13 +179,17 @@ func EnsurePKI(dir string, sans []string) (*PKI, error) {
 
 		KubeletClientCertPath: filepath.Join(dir, KubeletClientCertFile),
 		KubeletClientKeyPath:  filepath.Join(dir, KubeletClientKeyFile),
+
+		FrontProxyClientCertPath: filepath.Join(dir, FrontProxyClientCertFile),
+		FrontProxyClientKeyPath:  filepath.Join(dir, FrontProxyClientKeyFile),
 	}
 	now := time.Now()
 
-	caKey, newCA, err := p.ensureCA(now)
+	ca, newCA, err := loadOrGenerateCA(p.CACertPath, p.CAKeyPath, caCommonName, now)
 	if err != nil {
 		return nil, err
 	}
+	p.setCA(ca.cert, ca.certPEM)
 
 	dnsNames, ips := splitSANs(append(append([]string{}, defaultSANs...), sans...))
 	servingOK := func(c *x509.Certificate) bool { return coversSANs(c, dnsNames, ips) }
@@ -176,7 +201,7 @@ func EnsurePKI(dir string, sans []string) (*PKI, error) {
 				IPAddresses: ips,
 				ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 			}
-		}, caKey)
+		}, ca)
 	if err != nil {
 		return nil, err
 	}
@@ -187,7 +212,7 @@ func EnsurePKI(dir string, sans []string) (*PKI, error) {
 				Subject:     pkix.Name{CommonName: AdminUser, Organization: []string{AdminGroup}},
 				ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
 			}
-		}, caKey)
+		}, ca)
 	if err != nil {
 		return nil, err
 	}
@@ -198,7 +223,7 @@ func EnsurePKI(dir string, sans []string) (*PKI, error) {
 				Subject:     pkix.Name{CommonName: KubeletClientUser, Organization: []string{AdminGroup}},
 				ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
 			}
-		}, caKey)
+		}, ca)
 	if err != nil {
 		return nil, err
 	}
@@ -210,11 +235,27 @@ func EnsurePKI(dir string, sans []string) (*PKI, error) {
 					Subject:     pkix.Name{CommonName: c.User},
 					ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
 				}
-			}, caKey)
+			}, ca)
 		if err != nil {
 			return nil, err
 		}
 		p.components[c.Name] = [2][]byte{certPEM, keyPEM}
+	}
+
+	fp, newFP, err := loadOrGenerateCA(filepath.Join(dir, FrontProxyCACertFile), filepath.Join(dir, FrontProxyCAKeyFile), frontProxyCACommonName, now)
+	if err != nil {
+		return nil, err
+	}
+	p.FrontProxyCAPEM, p.FrontProxyCAPool = fp.certPEM, fp.pool
+	_, _, _, err = p.ensureLeaf(p.FrontProxyClientCertPath, p.FrontProxyClientKeyPath, newFP, now,
+		x509.ExtKeyUsageClientAuth, nil, func() *x509.Certificate {
+			return &x509.Certificate{
+				Subject:     pkix.Name{CommonName: FrontProxyClientUser},
+				ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+			}
+		}, fp)
+	if err != nil {
+		return nil, err
 	}
 	return p, nil
 }
@@ -236,14 +277,24 @@ func (p *PKI) ServerTLSConfig() *tls.Config {
 	}
 }
 
-// ensureCA loads the CA, or generates it when neither of its files exists.
-// newCA reports a fresh CA, which forces every leaf to be reissued.
-func (p *PKI) ensureCA(now time.Time) (key crypto.Signer, newCA bool, err error) {
-	certPEM, certErr := os.ReadFile(p.CACertPath)
-	keyPEM, keyErr := os.ReadFile(p.CAKeyPath)
+// issuer is a loaded CA: what signs leaves and verifies them.
+type issuer struct {
+	cert    *x509.Certificate
+	certPEM []byte
+	pool    *x509.CertPool
+	key     crypto.Signer
+}
+
+// loadOrGenerateCA loads the CA at certPath/keyPath, or generates it when
+// neither file exists. isNew reports a fresh CA, which forces every leaf
+// it signs to be reissued.
+func loadOrGenerateCA(certPath, keyPath, commonName string, now time.Time) (ca *issuer, isNew bool, err error) {
+	certPEM, certErr := os.ReadFile(certPath)
+	keyPEM, keyErr := os.ReadFile(keyPath)
 	switch {
 	case errors.Is(certErr, fs.ErrNotExist) && errors.Is(keyErr, fs.ErrNotExist):
-		return p.generateCA(now)
+		ca, err = generateCA(certPath, keyPath, commonName, now)
+		return ca, err == nil, err
 	case certErr != nil:
 		return nil, false, fmt.Errorf("pki: read CA certificate: %w", certErr)
 	case keyErr != nil:
@@ -251,34 +302,39 @@ func (p *PKI) ensureCA(now time.Time) (key crypto.Signer, newCA bool, err error)
 	}
 	cert, err := parseCertPEM(certPEM)
 	if err != nil {
-		return nil, false, fmt.Errorf("pki: %s: %w", p.CACertPath, err)
+		return nil, false, fmt.Errorf("pki: %s: %w", certPath, err)
 	}
-	key, err = parseKeyPEM(keyPEM)
+	key, err := parseKeyPEM(keyPEM)
 	if err != nil {
-		return nil, false, fmt.Errorf("pki: %s: %w", p.CAKeyPath, err)
+		return nil, false, fmt.Errorf("pki: %s: %w", keyPath, err)
 	}
 	if !publicKeysEqual(key.Public(), cert.PublicKey) {
-		return nil, false, fmt.Errorf("pki: %s does not match %s", p.CAKeyPath, p.CACertPath)
+		return nil, false, fmt.Errorf("pki: %s does not match %s", keyPath, certPath)
 	}
 	if !cert.IsCA {
-		return nil, false, fmt.Errorf("pki: %s is not a CA certificate", p.CACertPath)
+		return nil, false, fmt.Errorf("pki: %s is not a CA certificate", certPath)
 	}
-	p.setCA(cert, certPEM)
-	return key, false, nil
+	return newIssuer(cert, certPEM, key), false, nil
 }
 
-func (p *PKI) generateCA(now time.Time) (crypto.Signer, bool, error) {
+func newIssuer(cert *x509.Certificate, certPEM []byte, key crypto.Signer) *issuer {
+	pool := x509.NewCertPool()
+	pool.AddCert(cert)
+	return &issuer{cert: cert, certPEM: certPEM, pool: pool, key: key}
+}
+
+func generateCA(certPath, keyPath, commonName string, now time.Time) (*issuer, error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
-		return nil, false, fmt.Errorf("pki: generate CA key: %w", err)
+		return nil, fmt.Errorf("pki: generate CA key: %w", err)
 	}
 	serial, err := newSerial()
 	if err != nil {
-		return nil, false, err
+		return nil, err
 	}
 	tmpl := &x509.Certificate{
 		SerialNumber:          serial,
-		Subject:               pkix.Name{CommonName: caCommonName},
+		Subject:               pkix.Name{CommonName: commonName},
 		NotBefore:             now.Add(-clockSkew),
 		NotAfter:              now.Add(caValidity),
 		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign | x509.KeyUsageDigitalSignature,
@@ -290,26 +346,25 @@ func (p *PKI) generateCA(now time.Time) (crypto.Signer, bool, error) {
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, key.Public(), key)
 	if err != nil {
-		return nil, false, fmt.Errorf("pki: create CA certificate: %w", err)
+		return nil, fmt.Errorf("pki: create CA certificate: %w", err)
 	}
 	cert, err := x509.ParseCertificate(der)
 	if err != nil {
-		return nil, false, err
+		return nil, err
 	}
 	certPEM, keyPEM, err := encodePair(der, key)
 	if err != nil {
-		return nil, false, err
+		return nil, err
 	}
 	// Key first: a crash between the writes leaves no certificate, which the
 	// next start reports instead of trusting a certificate without its key.
-	if err := writeFileAtomic(p.CAKeyPath, keyPEM, 0o600); err != nil {
-		return nil, false, err
+	if err := writeFileAtomic(keyPath, keyPEM, 0o600); err != nil {
+		return nil, err
 	}
-	if err := writeFileAtomic(p.CACertPath, certPEM, 0o644); err != nil {
-		return nil, false, err
+	if err := writeFileAtomic(certPath, certPEM, 0o644); err != nil {
+		return nil, err
 	}
-	p.setCA(cert, certPEM)
-	return key, true, nil
+	return newIssuer(cert, certPEM, key), nil
 }
 
 func (p *PKI) setCA(cert *x509.Certificate, certPEM []byte) {
@@ -326,7 +381,7 @@ func (p *PKI) setCA(cert *x509.Certificate, certPEM []byte) {
 // from template() when it is missing, unusable, or fails extraOK. Unlike the
 // CA, a leaf is cheap to replace, so any problem with it means reissue.
 func (p *PKI) ensureLeaf(certPath, keyPath string, forceNew bool, now time.Time, usage x509.ExtKeyUsage,
-	extraOK func(*x509.Certificate) bool, template func() *x509.Certificate, caKey crypto.Signer,
+	extraOK func(*x509.Certificate) bool, template func() *x509.Certificate, ca *issuer,
 ) (tls.Certificate, []byte, []byte, error) {
 	if !forceNew {
 		certPEM, certErr := os.ReadFile(certPath)
@@ -334,7 +389,7 @@ func (p *PKI) ensureLeaf(certPath, keyPath string, forceNew bool, now time.Time,
 		if certErr == nil && keyErr == nil {
 			// X509KeyPair also checks that the key matches the certificate.
 			pair, err := tls.X509KeyPair(certPEM, keyPEM)
-			if err == nil && p.leafUsable(pair.Leaf, usage, now) && (extraOK == nil || extraOK(pair.Leaf)) {
+			if err == nil && leafUsable(ca, pair.Leaf, usage, now) && (extraOK == nil || extraOK(pair.Leaf)) {
 				return pair, certPEM, keyPEM, nil
 			}
 		}
@@ -355,7 +410,7 @@ func (p *PKI) ensureLeaf(certPath, keyPath string, forceNew bool, now time.Time,
 	// ECDSA keys only sign; KeyEncipherment applies to RSA key transport.
 	tmpl.KeyUsage = x509.KeyUsageDigitalSignature
 	tmpl.BasicConstraintsValid = true
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, p.CACert, key.Public(), caKey)
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, key.Public(), ca.key)
 	if err != nil {
 		return tls.Certificate{}, nil, nil, fmt.Errorf("pki: create %s: %w", certPath, err)
 	}
@@ -376,14 +431,14 @@ func (p *PKI) ensureLeaf(certPath, keyPath string, forceNew bool, now time.Time,
 	return pair, certPEM, keyPEM, nil
 }
 
-// leafUsable reports whether cert chains to the CA for the given usage and
+// leafUsable reports whether cert chains to ca for the given usage and
 // stays valid for longer than renewBefore.
-func (p *PKI) leafUsable(cert *x509.Certificate, usage x509.ExtKeyUsage, now time.Time) bool {
+func leafUsable(ca *issuer, cert *x509.Certificate, usage x509.ExtKeyUsage, now time.Time) bool {
 	if cert == nil || now.Add(renewBefore).After(cert.NotAfter) {
 		return false
 	}
 	_, err := cert.Verify(x509.VerifyOptions{
-		Roots:       p.CAPool,
+		Roots:       ca.pool,
 		CurrentTime: now,
 		KeyUsages:   []x509.ExtKeyUsage{usage},
 	})

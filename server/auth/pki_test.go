@@ -299,3 +299,41 @@ func TestServerTLSConfig(t *testing.T) {
 		t.Fatalf("unexpected config %+v", c)
 	}
 }
+
+// TestEnsurePKIFrontProxy: the front proxy has a CA of its own, which
+// the cluster CA's client certificates do not chain to, and a client
+// certificate named front-proxy-client that only it verifies; both are
+// kept across starts.
+func TestEnsurePKIFrontProxy(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "pki")
+	p1 := mustPKI(t, dir)
+	pair, err := tls.LoadX509KeyPair(p1.FrontProxyClientCertPath, p1.FrontProxyClientKeyPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := pair.Leaf
+	if client.Subject.CommonName != FrontProxyClientUser {
+		t.Errorf("front-proxy client subject = %v", client.Subject)
+	}
+	clientAuth := []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}
+	if _, err := client.Verify(x509.VerifyOptions{Roots: p1.FrontProxyCAPool, KeyUsages: clientAuth}); err != nil {
+		t.Errorf("front-proxy client does not verify with the front-proxy CA: %v", err)
+	}
+	if _, err := client.Verify(x509.VerifyOptions{Roots: p1.CAPool, KeyUsages: clientAuth}); err == nil {
+		t.Error("front-proxy client verifies with the cluster CA")
+	}
+	if _, err := p1.AdminCert.Leaf.Verify(x509.VerifyOptions{Roots: p1.FrontProxyCAPool, KeyUsages: clientAuth}); err == nil {
+		t.Error("the admin certificate verifies with the front-proxy CA")
+	}
+	if m := fileMode(t, filepath.Join(dir, FrontProxyCAKeyFile)); m != 0o600 {
+		t.Errorf("front-proxy CA key mode = %o, want 600", m)
+	}
+	p2 := mustPKI(t, dir)
+	again, err := tls.LoadX509KeyPair(p2.FrontProxyClientCertPath, p2.FrontProxyClientKeyPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(p1.FrontProxyCAPEM, p2.FrontProxyCAPEM) || again.Leaf.SerialNumber.Cmp(client.SerialNumber) != 0 {
+		t.Error("a second EnsurePKI replaced the front proxy's CA or client certificate")
+	}
+}

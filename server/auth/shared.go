@@ -28,6 +28,11 @@ type ClusterSecrets struct {
 	CACert []byte `json:"caCert"`
 	CAKey  []byte `json:"caKey"`
 	SAKey  []byte `json:"saKey"`
+	// The front proxy's CA: every replica proxies to aggregated API
+	// servers as the one proxy they trust (empty in secrets stored before
+	// Tabula had one; the first replica to see that adds it).
+	FrontProxyCACert []byte `json:"frontProxyCACert,omitempty"`
+	FrontProxyCAKey  []byte `json:"frontProxyCAKey,omitempty"`
 }
 
 // ErrWrongToken: the sealed secrets do not open with this token.
@@ -109,7 +114,8 @@ func LocalSecrets(dir string) (ClusterSecrets, error) {
 	for _, f := range []struct {
 		name string
 		into *[]byte
-	}{{CACertFile, &s.CACert}, {CAKeyFile, &s.CAKey}, {SAKeyFile, &s.SAKey}} {
+	}{{CACertFile, &s.CACert}, {CAKeyFile, &s.CAKey}, {SAKeyFile, &s.SAKey},
+		{FrontProxyCACertFile, &s.FrontProxyCACert}, {FrontProxyCAKeyFile, &s.FrontProxyCAKey}} {
 		if *f.into, err = os.ReadFile(filepath.Join(dir, f.name)); err != nil {
 			return s, err
 		}
@@ -130,9 +136,10 @@ func InstallSecrets(dir string, s ClusterSecrets) error {
 		name string
 		data []byte
 		perm os.FileMode
-	}{{CACertFile, s.CACert, 0o644}, {CAKeyFile, s.CAKey, 0o600}, {SAKeyFile, s.SAKey, 0o600}} {
+	}{{CACertFile, s.CACert, 0o644}, {CAKeyFile, s.CAKey, 0o600}, {SAKeyFile, s.SAKey, 0o600},
+		{FrontProxyCACertFile, s.FrontProxyCACert, 0o644}, {FrontProxyCAKeyFile, s.FrontProxyCAKey, 0o600}} {
 		p := filepath.Join(dir, f.name)
-		if sameFileContent(p, f.data) {
+		if len(f.data) == 0 || sameFileContent(p, f.data) {
 			continue
 		}
 		if err := writeFileAtomic(p, f.data, f.perm); err != nil {
