@@ -2,7 +2,10 @@ package registry
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	mutatingpolicy "k8s.io/apiserver/pkg/admission/plugin/policy/mutating"
+	genericfeatures "k8s.io/apiserver/pkg/features"
 	"strings"
 	"sync"
 
@@ -94,6 +97,11 @@ func newAdmission(g *Registry, cfg AdmissionConfig) (admission.Interface, error)
 			kube = append(kube, n)
 		}
 	}
+	if g.admissionOn["MutatingAdmissionPolicy"] && utilfeature.DefaultFeatureGate.Enabled(genericfeatures.MutatingAdmissionPolicy) {
+		if _, ok := g.types.Lookup(admissionregistrationGroup, "v1beta1", "mutatingadmissionpolicies"); !ok {
+			return nil, errors.New("the MutatingAdmissionPolicy feature gate needs its API: --runtime-config=admissionregistration.k8s.io/v1beta1=true")
+		}
+	}
 	plugins := admission.NewPlugins()
 	noderestriction.Register(plugins)
 	limitranger.Register(plugins)
@@ -108,6 +116,7 @@ func newAdmission(g *Registry, cfg AdmissionConfig) (admission.Interface, error)
 	ctbattest.Register(plugins)
 	certsubjectrestriction.Register(plugins)
 	defaultingressclass.Register(plugins)
+	mutatingpolicy.Register(plugins)
 	validatingpolicy.Register(plugins)
 	resourcequota.Register(plugins)
 	mutatingwebhook.Register(plugins)

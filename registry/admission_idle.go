@@ -20,10 +20,11 @@ import (
 func idleWhen(g *Registry) admission.DecoratorFunc {
 	return func(h admission.Interface, name string) admission.Interface {
 		var idle func(admission.Attributes) bool
-		empty := func(resource string) func(admission.Attributes) bool {
-			c := g.Cache(admissionregistrationGroup, "v1", resource, true)
+		emptyIn := func(version, resource string) func(admission.Attributes) bool {
+			c := g.Cache(admissionregistrationGroup, version, resource, true)
 			return func(admission.Attributes) bool { return !configured(c) }
 		}
+		empty := func(resource string) func(admission.Attributes) bool { return emptyIn("v1", resource) }
 		switch name {
 		case "MutatingAdmissionWebhook":
 			g.mutatingConfigs = g.Cache(admissionregistrationGroup, "v1", "mutatingwebhookconfigurations", true)
@@ -32,6 +33,12 @@ func idleWhen(g *Registry) admission.DecoratorFunc {
 			idle = empty("validatingwebhookconfigurations")
 		case "ValidatingAdmissionPolicy":
 			idle = empty("validatingadmissionpolicybindings")
+		case "MutatingAdmissionPolicy":
+			// Without its API (beta, off by default) the plugin is off too.
+			if _, ok := g.types.Lookup(admissionregistrationGroup, "v1beta1", "mutatingadmissionpolicybindings"); !ok {
+				return h
+			}
+			idle = emptyIn("v1beta1", "mutatingadmissionpolicybindings")
 		default:
 			return h
 		}

@@ -2,6 +2,7 @@ package registry
 
 import (
 	"fmt"
+	"k8s.io/client-go/openapi"
 	"slices"
 	"strings"
 )
@@ -18,6 +19,9 @@ type AdmissionConfig struct {
 	// ClusterIPRouting calls a webhook Service at its cluster IP rather
 	// than at a ready endpoint (ServiceResolver).
 	ClusterIPRouting bool
+	// OpenAPIV3 are the served OpenAPI documents (MutatingAdmissionPolicy
+	// merges ApplyConfigurations with the types they describe).
+	OpenAPIV3 openapi.Client
 }
 
 // admissionOrder is kube-apiserver 1.35's plugin order (its
@@ -57,7 +61,7 @@ var kubePlugins = map[string]bool{
 	"DefaultStorageClass": true, "StorageObjectInUseProtection": true, "PersistentVolumeClaimResize": true,
 	"RuntimeClass": true, "CertificateApproval": true, "CertificateSigning": true, "ClusterTrustBundleAttest": true,
 	"CertificateSubjectRestriction": true, "DefaultIngressClass": true,
-	"MutatingAdmissionWebhook": true, "ValidatingAdmissionPolicy": true, "ValidatingAdmissionWebhook": true,
+	"MutatingAdmissionPolicy": true, "MutatingAdmissionWebhook": true, "ValidatingAdmissionPolicy": true, "ValidatingAdmissionWebhook": true,
 	"ResourceQuota": true,
 }
 

@@ -1,7 +1,10 @@
 package schema
 
 import (
+	"slices"
+
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	admissionregistrationv1beta1 "k8s.io/api/admissionregistration/v1beta1"
 	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
@@ -24,6 +27,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
 )
@@ -32,6 +36,12 @@ var (
 	verbsAll        = []string{"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"}
 	verbsNamespaces = []string{"create", "delete", "get", "list", "patch", "update", "watch"}
 )
+
+// OptionalGroupVersions are served only when enabled, as kube-apiserver
+// serves its beta APIs introduced after 1.24 only with --runtime-config:
+// admissionregistration.k8s.io/v1beta1 (MutatingAdmissionPolicy, which
+// also needs its feature gate).
+var OptionalGroupVersions = []schema.GroupVersion{{Group: "admissionregistration.k8s.io", Version: "v1beta1"}}
 
 // NewScheme returns a scheme holding the Go types of every built-in kind
 // Tabula serves, plus the meta.k8s.io types (Status, DeleteOptions, Table,
@@ -42,7 +52,7 @@ func NewScheme() *runtime.Scheme {
 		corev1.AddToScheme, coordinationv1.AddToScheme, eventsv1.AddToScheme,
 		appsv1.AddToScheme, authenticationv1.AddToScheme, certificatesv1.AddToScheme, flowcontrolv1.AddToScheme, authorizationv1.AddToScheme, autoscalingv1.AddToScheme, autoscalingv2.AddToScheme, batchv1.AddToScheme,
 		discoveryv1.AddToScheme, networkingv1.AddToScheme, nodev1.AddToScheme, policyv1.AddToScheme,
-		rbacv1.AddToScheme, schedulingv1.AddToScheme, storagev1.AddToScheme, admissionregistrationv1.AddToScheme, resourcev1.AddToScheme, apiregistrationv1.AddToScheme,
+		rbacv1.AddToScheme, schedulingv1.AddToScheme, storagev1.AddToScheme, admissionregistrationv1.AddToScheme, admissionregistrationv1beta1.AddToScheme, resourcev1.AddToScheme, apiregistrationv1.AddToScheme,
 		apiextensionsv1.AddToScheme,
 	} {
 		utilruntime.Must(add(s))
@@ -52,8 +62,10 @@ func NewScheme() *runtime.Scheme {
 	return s
 }
 
-// NewBuiltin returns a registry with every built-in type Tabula serves.
-func NewBuiltin() *Registry {
+// NewBuiltin returns a registry with every built-in type Tabula serves,
+// and those of the optional group-versions named in enable (kube's
+// --runtime-config).
+func NewBuiltin(enable ...schema.GroupVersion) *Registry {
 	r := NewRegistry(NewScheme())
 	for _, t := range builtinTypes() {
 		decorate(t)
@@ -61,6 +73,9 @@ func NewBuiltin() *Registry {
 		r.Add(t)
 	}
 	for _, k := range kubeKinds() {
+		if gv := k.GroupVersion(); slices.Contains(OptionalGroupVersions, gv) && !slices.Contains(enable, gv) {
+			continue
+		}
 		t := k.build(r.Scheme)
 		if !t.Virtual {
 			t.ManagedFields = builtinManagedFields(t)

@@ -478,9 +478,7 @@ func flowcontrolKinds() []*kubeKind {
 var flowcontrolGV = schema.GroupVersion{Group: "flowcontrol.apiserver.k8s.io", Version: "v1"}
 
 // admissionregistrationKinds are the webhook configurations and admission
-// policies. Tabula stores and validates them (CEL expressions compile as
-// kube-apiserver compiles them) but does not call webhooks or evaluate
-// policies yet: see README, "Known differences".
+// policies (registry/admission*.go calls and evaluates them).
 func admissionregistrationKinds() []*kubeKind {
 	const g = "admissionregistration.k8s.io"
 	ext := []string{"api-extensions"}
@@ -498,7 +496,15 @@ func admissionregistrationKinds() []*kubeKind {
 	vapb := &kubeKind{Type: cluster(g, "v1", "ValidatingAdmissionPolicyBinding", "validatingadmissionpolicybindings", nil, ext), generation: generationOnChange}
 	vapb.validate, vapb.validateUpdate = validator(admissionregistrationvalidation.ValidateValidatingAdmissionPolicyBinding,
 		admissionregistrationvalidation.ValidateValidatingAdmissionPolicyBindingUpdate)
-	return []*kubeKind{mwc, vap, vapb, vwc}
+	// MutatingAdmissionPolicy is beta in kube 1.35, served only when
+	// admissionregistration.k8s.io/v1beta1 is enabled (OptionalGroupVersions).
+	map_ := &kubeKind{Type: cluster(g, "v1beta1", "MutatingAdmissionPolicy", "mutatingadmissionpolicies", nil, ext), generation: generationOnChange}
+	map_.validate, map_.validateUpdate = validator(admissionregistrationvalidation.ValidateMutatingAdmissionPolicy,
+		admissionregistrationvalidation.ValidateMutatingAdmissionPolicyUpdate)
+	mapb := &kubeKind{Type: cluster(g, "v1beta1", "MutatingAdmissionPolicyBinding", "mutatingadmissionpolicybindings", nil, ext), generation: generationOnChange}
+	mapb.validate, mapb.validateUpdate = validator(admissionregistrationvalidation.ValidateMutatingAdmissionPolicyBinding,
+		admissionregistrationvalidation.ValidateMutatingAdmissionPolicyBindingUpdate)
+	return []*kubeKind{mwc, vap, vapb, vwc, map_, mapb}
 }
 
 // resourceKinds are dynamic resource allocation's classes, claims and

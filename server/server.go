@@ -210,6 +210,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.controllers = controllers.New(controllers.Config{Store: cfg.Store, Types: cfg.Registry, Logger: cfg.Logger, CABundle: cfg.CABundle, ClientCABundle: cfg.ClientCABundle, RequestHeader: rh, Controllers: cfg.Controllers,
 		Advertise: cfg.Advertise, EndpointLeaseDuration: cfg.EndpointLeaseDuration, ServiceRanges: cfg.ServiceRanges, ProxyClientCert: cfg.ProxyClientCert})
+	if cfg.OpenAPI != nil {
+		cfg.Admission.OpenAPIV3 = localOpenAPI{h: cfg.OpenAPI}
+	}
 	var err error
 	if s.api, err = registry.New(registry.Config{Store: cfg.Store, Types: cfg.Registry, EventTTL: cfg.EventTTL, Observer: s.controllers.Observer(),
 		Services: &cfg.ServiceRanges, Admission: cfg.Admission}); err != nil {

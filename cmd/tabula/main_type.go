@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -8,6 +9,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	runtimeschema "k8s.io/apimachinery/pkg/runtime/schema"
+	genericfeatures "k8s.io/apiserver/pkg/features"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"log/slog"
 	"net"
 	"net/http"
@@ -146,6 +150,9 @@ type Config struct {
 	// --disable-admission-plugins, --admission-control-config-file and
 	// (inverted) --enable-aggregator-routing.
 	Admission registry.AdmissionConfig
+	// RuntimeConfig is kube-apiserver's --runtime-config: the optional
+	// group-versions switched on (schema.OptionalGroupVersions).
+	RuntimeConfig []string
 	// ServiceAccountIssuers are kube-apiserver's --service-account-issuer
 	// (the first issues, all are accepted; default
 	// https://kubernetes.default.svc.cluster.local), APIAudiences its
@@ -315,6 +322,8 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.Var((*stringList)(&c.Admission.Enable), "enable-admission-plugins", "admission plugins to run besides the default ones (kube-apiserver 1.35's defaults and NodeRestriction); they run in kube-apiserver's order whatever the order here")
 	fs.Var((*stringList)(&c.Admission.Disable), "disable-admission-plugins", "admission plugins not to run, default ones included")
 	fs.StringVar(&c.Admission.ConfigFile, "admission-control-config-file", "", "an AdmissionConfiguration `file` configuring the admission plugins (for the webhooks: kubeConfigFile, the credentials they are called with)")
+	fs.Var((*stringList)(&c.RuntimeConfig), "runtime-config", "group-versions to serve besides the default ones, as kube-apiserver's key=value pairs: admissionregistration.k8s.io/v1beta1=true (MutatingAdmissionPolicy, beta and off by default in kube 1.35), api/beta=true or api/all=true")
+	fs.Func("feature-gates", "kube-apiserver's feature gates, key=value pairs (MutatingAdmissionPolicy=true with --runtime-config=admissionregistration.k8s.io/v1beta1=true turns on mutating admission policies)", utilfeature.DefaultMutableFeatureGate.Set)
 	fs.Var(invertedBool{&c.Admission.ClusterIPRouting}, "enable-aggregator-routing", "call admission and conversion webhooks named by a Service at a ready endpoint of it (default true); false calls the Service's cluster IP, which must route from here")
 	fs.Var((*stringList)(&c.ServiceAccountIssuers), "service-account-issuer", "the `URL` service account tokens name as their issuer; repeated, the first issues and all are accepted (default https://kubernetes.default.svc.cluster.local)")
 	fs.Var((*stringList)(&c.APIAudiences), "api-audiences", "the audiences a token must name to authenticate to the API (default the first --service-account-issuer)")
@@ -507,7 +516,13 @@ func (m *Main) Run(ctx context.Context) error {
 	metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	metrics.MustRegister(sqlstore.Collectors()...)
 	metrics.MustRegister(encrypt.Collectors()...)
-	reg := schema.NewBuiltin()
+	apis, err := runtimeConfig(c.RuntimeConfig)
+	if err != nil {
+		cancel()
+		m.store.Close()
+		return err
+	}
+	reg := schema.NewBuiltin(apis...)
 	v := Version()
 	oa, err := openapi.New(reg, openapi.Info{Title: "Kubernetes", Version: v.GitVersion})
 	if err != nil {
@@ -844,6 +859,53 @@ func proxyClientCert(c *Config, pki *auth.PKI) (*registry.KeyPair, error) {
 		return nil, fmt.Errorf("--proxy-client-cert-file: %w", err)
 	}
 	return &registry.KeyPair{CertPEM: certPEM, KeyPEM: keyPEM}, nil
+}
+
+// runtimeConfig reads --runtime-config: the optional group-versions it
+// switches on. kube's api/all and api/beta switch on every optional one
+// (they are beta); api/ga names what is always served and api/alpha what
+// Tabula has none of. Any other key is refused rather than ignored:
+// Tabula cannot switch its other APIs off. As on kube-apiserver, the
+// MutatingAdmissionPolicy kinds of admissionregistration.k8s.io/v1beta1
+// are served only with their feature gate on (kube serves that version's
+// deprecated ValidatingAdmissionPolicy kinds there too; Tabula does not).
+func runtimeConfig(entries []string) ([]runtimeschema.GroupVersion, error) {
+	on := map[runtimeschema.GroupVersion]bool{}
+	for _, e := range entries {
+		key, value, _ := strings.Cut(strings.TrimSpace(e), "=")
+		enable, err := strconv.ParseBool(cmp.Or(value, "true"))
+		if err != nil {
+			return nil, fmt.Errorf("--runtime-config: %s: %q is not a boolean", key, value)
+		}
+		switch key {
+		case "api/all", "api/beta":
+			for _, gv := range schema.OptionalGroupVersions {
+				on[gv] = enable
+			}
+			continue
+		case "api/ga":
+			if enable {
+				continue
+			}
+		case "api/alpha":
+			continue
+		}
+		gv, err := runtimeschema.ParseGroupVersion(key)
+		if err != nil || !slices.Contains(schema.OptionalGroupVersions, gv) {
+			return nil, fmt.Errorf("--runtime-config: %q cannot be switched: Tabula serves its built-in group-versions always, and switches on only %v", key, schema.OptionalGroupVersions)
+		}
+		on[gv] = enable
+	}
+	if !utilfeature.DefaultFeatureGate.Enabled(genericfeatures.MutatingAdmissionPolicy) {
+		delete(on, runtimeschema.GroupVersion{Group: "admissionregistration.k8s.io", Version: "v1beta1"})
+	}
+	var out []runtimeschema.GroupVersion
+	for _, gv := range schema.OptionalGroupVersions {
+		if on[gv] {
+			out = append(out, gv)
+		}
+	}
+	return out, nil
 }
 
 // authorizationModes are the flag's modes, or the default chain.
