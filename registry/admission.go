@@ -4,8 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"k8s.io/apiserver/pkg/admission/plugin/namespace/lifecycle"
 	mutatingpolicy "k8s.io/apiserver/pkg/admission/plugin/policy/mutating"
 	genericfeatures "k8s.io/apiserver/pkg/features"
+	"k8s.io/kubernetes/plugin/pkg/admission/defaulttolerationseconds"
+	"k8s.io/kubernetes/plugin/pkg/admission/priority"
+	"k8s.io/kubernetes/plugin/pkg/admission/serviceaccount"
 	"strings"
 	"sync"
 
@@ -70,7 +74,7 @@ var admissionReads = [][2]string{{"", "pods"}, {"", "nodes"}, {"", "serviceaccou
 	{"storage.k8s.io", "storageclasses"}, {"networking.k8s.io", "ingressclasses"}, {"node.k8s.io", "runtimeclasses"},
 	{admissionregistrationGroup, "mutatingwebhookconfigurations"}, {admissionregistrationGroup, "validatingwebhookconfigurations"},
 	{admissionregistrationGroup, "validatingadmissionpolicies"}, {admissionregistrationGroup, "validatingadmissionpolicybindings"},
-	{"", "resourcequotas"}}
+	{"", "resourcequotas"}, {"scheduling.k8s.io", "priorityclasses"}}
 
 // admissionReadsServed: the registry serves every kind the plugins read
 // (a registry of a few kinds, in tests, has no admission).
@@ -103,6 +107,10 @@ func newAdmission(g *Registry, cfg AdmissionConfig) (admission.Interface, error)
 		}
 	}
 	plugins := admission.NewPlugins()
+	lifecycle.Register(plugins)
+	serviceaccount.Register(plugins)
+	priority.Register(plugins)
+	defaulttolerationseconds.Register(plugins)
 	noderestriction.Register(plugins)
 	limitranger.Register(plugins)
 	podsecurity.Register(plugins)

@@ -57,19 +57,13 @@ var admissionDefaults = []string{
 
 // kubePlugins run as kube's own plugin packages in the chain.
 var kubePlugins = map[string]bool{
+	"NamespaceLifecycle": true, "ServiceAccount": true, "Priority": true, "DefaultTolerationSeconds": true,
 	"LimitRanger": true, "NodeRestriction": true, "TaintNodesByCondition": true, "PodSecurity": true,
 	"DefaultStorageClass": true, "StorageObjectInUseProtection": true, "PersistentVolumeClaimResize": true,
 	"RuntimeClass": true, "CertificateApproval": true, "CertificateSigning": true, "ClusterTrustBundleAttest": true,
 	"CertificateSubjectRestriction": true, "DefaultIngressClass": true,
 	"MutatingAdmissionPolicy": true, "MutatingAdmissionWebhook": true, "ValidatingAdmissionPolicy": true, "ValidatingAdmissionWebhook": true,
 	"ResourceQuota": true,
-}
-
-// nativePlugins do what kube's plugin of that name does inside Tabula's
-// registry (the namespace check on create, the pod defaults of
-// podAdmission); the flags turn them off as they turn off kube's.
-var nativePlugins = map[string]bool{
-	"NamespaceLifecycle": true, "ServiceAccount": true, "Priority": true, "DefaultTolerationSeconds": true,
 }
 
 // enabled is the plugins that run, in kube's order. A name kube does not
@@ -81,7 +75,7 @@ func (c AdmissionConfig) enabled() ([]string, error) {
 	for _, n := range c.Enable {
 		if !slices.Contains(admissionOrder, n) {
 			errs = append(errs, fmt.Sprintf("enable-admission-plugins plugin %q is unknown", n))
-		} else if !kubePlugins[n] && !nativePlugins[n] {
+		} else if !kubePlugins[n] {
 			errs = append(errs, fmt.Sprintf("enable-admission-plugins plugin %q is not served by Tabula yet", n))
 		}
 	}
@@ -106,7 +100,7 @@ func (c AdmissionConfig) enabled() ([]string, error) {
 	var out []string
 	for _, n := range admissionOrder {
 		on := slices.Contains(admissionDefaults, n) || slices.Contains(c.Enable, n)
-		if on && !slices.Contains(c.Disable, n) && (kubePlugins[n] || nativePlugins[n]) {
+		if on && !slices.Contains(c.Disable, n) && kubePlugins[n] {
 			out = append(out, n)
 		}
 	}

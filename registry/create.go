@@ -59,40 +59,22 @@ func (x *Resource) Create(ctx context.Context, namespace string, obj runtime.Obj
 	if err := x.checkNamespace(mustAccessor(obj), namespace); err != nil {
 		return Result{}, err
 	}
-	// NamespaceLifecycle is the chain's first plugin: a missing or
-	// terminating namespace is refused before any webhook is called.
-	if err := x.g.admitCreate(ctx, x.t, mustAccessor(obj)); err != nil {
-		return Result{}, err
-	}
-	// The kind's storage hooks run where kube-apiserver runs them: the
-	// built-in admission plugins Tabula runs as hooks (pod defaults) with
-	// the mutating plugins before the webhooks, the storage's own (a
-	// Service's addresses, RBAC's escalation check) on what the webhooks
-	// left.
+	// The kind's storage hooks (a Service's addresses, RBAC's escalation
+	// check) run where kube-apiserver's storage runs them: on what
+	// mutating admission left.
 	finish := noFinish
 	// err is the named result: the claims stay only if the write did.
 	defer func() { finish(err == nil && !opts.DryRun) }()
-	begin := func() error {
-		f, herr := x.hooks.beginCreate(ctx, obj, opts.DryRun)
-		if herr == nil {
-			finish = f
-		}
-		return herr
-	}
-	early := admitsFirst(x.hooks)
-	if x.hooks != nil && early {
-		if err := begin(); err != nil {
-			return Result{}, err
-		}
-	}
 	if err := x.admit(ctx, admissionWrite{op: admission.Create, obj: obj, namespace: mustAccessor(obj).GetNamespace(),
 		name: mustAccessor(obj).GetName(), dryRun: opts.DryRun, manager: opts.Manager}); err != nil {
 		return Result{}, err
 	}
-	if x.hooks != nil && !early {
-		if err := begin(); err != nil {
+	if x.hooks != nil {
+		f, err := x.hooks.beginCreate(ctx, obj, opts.DryRun)
+		if err != nil {
 			return Result{}, err
 		}
+		finish = f
 	}
 	acc, err := x.prepareCreate(namespace, obj)
 	if err != nil {

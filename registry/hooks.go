@@ -20,16 +20,3 @@ type storageHooks interface {
 }
 
 func noFinish(bool) {}
-
-// admissionHooks are hooks that do what kube's built-in admission plugins
-// do (podAdmission): they run before mutating admission, with the
-// plugins they stand in for; other hooks run after it.
-type admissionHooks interface {
-	storageHooks
-	admitsFirst()
-}
-
-func admitsFirst(h storageHooks) bool {
-	_, ok := h.(admissionHooks)
-	return ok
-}

@@ -57,7 +57,7 @@ func TestCreatesUseTheNamespaceCache(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The create returned once the cache showed it.
-	if !g.namespaceActive("cached") {
+	if _, ok, _ := g.namespaces.Indexer().GetByKey("cached"); !ok {
 		t.Fatal("a namespace created through the registry is not in the cache when the create returns")
 	}
 	before := cs.namespaceGets.Load()

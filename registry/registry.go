@@ -109,14 +109,6 @@ func New(cfg Config) (*Registry, error) {
 	if svc, ok := cfg.Types.Lookup("", "v1", "services"); ok && cfg.Services != nil {
 		g.hooks[svc] = newServiceAllocator(g, *cfg.Services)
 	}
-	// Pods pass kube-apiserver's default mutating admission plugins.
-	if pod, ok := cfg.Types.Lookup("", "v1", "pods"); ok {
-		pa := podAdmission{g: g}
-		if _, ok := cfg.Types.Lookup("scheduling.k8s.io", "v1", "priorityclasses"); ok {
-			pa.classes = g.Cache("scheduling.k8s.io", "v1", "priorityclasses", true)
-		}
-		g.hooks[pod] = pa
-	}
 	// RBAC objects grant only what their writer holds, as kube's RBAC
 	// storage checks.
 	if _, ok := cfg.Types.Lookup(rbacGroup, "v1", "roles"); ok {

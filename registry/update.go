@@ -151,21 +151,11 @@ func (x *Resource) updateAttempt(ctx context.Context, namespace, name string, mu
 		// Unconditional: the update applies to the current version.
 		acc.SetResourceVersion(strconv.FormatInt(cur.Rev, 10))
 	}
-	// Hooks around mutating admission as on create (Create explains).
-	finish := noFinish
-	hooks := x.hooks != nil && opts.Subresource == ""
-	early := admitsFirst(x.hooks)
-	if hooks && early {
-		if finish, err = x.hooks.beginUpdate(ctx, obj, old, opts.DryRun); err != nil {
-			return Result{}, false, false, guessed, err
-		}
-	}
 	// A write the server derives from a request it admitted itself
 	// (pods/binding) is not admitted again.
 	if !opts.SkipValidation && !opts.admitted {
 		if err := x.admit(ctx, admissionWrite{op: admission.Update, obj: obj, old: old, namespace: acc.GetNamespace(),
 			name: name, subresource: opts.Subresource, dryRun: opts.DryRun, manager: opts.Manager}); err != nil {
-			finish(false)
 			return Result{}, false, false, guessed, err
 		}
 		// A subresource write keeps only its own fields of what mutating
@@ -178,12 +168,13 @@ func (x *Resource) updateAttempt(ctx context.Context, namespace, name string, mu
 				obj, err = x.narrowToSubresource(obj, old, opts.Subresource)
 			}
 			if err != nil {
-				finish(false)
 				return Result{}, false, false, guessed, err
 			}
 		}
 	}
-	if hooks && !early {
+	// The kind's storage hooks as on create (Create explains).
+	finish := noFinish
+	if x.hooks != nil && opts.Subresource == "" {
 		if finish, err = x.hooks.beginUpdate(ctx, obj, old, opts.DryRun); err != nil {
 			return Result{}, false, false, guessed, err
 		}
