@@ -56,9 +56,7 @@ func (c liveCoreV1) Pods() corev1informers.PodInformer {
 func (c liveCoreV1) Nodes() corev1informers.NodeInformer {
 	return live(c.g, "", "nodes", corev1listers.NewNodeLister)
 }
-func (c liveCoreV1) ServiceAccounts() corev1informers.ServiceAccountInformer {
-	return live(c.g, "", "serviceaccounts", corev1listers.NewServiceAccountLister)
-}
+
 func (c liveCoreV1) PersistentVolumeClaims() corev1informers.PersistentVolumeClaimInformer {
 	return live(c.g, "", "persistentvolumeclaims", corev1listers.NewPersistentVolumeClaimLister)
 }

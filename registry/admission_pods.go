@@ -5,16 +5,23 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	corev1informers "k8s.io/client-go/informers/core/v1"
 	schedulinginformers "k8s.io/client-go/informers/scheduling"
 	schedulingv1informers "k8s.io/client-go/informers/scheduling/v1"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+	corev1listers "k8s.io/client-go/listers/core/v1"
 	schedulingv1listers "k8s.io/client-go/listers/scheduling/v1"
 )
 
 // What kube's ServiceAccount and Priority plugins read: service accounts
+// and PriorityClasses from watch-fed caches, as kube's informers (every
+// Pod create reads its account twice); an account the cache lacks is read
 // live (a namespace's default account is made by a controller right after
-// the namespace, and the plugin looks again for it), PriorityClasses from
-// the watch-fed cache, as kube's informer.
+// the namespace, and the plugin looks again for it).
+
+func (c liveCoreV1) ServiceAccounts() corev1informers.ServiceAccountInformer {
+	return cached(c.g, "", "serviceaccounts", corev1listers.NewServiceAccountLister)
+}
 
 func (f liveInformers) Scheduling() schedulinginformers.Interface { return liveScheduling{g: f.g} }
 

@@ -42,6 +42,27 @@ func BenchmarkCreateHandler(b *testing.B) {
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "creates/s")
 }
 
+// BenchmarkCreatePod is BenchmarkCreateHandler for Pods, one at a time:
+// the admission plugins that change or check a Pod (ServiceAccount's
+// token volume, Priority, DefaultTolerationSeconds, LimitRanger,
+// PodSecurity) run on each.
+func BenchmarkCreatePod(b *testing.B) {
+	h := refNewHarness(b)
+	n := 0
+	b.ReportAllocs()
+	for b.Loop() {
+		n++
+		body := fmt.Sprintf(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p%d"},"spec":{"containers":[{"name":"c","image":"nginx"}]}}`, n)
+		req := httptest.NewRequest("POST", "/api/v1/namespaces/default/pods", bytes.NewReader([]byte(body)))
+		req.Header.Set("Content-Type", "application/json")
+		rec := httptest.NewRecorder()
+		h.h.ServeHTTP(rec, req)
+		if rec.Code != http.StatusCreated {
+			b.Fatalf("create: %d %s", rec.Code, rec.Body)
+		}
+	}
+}
+
 // BenchmarkListHandler measures a list of 10,000 1 KiB ConfigMaps
 // in-process, as JSON (written from the stored bytes) and as Protobuf (what
 // client-go's typed clients and informers ask for).
