@@ -136,6 +136,9 @@ func newAdmission(g *Registry, cfg AdmissionConfig) (admission.Interface, error)
 	if err != nil {
 		return nil, fmt.Errorf("admission-control-config-file: %w", err)
 	}
+	if r, err := provider.ConfigFor("ResourceQuota"); err == nil && r != nil {
+		g.quotaConfigured = true
+	}
 	// The authorizer is set once the server has built it.
 	az := authorizer.AuthorizerFunc(func(ctx context.Context, a authorizer.Attributes) (authorizer.Decision, string, error) {
 		if az := g.authorizer(); az != nil {

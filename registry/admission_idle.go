@@ -2,19 +2,27 @@ package registry
 
 import (
 	"context"
+	"sync"
+	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apiserver/pkg/admission"
+	"k8s.io/client-go/tools/cache"
 )
 
-// Plugins that act only when something is configured — webhooks and
-// policy bindings — are passed over while nothing is: kube's webhook
+// Plugins that act only when something is configured — webhooks, policy
+// bindings, quotas — are passed over while nothing is: kube's webhook
 // plugins otherwise convert every object for their reinvocation
-// bookkeeping, a cost on every write with nothing to do. What they would
-// read is this replica's watch-fed caches, so passing over is what the
-// plugin would decide. ResourceQuota is not passed over: when its cache
-// holds no quota for a namespace it reads the store (kube's live look-up),
-// which is what keeps a quota just made on another replica from being
-// overrun before this replica's watch brings it.
+// bookkeeping, and its quota plugin hands every write to a worker, a cost
+// on every write with nothing to do. What they would read is this
+// replica's watch-fed caches, so passing over is what the plugin would
+// decide. For quotas, as kube's plugin does when its informer holds none
+// for a namespace, the database is asked too, and its empty answer trusted
+// for 30 seconds (kube's live look-up TTL): a quota just made on another
+// replica binds here once the watch brings it (milliseconds), as it binds
+// on a kube-apiserver once its informer does. A quota configuration
+// (limitedResources, which refuse writes where no quota covers them)
+// keeps the plugin always on.
 
 // idleWhen wraps the named plugin with its idle test (admission.Decorator).
 func idleWhen(g *Registry) admission.DecoratorFunc {
@@ -33,6 +41,12 @@ func idleWhen(g *Registry) admission.DecoratorFunc {
 			idle = empty("validatingwebhookconfigurations")
 		case "ValidatingAdmissionPolicy":
 			idle = empty("validatingadmissionpolicybindings")
+		case "ResourceQuota":
+			if g.quotaConfigured {
+				// limitedResources: some writes need a quota to exist.
+				return h
+			}
+			idle = newQuotaless(g).idle
 		case "MutatingAdmissionPolicy":
 			// Without its API (beta, off by default) the plugin is off too.
 			if _, ok := g.types.Lookup(admissionregistrationGroup, "v1beta1", "mutatingadmissionpolicybindings"); !ok {
@@ -77,4 +91,43 @@ func configured(c *Cache) bool {
 // mutatingWebhooks reports whether any mutating webhook is configured.
 func (g *Registry) mutatingWebhooks() bool {
 	return g.mutatingConfigs != nil && configured(g.mutatingConfigs)
+}
+
+// quotaLiveTTL is how long a namespace found without quotas in the
+// database is trusted to have none (kube's quota plugin's liveTTL).
+const quotaLiveTTL = 30 * time.Second
+
+// quotaless tells the namespaces without a ResourceQuota.
+type quotaless struct {
+	g     *Registry
+	cache *Cache
+	// checked is when each namespace was last found without quotas in
+	// the database.
+	checked sync.Map
+}
+
+func newQuotaless(g *Registry) *quotaless {
+	return &quotaless{g: g, cache: g.Cache("", "v1", "resourcequotas", true)}
+}
+
+func (q *quotaless) idle(a admission.Attributes) bool {
+	ns := a.GetNamespace()
+	if ns == "" {
+		return true // quotas are namespaced
+	}
+	if !q.cache.HasSynced() {
+		return false
+	}
+	if held, _ := q.cache.Indexer().ByIndex(cache.NamespaceIndex, ns); len(held) > 0 {
+		return false
+	}
+	if at, ok := q.checked.Load(ns); ok && time.Since(at.(time.Time)) < quotaLiveTTL {
+		return true
+	}
+	items, err := listAs[corev1.ResourceQuota](q.g.MustLookup("", "v1", "resourcequotas"), ns)
+	if err != nil || len(items) > 0 {
+		return false // the plugin decides, reading the database itself
+	}
+	q.checked.Store(ns, time.Now())
+	return true
 }

@@ -82,6 +82,9 @@ type Registry struct {
 	admission    admission.Interface
 	admissionCfg AdmissionConfig
 	admissionOn  map[string]bool
+	// quotaConfigured: the ResourceQuota plugin has a configuration
+	// (admission_idle.go).
+	quotaConfigured bool
 	// mutatingConfigs is the mutating webhook configurations' cache, when
 	// that plugin runs.
 	mutatingConfigs *Cache
