@@ -54,4 +54,7 @@ func TestPodAdmission(t *testing.T) {
 		`the integer value of priority (5) must not be provided in pod spec`)
 	mk("/apis/scheduling.k8s.io/v1/priorityclasses", `{"metadata":{"name":"everyone"},"value":7,"globalDefault":true}`, http.StatusCreated)
 	mk(pods, `{"metadata":{"name":"defaulted"},"spec":{`+container+`}}`, http.StatusCreated, `"priorityClassName":"everyone"`, `"priority":7`)
+	// kube's Priority plugin allows one global default.
+	mk("/apis/scheduling.k8s.io/v1/priorityclasses", `{"metadata":{"name":"another"},"value":8,"globalDefault":true}`, http.StatusForbidden,
+		`priorityclasses.scheduling.k8s.io \"another\" is forbidden: PriorityClass everyone is already marked as default. Only one default can exist`)
 }
