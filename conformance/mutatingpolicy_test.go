@@ -95,7 +95,16 @@ func mutatingPolicyScenario(t *testing.T, tgs []*target) {
 	first, last := tgs[0], tgs[len(tgs)-1]
 	k := newKubectl(t, first)
 	name := uniqueName("add-label")
-	k.okWith(t, runOpts{stdin: fmt.Sprintf(mutatingPolicyManifest, name)}, "apply", "-f", "-")
+	r := k.runWith(t, runOpts{stdin: fmt.Sprintf(mutatingPolicyManifest, name)}, "apply", "-f", "-")
+	if r.code != 0 {
+		t.Fatalf("kubectl apply: %s", r)
+	}
+	// kube-apiserver 1.35's warning on the beta version.
+	for _, kind := range []string{"MutatingAdmissionPolicy", "MutatingAdmissionPolicyBinding"} {
+		if want := "Warning: admissionregistration.k8s.io/v1beta1 " + kind + " is deprecated in v1.37+, unavailable in v1.40+"; !strings.Contains(r.stderr, want) {
+			t.Errorf("kubectl apply's warnings lack %q:\n%s", want, r.stderr)
+		}
+	}
 	on, off := newNamespace(t, first), newNamespace(t, first)
 	cs := first.clientset(t)
 	nsObj, err := cs.CoreV1().Namespaces().Get(ctx, on, metav1.GetOptions{})
@@ -144,5 +153,9 @@ func mutatingPolicyScenario(t *testing.T, tgs []*target) {
 	out := k.ok(t, "get", "mutatingadmissionpolicies", name)
 	if f := strings.Fields(out); len(f) != 8 || strings.Join(f[:4], " ") != "NAME MUTATIONS PARAMKIND AGE" || f[4] != name || f[5] != "2" || f[6] != "<unset>" {
 		t.Errorf("kubectl get mutatingadmissionpolicies:\n%s", out)
+	}
+	out = k.ok(t, "get", "mutatingadmissionpolicybindings", name)
+	if f := strings.Fields(out); len(f) != 8 || strings.Join(f[:4], " ") != "NAME POLICYNAME PARAMREF AGE" || f[4] != name || f[5] != name || f[6] != "<unset>" {
+		t.Errorf("kubectl get mutatingadmissionpolicybindings:\n%s", out)
 	}
 }
