@@ -56,7 +56,7 @@ func (m *Manager) apiServiceAvailabilityController(ctx context.Context) error {
 		certKey = func() ([]byte, []byte) { return c.CertPEM, c.KeyPEM }
 	}
 	x := m.api.MustLookup(apiregistrationv1.GroupName, "v1", "apiservices")
-	c, err := remote.New(apiservices, services, slices, apiServiceClient{x: x}, nil, certKey, m.api.ServiceResolver(), availabilitymetrics.New())
+	c, err := remote.New(apiservices, services, slices, apiServiceClient{x: x}, nil, certKey, m.api.CachedServiceResolver(), availabilitymetrics.New())
 	if err != nil {
 		return err
 	}

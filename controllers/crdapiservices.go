@@ -25,8 +25,8 @@ import (
 
 const (
 	automanagedLabel = "kube-aggregator.kubernetes.io/automanaged"
-	// crdGroupPriority and crdVersionPriority are crdregistration's.
-	crdGroupPriority   = 1000
+	// crdVersionPriority is crdregistration's (its group priority is
+	// schema.CRDGroupPriority).
 	crdVersionPriority = 100
 )
 
@@ -81,7 +81,7 @@ func (m *Manager) syncCRDAPIServices(ctx context.Context, crds []*apiextensionsv
 		s := &apiregistrationv1.APIService{
 			ObjectMeta: metav1.ObjectMeta{Name: gv.Version + "." + gv.Group, Labels: map[string]string{automanagedLabel: "true"}},
 			Spec: apiregistrationv1.APIServiceSpec{Group: gv.Group, Version: gv.Version,
-				GroupPriorityMinimum: crdGroupPriority, VersionPriority: crdVersionPriority},
+				GroupPriorityMinimum: schema.CRDGroupPriority, VersionPriority: crdVersionPriority},
 		}
 		if _, err := x.Create(ctx, "", s, registry.WriteOptions{Manager: registry.ManagerAPIServer}); err != nil && !apierrors.IsAlreadyExists(err) {
 			return err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/url"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -234,27 +235,43 @@ func listAs[T any](x *Resource, namespace string) ([]T, error) {
 type ServiceResolver struct {
 	g         *Registry
 	clusterIP bool
-	// cached: read this replica's watch-fed caches once they are synced.
-	cached bool
+	// cached: this replica's watch-fed caches, read once synced (nil:
+	// always live).
+	cached *resolverCaches
+}
+
+// resolverCaches are the Service and EndpointSlice caches, made on first
+// use.
+type resolverCaches struct {
+	once             sync.Once
+	services, slices *Cache
 }
 
 // ResolveEndpoint implements kube's webhook.ServiceResolver.
 func (r ServiceResolver) ResolveEndpoint(namespace, name string, port int32) (*url.URL, error) {
-	var servicesX, slicesX cache.Indexer = liveIndexer{x: r.g.MustLookup("", "v1", "services")}, liveIndexer{x: r.g.MustLookup("discovery.k8s.io", "v1", "endpointslices")}
-	if r.cached {
-		if c := r.g.Cache("", "v1", "services", true); c.HasSynced() && c.Indexer() != nil {
-			servicesX = c.Indexer()
+	var servicesX, slicesX cache.Indexer
+	if c := r.cached; c != nil {
+		c.once.Do(func() {
+			c.services, c.slices = r.g.Cache("", "v1", "services", true), r.g.Cache("discovery.k8s.io", "v1", "endpointslices", true)
+		})
+		if c.services.HasSynced() && c.services.Indexer() != nil {
+			servicesX = c.services.Indexer()
 		}
-		if c := r.g.Cache("discovery.k8s.io", "v1", "endpointslices", true); c.HasSynced() && c.Indexer() != nil {
-			slicesX = c.Indexer()
+		if c.slices.HasSynced() && c.slices.Indexer() != nil {
+			slicesX = c.slices.Indexer()
 		}
+	}
+	if servicesX == nil {
+		servicesX = liveIndexer{x: r.g.MustLookup("", "v1", "services")}
 	}
 	services := corev1listers.NewServiceLister(servicesX)
 	if r.clusterIP {
 		return proxy.ResolveCluster(services, namespace, name, port)
 	}
-	slices := discoveryv1listers.NewEndpointSliceLister(slicesX)
-	getter, err := proxy.NewEndpointSliceListerGetter(slices)
+	if slicesX == nil {
+		slicesX = liveIndexer{x: r.g.MustLookup("discovery.k8s.io", "v1", "endpointslices")}
+	}
+	getter, err := proxy.NewEndpointSliceListerGetter(discoveryv1listers.NewEndpointSliceLister(slicesX))
 	if err != nil {
 		return nil, err
 	}
@@ -267,12 +284,13 @@ func (g *Registry) ServiceResolver() ServiceResolver {
 }
 
 // CachedServiceResolver resolves from this replica's caches of Services
-// and EndpointSlices (kept, as kube-aggregator's informers are, once an
-// APIService names a Service; made on first use), reading live until they
-// are synced: the aggregator resolves on every request it relays.
+// and EndpointSlices (kept, as kube-aggregator's informers are, only once
+// it is first used: when an APIService names a Service), reading live
+// until they are synced: the aggregator resolves on every request it
+// relays, and its availability checks every 30 seconds.
 func (g *Registry) CachedServiceResolver() ServiceResolver {
 	r := g.ServiceResolver()
-	r.cached = true
+	r.cached = &resolverCaches{}
 	return r
 }
 

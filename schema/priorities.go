@@ -45,6 +45,10 @@ func PriorityOf(gv schema.GroupVersion) (p Priority, ok bool) {
 	return p, ok
 }
 
+// CRDGroupPriority is the group priority kube's crdregistration
+// controller gives a CRD's group (its APIServices' GroupPriorityMinimum).
+const CRDGroupPriority = 1000
+
 // GroupPriorityOf is a group's discovery priority (that of any of its
 // versions kube-apiserver has an entry for).
 func GroupPriorityOf(group string) (int32, bool) {

@@ -5,6 +5,7 @@ import (
 	"crypto/sha512"
 	"encoding/hex"
 	"net/http"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -48,56 +49,55 @@ func (s *Server) proxyAggregated(c echo.Context, t *aggregator.Target) error {
 }
 
 // withRemote merges the groups of Service-backed APIServices into the
-// local ones (in kube's order: group priority, highest first, then
-// name), as kube-aggregator lists them beside kube-apiserver's own: a
-// group served here gains the remote versions after its own; another
-// group goes in its place. name and priority describe local groups;
-// insert and extend build the result.
+// local ones, as kube-aggregator lists them beside kube-apiserver's own:
+// both lists are in kube's order (group priority, highest first, then
+// name), so they merge like two sorted lists; a group served here gains
+// the remote versions after its own. insert and extend build the result.
 func withRemote[T any](local []T, remote []aggregator.Group, name func(T) string,
 	insert func(aggregator.Group) T, extend func(*T, aggregator.Group)) []T {
 	if len(remote) == 0 {
 		return local
 	}
-	out := append([]T(nil), local...)
+	local = slices.Clone(local)
+	at := make(map[string]int, len(local))
+	for i, l := range local {
+		at[name(l)] = i
+	}
+	var others []aggregator.Group
 	for _, g := range remote {
-		at := -1
-		for i, l := range out {
-			if name(l) == g.Name {
-				extend(&out[i], g)
-				at = -2
-				break
-			}
-			if at == -1 && groupBefore(g.Name, g.Priority, name(l)) {
-				at = i
-			}
+		if i, ok := at[g.Name]; ok {
+			extend(&local[i], g)
+		} else {
+			others = append(others, g)
 		}
-		switch at {
-		case -2:
-		case -1:
-			out = append(out, insert(g))
-		default:
-			out = append(out[:at], append([]T{insert(g)}, out[at:]...)...)
+	}
+	out := make([]T, 0, len(local)+len(others))
+	for _, l := range local {
+		for len(others) > 0 && groupBefore(others[0], name(l)) {
+			out = append(out, insert(others[0]))
+			others = others[1:]
 		}
+		out = append(out, l)
+	}
+	for _, g := range others {
+		out = append(out, insert(g))
 	}
 	return out
 }
 
-// groupBefore: a group of the given priority sorts before the local
-// group named other (kube-apiserver's priority, a CRD group's 1000).
-func groupBefore(group string, priority int32, other string) bool {
-	p := int32(crdGroupPriority)
-	if pr, ok := schema.GroupPriorityOf(other); ok {
-		p = pr
+// groupBefore: the remote group sorts before the local group named
+// other (kube-apiserver's priority for its own groups, a CRD group's
+// otherwise).
+func groupBefore(g aggregator.Group, other string) bool {
+	p, ok := schema.GroupPriorityOf(other)
+	if !ok {
+		p = schema.CRDGroupPriority
 	}
-	if priority != p {
-		return priority > p
+	if g.Priority != p {
+		return g.Priority > p
 	}
-	return group < other
+	return g.Name < other
 }
-
-// crdGroupPriority is what kube's crdregistration controller gives a
-// CRD's group.
-const crdGroupPriority = 1000
 
 // discoveryForm reads a discovery request's Accept: the media type of
 // aggregated discovery (apidiscovery.k8s.io/v2; v2beta1 is no longer
@@ -172,20 +172,19 @@ func (s *Server) groups() []metav1.APIGroup {
 
 // allGroups are the groups served here and by aggregated servers.
 func (s *Server) allGroups() []metav1.APIGroup {
+	versions := func(g aggregator.Group) []metav1.GroupVersionForDiscovery {
+		var out []metav1.GroupVersionForDiscovery
+		for _, v := range g.Versions {
+			out = append(out, metav1.GroupVersionForDiscovery{GroupVersion: g.Name + "/" + v.Version, Version: v.Version})
+		}
+		return out
+	}
 	return withRemote(s.groups(), s.agg.Groups(), func(g metav1.APIGroup) string { return g.Name },
 		func(g aggregator.Group) metav1.APIGroup {
-			out := metav1.APIGroup{Name: g.Name}
-			for _, gv := range g.Versions {
-				out.Versions = append(out.Versions, metav1.GroupVersionForDiscovery{GroupVersion: gv.String(), Version: gv.Version})
-			}
-			out.PreferredVersion = out.Versions[0]
-			return out
+			vs := versions(g)
+			return metav1.APIGroup{Name: g.Name, Versions: vs, PreferredVersion: vs[0]}
 		},
-		func(l *metav1.APIGroup, g aggregator.Group) {
-			for _, gv := range g.Versions {
-				l.Versions = append(l.Versions, metav1.GroupVersionForDiscovery{GroupVersion: gv.String(), Version: gv.Version})
-			}
-		})
+		func(l *metav1.APIGroup, g aggregator.Group) { l.Versions = append(l.Versions, versions(g)...) })
 }
 
 func (s *Server) getAPIs(c echo.Context) error {
@@ -300,9 +299,9 @@ func (s *Server) aggregatedV2(legacy bool) *apidiscoveryv2.APIGroupDiscoveryList
 	}
 	if !legacy {
 		list.Items = withRemote(list.Items, s.agg.Groups(), func(g apidiscoveryv2.APIGroupDiscovery) string { return g.Name },
-			func(g aggregator.Group) apidiscoveryv2.APIGroupDiscovery { return g.Aggregated },
+			func(g aggregator.Group) apidiscoveryv2.APIGroupDiscovery { return g.APIGroupDiscovery },
 			func(l *apidiscoveryv2.APIGroupDiscovery, g aggregator.Group) {
-				l.Versions = append(l.Versions, g.Aggregated.Versions...)
+				l.Versions = append(l.Versions, g.Versions...)
 			})
 	}
 	return list

@@ -110,14 +110,10 @@ func (r *request) proxyPath() string {
 	return p
 }
 
-// relay serves the request through one of kube's proxy handlers. The
-// client's credentials stay here: kube-apiserver drops the Authorization
-// header once it has authenticated a request, so a proxied backend never
-// sees a user's token.
+// relay serves the request through one of kube's proxy handlers (the
+// authentication middleware removed the client's credentials).
 func (r *request) relay(h http.Handler) error {
-	req := r.c.Request().Clone(r.ctx)
-	req.Header.Del("Authorization")
-	h.ServeHTTP(r.c.Response(), req)
+	h.ServeHTTP(r.c.Response(), r.c.Request().Clone(r.ctx))
 	return nil
 }
 

@@ -1,10 +1,10 @@
 package server
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 
 	"k8s.io/client-go/openapi"
 )
@@ -42,12 +42,12 @@ func (c localOpenAPI) get(url, accept string) ([]byte, error) {
 		return nil, err
 	}
 	req.Header.Set("Accept", accept)
-	w := &bufferedResponse{header: http.Header{}, code: http.StatusOK}
+	w := httptest.NewRecorder()
 	c.h.ServeHTTP(w, req)
-	if w.code != http.StatusOK {
-		return nil, fmt.Errorf("GET %s: %d %s", url, w.code, w.body.Bytes())
+	if w.Code != http.StatusOK {
+		return nil, fmt.Errorf("GET %s: %d %s", url, w.Code, w.Body.Bytes())
 	}
-	return w.body.Bytes(), nil
+	return w.Body.Bytes(), nil
 }
 
 type localOpenAPIDocument struct {
@@ -59,14 +59,3 @@ func (d localOpenAPIDocument) Schema(contentType string) ([]byte, error) {
 	return d.c.get(d.url, contentType)
 }
 func (d localOpenAPIDocument) ServerRelativeURL() string { return d.url }
-
-// bufferedResponse keeps an in-process response.
-type bufferedResponse struct {
-	header http.Header
-	code   int
-	body   bytes.Buffer
-}
-
-func (w *bufferedResponse) Header() http.Header         { return w.header }
-func (w *bufferedResponse) Write(b []byte) (int, error) { return w.body.Write(b) }
-func (w *bufferedResponse) WriteHeader(code int)        { w.code = code }

@@ -138,3 +138,25 @@ func TestCertificateFiles(t *testing.T) {
 		t.Errorf("served certificate %q; want the company's", cs)
 	}
 }
+
+// TestProxyClientCertNeedsItsCA: a proxy client certificate of one's own
+// needs the request-header CA that verifies it (else the generated front
+// proxy's CA would be published and aggregated API servers would refuse
+// Tabula's relays); start-up says so.
+func TestProxyClientCertNeedsItsCA(t *testing.T) {
+	dir := t.TempDir()
+	m := NewMain()
+	cert, key := filepath.Join(dir, "proxy.crt"), filepath.Join(dir, "proxy.key")
+	if err := m.ParseFlags([]string{"--data-dir", dir, "--listen", "127.0.0.1:0", "--log-level", "error",
+		"--proxy-client-cert-file", cert, "--proxy-client-key-file", key}); err != nil {
+		t.Fatal(err)
+	}
+	err := m.Run(context.Background())
+	if err == nil {
+		m.Close()
+		t.Fatal("started with --proxy-client-cert-file and no --requestheader-client-ca-file")
+	}
+	if want := "--proxy-client-cert-file needs --requestheader-client-ca-file"; !strings.Contains(err.Error(), want) {
+		t.Errorf("error %q, want %q", err, want)
+	}
+}

@@ -703,45 +703,30 @@ func shareClusterSecrets(ctx context.Context, st *sqlstore.Store, token, previou
 		rec, err := st.Get(ctx, clusterSecretsKey)
 		if err == nil {
 			s, err := auth.OpenSecrets(token, rec.Value)
+			rewrite := false
 			if errors.Is(err, auth.ErrWrongToken) && previous != "" {
-				if s, err = auth.OpenSecrets(previous, rec.Value); err != nil {
-					return err
-				}
-				sealed, err := auth.SealSecrets(token, s)
-				if err != nil {
-					return err
-				}
-				_, err = st.Update(ctx, clusterSecretsKey, rec.Rev, func(int64) (kv.Entry, error) { return kv.Entry{Value: sealed}, nil })
-				if errors.Is(err, kv.ErrConflict) {
-					continue // another replica rotated it first
-				}
-				if err != nil {
-					return err
-				}
-			} else if err != nil {
+				s, err = auth.OpenSecrets(previous, rec.Value)
+				rewrite = true // sealed again with the new token
+			}
+			if err != nil {
 				return err
 			}
-			if len(s.FrontProxyCAKey) == 0 {
+			if len(s.FrontProxyCACert) == 0 || len(s.FrontProxyCAKey) == 0 {
 				// Stored by a Tabula without a front proxy: this replica's
 				// becomes the cluster's.
-				if err := auth.InstallSecrets(pkiDir, s); err != nil {
+				if s.FrontProxyCACert, s.FrontProxyCAKey, err = auth.EnsureFrontProxyCA(pkiDir); err != nil {
 					return err
 				}
-				if _, err := auth.EnsurePKI(pkiDir, sans); err != nil {
-					return err
-				}
-				local, err := auth.LocalSecrets(pkiDir)
-				if err != nil {
-					return err
-				}
-				s.FrontProxyCACert, s.FrontProxyCAKey = local.FrontProxyCACert, local.FrontProxyCAKey
+				rewrite = true
+			}
+			if rewrite {
 				sealed, err := auth.SealSecrets(token, s)
 				if err != nil {
 					return err
 				}
 				_, err = st.Update(ctx, clusterSecretsKey, rec.Rev, func(int64) (kv.Entry, error) { return kv.Entry{Value: sealed}, nil })
 				if errors.Is(err, kv.ErrConflict) {
-					continue // another replica added its own first
+					continue // another replica rewrote them first: read them again
 				}
 				if err != nil {
 					return err
@@ -841,6 +826,11 @@ func proxyClientCert(c *Config, pki *auth.PKI) (*registry.KeyPair, error) {
 		return nil, errors.New("--proxy-client-cert-file and --proxy-client-key-file go together")
 	}
 	certFile, keyFile := c.ProxyClientCertFile, c.ProxyClientKeyFile
+	if certFile != "" && c.RequestHeaderClientCAFile == "" {
+		// Aggregated API servers verify it with the CA published as
+		// requestheader-client-ca-file, which must then be its own.
+		return nil, errors.New("--proxy-client-cert-file needs --requestheader-client-ca-file naming the CA that signed it")
+	}
 	if certFile == "" {
 		if c.RequestHeaderClientCAFile != "" {
 			return nil, nil

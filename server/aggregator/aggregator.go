@@ -1,15 +1,12 @@
 package aggregator
 
 import (
-	"context"
 	"log/slog"
 	"net/http"
-	"sort"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	runtimeschema "k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/version"
 	"k8s.io/client-go/rest"
 	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
 	apiregistrationv1helper "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1/helper"
@@ -38,17 +35,18 @@ type Aggregator struct {
 	changed chan struct{}
 }
 
-// Target is one Service-backed APIService as the proxy uses it.
+// Target is one Service-backed APIService as the proxy uses it; it is
+// replaced, not changed, when the APIService changes (resources aside,
+// which are guarded by the Aggregator's lock).
 type Target struct {
-	Name                           string
-	GroupVersion                   runtimeschema.GroupVersion
-	GroupPriority, VersionPriority int32
-	Namespace, Service             string
-	Port                           int32
-	Available                      bool
-	transport                      http.RoundTripper
-	transportErr                   error
-	resources                      *discovered
+	api                *apiregistrationv1.APIService
+	GroupVersion       runtimeschema.GroupVersion
+	Namespace, Service string
+	Port               int32
+	Available          bool
+	transport          http.RoundTripper
+	transportErr       error
+	resources          *discovered
 }
 
 // New watches APIServices through the registry's cache, which must be
@@ -71,17 +69,11 @@ func (a *Aggregator) set(obj runtime.Object) {
 	if !ok {
 		return
 	}
-	gv := runtimeschema.GroupVersion{Group: s.Spec.Group, Version: s.Spec.Version}
 	if s.Spec.Service == nil {
-		a.mu.Lock()
-		if t := a.remote[gv]; t != nil && t.Name == s.Name {
-			delete(a.remote, gv)
-		}
-		a.mu.Unlock()
-		a.signal()
+		a.remove(obj) // served here (again)
 		return
 	}
-	t := &Target{Name: s.Name, GroupVersion: gv, GroupPriority: s.Spec.GroupPriorityMinimum, VersionPriority: s.Spec.VersionPriority,
+	t := &Target{api: s, GroupVersion: runtimeschema.GroupVersion{Group: s.Spec.Group, Version: s.Spec.Version},
 		Namespace: s.Spec.Service.Namespace, Service: s.Spec.Service.Name, Port: 443,
 		Available: apiregistrationv1helper.IsAPIServiceConditionTrue(s, apiregistrationv1.Available)}
 	if s.Spec.Service.Port != nil {
@@ -89,27 +81,29 @@ func (a *Aggregator) set(obj runtime.Object) {
 	}
 	t.transport, t.transportErr = a.transportFor(s)
 	a.mu.Lock()
-	if old := a.remote[gv]; old != nil && old.resources != nil {
-		// Kept, stale, until read again.
-		t.resources = &discovered{resources: old.resources.resources}
+	if old := a.remote[t.GroupVersion]; old != nil {
+		// What it served stays listed until a read says otherwise.
+		t.resources = old.resources
 	}
-	a.remote[gv] = t
+	a.remote[t.GroupVersion] = t
 	a.mu.Unlock()
 	a.signal()
 }
 
+// remove forgets a group-version (an APIService's name is always
+// <version>.<group>, so there is one per group-version).
 func (a *Aggregator) remove(obj runtime.Object) {
 	s, ok := obj.(*apiregistrationv1.APIService)
 	if !ok {
 		return
 	}
-	gv := runtimeschema.GroupVersion{Group: s.Spec.Group, Version: s.Spec.Version}
 	a.mu.Lock()
-	if t := a.remote[gv]; t != nil && t.Name == s.Name {
-		delete(a.remote, gv)
-	}
+	_, had := a.remote[runtimeschema.GroupVersion{Group: s.Spec.Group, Version: s.Spec.Version}]
+	delete(a.remote, runtimeschema.GroupVersion{Group: s.Spec.Group, Version: s.Spec.Version})
 	a.mu.Unlock()
-	a.signal()
+	if had {
+		a.signal()
+	}
 }
 
 func (a *Aggregator) signal() {
@@ -121,14 +115,12 @@ func (a *Aggregator) signal() {
 
 // transportFor is kube-aggregator's transport to an APIService: its CA
 // bundle (or no verification when it says so) for the name
-// <service>.<namespace>.svc, the proxy's client certificate, HTTP/1.1
-// (upgrades pass through it).
+// <service>.<namespace>.svc, and the proxy's client certificate.
 func (a *Aggregator) transportFor(s *apiregistrationv1.APIService) (http.RoundTripper, error) {
 	cfg := &rest.Config{TLSClientConfig: rest.TLSClientConfig{
 		Insecure:   s.Spec.InsecureSkipTLSVerify,
 		ServerName: s.Spec.Service.Name + "." + s.Spec.Service.Namespace + ".svc",
 		CAData:     s.Spec.CABundle,
-		NextProtos: []string{"http/1.1"},
 	}}
 	if c := a.cfg.ClientCert; c != nil {
 		cfg.TLSClientConfig.CertData, cfg.TLSClientConfig.KeyData = c.CertPEM, c.KeyPEM
@@ -139,45 +131,29 @@ func (a *Aggregator) transportFor(s *apiregistrationv1.APIService) (http.RoundTr
 // Target is the Service-backed APIService of a group-version, or nil when
 // Tabula serves it (or nothing does).
 func (a *Aggregator) Target(group, version string) *Target {
-	if a == nil {
-		return nil
-	}
 	a.mu.RLock()
 	defer a.mu.RUnlock()
 	return a.remote[runtimeschema.GroupVersion{Group: group, Version: version}]
 }
 
-// Targets are the Service-backed APIServices in kube-aggregator's order:
-// by group priority (highest first), then group name, then version
-// priority and kube's version order.
-func (a *Aggregator) Targets() []*Target {
-	if a == nil {
-		return nil
-	}
+// targetGroups are the Service-backed APIServices by group, in
+// kube-aggregator's order (kube's SortedByGroupAndVersion).
+func (a *Aggregator) targetGroups() [][]*Target {
 	a.mu.RLock()
-	out := make([]*Target, 0, len(a.remote))
+	byName := make(map[string]*Target, len(a.remote))
+	apis := make([]*apiregistrationv1.APIService, 0, len(a.remote))
 	for _, t := range a.remote {
-		out = append(out, t)
+		byName[t.api.Name] = t
+		apis = append(apis, t.api)
 	}
 	a.mu.RUnlock()
-	sort.Slice(out, func(i, j int) bool {
-		x, y := out[i], out[j]
-		if x.GroupVersion.Group != y.GroupVersion.Group {
-			if x.GroupPriority != y.GroupPriority {
-				return x.GroupPriority > y.GroupPriority
-			}
-			return x.GroupVersion.Group < y.GroupVersion.Group
+	var out [][]*Target
+	for _, group := range apiregistrationv1helper.SortedByGroupAndVersion(apis) {
+		ts := make([]*Target, len(group))
+		for i, s := range group {
+			ts[i] = byName[s.Name]
 		}
-		if x.VersionPriority != y.VersionPriority {
-			return x.VersionPriority > y.VersionPriority
-		}
-		return version.CompareKubeAwareVersionStrings(x.GroupVersion.Version, y.GroupVersion.Version) > 0
-	})
+		out = append(out, ts)
+	}
 	return out
-}
-
-// Run keeps the remote group-versions' discovery documents current until
-// ctx ends.
-func (a *Aggregator) Run(ctx context.Context) {
-	a.runDiscovery(ctx)
 }

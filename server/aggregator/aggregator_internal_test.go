@@ -5,37 +5,42 @@ import (
 	"testing"
 
 	apidiscoveryv2 "k8s.io/api/apidiscovery/v2"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtimeschema "k8s.io/apimachinery/pkg/runtime/schema"
+	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
 )
 
 // TestGroupsOrderAndFreshness: Service-backed groups come in
 // kube-aggregator's order (group priority, highest first, then name;
 // within a group version priority, then kube's version order), and a
-// version is Current in aggregated discovery only when its server is
-// available and was read since it last changed.
+// version is Current in aggregated discovery only while its server is
+// available and its last read succeeded.
 func TestGroupsOrderAndFreshness(t *testing.T) {
-	gv := func(g, v string) runtimeschema.GroupVersion { return runtimeschema.GroupVersion{Group: g, Version: v} }
 	res := []apidiscoveryv2.APIResourceDiscovery{{Resource: "pods"}}
+	target := func(group, version string, groupPriority, versionPriority int32, available bool, d *discovered) *Target {
+		return &Target{api: &apiregistrationv1.APIService{ObjectMeta: metav1.ObjectMeta{Name: version + "." + group},
+			Spec: apiregistrationv1.APIServiceSpec{Group: group, Version: version, GroupPriorityMinimum: groupPriority, VersionPriority: versionPriority}},
+			GroupVersion: runtimeschema.GroupVersion{Group: group, Version: version}, Available: available, resources: d}
+	}
 	a := &Aggregator{remote: map[runtimeschema.GroupVersion]*Target{}}
 	for _, t := range []*Target{
-		{GroupVersion: gv("b.example", "v1"), GroupPriority: 100, VersionPriority: 10, Available: true, resources: &discovered{resources: res, current: true}},
-		{GroupVersion: gv("a.example", "v1"), GroupPriority: 100, VersionPriority: 10, Available: true, resources: &discovered{resources: res}},
-		{GroupVersion: gv("metrics.k8s.io", "v1beta1"), GroupPriority: 100, VersionPriority: 100, Available: false, resources: &discovered{resources: res, current: true}},
-		{GroupVersion: gv("metrics.k8s.io", "v1"), GroupPriority: 100, VersionPriority: 100, Available: true},
-		{GroupVersion: gv("z.example", "v1alpha1"), GroupPriority: 2000, VersionPriority: 1, Available: true, resources: &discovered{resources: res, current: true}},
+		target("b.example", "v1", 100, 10, true, &discovered{resources: res, current: true}),
+		target("a.example", "v1", 100, 10, true, &discovered{resources: res}), // its last read failed
+		target("metrics.k8s.io", "v1beta1", 100, 100, false, &discovered{resources: res, current: true}),
+		target("metrics.k8s.io", "v1", 100, 100, true, nil),
+		target("z.example", "v1alpha1", 2000, 1, true, &discovered{resources: res, current: true}),
 	} {
 		a.remote[t.GroupVersion] = t
 	}
 	var names []string
 	for _, g := range a.Groups() {
-		for i, v := range g.Versions {
-			av := g.Aggregated.Versions[i]
-			names = append(names, v.String()+" "+string(av.Freshness))
+		for _, v := range g.Versions {
+			names = append(names, g.Name+"/"+v.Version+" "+string(v.Freshness))
 		}
 	}
 	want := []string{
 		"z.example/v1alpha1 Current",
-		"a.example/v1 Stale", // read before it changed
+		"a.example/v1 Stale",
 		"b.example/v1 Current",
 		"metrics.k8s.io/v1 Stale",      // never read
 		"metrics.k8s.io/v1beta1 Stale", // unavailable

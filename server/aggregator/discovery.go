@@ -10,65 +10,62 @@ import (
 
 	apidiscoveryv2 "k8s.io/api/apidiscovery/v2"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	runtimeschema "k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/endpoints"
 	"k8s.io/client-go/transport"
 )
 
-// discovered is what an extension server said it serves, at one fetch.
+// discovered is what an extension server said it serves, at its last
+// read; current is false once a read failed (the resources are then the
+// last known, Stale to clients).
 type discovered struct {
 	resources []apidiscoveryv2.APIResourceDiscovery
-	// current: fetched since the APIService last changed and available;
-	// otherwise the resources are the last known (stale).
-	current bool
+	current   bool
 }
 
 // discoveryResync re-reads every extension server's discovery, as
 // kube-aggregator refreshes its aggregated document.
 const discoveryResync = time.Minute
 
-func (a *Aggregator) runDiscovery(ctx context.Context) {
+// Run keeps the extension servers' discovery read until ctx ends: every
+// available one when an APIService changes and every minute; what was
+// read stays Current until a read fails, as kube-aggregator keeps it.
+func (a *Aggregator) Run(ctx context.Context) {
 	tick := time.NewTicker(discoveryResync)
 	defer tick.Stop()
 	for {
-		for _, t := range a.Targets() {
-			a.mu.RLock()
-			known := t.resources
-			a.mu.RUnlock()
-			if known != nil && known.current {
-				continue
+		for _, group := range a.targetGroups() {
+			for _, t := range group {
+				a.refresh(ctx, t)
 			}
-			d := &discovered{}
-			if t.Available {
-				res, err := a.fetchDiscovery(ctx, t)
-				if err != nil {
-					a.cfg.Logger.Debug("aggregated API: discovery not read", "apiservice", t.Name, "err", err)
-				} else {
-					d = &discovered{resources: res, current: true}
-				}
-			}
-			if !d.current && known != nil {
-				d.resources = known.resources
-			}
-			a.mu.Lock()
-			if cur := a.remote[t.GroupVersion]; cur == t {
-				cur.resources = d
-			}
-			a.mu.Unlock()
 		}
 		select {
 		case <-ctx.Done():
 			return
 		case <-a.changed:
 		case <-tick.C:
-			a.mu.Lock()
-			for _, t := range a.remote {
-				if t.resources != nil {
-					t.resources = &discovered{resources: t.resources.resources}
-				}
-			}
-			a.mu.Unlock()
 		}
+	}
+}
+
+// refresh reads one target's discovery, keeping the last resources when
+// it cannot.
+func (a *Aggregator) refresh(ctx context.Context, t *Target) {
+	d := &discovered{}
+	if t.Available {
+		res, err := a.fetchDiscovery(ctx, t)
+		if err == nil {
+			d = &discovered{resources: res, current: true}
+		} else {
+			a.cfg.Logger.Debug("aggregated API: discovery not read", "apiservice", t.api.Name, "err", err)
+		}
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if !d.current && t.resources != nil {
+		d.resources = t.resources.resources
+	}
+	if cur := a.remote[t.GroupVersion]; cur == t {
+		cur.resources = d
 	}
 }
 
@@ -112,39 +109,35 @@ func (a *Aggregator) fetchDiscovery(ctx context.Context, t *Target) ([]apidiscov
 	return endpoints.ConvertGroupVersionIntoToDiscovery(list.APIResources)
 }
 
-// Group is one group of Service-backed APIServices for discovery.
+// Group is one group of Service-backed APIServices in aggregated
+// discovery (its versions in order, the preferred first), with the
+// group's priority.
 type Group struct {
-	Name     string
+	apidiscoveryv2.APIGroupDiscovery
 	Priority int32
-	// Versions in order, the preferred first.
-	Versions []runtimeschema.GroupVersion
-	// Aggregated is the group in aggregated discovery.
-	Aggregated apidiscoveryv2.APIGroupDiscovery
 }
 
 // Groups are the Service-backed groups in kube-aggregator's order, with
-// what is known of their resources (stale when the server is unavailable
-// or was not read since it changed).
+// what is known of their resources (Stale while the server is
+// unavailable, has not been read, or its last read failed).
 func (a *Aggregator) Groups() []Group {
 	var out []Group
-	for _, t := range a.Targets() {
-		gv := t.GroupVersion
-		if len(out) == 0 || out[len(out)-1].Name != gv.Group {
-			out = append(out, Group{Name: gv.Group, Priority: t.GroupPriority,
-				Aggregated: apidiscoveryv2.APIGroupDiscovery{ObjectMeta: metav1.ObjectMeta{Name: gv.Group}}})
-		}
-		g := &out[len(out)-1]
-		g.Versions = append(g.Versions, gv)
-		v := apidiscoveryv2.APIVersionDiscovery{Version: gv.Version, Freshness: apidiscoveryv2.DiscoveryFreshnessStale}
+	for _, group := range a.targetGroups() {
+		g := Group{APIGroupDiscovery: apidiscoveryv2.APIGroupDiscovery{ObjectMeta: metav1.ObjectMeta{Name: group[0].GroupVersion.Group}},
+			Priority: group[0].api.Spec.GroupPriorityMinimum}
 		a.mu.RLock()
-		if d := t.resources; d != nil {
-			v.Resources = d.resources
-			if d.current && t.Available {
-				v.Freshness = apidiscoveryv2.DiscoveryFreshnessCurrent
+		for _, t := range group {
+			v := apidiscoveryv2.APIVersionDiscovery{Version: t.GroupVersion.Version, Freshness: apidiscoveryv2.DiscoveryFreshnessStale}
+			if d := t.resources; d != nil {
+				v.Resources = d.resources
+				if d.current && t.Available {
+					v.Freshness = apidiscoveryv2.DiscoveryFreshnessCurrent
+				}
 			}
+			g.Versions = append(g.Versions, v)
 		}
 		a.mu.RUnlock()
-		g.Aggregated.Versions = append(g.Aggregated.Versions, v)
+		out = append(out, g)
 	}
 	return out
 }

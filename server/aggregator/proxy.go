@@ -6,6 +6,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/httpstream"
 	"k8s.io/apimachinery/pkg/util/proxy"
+	genericfeatures "k8s.io/apiserver/pkg/features"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	apiserverproxy "k8s.io/apiserver/pkg/util/proxy"
 	"k8s.io/client-go/transport"
 )
@@ -32,25 +34,25 @@ func (a *Aggregator) Proxy(w http.ResponseWriter, r *http.Request, t *Target, u 
 	}
 	loc, err := a.resolver.ResolveEndpoint(t.Namespace, t.Service, t.Port)
 	if err != nil {
-		a.cfg.Logger.Warn("aggregated API: no endpoint", "apiservice", t.Name, "err", err)
+		a.cfg.Logger.Warn("aggregated API: no endpoint", "apiservice", t.api.Name, "err", err)
 		http.Error(w, "service unavailable", http.StatusServiceUnavailable)
 		return
 	}
 	location := &url.URL{Scheme: "https", Host: loc.Host, Path: r.URL.Path, RawQuery: r.URL.Query().Encode()}
 	req, cancel := apiserverproxy.NewRequestForProxy(location, r)
 	defer cancel()
-	// The caller's credentials stay here: the extension server learns the
-	// user from the headers the proxy's certificate vouches for.
-	req.Header.Del("Authorization")
-	for name := range req.Header {
-		if len(name) > len("Impersonate-") && name[:len("Impersonate-")] == "Impersonate-" {
-			req.Header.Del(name)
-		}
+	// The extension server learns the user from the headers the proxy's
+	// certificate vouches for (authentication removed the caller's own
+	// credentials, impersonation its headers); the uid only with kube's
+	// RemoteRequestHeaderUID gate.
+	uid := ""
+	if utilfeature.DefaultFeatureGate.Enabled(genericfeatures.RemoteRequestHeaderUID) {
+		uid = u.UID
 	}
 	upgrade := httpstream.IsUpgradeRequest(r)
-	rt := transport.NewAuthProxyRoundTripper(u.Name, u.UID, u.Groups, u.Extra, t.transport)
+	rt := transport.NewAuthProxyRoundTripper(u.Name, uid, u.Groups, u.Extra, t.transport)
 	if upgrade {
-		transport.SetAuthProxyHeaders(req, u.Name, u.UID, u.Groups, u.Extra)
+		transport.SetAuthProxyHeaders(req, u.Name, uid, u.Groups, u.Extra)
 	}
 	h := proxy.NewUpgradeAwareHandler(location, rt, true, upgrade, errorResponder{w})
 	h.RejectForwardingRedirects = true

@@ -319,6 +319,10 @@ func Middleware(a *Authenticator, unauthorized func(c echo.Context) error, anony
 			u, ok, err := a.Authenticate(r)
 			switch {
 			case ok:
+				// As kube's WithAuthentication: the credentials stay here,
+				// so nothing relayed onwards (kubelets, aggregated API
+				// servers) sees a user's token.
+				r.Header.Del("Authorization")
 				c.SetRequest(r.WithContext(WithUser(r.Context(), u)))
 				return next(c)
 			case err == nil && anonymousAuth != nil && anonymousAuth(r.URL.Path):

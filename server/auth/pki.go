@@ -260,6 +260,21 @@ func EnsurePKI(dir string, sans []string) (*PKI, error) {
 	return p, nil
 }
 
+// EnsureFrontProxyCA loads the front proxy's CA in dir, generating it
+// when missing, and returns its certificate and key (PEM).
+func EnsureFrontProxyCA(dir string) (certPEM, keyPEM []byte, err error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, nil, fmt.Errorf("pki: create %s: %w", dir, err)
+	}
+	keyPath := filepath.Join(dir, FrontProxyCAKeyFile)
+	ca, _, err := loadOrGenerateCA(filepath.Join(dir, FrontProxyCACertFile), keyPath, frontProxyCACommonName, time.Now())
+	if err != nil {
+		return nil, nil, err
+	}
+	keyPEM, err = os.ReadFile(keyPath)
+	return ca.certPEM, keyPEM, err
+}
+
 // ServerTLSConfig returns the TLS configuration for the API server: the
 // serving certificate, and client certificates requested (naming the CA
 // they should come from) but not required or verified in the handshake:
