@@ -176,7 +176,7 @@ func (m *Manager) recountQuotas(ctx context.Context, ev *quotaEvaluators, ns str
 			q.Status = status
 			_, _, err = quotas.Update(ctx, ns, name, func(runtime.Object) (runtime.Object, error) { return q, nil },
 				registry.UpdateOptions{Subresource: "status", WriteOptions: registry.WriteOptions{Manager: registry.ManagerControllerManager}})
-			if apierrors.IsConflict(err) {
+			if apierrors.IsConflict(err) && attempt < 4 {
 				continue // admission counted something meanwhile: recount
 			}
 			if err != nil && !apierrors.IsNotFound(err) {

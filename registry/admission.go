@@ -52,16 +52,16 @@ import (
 
 // Admission is the registry's admission step: every write — a handler's
 // or an in-process controller's — is shown to kube's own admission
-// plugins (k8s.io/apiserver/pkg/admission) with the writer's identity,
-// after the kind's storage hooks and before the strategy and validation,
-// where kube-apiserver's mutating admission runs. Plugins see kube's
+// plugins (k8s.io/apiserver/pkg/admission) with the writer's identity:
+// mutation before the kind's storage hooks, strategy and validation,
+// validation after them, where kube-apiserver runs them. Plugins see kube's
 // internal types, converted from the object only when a plugin asks for
 // it; what a mutating plugin changes is converted back.
 //
-// The chain holds NodeRestriction (what a kubelet's system:node:<name>
-// identity may change: its own Node and Lease, the status of its own
-// pods, mirror pods bound to it, tokens for its pods, …), which every
-// production cluster enables beside the Node authorizer.
+// NodeRestriction (what a kubelet's system:node:<name> identity may
+// change: its own Node and Lease, the status of its own pods, mirror pods
+// bound to it, tokens for its pods, …) is on by default, as every
+// production cluster enables it beside the Node authorizer.
 
 // loopbackUser is who the server's own writes are, to plugins (as
 // kube-apiserver's loopback client).
@@ -261,7 +261,7 @@ func toInternal(obj runtime.Object) (runtime.Object, error) {
 }
 
 // builtinInterfaces is what plugins convert and default built-in kinds
-// with (kube's scheme); custom resources have their own (crInterfaces).
+// with (kube's scheme); custom resources have their own (crObjects).
 var builtinInterfaces = admission.NewObjectInterfacesFromScheme(legacyscheme.Scheme)
 
 // admissionWrite names one write for admission.
@@ -340,7 +340,7 @@ func (x *Resource) admitPhases(ctx context.Context, w admissionWrite, phases int
 		Attributes: admission.NewAttributesRecord(nil, nil, kind, w.namespace, w.name, resource, w.subresource, w.op, w.options, w.dryRun, who),
 		obj:        w.obj, old: w.old,
 	}
-	o := x.objectInterfaces()
+	o := x.objectInterfaces(w.kind != nil)
 	if m, ok := chain.(admission.MutationInterface); ok && phases&mutate != 0 {
 		if err := m.Admit(ctx, a, o); err != nil {
 			return admissionError(err)

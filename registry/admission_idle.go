@@ -2,10 +2,10 @@ package registry
 
 import (
 	"context"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	utilcache "k8s.io/apimachinery/pkg/util/cache"
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/client-go/tools/cache"
 )
@@ -28,15 +28,16 @@ import (
 func idleWhen(g *Registry) admission.DecoratorFunc {
 	return func(h admission.Interface, name string) admission.Interface {
 		var idle func(admission.Attributes) bool
-		emptyIn := func(version, resource string) func(admission.Attributes) bool {
+		emptyIn := func(version, resource string) (*Cache, func(admission.Attributes) bool) {
 			c := g.Cache(admissionregistrationGroup, version, resource, true)
-			return func(admission.Attributes) bool { return !configured(c) }
+			return c, func(admission.Attributes) bool { return !configured(c) }
 		}
-		empty := func(resource string) func(admission.Attributes) bool { return emptyIn("v1", resource) }
+		empty := func(resource string) func(admission.Attributes) bool { _, idle := emptyIn("v1", resource); return idle }
 		switch name {
 		case "MutatingAdmissionWebhook":
-			g.mutatingConfigs = g.Cache(admissionregistrationGroup, "v1", "mutatingwebhookconfigurations", true)
-			idle = empty("mutatingwebhookconfigurations")
+			var c *Cache
+			c, idle = emptyIn("v1", "mutatingwebhookconfigurations")
+			g.mutators = append(g.mutators, c)
 		case "ValidatingAdmissionWebhook":
 			idle = empty("validatingwebhookconfigurations")
 		case "ValidatingAdmissionPolicy":
@@ -52,7 +53,9 @@ func idleWhen(g *Registry) admission.DecoratorFunc {
 			if _, ok := g.types.Lookup(admissionregistrationGroup, "v1beta1", "mutatingadmissionpolicybindings"); !ok {
 				return h
 			}
-			idle = emptyIn("v1beta1", "mutatingadmissionpolicybindings")
+			var c *Cache
+			c, idle = emptyIn("v1beta1", "mutatingadmissionpolicybindings")
+			g.mutators = append(g.mutators, c)
 		default:
 			return h
 		}
@@ -88,9 +91,15 @@ func configured(c *Cache) bool {
 	return len(c.Indexer().ListKeys()) > 0 || !c.HasSynced()
 }
 
-// mutatingWebhooks reports whether any mutating webhook is configured.
-func (g *Registry) mutatingWebhooks() bool {
-	return g.mutatingConfigs != nil && configured(g.mutatingConfigs)
+// mutationsConfigured reports whether any mutating webhook or mutating
+// admission policy binding is configured.
+func (g *Registry) mutationsConfigured() bool {
+	for _, c := range g.mutators {
+		if configured(c) {
+			return true
+		}
+	}
+	return false
 }
 
 // quotaLiveTTL is how long a namespace found without quotas in the
@@ -101,13 +110,13 @@ const quotaLiveTTL = 30 * time.Second
 type quotaless struct {
 	g     *Registry
 	cache *Cache
-	// checked is when each namespace was last found without quotas in
-	// the database.
-	checked sync.Map
+	// checked holds the namespaces recently found without quotas in the
+	// database, each for quotaLiveTTL (bounded, as kube's live look-ups).
+	checked *utilcache.LRUExpireCache
 }
 
 func newQuotaless(g *Registry) *quotaless {
-	return &quotaless{g: g, cache: g.Cache("", "v1", "resourcequotas", true)}
+	return &quotaless{g: g, cache: g.Cache("", "v1", "resourcequotas", true), checked: utilcache.NewLRUExpireCache(4096)}
 }
 
 func (q *quotaless) idle(a admission.Attributes) bool {
@@ -121,13 +130,13 @@ func (q *quotaless) idle(a admission.Attributes) bool {
 	if held, _ := q.cache.Indexer().ByIndex(cache.NamespaceIndex, ns); len(held) > 0 {
 		return false
 	}
-	if at, ok := q.checked.Load(ns); ok && time.Since(at.(time.Time)) < quotaLiveTTL {
+	if _, ok := q.checked.Get(ns); ok {
 		return true
 	}
 	items, err := listAs[corev1.ResourceQuota](q.g.MustLookup("", "v1", "resourcequotas"), ns)
 	if err != nil || len(items) > 0 {
 		return false // the plugin decides, reading the database itself
 	}
-	q.checked.Store(ns, time.Now())
+	q.checked.Add(ns, struct{}{}, quotaLiveTTL)
 	return true
 }

@@ -17,10 +17,12 @@ import (
 // conversion (a conversion webhook's, when it has one), as
 // apiextensions-apiserver gives them. Both name equivalent resources from
 // the served types, so a webhook whose rules name one version of a kind
-// is called, with matchPolicy Equivalent, for a write in another.
-func (x *Resource) objectInterfaces() admission.ObjectInterfaces {
+// is called, with matchPolicy Equivalent, for a write in another. A
+// subresource's own built-in kind (a custom resource's autoscaling/v1
+// Scale) is a built-in object whatever its resource.
+func (x *Resource) objectInterfaces(subresourceKind bool) admission.ObjectInterfaces {
 	eq := equivalentResources{types: x.g.types}
-	if !x.t.Unstructured {
+	if !x.t.Unstructured || subresourceKind {
 		return builtinObjects{ObjectInterfaces: builtinInterfaces, eq: eq}
 	}
 	return crObjects{g: x.g, t: x.t, eq: eq}

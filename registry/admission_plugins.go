@@ -106,23 +106,3 @@ func (c AdmissionConfig) enabled() ([]string, error) {
 	}
 	return out, nil
 }
-
-// EnabledAdmissionPlugins is the chain that runs, for logs and tests.
-func (g *Registry) EnabledAdmissionPlugins() []string {
-	var out []string
-	for _, n := range admissionOrder {
-		if g.admissionOn[n] {
-			out = append(out, n)
-		}
-	}
-	return out
-}
-
-// admissionEnabled reports whether a plugin runs. A registry without
-// admission (tests of a few kinds) runs the native ones.
-func (g *Registry) admissionEnabled(name string) bool {
-	if g.admissionOn == nil {
-		return true
-	}
-	return g.admissionOn[name]
-}

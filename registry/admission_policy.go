@@ -3,6 +3,7 @@ package registry
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -98,7 +99,7 @@ func (m restMapper) RESTMappings(gk runtimeschema.GroupKind, versions ...string)
 		if t.Group != gk.Group || t.Kind != gk.Kind {
 			continue
 		}
-		if len(versions) > 0 && versions[0] != "" && !contains(versions, t.Version) {
+		if len(versions) > 0 && versions[0] != "" && !slices.Contains(versions, t.Version) {
 			continue
 		}
 		scope := meta.RESTScopeRoot
@@ -122,15 +123,6 @@ func (m restMapper) RESTMapping(gk runtimeschema.GroupKind, versions ...string) 
 		return nil, err
 	}
 	return all[0], nil
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }
 
 // ValidatingAdmissionPolicies is the watch-fed informer of the policies

@@ -56,7 +56,8 @@ type CacheHandler struct {
 // says whether it holds the objects (an Indexer) or only feeds handlers.
 // Caches are fed by RunCaches, so every one that shares a resource with
 // another must be asked for before it; one made later (the parameters
-// of an admission policy) starts at once.
+// of an admission policy) starts at once. Handlers given for a cache
+// already running first hear what it holds.
 func (g *Registry) Cache(group, version, resource string, keep bool, handlers ...CacheHandler) *Cache {
 	x := g.MustLookup(group, version, resource)
 	g.cachesMu.Lock()
@@ -75,9 +76,9 @@ func (g *Registry) Cache(group, version, resource string, keep bool, handlers ..
 	if keep && c.indexer == nil && !running {
 		c.indexer = cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
 	}
-	c.hmu.Lock()
-	c.handlers = append(c.handlers, handlers...)
-	c.hmu.Unlock()
+	for _, h := range handlers {
+		c.addHandler(h)
+	}
 	return c
 }
 

@@ -66,7 +66,6 @@ type Registry struct {
 	// namespaces is the NamespaceLifecycle admission's view (nil without
 	// namespaces).
 	namespaces *Cache
-	nsType     *schema.Type
 	// hooks are the storage hooks of the kinds that have them.
 	hooks map[*schema.Type]storageHooks
 	// caches are the watch-fed caches, by storage resource.
@@ -85,9 +84,10 @@ type Registry struct {
 	// quotaConfigured: the ResourceQuota plugin has a configuration
 	// (admission_idle.go).
 	quotaConfigured bool
-	// mutatingConfigs is the mutating webhook configurations' cache, when
-	// that plugin runs.
-	mutatingConfigs *Cache
+	// mutators are the caches of what configures mutation beyond kube's
+	// built-in plugins (mutating webhook configurations, mutating policy
+	// bindings), those whose plugins run.
+	mutators []*Cache
 	// converters make custom resource converters (conversion.go).
 	converters converterFactory
 	// written holds this replica's last writes, where updates start.
@@ -104,8 +104,8 @@ func New(cfg Config) (*Registry, error) {
 	if g.observer == nil {
 		g.observer = nopObserver{}
 	}
-	if ns, ok := cfg.Types.Lookup("", "v1", "namespaces"); ok {
-		g.nsType, g.namespaces = ns, g.Cache("", "v1", "namespaces", true)
+	if _, ok := cfg.Types.Lookup("", "v1", "namespaces"); ok {
+		g.namespaces = g.Cache("", "v1", "namespaces", true)
 	}
 	g.hooks = map[*schema.Type]storageHooks{}
 	// Services claim from pools, as kube-apiserver's Service storage does.

@@ -159,9 +159,10 @@ func (x *Resource) updateAttempt(ctx context.Context, namespace, name string, mu
 			return Result{}, false, false, guessed, err
 		}
 		// A subresource write keeps only its own fields of what mutating
-		// webhooks returned, as kube's status strategies reset the rest
-		// after admission (kube's built-in plugins change nothing else).
-		if opts.Subresource != "" && x.g.mutatingWebhooks() {
+		// webhooks and policies returned, as kube's status strategies reset
+		// the rest after admission (kube's built-in plugins change nothing
+		// else).
+		if opts.Subresource != "" && x.g.mutationsConfigured() {
 			if su, ok := x.t.SubresourceUpdates[opts.Subresource]; ok {
 				obj, err = su.Prepare(obj, old)
 			} else {

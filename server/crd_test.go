@@ -452,3 +452,40 @@ func TestCRDAPIServices(t *testing.T) {
 			h.do("GET", base+"v1beta1.test.example.com", nil, nil).Code == http.StatusNotFound
 	})
 }
+
+// TestCRScaleAdmission: an admission policy on a custom resource's /scale
+// sees the autoscaling/v1 Scale (kube's built-in kind, whatever the
+// resource) and refuses what it should.
+func TestCRScaleAdmission(t *testing.T) {
+	h := refNewHarness(t)
+	h.createNamespace("cr-scale", nil)
+	h.mustDo("POST", crdPath, "application/json", `{"apiVersion":"apiextensions.k8s.io/v1","kind":"CustomResourceDefinition",
+ "metadata":{"name":"knobs.test.example.com"},
+ "spec":{"group":"test.example.com","scope":"Namespaced","names":{"plural":"knobs","singular":"knob","kind":"Knob"},
+  "versions":[{"name":"v1","served":true,"storage":true,"subresources":{"scale":{"specReplicasPath":".spec.replicas","statusReplicasPath":".status.replicas"}},
+   "schema":{"openAPIV3Schema":{"type":"object","properties":{"spec":{"type":"object","properties":{"replicas":{"type":"integer"}}},
+    "status":{"type":"object","properties":{"replicas":{"type":"integer"}}}}}}}]}}`, http.StatusCreated)
+	establish(t, h, "knobs.test.example.com")
+	h.mustDo("POST", "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies", "application/json",
+		`{"metadata":{"name":"few-knobs"},"spec":{"failurePolicy":"Fail","matchConstraints":{"resourceRules":[{"apiGroups":["test.example.com"],
+		"apiVersions":["v1"],"operations":["UPDATE"],"resources":["knobs/scale"]}]},
+		"validations":[{"expression":"object.spec.replicas <= 5","message":"at most five"}]}}`, http.StatusCreated)
+	h.mustDo("POST", "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings", "application/json",
+		`{"metadata":{"name":"few-knobs"},"spec":{"policyName":"few-knobs","validationActions":["Deny"]}}`, http.StatusCreated)
+	const knob = "/apis/test.example.com/v1/namespaces/cr-scale/knobs/k"
+	h.mustDo("POST", "/apis/test.example.com/v1/namespaces/cr-scale/knobs", "application/json",
+		`{"apiVersion":"test.example.com/v1","kind":"Knob","metadata":{"name":"k"},"spec":{"replicas":1}}`, http.StatusCreated)
+	ct := map[string]string{"Content-Type": "application/merge-patch+json"}
+	// The policy applies once the replica's caches have it.
+	h.waitFor("the policy to refuse a scale to 9", func() bool {
+		r := h.do("PATCH", knob+"/scale?dryRun=All", ct, []byte(`{"spec":{"replicas":9}}`))
+		return r.Code == http.StatusUnprocessableEntity
+	})
+	r := h.do("PATCH", knob+"/scale", ct, []byte(`{"spec":{"replicas":9}}`))
+	if r.Code != http.StatusUnprocessableEntity || !strings.Contains(r.Body.String(), `ValidatingAdmissionPolicy 'few-knobs' with binding 'few-knobs' denied request: at most five`) {
+		t.Errorf("scale to 9: %d %s", r.Code, r.Body)
+	}
+	if r := h.do("PATCH", knob+"/scale", ct, []byte(`{"spec":{"replicas":3}}`)); r.Code != http.StatusOK {
+		t.Errorf("scale to 3: %d %s", r.Code, r.Body)
+	}
+}
