@@ -3,11 +3,13 @@ package codecs_test
 import (
 	"bytes"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -39,7 +41,7 @@ func fuzzCodec(tb testing.TB) (*codecs.Codec, *schema.Type) {
 	if !ok {
 		tb.Fatal("configmaps not registered")
 	}
-	return codecs.New(reg.Scheme), t
+	return codecs.New(reg.Scheme, codecs.Options{CBOR: true}), t
 }
 
 // referenceBodies returns the request bodies of recorded cases whose
@@ -118,7 +120,7 @@ func checkDecoded(t *testing.T, c *codecs.Codec, ct *schema.Type, mediaType stri
 	json1 := encodeJSON(t, c, cm)
 	again := decodeJSON(t, c, ct, json1)
 	json2 := encodeJSON(t, c, again)
-	if mediaType != codecs.Protobuf {
+	if mediaType != codecs.Protobuf && mediaType != codecs.CBOR {
 		if !apiequality.Semantic.DeepEqual(cm, again) {
 			t.Fatalf("JSON round trip changed the object:\nbefore %#v\nafter  %#v", cm, again)
 		}
@@ -262,6 +264,95 @@ func FuzzDecodeProtobuf(f *testing.F) {
 		obj, _, err := c.Decode(ct, codecs.Protobuf, body)
 		checkDecoded(t, c, ct, codecs.Protobuf, obj, err)
 	})
+}
+
+// hostileCBOR are inputs meant to make a CBOR decoder fail badly: very
+// deep nesting, lengths far beyond the data, indefinite lengths never
+// closed, duplicate keys, wrong tags and invalid UTF-8 in text strings.
+func hostileCBOR() [][]byte {
+	deep := append([]byte{0xd9, 0xd9, 0xf7}, bytes.Repeat([]byte{0x81}, 100000)...)
+	deepMaps := append([]byte{0xd9, 0xd9, 0xf7}, bytes.Repeat([]byte{0xa1, 0x41, 'k'}, 50000)...)
+	return [][]byte{
+		deep, deepMaps,
+		{0xd9, 0xd9, 0xf7, 0x5b, 0x7f, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}, // byte string of 2^63-1 bytes
+		{0xd9, 0xd9, 0xf7, 0x9b, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x00}, // array of 2^32 items
+		{0xd9, 0xd9, 0xf7, 0xbb, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x00}, // map of 2^32 pairs
+		{0xd9, 0xd9, 0xf7, 0xbf, 0x44, 'k', 'i', 'n', 'd'},                       // indefinite map, never closed
+		{0xd9, 0xd9, 0xf7, 0xa2, 0x44, 'k', 'i', 'n', 'd', 0x41, 'a', 0x44, 'k', 'i', 'n', 'd', 0x41, 'b'},
+		{0xc1, 0xa0},                         // an epoch-time tag around a map
+		{0xd9, 0xd9, 0xf7, 0xd9, 0xd9, 0xf7}, // a tag around nothing
+		{0xd9, 0xd9, 0xf7, 0xa1, 0x64, 'k', 'i', 'n', 0xff, 0x41, 'a'}, // text string with invalid UTF-8
+		{0xd9, 0xd9, 0xf7, 0xa1, 0xf9, 0x7e, 0x00, 0x41, 'a'},          // a NaN as a key
+		{0xd9, 0xd9, 0xf7, 0xa1, 0xa0, 0x41, 'a'},                      // a map as a key
+	}
+}
+
+func FuzzDecodeCBOR(f *testing.F) {
+	c, ct := fuzzCodec(f)
+	// The CBOR bodies sent to a real kube-apiserver (testdata/reference/cbor).
+	files, _ := filepath.Glob(filepath.Join(fuzzReferenceDir, "cbor", "*.json"))
+	seeds := 0
+	for _, file := range files {
+		raw, err := os.ReadFile(file)
+		if err != nil {
+			f.Fatal(err)
+		}
+		var rc struct {
+			Request struct {
+				BodyHex *string `json:"body_hex"`
+			} `json:"request"`
+		}
+		if json.Unmarshal(raw, &rc) != nil || rc.Request.BodyHex == nil {
+			continue
+		}
+		if b, err := hex.DecodeString(*rc.Request.BodyHex); err == nil {
+			f.Add(b)
+			seeds++
+		}
+	}
+	if seeds == 0 {
+		f.Fatal("no CBOR request bodies recorded in testdata/reference/cbor")
+	}
+	for _, cm := range []*corev1.ConfigMap{
+		{},
+		{ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: "default", Labels: map[string]string{"app": "x"}}, Data: map[string]string{"k": "v"}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "b", GenerateName: "b-", Finalizers: []string{"f"}}, BinaryData: map[string][]byte{"b": {0, 1, 2}}, Immutable: new(bool)},
+	} {
+		cm.SetGroupVersionKind(ct.GroupVersionKind())
+		b, err := c.CBORBytes(cm)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	for _, b := range hostileCBOR() {
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		obj, _, err := c.Decode(ct, codecs.CBOR, body)
+		checkDecoded(t, c, ct, codecs.CBOR, obj, err)
+	})
+}
+
+// TestHostileCBOR: every hostile input is a 400-kind DecodeError (never a
+// panic or a different error), decoded without allocating anything near
+// the lengths it declares.
+func TestHostileCBOR(t *testing.T) {
+	c, ct := fuzzCodec(t)
+	for i, b := range hostileCBOR() {
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		obj, _, err := c.Decode(ct, codecs.CBOR, b)
+		runtime.ReadMemStats(&after)
+		var de *codecs.DecodeError
+		if err == nil || !errors.As(err, &de) || obj != nil {
+			t.Errorf("input %d: got %v, %v; want a DecodeError and no object", i, obj, err)
+		}
+		if grew := after.TotalAlloc - before.TotalAlloc; grew > 64<<20 {
+			t.Errorf("input %d (%d bytes) allocated %d MiB while failing", i, len(b), grew>>20)
+		}
+	}
 }
 
 func FuzzNegotiate(f *testing.F) {

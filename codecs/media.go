@@ -13,6 +13,8 @@ const (
 	YAML     = "application/yaml"
 	Protobuf = "application/vnd.kubernetes.protobuf"
 	CBOR     = "application/cbor"
+	// CBORSequence is a CBOR watch stream's type: one event after another.
+	CBORSequence = "application/cbor-seq"
 
 	JSONPatch      = "application/json-patch+json"
 	MergePatch     = "application/merge-patch+json"
@@ -33,7 +35,7 @@ const (
 
 // Output is the negotiated response representation.
 type Output struct {
-	MediaType string // JSON, YAML or Protobuf
+	MediaType string // JSON, YAML, Protobuf or CBOR
 	View      View
 	// ViewVersion is "v1" or "v1beta1" for Table / PartialObjectMetadata.
 	ViewVersion string
@@ -47,8 +49,13 @@ func (o Output) ContentType() string { return o.MediaType }
 type Offer struct {
 	// Protobuf is false for kinds without a Protobuf form.
 	Protobuf bool
+	// CBOR is true when the server serves CBOR.
+	CBOR bool
 	// List is true when the answer is a collection (PartialObjectMetadataList).
 	List bool
+	// Watch is true for a watch of a built-in kind: its 406 names the
+	// stream forms too.
+	Watch bool
 	// Views is true where Table/PartialObjectMetadata may be served.
 	Views bool
 	// Kind names the Go type in messages, as kube-apiserver's internal
@@ -58,10 +65,14 @@ type Offer struct {
 
 // Available is the list quoted in 406 messages.
 func (o Offer) Available() string {
+	s := "application/json, application/yaml"
 	if o.Protobuf {
-		return "application/json, application/yaml, application/vnd.kubernetes.protobuf"
+		s += ", application/vnd.kubernetes.protobuf"
 	}
-	return "application/json, application/yaml"
+	if o.CBOR {
+		s += ", application/cbor"
+	}
+	return s
 }
 
 type accepted struct {
@@ -126,6 +137,18 @@ func NegotiateWhy(accept string, offer Offer) (Output, string) {
 				continue
 			}
 			mt = Protobuf
+		case CBOR:
+			if !offer.CBOR {
+				continue
+			}
+			mt = CBOR
+		case CBORSequence:
+			// Named as a watch's answer, not as an acceptable one:
+			// kube-apiserver 1.35 refuses it so.
+			if offer.CBOR {
+				viewProblem = "only the following media types are accepted: " + offer.Available()
+			}
+			continue
 		default:
 			continue
 		}
@@ -147,8 +170,9 @@ func NegotiateWhy(accept string, offer Offer) (Output, string) {
 		}
 		switch as {
 		case "Table":
-			if mt == Protobuf {
-				viewProblem = generic // Tables have no Protobuf form
+			if mt == Protobuf || mt == CBOR {
+				// kube-apiserver 1.35 serves Tables in neither.
+				viewProblem = generic
 				continue
 			}
 			return Output{MediaType: mt, View: ViewTable, ViewVersion: v}, ""
@@ -170,6 +194,12 @@ func NegotiateWhy(accept string, offer Offer) (Output, string) {
 	}
 	if viewProblem == "" {
 		viewProblem = "406: Not Acceptable\n\nAvailable representations: " + offer.Available()
+		if offer.Watch && offer.Protobuf {
+			viewProblem += ", application/json;stream=watch, application/vnd.kubernetes.protobuf;stream=watch"
+			if offer.CBOR {
+				viewProblem += ", " + CBORSequence
+			}
+		}
 	}
 	return Output{}, viewProblem
 }

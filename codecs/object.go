@@ -2,16 +2,19 @@ package codecs
 
 import (
 	"bytes"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	runtimeschema "k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/apimachinery/pkg/runtime/serializer/cbor"
 	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
 	sigsjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
@@ -25,17 +28,35 @@ type Codec struct {
 	factory serializer.CodecFactory
 	proto   *protobuf.Serializer
 	raw     *protobuf.RawSerializer
+	// cbor is kube's CBOR serializer (nil when CBOR is off).
+	cbor runtime.Serializer
+}
+
+// Options choose what a Codec serves besides JSON, YAML and Protobuf.
+type Options struct {
+	// CBOR serves application/cbor as kube-apiserver does with its
+	// CBORServingAndStorage gate on.
+	CBOR bool
 }
 
 // New returns a Codec for the kinds in scheme.
-func New(scheme *runtime.Scheme) *Codec {
-	return &Codec{
-		scheme:  scheme,
-		factory: serializer.NewCodecFactory(scheme, serializer.EnableStrict),
-		proto:   protobuf.NewSerializer(scheme, scheme),
-		raw:     protobuf.NewRawSerializer(scheme, scheme),
+func New(scheme *runtime.Scheme, o Options) *Codec {
+	mutators := []serializer.CodecFactoryOptionsMutator{serializer.EnableStrict}
+	c := &Codec{
+		scheme: scheme,
+		proto:  protobuf.NewSerializer(scheme, scheme),
+		raw:    protobuf.NewRawSerializer(scheme, scheme),
 	}
+	if o.CBOR {
+		mutators = append(mutators, serializer.WithSerializer(cbor.NewSerializerInfo))
+		c.cbor = cbor.NewSerializer(scheme, scheme)
+	}
+	c.factory = serializer.NewCodecFactory(scheme, mutators...)
+	return c
 }
+
+// CBOR says whether the Codec serves CBOR.
+func (c *Codec) CBOR() bool { return c.cbor != nil }
 
 // Serializer is the scheme's codecs as k8s.io/apiserver's response
 // writers take them (for the errors of kube's filters used as they are).
@@ -54,7 +75,9 @@ func (e *DecodeError) Error() string { return e.Message }
 // the caller to apply its fieldValidation directive; unknown fields are
 // dropped from the object.
 func (c *Codec) Decode(t *schema.Type, mediaType string, body []byte) (obj runtime.Object, strict []string, err error) {
-	if t.Unstructured {
+	if t.Unstructured && mediaType == CBOR {
+		obj, strict, err = c.decodeUnstructuredCBOR(t, body)
+	} else if t.Unstructured {
 		obj, strict, err = decodeUnstructured(t, mediaType, body)
 	} else {
 		obj, strict, err = c.decodeTyped(t, mediaType, body)
@@ -110,6 +133,29 @@ func decodeUnstructured(t *schema.Type, mediaType string, body []byte) (runtime.
 	return u, strict, nil
 }
 
+// decodeUnstructuredCBOR reads a CBOR body as an object of a Type that
+// has no Go type, with kube's CBOR decoder (which refuses duplicate keys
+// outright: CBOR forbids them).
+func (c *Codec) decodeUnstructuredCBOR(t *schema.Type, body []byte) (runtime.Object, []string, error) {
+	if c.cbor == nil {
+		return nil, nil, &DecodeError{Message: "unsupported media type " + CBOR}
+	}
+	u := &unstructured.Unstructured{}
+	gvk := t.GroupVersionKind()
+	_, actual, err := c.cbor.Decode(body, &gvk, u)
+	if err != nil {
+		if actual == nil || actual.Kind == "" {
+			return nil, nil, &DecodeError{Message: fmt.Sprintf("the object provided is unrecognized (must be of type %s): %v (%s)", t.Kind, err, truncate(body))}
+		}
+		return nil, nil, &DecodeError{Message: fmt.Sprintf("%s in version %q cannot be handled as a %s: %v", actual.Kind, actual.Version, t.Kind, err)}
+	}
+	if got := u.GroupVersionKind(); got.Kind != t.Kind || got.GroupVersion() != t.GroupVersion() {
+		return nil, nil, &DecodeError{Message: fmt.Sprintf("%s in version %q cannot be handled as a %s: the API version in the data (%s) does not match the expected API version (%s)",
+			got.Kind, got.Version, t.Kind, u.GetAPIVersion(), t.APIVersion())}
+	}
+	return u, nil, nil
+}
+
 // decodeTyped decodes into the Type's Go type through the scheme.
 func (c *Codec) decodeTyped(t *schema.Type, mediaType string, body []byte) (obj runtime.Object, strict []string, err error) {
 	info, ok := runtime.SerializerInfoForMediaType(c.factory.SupportedMediaTypes(), mediaType)
@@ -138,14 +184,25 @@ func (c *Codec) decodeTyped(t *schema.Type, mediaType string, body []byte) (obj 
 		return nil, nil, &DecodeError{Message: fmt.Sprintf("%s in version %q cannot be handled as a %s: %v", actual.Kind, actual.Version, t.Kind, err)}
 	}
 	if actual != nil && (actual.Kind != t.Kind || actual.GroupVersion() != t.GroupVersion()) {
-		return nil, nil, &DecodeError{Message: fmt.Sprintf("%s in version %q cannot be handled as a %s: converting (%s.%s) to (%s): unknown conversion",
-			actual.Kind, actual.Version, t.Kind, actual.Version, actual.Kind, t.Kind)}
+		return nil, nil, &DecodeError{Message: fmt.Sprintf("%s in version %q cannot be handled as a %s: converting (%s.%s) to (%s.%s): unknown conversion",
+			actual.Kind, actual.Version, t.Kind, actual.Version, actual.Kind, internalPackage(t.Group), t.Kind)}
 	}
 	if got != into {
 		return nil, nil, &DecodeError{Message: fmt.Sprintf("the object provided is unrecognized (must be of type %s)", t.Kind)}
 	}
 	into.GetObjectKind().SetGroupVersionKind(t.GroupVersionKind())
 	return into, strict, nil
+}
+
+// internalPackage names kube's internal API package of a group, as its
+// conversion errors do: "core" for the legacy group, else the group's
+// first label ("apps", "rbac", "networking").
+func internalPackage(group string) string {
+	if group == "" {
+		return "core"
+	}
+	pkg, _, _ := strings.Cut(group, ".")
+	return pkg
 }
 
 // StrictMessage is the 400 message for a Strict field validation failure.
@@ -165,11 +222,22 @@ func isParseError(err error) bool {
 	return errors.As(err, &se) || bytes.Contains([]byte(err.Error()), []byte("couldn't get version/kind"))
 }
 
+// truncate summarises a body in a decoding error as kube-apiserver does:
+// a JSON object as text, anything else (YAML, CBOR, Protobuf) in hex.
 func truncate(b []byte) string {
-	if len(b) > 30 {
-		return string(b[:30]) + " ..."
+	const max = 30
+	switch {
+	case len(b) == 0:
+		return "<empty>"
+	case b[0] == '{':
+		if len(b) > max {
+			return string(b[:max]) + " ..."
+		}
+		return string(b)
+	case len(b) > max:
+		return hex.EncodeToString(b[:max]) + " ..."
 	}
-	return string(b)
+	return hex.EncodeToString(b)
 }
 
 // StorageBytes is the stored form of obj: compact JSON without kind and
@@ -241,6 +309,8 @@ func (c *Codec) Encode(w io.Writer, mediaType string, obj runtime.Object, pretty
 	switch mediaType {
 	case Protobuf:
 		return c.proto.Encode(obj, w)
+	case CBOR:
+		return c.EncodeCBOR(w, obj)
 	case YAML:
 		j, err := json.Marshal(obj)
 		if err != nil {
@@ -259,6 +329,23 @@ func (c *Codec) Encode(w io.Writer, mediaType string, obj runtime.Object, pretty
 		}
 		return WriteJSON(w, j, pretty)
 	}
+}
+
+// EncodeCBOR writes obj in kube's CBOR, self-described tag first. Map
+// keys are left in no particular order, as kube-apiserver writes its
+// responses (sorting them costs time no client needs).
+func (c *Codec) EncodeCBOR(w io.Writer, obj runtime.Object) error {
+	if c.cbor == nil {
+		return &DecodeError{Message: "unsupported media type " + CBOR}
+	}
+	return c.cbor.(runtime.NondeterministicEncoder).EncodeNondeterministic(obj, w)
+}
+
+// CBORBytes is obj in CBOR (see EncodeCBOR).
+func (c *Codec) CBORBytes(obj runtime.Object) ([]byte, error) {
+	var buf bytes.Buffer
+	err := c.EncodeCBOR(&buf, obj)
+	return buf.Bytes(), err
 }
 
 // WriteJSON writes a JSON document as kube-apiserver does: compact with a

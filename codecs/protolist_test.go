@@ -19,7 +19,7 @@ func TestProtobufListWriterMatchesSerializer(t *testing.T) {
 	for _, items := range [][]corev1.ConfigMap{nil, {cm("a")}, {cm("a"), cm("b"), cm("c")}} {
 		lm := metav1.ListMeta{ResourceVersion: "42", Continue: "tok"}
 		list := &corev1.ConfigMapList{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMapList"}, ListMeta: lm, Items: items}
-		want, err := codecs.New(schema.NewScheme()).ProtobufBytes(list)
+		want, err := codecs.New(schema.NewScheme(), codecs.Options{}).ProtobufBytes(list)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -48,7 +48,7 @@ func TestWriteProtobufObjectMatchesSerializer(t *testing.T) {
 		{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"}, ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: "ns", ResourceVersion: "7"},
 			Data: map[string]string{"k": string(bytes.Repeat([]byte("v"), 300))}},
 	} {
-		want, err := codecs.New(schema.NewScheme()).ProtobufBytes(cm)
+		want, err := codecs.New(schema.NewScheme(), codecs.Options{}).ProtobufBytes(cm)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -15,8 +15,8 @@ import (
 )
 
 // A WatchWriter frames watch events in the negotiated form:
-// newline-separated JSON {"type":…,"object":…}, or length-prefixed
-// Protobuf WatchEvents. A Table view sends its column definitions with
+// newline-separated JSON {"type":…,"object":…}, length-prefixed
+// Protobuf WatchEvents, or a CBOR sequence of WatchEvents. A Table view sends its column definitions with
 // the first event only, as kube-apiserver does.
 type WatchWriter struct {
 	codec         *Codec
@@ -38,8 +38,13 @@ func (c *Codec) NewWatchWriter(w interface{ Write([]byte) (int, error) }, out Ou
 
 // ContentType is the stream's Content-Type.
 func (e *WatchWriter) ContentType() string {
-	if e.out.MediaType == Protobuf {
+	switch e.out.MediaType {
+	case Protobuf:
 		return Protobuf + ";stream=watch"
+	case CBOR:
+		// kube-apiserver answers a watch that accepts application/cbor
+		// with a sequence of them.
+		return CBORSequence
 	}
 	return e.out.ContentType()
 }
@@ -53,6 +58,10 @@ func (e *WatchWriter) WantsJSON() bool { return e.out.View == ViewObject && e.ou
 func (e *WatchWriter) WantsProtobuf() bool {
 	return e.out.View == ViewObject && e.out.MediaType == Protobuf
 }
+
+// WantsCBOR says the object view is sent as CBOR, so events can be
+// written from an object's encoding with EventCBOR.
+func (e *WatchWriter) WantsCBOR() bool { return e.out.View == ViewObject && e.out.MediaType == CBOR }
 
 // Event writes one event of a decoded object.
 func (e *WatchWriter) Event(typ string, obj runtime.Object) error {
@@ -140,6 +149,33 @@ func (e *WatchWriter) EventProtobuf(typ string, raw []byte) error {
 	return err
 }
 
+// EventCBOR writes one event of an object from its CBOR encoding (with
+// its self-described tag), without copying it: a WatchEvent map whose
+// object is the encoding itself, as kube's encoder embeds it. Strings
+// are CBOR byte strings, as kube's CBOR writes every Go string.
+func (e *WatchWriter) EventCBOR(typ string, obj []byte) error {
+	head := make([]byte, 0, 24+len(typ))
+	head = append(head, selfDescribedCBOR...)
+	head = append(head, 0xa2) // a map of two entries
+	head = appendCBORBytes(head, "type")
+	head = appendCBORBytes(head, typ)
+	head = appendCBORBytes(head, "object")
+	if _, err := e.w.Write(head); err != nil {
+		return err
+	}
+	_, err := e.w.Write(obj)
+	return err
+}
+
+// selfDescribedCBOR is the head of tag 55799, which kube's CBOR encoder
+// puts before everything it writes.
+var selfDescribedCBOR = []byte{0xd9, 0xd9, 0xf7}
+
+// appendCBORBytes appends s as a CBOR byte string (major type 2).
+func appendCBORBytes(b []byte, s string) []byte {
+	return append(appendCBORHead(b, 0x40, uint64(len(s))), s...)
+}
+
 // Bookmark writes a BOOKMARK event: an empty object of the watched kind
 // carrying only the revision (and the end-of-initial-events marker).
 func (e *WatchWriter) Bookmark(rv string, initialEnd bool) error {
@@ -158,6 +194,13 @@ func (e *WatchWriter) Bookmark(rv string, initialEnd bool) error {
 func (e *WatchWriter) Error(st *metav1.Status) error { return e.emit("ERROR", st) }
 
 func (e *WatchWriter) emit(typ string, body runtime.Object) error {
+	if e.out.MediaType == CBOR {
+		raw, err := e.codec.CBORBytes(body)
+		if err != nil {
+			return err
+		}
+		return e.EventCBOR(typ, raw)
+	}
 	if e.out.MediaType != Protobuf {
 		j, err := json.Marshal(body)
 		if err != nil {

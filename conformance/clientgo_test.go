@@ -15,9 +15,10 @@ import (
 	"k8s.io/client-go/kubernetes"
 )
 
-// loggedRequest is one request a client sent, and the response's status.
+// loggedRequest is one request a client sent, and the response's status
+// and Content-Type.
 type loggedRequest struct {
-	Method, URL, ContentType, Accept, Status string
+	Method, URL, ContentType, Accept, Status, RespContentType string
 }
 
 type roundTripperFunc func(*http.Request) (*http.Response, error)

@@ -40,6 +40,19 @@ const (
 // runChild runs the helper check kind and returns the exit code.
 func runChild(kind string) int {
 	switch kind {
+	case childCBOR:
+		cfg, err := clientcmd.BuildConfigFromFlags("", os.Getenv(childKubeconfigEnv))
+		var report cborReport
+		if err != nil {
+			report.Err = err.Error()
+		} else {
+			report = runCBORCheck(cfg, os.Getenv(childNamespaceEnv))
+		}
+		if err := json.NewEncoder(os.Stdout).Encode(report); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		return 0
 	case childInformer:
 		cfg, err := clientcmd.BuildConfigFromFlags("", os.Getenv(childKubeconfigEnv))
 		var report informerReport
@@ -199,6 +212,7 @@ func (l *statusLog) wrap(rt http.RoundTripper) http.RoundTripper {
 			lr.Status = "error: " + err.Error()
 		} else {
 			lr.Status = resp.Status
+			lr.RespContentType = resp.Header.Get("Content-Type")
 		}
 		l.mu.Lock()
 		l.reqs = append(l.reqs, lr)

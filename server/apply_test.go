@@ -213,7 +213,7 @@ func TestApplyStatusSubresource(t *testing.T) {
 
 // TestApplyOptions: dryRun applies without storing, a stale
 // resourceVersion in the configuration is a 409, CBOR is refused with
-// 415, and writes without fieldManager are recorded under the
+// 415 when it is off (as kube-apiserver 1.35 by default), and writes without fieldManager are recorded under the
 // User-Agent's product name.
 func TestApplyOptions(t *testing.T) {
 	h := refNewHarness(t)

@@ -67,7 +67,7 @@ func BenchmarkCreatePod(b *testing.B) {
 // in-process, as JSON (written from the stored bytes) and as Protobuf (what
 // client-go's typed clients and informers ask for).
 func BenchmarkListHandler(b *testing.B) {
-	h := refNewHarness(b)
+	h := refNewHarnessCBOR(b, true)
 	data := strings.Repeat("x", 1000)
 	const n = 10000
 	for i := range n {
@@ -76,7 +76,7 @@ func BenchmarkListHandler(b *testing.B) {
 			b.Fatalf("create: %d %s", r.Code, r.Body)
 		}
 	}
-	for _, accept := range []string{"application/json", "application/vnd.kubernetes.protobuf"} {
+	for _, accept := range []string{"application/json", "application/vnd.kubernetes.protobuf", "application/cbor"} {
 		b.Run(accept, func(b *testing.B) {
 			b.ReportAllocs()
 			for i := 0; i < b.N; i++ {

@@ -35,8 +35,8 @@ func (r *request) readObject(t *schema.Type) (obj runtime.Object, dryRun bool, e
 		return nil, false, err
 	}
 	mediaType, ok := codecs.BodyType(r.c.Request().Header.Get("Content-Type"))
-	if !ok || !isObjectMediaType(mediaType) {
-		return nil, false, requireBody(mediaType, false)
+	if !ok || !r.isObjectMediaType(mediaType) {
+		return nil, false, r.requireBody()
 	}
 	if _, err := r.negotiate(false); err != nil {
 		return nil, false, err
@@ -52,8 +52,9 @@ func (r *request) readObject(t *schema.Type) (obj runtime.Object, dryRun bool, e
 	return obj, dryRun, err
 }
 
-func isObjectMediaType(mt string) bool {
-	return mt == codecs.JSON || mt == codecs.YAML || mt == codecs.Protobuf
+// isObjectMediaType says whether an object body may come in mt.
+func (r *request) isObjectMediaType(mt string) bool {
+	return mt == codecs.JSON || mt == codecs.YAML || mt == codecs.Protobuf || (mt == codecs.CBOR && r.s.codec.CBOR())
 }
 
 // createObject creates a decoded object through the registry and answers.

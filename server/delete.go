@@ -25,8 +25,8 @@ func (r *request) deleteOptions() (*metav1.DeleteOptions, error) {
 	}
 	if len(body) > 0 {
 		mt, ok := codecs.BodyType(r.c.Request().Header.Get("Content-Type"))
-		if !ok || !isObjectMediaType(mt) {
-			return nil, requireBody(mt, false)
+		if !ok || !r.isObjectMediaType(mt) {
+			return nil, r.requireBody()
 		}
 		if err := r.s.codec.DecodeInto(mt, body, opts); err != nil {
 			return nil, apierrors.NewBadRequest(err.Error())
@@ -101,11 +101,16 @@ func (r *request) delete() error {
 		return r.writeRecord(http.StatusOK, res.Rec)
 	}
 	acc, _ := meta.Accessor(res.Obj)
-	return r.s.writeJSONStatus(r.c, http.StatusOK, &metav1.Status{
+	st := &metav1.Status{
 		TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"},
 		Status:   metav1.StatusSuccess,
 		Details:  &metav1.StatusDetails{Name: acc.GetName(), Group: r.t.Group, Kind: r.t.Resource, UID: acc.GetUID()},
-	})
+	}
+	if out, _ := r.negotiate(false); out.View == codecs.ViewObject && (out.MediaType == codecs.CBOR || out.MediaType == codecs.Protobuf) {
+		// In the binary form the client asked for, as kube-apiserver.
+		return r.writeBody(http.StatusOK, out, st)
+	}
+	return r.s.writeJSONStatus(r.c, http.StatusOK, st)
 }
 
 // deleteCollection handles DELETE of a collection: every matching object

@@ -104,8 +104,12 @@ func groupBefore(g aggregator.Group, other string) bool {
 // served, as on kube-apiserver 1.35), or "" for the legacy documents. An
 // Accept that names only forms Tabula does not serve (an older aggregated
 // version) is kube-apiserver's 406.
-func discoveryForm(accept string) (aggregatedType string, err error) {
+//
+// On /api (root), an Accept naming no aggregated form gets kube's generic
+// 406 text instead.
+func discoveryForm(accept string, root bool) (aggregatedType string, err error) {
 	legacy := strings.TrimSpace(accept) == ""
+	sawAggregated := false
 	for _, part := range strings.Split(accept, ",") {
 		p := strings.ReplaceAll(strings.TrimSpace(part), " ", "")
 		mt, params, _ := strings.Cut(p, ";")
@@ -116,6 +120,7 @@ func discoveryForm(accept string) (aggregatedType string, err error) {
 			}
 			continue
 		}
+		sawAggregated = true
 		if strings.Contains(params, "g=apidiscovery.k8s.io") && strings.Contains(params, "as=APIGroupDiscoveryList") &&
 			(strings.Contains(params, "v=v2;") || strings.HasSuffix(params, "v=v2")) {
 			if mt == codecs.Protobuf {
@@ -123,6 +128,9 @@ func discoveryForm(accept string) (aggregatedType string, err error) {
 			}
 			return codecs.JSON, nil
 		}
+	}
+	if !legacy && root && !sawAggregated {
+		return "", notAcceptable(codecs.Offer{Protobuf: true}.Available())
 	}
 	if !legacy {
 		return "", &apierrors.StatusError{ErrStatus: metav1.Status{
@@ -134,7 +142,7 @@ func discoveryForm(accept string) (aggregatedType string, err error) {
 }
 
 func (s *Server) getAPI(c echo.Context) error {
-	if mt, err := discoveryForm(c.Request().Header.Get("Accept")); err != nil || mt != "" {
+	if mt, err := discoveryForm(c.Request().Header.Get("Accept"), true); err != nil || mt != "" {
 		if err != nil {
 			return err
 		}
@@ -188,7 +196,7 @@ func (s *Server) allGroups() []metav1.APIGroup {
 }
 
 func (s *Server) getAPIs(c echo.Context) error {
-	if mt, err := discoveryForm(c.Request().Header.Get("Accept")); err != nil || mt != "" {
+	if mt, err := discoveryForm(c.Request().Header.Get("Accept"), false); err != nil || mt != "" {
 		if err != nil {
 			return err
 		}
@@ -201,6 +209,9 @@ func (s *Server) getAPIs(c echo.Context) error {
 }
 
 func (s *Server) getGroup(c echo.Context) error {
+	if _, err := discoveryForm(c.Request().Header.Get("Accept"), false); err != nil {
+		return err
+	}
 	for _, g := range s.allGroups() {
 		if g.Name == c.Param("group") {
 			g.TypeMeta = metav1.TypeMeta{Kind: "APIGroup", APIVersion: "v1"}
@@ -240,6 +251,22 @@ func (s *Server) getResourceList(c echo.Context, group, version string) error {
 				r.Kind = info.Kind
 			}
 			list.APIResources = append(list.APIResources, r)
+		}
+	}
+	if s.codec.CBOR() {
+		// kube-apiserver 1.35 answers CBOR for a group-version's
+		// resource list only (its other discovery documents are JSON or
+		// 406). For /api/v1 it panics instead; the list is served here.
+		out, ok := codecs.Negotiate(c.Request().Header.Get("Accept"), codecs.Offer{Protobuf: true, CBOR: true})
+		if ok && out.MediaType == codecs.CBOR && out.View == codecs.ViewObject {
+			b, err := s.codec.CBORBytes(list)
+			if err != nil {
+				return err
+			}
+			c.Response().Header().Set(echo.HeaderContentType, codecs.CBOR)
+			c.Response().WriteHeader(http.StatusOK)
+			_, err = c.Response().Write(b)
+			return err
 		}
 	}
 	return s.writeJSON(c, http.StatusOK, list)
@@ -350,7 +377,7 @@ func aggregatedResource(t *schema.Type) apidiscoveryv2.APIResourceDiscovery {
 var discoveryCodec = sync.OnceValue(func() *codecs.Codec {
 	sch := runtime.NewScheme()
 	_ = apidiscoveryv2.AddToScheme(sch)
-	return codecs.New(sch)
+	return codecs.New(sch, codecs.Options{})
 })
 
 func (s *Server) writeJSON(c echo.Context, code int, v any) error {

@@ -44,6 +44,10 @@ const (
 	formProtobuf encodedForm = iota
 	// formJSON is the object's wire JSON, kind and apiVersion included.
 	formJSON
+	// formCBOR is the object's wire CBOR, kind and apiVersion included.
+	formCBOR
+	// formCBORItem is the object's CBOR as a list item (see cborListItem).
+	formCBORItem
 )
 
 type encodedEntry struct {

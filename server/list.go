@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	runtimeschema "k8s.io/apimachinery/pkg/runtime/schema"
 	auditinternal "k8s.io/apiserver/pkg/apis/audit"
 
 	"github.com/tabula-dev/tabula/codecs"
@@ -132,6 +133,9 @@ func (r *request) writeList(out codecs.Output, res kv.ListResult, p *listParams)
 	if protobufObjects(out) {
 		return r.writeProtobufList(resp, lm, res.Items, false)
 	}
+	if out.View == codecs.ViewObject && out.MediaType == codecs.CBOR {
+		return r.writeCBORList(resp, lm, res.Items)
+	}
 	objs := make([]runtime.Object, 0, len(res.Items))
 	for _, rec := range res.Items {
 		obj, err := r.decodeStored(rec)
@@ -232,6 +236,41 @@ func (r *request) protobufItem(rec kv.Record) ([]byte, error) {
 		}
 		return pm.Marshal()
 	})
+}
+
+// cborListItem is a record as a CBOR list item, made once per revision
+// and served type and shared like protobufItem's: typed items carry no
+// kind and apiVersion, unstructured ones do, as kube writes its lists.
+func (r *request) cborListItem(rec kv.Record) ([]byte, error) {
+	b, err := r.s.encoded.get(encodedKey{rec.Rev, r.t, formCBORItem}, func() ([]byte, error) {
+		obj, err := r.decodeStored(rec)
+		if err != nil {
+			return nil, err
+		}
+		if !r.t.Unstructured {
+			obj.GetObjectKind().SetGroupVersionKind(runtimeschema.GroupVersionKind{})
+		}
+		return r.s.codec.CBORBytes(obj)
+	})
+	return codecs.CBORItem(b), err
+}
+
+// writeCBORList writes items as a CBOR list from their cached encodings;
+// every item is encoded before the 200, so a row that does not decode
+// fails the list with a 500 Status (see streamJSONList).
+func (r *request) writeCBORList(w *echo.Response, lm metav1.ListMeta, items []kv.Record) error {
+	encoded := make([][]byte, len(items))
+	for i, rec := range items {
+		b, err := r.cborListItem(rec)
+		if err != nil {
+			return err
+		}
+		encoded[i] = b
+		items[i].Value = nil
+	}
+	w.Header().Set(echo.HeaderContentType, codecs.CBOR)
+	w.WriteHeader(http.StatusOK)
+	return codecs.WriteCBORList(w, r.t.APIVersion(), r.t.ListKind, &lm, r.t.Unstructured, encoded)
 }
 
 // writeProtobufList writes items as a Protobuf list; encoded says their

@@ -65,6 +65,19 @@ func (r *request) objectJSON(rec kv.Record) ([]byte, error) {
 	})
 }
 
+// cborObject is the wire CBOR of a record, made once per revision and
+// served type like objectJSON's conversions: every watcher that asks for
+// CBOR is sent the same bytes, which must not be modified.
+func (r *request) cborObject(rec kv.Record) ([]byte, error) {
+	return r.s.encoded.get(encodedKey{rec.Rev, r.t, formCBOR}, func() ([]byte, error) {
+		obj, err := r.decodeStored(rec)
+		if err != nil {
+			return nil, err
+		}
+		return r.s.codec.CBORBytes(obj)
+	})
+}
+
 // itemJSON is a record as a list item: no kind and apiVersion, except
 // for unstructured kinds, whose items carry them.
 func (r *request) itemJSON(rec kv.Record) ([]byte, error) {
@@ -104,7 +117,8 @@ type negotiation struct {
 }
 
 func (r *request) negotiateOnce(list bool) (codecs.Output, error) {
-	offer := codecs.Offer{Protobuf: r.t.New != nil && !r.t.Unstructured, List: list, Views: true, Kind: r.internalKind(list)}
+	offer := codecs.Offer{Protobuf: r.t.New != nil && !r.t.Unstructured, CBOR: r.s.codec.CBOR(), List: list, Views: true, Kind: r.internalKind(list),
+		Watch: r.verb == "watch"}
 	if k := r.t.SubresourceKind(r.ri.Subresource); k != r.t {
 		// A subresource of its own kind (Scale) has no Table or metadata view.
 		offer.Views, offer.Kind = false, "*"+k.Group+"."+k.Kind
@@ -114,7 +128,7 @@ func (r *request) negotiateOnce(list bool) (codecs.Output, error) {
 	case why == "":
 		return out, nil
 	case strings.HasPrefix(why, "406:"):
-		return out, notAcceptable(offer.Available())
+		return out, notAcceptable(strings.TrimPrefix(why, "406: Not Acceptable\n\nAvailable representations: "))
 	}
 	return out, &apierrors.StatusError{ErrStatus: metav1.Status{
 		Status: metav1.StatusFailure, Code: http.StatusNotAcceptable, Reason: metav1.StatusReasonNotAcceptable, Message: why,
@@ -167,7 +181,7 @@ func (r *request) writeStored(code int, rec kv.Record, written runtime.Object) e
 		}
 		r.auditResponse(obj)
 	}
-	if out.View == codecs.ViewObject && out.MediaType != codecs.Protobuf {
+	if out.View == codecs.ViewObject && (out.MediaType == codecs.JSON || out.MediaType == codecs.YAML) {
 		j, err := r.objectJSON(rec)
 		if err != nil {
 			return err
@@ -176,7 +190,17 @@ func (r *request) writeStored(code int, rec kv.Record, written runtime.Object) e
 		r.c.Response().WriteHeader(code)
 		return codecs.EncodeRawJSON(r.c.Response(), out.MediaType, j, wantsPretty(r.c))
 	}
-	if out.View == codecs.ViewObject {
+	if out.View == codecs.ViewObject && out.MediaType == codecs.CBOR {
+		b, err := r.cborObject(rec)
+		if err != nil {
+			return err
+		}
+		r.c.Response().Header().Set(echo.HeaderContentType, out.ContentType())
+		r.c.Response().WriteHeader(code)
+		_, err = r.c.Response().Write(b)
+		return err
+	}
+	if out.View == codecs.ViewObject && out.MediaType == codecs.Protobuf {
 		var raw []byte
 		if pm, ok := written.(codecs.ProtoMarshaler); ok && r.t.ToStorage == nil {
 			raw, err = pm.Marshal()

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	runtimeschema "k8s.io/apimachinery/pkg/runtime/schema"
+	cbordirect "k8s.io/apimachinery/pkg/runtime/serializer/cbor/direct"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	sigsjson "sigs.k8s.io/json"
 
@@ -57,6 +58,10 @@ func (r *request) readPatch() (*patchRequest, error) {
 	// kube-apiserver's patch handler does.
 	ct, _, _ := mime.ParseMediaType(r.c.Request().Header.Get("Content-Type"))
 	kind := apply.Kind(ct)
+	applyCBOR := ct == codecs.ApplyPatchCBOR && r.s.codec.CBOR()
+	if applyCBOR {
+		kind = apply.ServerSideApply
+	}
 	switch kind {
 	case apply.JSONPatch, apply.MergePatch:
 	case apply.StrategicPatch:
@@ -83,6 +88,13 @@ func (r *request) readPatch() (*patchRequest, error) {
 		return nil, err
 	}
 	r.auditPatch(body)
+	if applyCBOR {
+		if body, err = cborToJSON(body); err != nil {
+			// kube-apiserver's words for an applied configuration
+			// that does not decode, whatever its encoding.
+			return nil, apierrors.NewBadRequest("error decoding YAML: " + err.Error())
+		}
+	}
 	p := &patchRequest{r: r, kind: kind, body: body, fv: fv, dryRun: dryRun}
 	// Duplicate keys in the patch document itself count as field problems
 	// too (JSON Patch is a list of operations, checked by its decoder; an
@@ -157,6 +169,17 @@ func patchSetsResourceVersion(kind apply.Kind, patch []byte) bool {
 	}
 	_ = json.Unmarshal(patch, &doc)
 	return doc.Metadata.ResourceVersion != nil && *doc.Metadata.ResourceVersion != ""
+}
+
+// cborToJSON turns a CBOR applied configuration into the JSON the
+// apply path reads, decoding it as kube-apiserver does (kube's CBOR
+// rules: duplicate keys, depth and length limits refused).
+func cborToJSON(body []byte) ([]byte, error) {
+	var doc map[string]any
+	if err := cbordirect.Unmarshal(body, &doc); err != nil {
+		return nil, err
+	}
+	return json.Marshal(doc)
 }
 
 func unsupportedPatch() error {

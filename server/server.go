@@ -114,6 +114,9 @@ type Config struct {
 	// ServiceRanges are the pools Services allocate cluster IPs and node
 	// ports from (default kube-apiserver's 10.96.0.0/12 and 30000-32767).
 	ServiceRanges registry.ServiceRanges
+	// NoCBOR stops serving application/cbor (kube-apiserver 1.35's default:
+	// its CBORServingAndStorage gate is off; Tabula's is on).
+	NoCBOR bool
 	// ProxyClientCert is presented to aggregated API servers
 	// (--proxy-client-cert-file; nil: none).
 	ProxyClientCert *registry.KeyPair
@@ -194,7 +197,7 @@ func New(cfg Config) (*Server, error) {
 		cfg:      cfg,
 		store:    cfg.Store,
 		reg:      cfg.Registry,
-		codec:    codecs.New(cfg.Registry.Scheme),
+		codec:    codecs.New(cfg.Registry.Scheme, codecs.Options{CBOR: !cfg.NoCBOR}),
 		log:      cfg.Logger,
 		shutdown: make(chan struct{}),
 

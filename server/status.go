@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/labstack/echo/v4"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -41,7 +42,7 @@ func (s *Server) writeStatus(c echo.Context, st metav1.Status) {
 		return
 	}
 	mt := codecs.JSON
-	if out, ok := codecs.Negotiate(c.Request().Header.Get("Accept"), codecs.Offer{Protobuf: true}); ok {
+	if out, ok := codecs.Negotiate(c.Request().Header.Get("Accept"), codecs.Offer{Protobuf: true, CBOR: s.codec.CBOR() && cborPath(c.Request().URL.Path)}); ok {
 		mt = out.MediaType
 	}
 	s.auditStatus(c, st)
@@ -53,6 +54,17 @@ func (s *Server) writeStatus(c echo.Context, st metav1.Status) {
 	}
 	c.Response().WriteHeader(int(st.Code))
 	_ = s.codec.Encode(c.Response(), mt, &st, wantsPretty(c))
+}
+
+// cborPath says whether errors on path may be written in CBOR: where
+// kube-apiserver serves CBOR, its resources and named groups' resource
+// lists, not the discovery documents above them.
+func cborPath(path string) bool {
+	if path == "/api/v1" || strings.HasPrefix(path, "/api/v1/") {
+		return true
+	}
+	rest, ok := strings.CutPrefix(path, "/apis/")
+	return ok && strings.Count(strings.Trim(rest, "/"), "/") >= 1
 }
 
 func (s *Server) toStatus(err error, c echo.Context) metav1.Status {

@@ -262,6 +262,12 @@ func (e *watchEncoder) write(ev kv.Event) error {
 			return err
 		}
 		return e.ww.EventProtobuf(string(ev.Type), raw)
+	case e.ww.WantsCBOR():
+		b, err := e.r.cborObject(ev.Record)
+		if err != nil {
+			return err
+		}
+		return e.ww.EventCBOR(string(ev.Type), b)
 	}
 	obj, err := e.r.decodeStored(ev.Record)
 	if err != nil {

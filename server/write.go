@@ -110,14 +110,12 @@ func (r *request) fieldProblems(strict []string, fv fieldValidation) error {
 	return nil
 }
 
-func requireBody(mediaType string, ok bool) error {
-	if !ok {
-		return &apierrors.StatusError{ErrStatus: metav1.Status{
-			Status: metav1.StatusFailure, Code: http.StatusUnsupportedMediaType, Reason: metav1.StatusReasonUnsupportedMediaType,
-			Message: "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, application/vnd.kubernetes.protobuf",
-		}}
-	}
-	return nil
+// requireBody is the 415 for an object body in a media type not served.
+func (r *request) requireBody() error {
+	return &apierrors.StatusError{ErrStatus: metav1.Status{
+		Status: metav1.StatusFailure, Code: http.StatusUnsupportedMediaType, Reason: metav1.StatusReasonUnsupportedMediaType,
+		Message: "the body of the request was in an unknown format - accepted media types include: " + codecs.Offer{Protobuf: true, CBOR: r.s.codec.CBOR()}.Available(),
+	}}
 }
 
 // warn adds a Warning header in kube-apiserver's format once per text

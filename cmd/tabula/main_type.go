@@ -276,6 +276,11 @@ func envName(flagName string) string {
 // flag.ErrHelp; WriteUsage then prints the help.
 func (m *Main) ParseFlags(args []string) error {
 	fs := flag.NewFlagSet("tabula serve", flag.ContinueOnError)
+	// Tabula serves CBOR by default (kube-apiserver 1.35 does with this
+	// gate on); --feature-gates=CBORServingAndStorage=false stops it.
+	if err := utilfeature.DefaultMutableFeatureGate.SetFromMap(map[string]bool{string(genericfeatures.CBORServingAndStorage): true}); err != nil {
+		return err
+	}
 	// Errors are returned, and help printed by WriteUsage, not by the flag
 	// package on its own.
 	fs.SetOutput(io.Discard)
@@ -323,7 +328,7 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.Var((*stringList)(&c.Admission.Disable), "disable-admission-plugins", "admission plugins not to run, default ones included")
 	fs.StringVar(&c.Admission.ConfigFile, "admission-control-config-file", "", "an AdmissionConfiguration `file` configuring the admission plugins (for the webhooks: kubeConfigFile, the credentials they are called with)")
 	fs.Var((*stringList)(&c.RuntimeConfig), "runtime-config", "group-versions to serve besides the default ones, as kube-apiserver's key=value pairs: admissionregistration.k8s.io/v1beta1=true (MutatingAdmissionPolicy, beta and off by default in kube 1.35), api/beta=true or api/all=true")
-	fs.Func("feature-gates", "kube-apiserver's feature gates, key=value pairs (MutatingAdmissionPolicy=true with --runtime-config=admissionregistration.k8s.io/v1beta1=true turns on mutating admission policies)", utilfeature.DefaultMutableFeatureGate.Set)
+	fs.Func("feature-gates", "kube-apiserver's feature gates, key=value pairs (MutatingAdmissionPolicy=true with --runtime-config=admissionregistration.k8s.io/v1beta1=true turns on mutating admission policies; CBORServingAndStorage, on by default here, serves application/cbor)", utilfeature.DefaultMutableFeatureGate.Set)
 	fs.Var(invertedBool{&c.Admission.ClusterIPRouting}, "enable-aggregator-routing", "call admission and conversion webhooks named by a Service at a ready endpoint of it (default true); false calls the Service's cluster IP, which must route from here")
 	fs.Var((*stringList)(&c.ServiceAccountIssuers), "service-account-issuer", "the `URL` service account tokens name as their issuer; repeated, the first issues and all are accepted (default https://kubernetes.default.svc.cluster.local)")
 	fs.Var((*stringList)(&c.APIAudiences), "api-audiences", "the audiences a token must name to authenticate to the API (default the first --service-account-issuer)")
@@ -551,7 +556,7 @@ func (m *Main) Run(ctx context.Context) error {
 		Profiling: c.Profiling, ServiceRanges: ranges, Advertise: advertise, ServiceAccountTokens: saTokens,
 		Kubelet: kubeletConfig(&c, pki), AuthorizationModes: authorizationModes(&c), AnonymousAuth: c.AnonymousAuth, AnonymousPaths: anonymousPaths,
 		ServiceAccountJWKSURI: c.ServiceAccountJWKSURI, Audit: c.Audit, RequestHeader: requestHeader, Admission: c.Admission,
-		ProxyClientCert: proxyClient,
+		ProxyClientCert: proxyClient, NoCBOR: !utilfeature.DefaultFeatureGate.Enabled(genericfeatures.CBORServingAndStorage),
 	})
 	if err != nil {
 		ln.Close()
