@@ -6,8 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"os"
-	"os/exec"
 	"sort"
 	"strings"
 	"testing"
@@ -121,24 +119,8 @@ func ensureCBORWidgets(t *testing.T, tg *target) {
 
 func runCBORChild(t *testing.T, tg *target, ns string) cborReport {
 	t.Helper()
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, exe)
-	cmd.Env = append(os.Environ(), childEnv+"="+childCBOR, childKubeconfigEnv+"="+tg.Kubeconfig, childNamespaceEnv+"="+ns,
-		"KUBE_FEATURE_ClientsAllowCBOR=true", "KUBE_FEATURE_ClientsPreferCBOR=true")
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("helper process: %v\nstderr:\n%s", err, stderr.String())
-	}
 	var report cborReport
-	if err := json.Unmarshal(stdout.Bytes(), &report); err != nil {
-		t.Fatalf("helper process printed %q: %v\nstderr:\n%s", stdout.String(), err, stderr.String())
-	}
+	runChildProcess(t, tg, ns, childCBOR, &report, "KUBE_FEATURE_ClientsAllowCBOR=true", "KUBE_FEATURE_ClientsPreferCBOR=true")
 	return report
 }
 

@@ -41,34 +41,31 @@ const (
 func runChild(kind string) int {
 	switch kind {
 	case childCBOR:
-		cfg, err := clientcmd.BuildConfigFromFlags("", os.Getenv(childKubeconfigEnv))
-		var report cborReport
-		if err != nil {
-			report.Err = err.Error()
-		} else {
-			report = runCBORCheck(cfg, os.Getenv(childNamespaceEnv))
-		}
-		if err := json.NewEncoder(os.Stdout).Encode(report); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-		return 0
+		return childReport(func(cfg *rest.Config, ns string) cborReport { return runCBORCheck(cfg, ns) },
+			func(r *cborReport, err string) { r.Err = err })
 	case childInformer:
-		cfg, err := clientcmd.BuildConfigFromFlags("", os.Getenv(childKubeconfigEnv))
-		var report informerReport
-		if err != nil {
-			report.Err = err.Error()
-		} else {
-			report = runInformerCheck(cfg, os.Getenv(childNamespaceEnv))
-		}
-		if err := json.NewEncoder(os.Stdout).Encode(report); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-		return 0
+		return childReport(func(cfg *rest.Config, ns string) informerReport { return runInformerCheck(cfg, ns) },
+			func(r *informerReport, err string) { r.Err = err })
 	}
 	fmt.Fprintf(os.Stderr, "%s=%q names no check\n", childEnv, kind)
 	return 2
+}
+
+// childReport runs check in the helper process against the kubeconfig and
+// namespace it was given and prints its report as JSON.
+func childReport[R any](check func(*rest.Config, string) R, setErr func(*R, string)) int {
+	cfg, err := clientcmd.BuildConfigFromFlags("", os.Getenv(childKubeconfigEnv))
+	var report R
+	if err != nil {
+		setErr(&report, err.Error())
+	} else {
+		report = check(cfg, os.Getenv(childNamespaceEnv))
+	}
+	if err := json.NewEncoder(os.Stdout).Encode(report); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return 0
 }
 
 // informerReport is what an informer saw; it crosses the process boundary
@@ -251,6 +248,18 @@ func TestInformer(t *testing.T) {
 // binary, which inherits the environment (and so t.Setenv's gates).
 func runInformerChild(t *testing.T, tg *target, ns string) informerReport {
 	t.Helper()
+	var report informerReport
+	if stderr := runChildProcess(t, tg, ns, childInformer, &report); report.Err != "" && stderr != "" {
+		t.Logf("helper process stderr:\n%s", stderr)
+	}
+	return report
+}
+
+// runChildProcess runs the helper check kind in a new process of this
+// test binary (with the environment and extraEnv), decodes its report and
+// returns its stderr.
+func runChildProcess(t *testing.T, tg *target, ns, kind string, report any, extraEnv ...string) string {
+	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
@@ -258,20 +267,16 @@ func runInformerChild(t *testing.T, tg *target, ns string) informerReport {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, exe)
-	cmd.Env = append(os.Environ(), childEnv+"="+childInformer, childKubeconfigEnv+"="+tg.Kubeconfig, childNamespaceEnv+"="+ns)
+	cmd.Env = append(append(os.Environ(), childEnv+"="+kind, childKubeconfigEnv+"="+tg.Kubeconfig, childNamespaceEnv+"="+ns), extraEnv...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("helper process: %v\nstderr:\n%s", err, stderr.String())
 	}
-	var report informerReport
-	if err := json.Unmarshal(stdout.Bytes(), &report); err != nil {
+	if err := json.Unmarshal(stdout.Bytes(), report); err != nil {
 		t.Fatalf("helper process printed %q: %v\nstderr:\n%s", stdout.String(), err, stderr.String())
 	}
-	if report.Err != "" && stderr.Len() > 0 {
-		t.Logf("helper process stderr:\n%s", stderr.String())
-	}
-	return report
+	return stderr.String()
 }
 
 func checkInformerReport(t *testing.T, ns string, r informerReport, watchList bool) {

@@ -38,7 +38,7 @@ func (b *bench) encodings(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		if err := b.fill(ctx, ns, size); err != nil {
+		if err := b.fill(ctx, ns, size, func(int64) map[string]string { return nil }); err != nil {
 			return err
 		}
 		for _, enc := range benchEncodings {
@@ -133,8 +133,9 @@ func (b *bench) pagedLists(ctx context.Context, cs *kubernetes.Clientset, counte
 	return nil
 }
 
-// fill creates n 1 KiB ConfigMaps in ns with 32 clients.
-func (b *bench) fill(ctx context.Context, ns string, n int) error {
+// fill creates n 1 KiB ConfigMaps in ns with 32 clients, the i-th
+// (from 1) labelled labels(i).
+func (b *bench) fill(ctx context.Context, ns string, n int, labels func(i int64) map[string]string) error {
 	var made atomic.Int64
 	var wg sync.WaitGroup
 	errs := make(chan error, 32)
@@ -142,8 +143,8 @@ func (b *bench) fill(ctx context.Context, ns string, n int) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for made.Add(1) <= int64(n) {
-				if _, err := b.cs.CoreV1().ConfigMaps(ns).Create(ctx, b.configMap("enc", 1024, nil), metav1.CreateOptions{}); err != nil {
+			for i := made.Add(1); i <= int64(n); i = made.Add(1) {
+				if _, err := b.cs.CoreV1().ConfigMaps(ns).Create(ctx, b.configMap("fill", 1024, labels(i)), metav1.CreateOptions{}); err != nil {
 					errs <- err
 					return
 				}

@@ -195,36 +195,16 @@ func (b *bench) list(ctx context.Context) error {
 			return err
 		}
 		defer b.dropNamespace(ns)
-		var made atomic.Int64
-		var wg sync.WaitGroup
-		errs := make(chan error, 32)
 		fill := time.Now()
-		for w := 0; w < 32; w++ {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for {
-					i := made.Add(1)
-					if i > int64(size) {
-						return
-					}
-					sel := "no"
-					if i%100 == 0 {
-						sel = "yes"
-					}
-					cm := b.configMap("list", 1024, map[string]string{"selected": sel})
-					if _, err := b.cs.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
-						errs <- err
-						return
-					}
-				}
-			}()
-		}
-		wg.Wait()
-		select {
-		case err := <-errs:
+		// One object in a hundred is selected=yes, for the 1% selector.
+		err := b.fill(ctx, ns, size, func(i int64) map[string]string {
+			if i%100 == 0 {
+				return map[string]string{"selected": "yes"}
+			}
+			return map[string]string{"selected": "no"}
+		})
+		if err != nil {
 			return err
-		default:
 		}
 		b.results = append(b.results, Result{Name: fmt.Sprintf("fill %d objects clients=32", size), Ops: size,
 			PerSecond: float64(size) / time.Since(fill).Seconds()})
