@@ -73,6 +73,7 @@ func (m *Manager) Run(ctx context.Context) error {
 	go m.runLoop(ctx, "service allocation repair", m.serviceRepairController)
 	go m.runLoop(ctx, "kubernetes service", m.kubernetesServiceController)
 	go m.runLoop(ctx, "bootstrap policy", m.bootstrapController)
+	go m.runLoop(ctx, "priority and fairness configuration", m.flowcontrolBootstrapController)
 	return nil
 }
 

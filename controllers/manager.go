@@ -63,6 +63,9 @@ type Manager struct {
 	gcQueue chan gcOwner
 	// bootstrapped flips once the bootstrap policy objects exist.
 	bootstrapped atomic.Bool
+	// flowcontrolReady flips once kube's flow-control configuration is
+	// in place.
+	flowcontrolReady atomic.Bool
 	// crds is what the CRD controller serves.
 	crds *crdState
 	// quotas are the namespaces whose quotas wait for a recount.
@@ -91,3 +94,8 @@ func (m *Manager) SetRegistry(api *registry.Registry) { m.api = api }
 // Bootstrapped reports whether the bootstrap policy objects exist
 // (kube-apiserver's poststarthook/rbac/bootstrap-roles readiness).
 func (m *Manager) Bootstrapped() bool { return m.bootstrapped.Load() }
+
+// FlowcontrolConfigured reports whether the mandatory and suggested
+// FlowSchemas and PriorityLevelConfigurations are in place
+// (kube-apiserver's poststarthook/priority-and-fairness-config-producer).
+func (m *Manager) FlowcontrolConfigured() bool { return m.flowcontrolReady.Load() }

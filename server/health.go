@@ -49,6 +49,12 @@ func (s *Server) readyChecks() []healthCheck {
 			}
 			return nil
 		}},
+		healthCheck{"poststarthook/priority-and-fairness-config-producer", func(context.Context) error {
+			if !s.controllers.FlowcontrolConfigured() {
+				return fmt.Errorf("the mandatory and suggested flow-control configuration is not in place yet")
+			}
+			return nil
+		}},
 		// Named as kube-apiserver's check that its informers have synced:
 		// the policy and admission caches hold a complete view.
 		healthCheck{"informer-sync", func(context.Context) error {

@@ -32,7 +32,7 @@ func TestInflightLimits(t *testing.T) {
 	}
 	metrics := prometheus.NewRegistry()
 	srv := servertest.Server(t, server.Config{Store: storetest.Open(t, "sqlite://:memory:"), Authenticator: a, Metrics: metrics,
-		MaxRequestsInflight: 1, MaxMutatingRequestsInflight: 1})
+		MaxRequestsInflight: 1, MaxMutatingRequestsInflight: 1, NoPriorityAndFairness: true})
 	h := &refHarness{t: t, h: srv.Handler(), state: map[string]string{}}
 	as := func(token string) map[string]string {
 		return map[string]string{"Authorization": "Bearer " + token, "Content-Type": "application/json"}

@@ -4,11 +4,14 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	dto "github.com/prometheus/client_model/go"
+	"k8s.io/component-base/metrics/legacyregistry"
 )
 
 // requestMetrics counts and times API requests by verb, resource and
@@ -90,6 +93,31 @@ func (s *Server) measure(next echo.HandlerFunc) echo.HandlerFunc {
 
 // profilingRoutes serves Go's runtime profiles, as kube-apiserver does
 // under --profiling, so a slow or large server can be diagnosed in place.
+// flowControlMetrics are the apiserver_flowcontrol_* families of kube's
+// legacy registry (the rest of it repeats the process metrics Tabula's
+// registry has already).
+type flowControlMetrics struct{}
+
+func (flowControlMetrics) Gather() ([]*dto.MetricFamily, error) {
+	all, err := legacyregistry.DefaultGatherer.Gather()
+	out := all[:0]
+	for _, mf := range all {
+		if strings.HasPrefix(mf.GetName(), "apiserver_flowcontrol_") {
+			out = append(out, mf)
+		}
+	}
+	return out, err
+}
+
+// flowControlRoutes serves kube's priority and fairness dumps
+// (/debug/api_priority_and_fairness/dump_priority_levels, dump_queues,
+// dump_requests), authenticated and authorized as on kube-apiserver.
+func (s *Server) flowControlRoutes(e *echo.Echo) {
+	if s.flow != nil {
+		e.GET("/debug/api_priority_and_fairness/*", echo.WrapHandler(s.flow.debug))
+	}
+}
+
 func (s *Server) profilingRoutes(e *echo.Echo) {
 	if !s.cfg.Profiling {
 		return
@@ -105,5 +133,11 @@ func (s *Server) metricsRoute(e *echo.Echo) {
 	if s.cfg.Metrics == nil {
 		return
 	}
-	e.GET("/metrics", echo.WrapHandler(promhttp.HandlerFor(s.cfg.Metrics, promhttp.HandlerOpts{})))
+	// kube's priority and fairness metrics (apiserver_flowcontrol_*) are
+	// in kube's legacy registry, served beside Tabula's own.
+	var g prometheus.Gatherer = s.cfg.Metrics
+	if s.flow != nil {
+		g = prometheus.Gatherers{s.cfg.Metrics, flowControlMetrics{}}
+	}
+	e.GET("/metrics", echo.WrapHandler(promhttp.HandlerFor(g, promhttp.HandlerOpts{})))
 }

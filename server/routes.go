@@ -43,11 +43,16 @@ func (s *Server) routes() *echo.Echo {
 	}
 	e.Use(s.auditRequests())
 	e.Use(s.impersonate())
-	e.Use(s.limitInflight)
+	if s.flow != nil {
+		e.Use(s.priorityAndFairness)
+	} else {
+		e.Use(s.limitInflight)
+	}
 	e.Use(s.authorizeRequests)
 	s.healthRoutes(e)
 	s.metricsRoute(e)
 	s.profilingRoutes(e)
+	s.flowControlRoutes(e)
 	e.GET("/version", s.getVersion)
 	s.openIDRoutes(e)
 	if s.cfg.OpenAPI != nil {

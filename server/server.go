@@ -114,6 +114,10 @@ type Config struct {
 	// ServiceRanges are the pools Services allocate cluster IPs and node
 	// ports from (default kube-apiserver's 10.96.0.0/12 and 30000-32767).
 	ServiceRanges registry.ServiceRanges
+	// NoPriorityAndFairness turns kube's API Priority and Fairness off
+	// (kube-apiserver's --enable-priority-and-fairness=false): the two
+	// max-in-flight pools limit requests instead.
+	NoPriorityAndFairness bool
 	// NoCBOR stops serving application/cbor (kube-apiserver 1.35's default:
 	// its CBORServingAndStorage gate is off; Tabula's is on).
 	NoCBOR bool
@@ -147,6 +151,8 @@ type Server struct {
 	controllers *controllers.Manager
 	// agg serves the group-versions of Service-backed APIServices.
 	agg *aggregator.Aggregator
+	// flow is API Priority and Fairness (nil when off).
+	flow *flowControl
 
 	// shutdown closes when the server begins to stop; watches end on it.
 	shutdown     chan struct{}
@@ -242,6 +248,9 @@ func New(cfg Config) (*Server, error) {
 	if s.audit, err = newAuditing(cfg.Audit, cfg.Logger); err != nil {
 		return nil, err
 	}
+	if !cfg.NoPriorityAndFairness {
+		s.flow = s.newFlowControl()
+	}
 	cfg.Authenticator.SetServiceAccountLookup(s.tokenObjectUID)
 	cfg.Authenticator.SetLegacyTokenObjects(legacyTokens{s})
 	s.echo = s.routes()
@@ -255,6 +264,7 @@ func (s *Server) RunControllers(ctx context.Context) error {
 		return err
 	}
 	go s.agg.Run(ctx)
+	s.runFlowControl()
 	s.MarkControllersStarted()
 	return nil
 }

@@ -103,6 +103,11 @@ func (r *request) watch() error {
 	defer open.Dec()
 
 	enc.start(resp)
+	if !initial {
+		// Nothing to send first: the seats priority and fairness charged
+		// the watch's start go back now.
+		watchInitialized(ctx)
+	}
 	// lastRev is the newest revision the client has been sent; while the
 	// initial events stream (initial), no bookmark is due.
 	lastRev := start
@@ -156,6 +161,7 @@ func (r *request) watch() error {
 			if ev.Type == kv.InitialEnd {
 				initial = false
 				lastRev = ev.Rev
+				watchInitialized(ctx)
 				// kube-apiserver accepts sendInitialEvents without
 				// allowWatchBookmarks and then sends no
 				// end-of-initial-events bookmark.

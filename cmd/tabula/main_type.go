@@ -121,6 +121,8 @@ type Config struct {
 	// read-only and mutating requests served at once (0: no limit).
 	MaxRequestsInflight         int
 	MaxMutatingRequestsInflight int
+	// PriorityAndFairness is kube's API Priority and Fairness (default on).
+	PriorityAndFairness bool
 	// ShutdownDelay keeps serving, with /readyz failing, this long after
 	// SIGTERM, so load balancers stop sending traffic first.
 	ShutdownDelay time.Duration
@@ -210,6 +212,7 @@ func NewMain() *Main {
 		WatchBuffer:                 4 << 20,
 		MaxWatchesPerUser:           1000,
 		MaxRequestsInflight:         400,
+		PriorityAndFairness:         true,
 		MaxMutatingRequestsInflight: 200,
 		QueryTimeout:                30 * time.Second,
 		CompactionWindow:            5 * time.Minute,
@@ -314,6 +317,7 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.IntVar(&c.MaxWatchesPerUser, "max-watches-per-user", c.MaxWatchesPerUser, "watches one user may hold open at once; more get 429 with Retry-After (system:masters excepted; 0: no limit)")
 	fs.Var((*stringList)(&c.Controllers), "controllers", "kube-controller-manager's controllers Tabula runs itself, in kcm's syntax: * for all, -name to switch one off (garbage-collector-controller, namespace-controller, serviceaccount-controller, root-ca-certificate-publisher-controller, persistentvolume-protection-controller, persistentvolumeclaim-protection-controller, clusterrole-aggregation-controller); switch off those a kube-controller-manager beside Tabula runs (default *)")
 	fs.Var(&c.MemoryLimit, "memory-limit", "the Go runtime's soft memory limit (a quantity: 1Gi; default GOMEMLIMIT, or none): past it the server collects garbage harder instead of growing")
+	fs.BoolVar(&c.PriorityAndFairness, "enable-priority-and-fairness", c.PriorityAndFairness, "classify requests by FlowSchema into priority levels and queue them fairly, as kube-apiserver (its concurrency: the two max-in-flight limits together); false limits with the two max-in-flight pools instead")
 	fs.IntVar(&c.MaxRequestsInflight, "max-requests-inflight", c.MaxRequestsInflight, "read-only requests served at once; more get 429 with Retry-After (0: no limit; watches are not counted)")
 	fs.IntVar(&c.MaxMutatingRequestsInflight, "max-mutating-requests-inflight", c.MaxMutatingRequestsInflight, "mutating requests served at once; more get 429 with Retry-After (0: no limit)")
 	fs.DurationVar(&c.ShutdownDelay, "shutdown-delay-duration", 0, "time to keep serving with /readyz failing after SIGTERM, before the listener closes")
@@ -557,6 +561,7 @@ func (m *Main) Run(ctx context.Context) error {
 		Kubelet: kubeletConfig(&c, pki), AuthorizationModes: authorizationModes(&c), AnonymousAuth: c.AnonymousAuth, AnonymousPaths: anonymousPaths,
 		ServiceAccountJWKSURI: c.ServiceAccountJWKSURI, Audit: c.Audit, RequestHeader: requestHeader, Admission: c.Admission,
 		ProxyClientCert: proxyClient, NoCBOR: !utilfeature.DefaultFeatureGate.Enabled(genericfeatures.CBORServingAndStorage),
+		NoPriorityAndFairness: !c.PriorityAndFairness,
 	})
 	if err != nil {
 		ln.Close()
