@@ -14,6 +14,7 @@ import (
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	flowcontrolv1typed "k8s.io/client-go/kubernetes/typed/flowcontrol/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 )
@@ -241,3 +242,114 @@ func anonymousClient(t *testing.T, tg *target) *http.Client {
 	}
 	return hc
 }
+
+// TestPriorityAndFairnessReplicas: two replicas on one PostgreSQL or
+// MariaDB share one flow-control configuration. Both keep kube's objects
+// in place without fighting over them, a FlowSchema made on one replica
+// classifies requests on the other, and its status is kept by both as
+// one: Dangling while its priority level is missing, Found once it is
+// made, with one status manager.
+func TestPriorityAndFairnessReplicas(t *testing.T) {
+	if !ownServerOnly(t, "the replicas are servers the suite starts") {
+		return
+	}
+	for _, b := range backends {
+		if b.name == "sqlite" {
+			continue // one process per SQLite file
+		}
+		t.Run(b.name, func(t *testing.T) {
+			recordOutcome(t, scenarioRow(t, ""), b.name)
+			flowControlReplicasScenario(t, startReplicas(t, b, 2))
+		})
+	}
+}
+
+func flowControlReplicasScenario(t *testing.T, tgs []*target) {
+	ctx := testContext(t, 2*time.Minute)
+	one, two := tgs[0].clientset(t).FlowcontrolV1(), tgs[1].clientset(t).FlowcontrolV1()
+	name := "conformance-replicas"
+	fs, err := one.FlowSchemas().Create(ctx, &flowcontrolv1.FlowSchema{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: flowcontrolv1.FlowSchemaSpec{PriorityLevelConfiguration: flowcontrolv1.PriorityLevelConfigurationReference{Name: name},
+			MatchingPrecedence: 600,
+			Rules: []flowcontrolv1.PolicyRulesWithSubjects{{
+				Subjects:         []flowcontrolv1.Subject{{Kind: flowcontrolv1.SubjectKindUser, User: &flowcontrolv1.UserSubject{Name: "replica-user"}}},
+				NonResourceRules: []flowcontrolv1.NonResourcePolicyRule{{Verbs: []string{"*"}, NonResourceURLs: []string{"*"}}},
+			}}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dangling := func(c flowcontrolv1client, want flowcontrolv1.ConditionStatus, reason string) {
+		t.Helper()
+		waitFor(t, "FlowSchema Dangling="+string(want), waitDeadline, func() (bool, string) {
+			cur, err := c.FlowSchemas().Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return false, err.Error()
+			}
+			for _, cond := range cur.Status.Conditions {
+				if cond.Type == flowcontrolv1.FlowSchemaConditionDangling {
+					return cond.Status == want && cond.Reason == reason, fmt.Sprint(cond)
+				}
+			}
+			return false, fmt.Sprint(cur.Status.Conditions)
+		})
+	}
+	dangling(two, flowcontrolv1.ConditionTrue, "NotFound")
+	pl, err := two.PriorityLevelConfigurations().Create(ctx, &flowcontrolv1.PriorityLevelConfiguration{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: flowcontrolv1.PriorityLevelConfigurationSpec{Type: flowcontrolv1.PriorityLevelEnablementLimited,
+			Limited: &flowcontrolv1.LimitedPriorityLevelConfiguration{NominalConcurrencyShares: ptr.To[int32](5),
+				LimitResponse: flowcontrolv1.LimitResponse{Type: flowcontrolv1.LimitResponseTypeReject}}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dangling(one, flowcontrolv1.ConditionFalse, "Found")
+	// Both replicas classify the user's requests into the new schema.
+	for i, tg := range tgs {
+		cfg := tg.restConfig()
+		cfg.Impersonate = rest.ImpersonationConfig{UserName: "replica-user"}
+		hc, err := rest.HTTPClientFor(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, fmt.Sprintf("replica %d classifying into the new schema", i), waitDeadline, func() (bool, string) {
+			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, cfg.Host+"/version", nil)
+			resp, err := hc.Do(req)
+			if err != nil {
+				return false, err.Error()
+			}
+			resp.Body.Close()
+			fsUID, plUID := resp.Header.Get("X-Kubernetes-PF-FlowSchema-UID"), resp.Header.Get("X-Kubernetes-PF-PriorityLevel-UID")
+			return fsUID == string(fs.UID) && plUID == string(pl.UID), fsUID + " " + plUID
+		})
+	}
+	// One manager of the status, and kube's objects written once: the
+	// replicas agree rather than take turns.
+	cur, err := one.FlowSchemas().Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var status []string
+	for _, mf := range cur.ManagedFields {
+		if mf.Subresource == "status" {
+			status = append(status, mf.Manager)
+		}
+	}
+	if len(status) != 1 || status[0] != "api-priority-and-fairness-config-consumer-v1" {
+		t.Errorf("status managers %v, want kube's config consumer once", status)
+	}
+	for _, c := range []flowcontrolv1client{one, two} {
+		exempt, err := c.FlowSchemas().Get(ctx, "exempt", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if exempt.Generation != 1 {
+			t.Errorf("the mandatory exempt FlowSchema was rewritten: generation %d", exempt.Generation)
+		}
+	}
+}
+
+// flowcontrolv1client is the typed flowcontrol client both replicas give.
+type flowcontrolv1client = flowcontrolv1typed.FlowcontrolV1Interface
