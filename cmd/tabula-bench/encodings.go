@@ -11,6 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clientfeatures "k8s.io/client-go/features"
 	"k8s.io/client-go/kubernetes"
 )
 
@@ -42,12 +43,17 @@ func (b *bench) encodings(ctx context.Context) error {
 			return err
 		}
 		for _, enc := range benchEncodings {
-			cs, counted, err := b.countingClient(enc.contentType)
+			cs, counted, answered, err := b.countingClient(enc.contentType)
 			if err != nil {
 				return err
 			}
 			if err := b.pagedLists(ctx, cs, counted, ns, size, enc.name); err != nil {
 				return err
+			}
+			// client-go falls back to JSON without a word when CBOR is
+			// not allowed to it: the figures must be of what was asked.
+			if got := answered.Load(); got != enc.contentType {
+				return fmt.Errorf("%s: the server answered %v", enc.name, got)
 			}
 			var lists latencies
 			bytesPerList := int64(0)
@@ -160,29 +166,44 @@ func (b *bench) fill(ctx context.Context, ns string, n int, labels func(i int64)
 	}
 }
 
+// allowCBOR lets client-go's clients speak CBOR (its ClientsAllowCBOR
+// gate), before any is made: the encodings workload's CBOR client needs
+// it, and it changes nothing for clients that name another content type.
+func allowCBOR() {
+	clientfeatures.ReplaceFeatureGates(cborAllowed{clientfeatures.FeatureGates()})
+}
+
+type cborAllowed struct{ clientfeatures.Gates }
+
+func (g cborAllowed) Enabled(k clientfeatures.Feature) bool {
+	return k == clientfeatures.ClientsAllowCBOR || g.Gates.Enabled(k)
+}
+
 // countingClient is a typed clientset sending and accepting contentType
-// only, without gzip, counting the response bytes it reads.
-func (b *bench) countingClient(contentType string) (*kubernetes.Clientset, *atomic.Int64, error) {
+// only, without gzip, counting the response bytes it reads; answered is
+// the Content-Type of its last answer.
+func (b *bench) countingClient(contentType string) (cs *kubernetes.Clientset, counted *atomic.Int64, answered *atomic.Value, err error) {
 	cfg, err := restConfig(b.o)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	cfg.Timeout = 2 * time.Minute
 	cfg.ContentType = contentType
 	cfg.AcceptContentTypes = contentType
 	cfg.DisableCompression = true
-	counted := new(atomic.Int64)
+	counted, answered = new(atomic.Int64), new(atomic.Value)
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
 		return roundTrip(func(r *http.Request) (*http.Response, error) {
 			resp, err := rt.RoundTrip(r)
 			if err == nil {
 				resp.Body = &countingBody{ReadCloser: resp.Body, n: counted}
+				answered.Store(resp.Header.Get("Content-Type"))
 			}
 			return resp, err
 		})
 	})
-	cs, err := kubernetes.NewForConfig(cfg)
-	return cs, counted, err
+	cs, err = kubernetes.NewForConfig(cfg)
+	return cs, counted, answered, err
 }
 
 type roundTrip func(*http.Request) (*http.Response, error)

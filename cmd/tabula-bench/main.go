@@ -72,12 +72,7 @@ func main() {
 	flag.DurationVar(&o.watchMem.settle, "watchmem-settle", 35*time.Second, "watchmem: how long after the clients leave the RSS is followed")
 	cpuProfile := flag.String("cpuprofile", "", "write the load generator's own CPU profile here (it shares the machine with a local server)")
 	flag.Parse()
-	// client-go reads its feature gates once, from the environment: the
-	// encodings workload's CBOR clients need this one (it changes nothing
-	// for clients that name another content type).
-	if os.Getenv("KUBE_FEATURE_ClientsAllowCBOR") == "" {
-		_ = os.Setenv("KUBE_FEATURE_ClientsAllowCBOR", "true")
-	}
+	allowCBOR()
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)
 		if err == nil {

@@ -34,9 +34,10 @@ current-context: t
 `), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	allowCBOR() // as main does
 	results, err := run(ctx, options{
 		kubeconfig: kubeconfig,
-		workloads:  []string{"create", "get", "update", "list", "watch", "churn"},
+		workloads:  []string{"create", "get", "update", "list", "watch", "churn", "encodings"},
 		duration:   300 * time.Millisecond,
 		clients:    []int{2},
 		objects:    []int{600},
@@ -55,6 +56,8 @@ current-context: t
 		"create 1KiB clients=2", "create 10KiB clients=2", "get clients=2", "update 1 object clients=2",
 		"fill 600 objects clients=32", "list 600 whole", "list 600 in pages of 500", "list 600: one page of 500",
 		"list 600 selective 1%", "watch delivery watchers=2", "churn clients=2",
+		"list 600 whole, json", "list 600 whole, protobuf", "list 600 whole, cbor",
+		"list 600 in pages of 500, cbor", "watch replay of 600, json", "watch replay of 600, protobuf", "watch replay of 600, cbor",
 	} {
 		r, ok := got[name]
 		if !ok {
