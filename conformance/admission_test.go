@@ -267,18 +267,10 @@ func policyScenario(t *testing.T, tg *target) {
 // secrets is created, the rest refused with kube-apiserver's words, and a
 // deletion gives the room back.
 func TestQuotaAcrossReplicas(t *testing.T) {
-	if !ownServerOnly(t, "the replicas are servers the suite starts") {
-		return
-	}
-	for _, b := range backends {
-		if b.name == "sqlite" {
-			continue // one process per SQLite file; TestAdmissionPlugins/resourcequota covers it
-		}
-		t.Run(b.name, func(t *testing.T) {
-			recordOutcome(t, scenarioRow(t, ""), b.name)
-			quotaScenario(t, startReplicas(t, b, 2))
-		})
-	}
+	// SQLite: TestAdmissionPlugins/resourcequota covers one process.
+	forEachSharedDatabase(t, func(t *testing.T, b backend) {
+		quotaScenario(t, startReplicas(t, b, 2))
+	})
 }
 
 func quotaScenario(t *testing.T, tgs []*target) {

@@ -190,6 +190,25 @@ func checkAuditLog(t *testing.T, tg *target, ns string) {
 
 // startReplicas starts n Tabula replicas on one new database of backend
 // b, stopped when the test ends.
+// forEachSharedDatabase runs fn as a subtest per backend that several
+// replicas can share (not SQLite: one process per file), recorded in the
+// matrix, when the suite starts its own servers.
+func forEachSharedDatabase(t *testing.T, fn func(t *testing.T, b backend)) {
+	t.Helper()
+	if !ownServerOnly(t, "the replicas are servers the suite starts") {
+		return
+	}
+	for _, b := range backends {
+		if b.name == "sqlite" {
+			continue // one process per SQLite file
+		}
+		t.Run(b.name, func(t *testing.T) {
+			recordOutcome(t, scenarioRow(t, ""), b.name)
+			fn(t, b)
+		})
+	}
+}
+
 func startReplicas(t *testing.T, b backend, n int, args ...string) []*target {
 	t.Helper()
 	dir := t.TempDir()
@@ -339,35 +358,26 @@ func tokenExpiry(t *testing.T, token string) time.Duration {
 // replica's watch delivers it, and its deletion takes the access away
 // there too.
 func TestAuthorizationAcrossReplicas(t *testing.T) {
-	if !ownServerOnly(t, "the replicas are servers the suite starts") {
-		return
-	}
-	for _, b := range backends {
-		if b.name == "sqlite" {
-			continue // one process per SQLite file
+	forEachSharedDatabase(t, func(t *testing.T, b backend) {
+		tgs := startReplicas(t, b, 2, "--token", "replicas-test-token")
+		a, other := newKubectl(t, tgs[0]), tgs[1]
+		ns := newNamespace(t, tgs[0])
+		a.ok(t, "create", "serviceaccount", "reader", "-n", ns)
+		reader := tokenKubectl(t, other, strings.TrimSpace(a.ok(t, "create", "token", "reader", "-n", ns)))
+		if r := reader.run(t, "get", "configmaps", "-n", ns); r.code == 0 || !strings.Contains(r.stderr, "Forbidden") {
+			t.Fatalf("before the binding:\n%s", r)
 		}
-		t.Run(b.name, func(t *testing.T) {
-			recordOutcome(t, scenarioRow(t, ""), b.name)
-			tgs := startReplicas(t, b, 2, "--token", "replicas-test-token")
-			a, other := newKubectl(t, tgs[0]), tgs[1]
-			ns := newNamespace(t, tgs[0])
-			a.ok(t, "create", "serviceaccount", "reader", "-n", ns)
-			reader := tokenKubectl(t, other, strings.TrimSpace(a.ok(t, "create", "token", "reader", "-n", ns)))
-			if r := reader.run(t, "get", "configmaps", "-n", ns); r.code == 0 || !strings.Contains(r.stderr, "Forbidden") {
-				t.Fatalf("before the binding:\n%s", r)
-			}
-			a.ok(t, "create", "rolebinding", "reader-view", "--clusterrole=view", "--serviceaccount="+ns+":reader", "-n", ns)
-			began := time.Now()
-			waitFor(t, "the binding authorizing on the other replica", 30*time.Second, func() (bool, string) {
-				r := reader.run(t, "get", "configmaps", "-n", ns)
-				return r.code == 0, r.String()
-			})
-			t.Logf("%s: a binding written on one replica authorized on the other %v later (one kubectl run included)", b.name, time.Since(began).Round(time.Millisecond))
-			a.ok(t, "delete", "rolebinding", "reader-view", "-n", ns)
-			waitFor(t, "the deleted binding refused on the other replica", 30*time.Second, func() (bool, string) {
-				r := reader.run(t, "get", "configmaps", "-n", ns)
-				return r.code != 0 && strings.Contains(r.stderr, "Forbidden"), r.String()
-			})
+		a.ok(t, "create", "rolebinding", "reader-view", "--clusterrole=view", "--serviceaccount="+ns+":reader", "-n", ns)
+		began := time.Now()
+		waitFor(t, "the binding authorizing on the other replica", 30*time.Second, func() (bool, string) {
+			r := reader.run(t, "get", "configmaps", "-n", ns)
+			return r.code == 0, r.String()
 		})
-	}
+		t.Logf("%s: a binding written on one replica authorized on the other %v later (one kubectl run included)", b.name, time.Since(began).Round(time.Millisecond))
+		a.ok(t, "delete", "rolebinding", "reader-view", "-n", ns)
+		waitFor(t, "the deleted binding refused on the other replica", 30*time.Second, func() (bool, string) {
+			r := reader.run(t, "get", "configmaps", "-n", ns)
+			return r.code != 0 && strings.Contains(r.stderr, "Forbidden"), r.String()
+		})
+	})
 }

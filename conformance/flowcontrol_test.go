@@ -250,18 +250,9 @@ func anonymousClient(t *testing.T, tg *target) *http.Client {
 // one: Dangling while its priority level is missing, Found once it is
 // made, with one status manager.
 func TestPriorityAndFairnessReplicas(t *testing.T) {
-	if !ownServerOnly(t, "the replicas are servers the suite starts") {
-		return
-	}
-	for _, b := range backends {
-		if b.name == "sqlite" {
-			continue // one process per SQLite file
-		}
-		t.Run(b.name, func(t *testing.T) {
-			recordOutcome(t, scenarioRow(t, ""), b.name)
-			flowControlReplicasScenario(t, startReplicas(t, b, 2))
-		})
-	}
+	forEachSharedDatabase(t, func(t *testing.T, b backend) {
+		flowControlReplicasScenario(t, startReplicas(t, b, 2))
+	})
 }
 
 func flowControlReplicasScenario(t *testing.T, tgs []*target) {
