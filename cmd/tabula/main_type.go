@@ -533,7 +533,7 @@ func (m *Main) Run(ctx context.Context) error {
 	}
 	reg := schema.NewBuiltin(apis...)
 	v := Version()
-	oa, err := openapi.New(reg, openapi.Info{Title: "Kubernetes", Version: v.GitVersion})
+	oa, err := openapi.New(reg, openapi.Info{Title: "Kubernetes", Version: v.GitVersion, CBOR: utilfeature.DefaultFeatureGate.Enabled(genericfeatures.CBORServingAndStorage)})
 	if err != nil {
 		cancel()
 		m.store.Close()

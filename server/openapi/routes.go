@@ -23,6 +23,26 @@ var (
 	mediaJSON = []string{"application/json"}
 )
 
+// media are the types a group-version's operations name: kube's lists, and
+// with CBOR served, application/cbor, application/cbor-seq and
+// application/apply-patch+cbor in the places kube-apiserver puts them
+// (its discovery documents above the group-versions stay without).
+type media struct {
+	object, list, patch []string
+}
+
+func mediaFor(cbor bool) media {
+	if !cbor {
+		return media{object: mediaObject, list: mediaList, patch: mediaPatch}
+	}
+	object := append(append([]string(nil), mediaObject...), "application/cbor")
+	return media{
+		object: object,
+		list:   append(append([]string(nil), object...), "application/json;stream=watch", "application/vnd.kubernetes.protobuf;stream=watch", "application/cbor-seq"),
+		patch:  append(append([]string(nil), mediaPatch...), "application/apply-patch+cbor"),
+	}
+}
+
 // route is one documented operation (common.Route).
 type route struct {
 	method, path, id, description string
@@ -85,14 +105,14 @@ func (c *container) Routes() []common.Route             { return c.routes }
 // gvRoutes returns the routes of one group-version: its resource list at
 // "<prefix>/" and the operations of every Type in it. hasDefinition reports
 // whether a model name has a schema; Types without one are left out.
-func gvRoutes(gv schema.GroupVersion, types []*tschema.Type, hasDefinition func(string) bool) *container {
+func gvRoutes(gv schema.GroupVersion, types []*tschema.Type, hasDefinition func(string) bool, m media) *container {
 	prefix := gvPath(gv)
 	tag := gvTag(gv)
 	c := &container{root: prefix}
 	c.routes = append(c.routes, &route{
 		method: "GET", path: prefix + "/", id: "get" + gvID(gv) + "APIResources",
 		description: "get available resources", tags: []string{tag},
-		consumes: mediaObject, produces: mediaObject,
+		consumes: m.object, produces: m.object,
 		responses: responses(&metav1.APIResourceList{}, http.StatusOK),
 	})
 	for _, t := range types {
@@ -109,7 +129,7 @@ func gvRoutes(gv schema.GroupVersion, types []*tschema.Type, hasDefinition func(
 				list = l
 			}
 		}
-		c.routes = append(c.routes, typeRoutes(gv, t, obj, list)...)
+		c.routes = append(c.routes, typeRoutes(gv, t, obj, list, m)...)
 	}
 	return c
 }
@@ -117,7 +137,7 @@ func gvRoutes(gv schema.GroupVersion, types []*tschema.Type, hasDefinition func(
 // typeRoutes documents one Type: the collection, item and watch paths
 // (namespaced Types also get the all-namespaces list and watch), and the
 // status and finalize subresources. Which operations exist follows Verbs.
-func typeRoutes(gv schema.GroupVersion, t *tschema.Type, obj, list interface{}) []common.Route {
+func typeRoutes(gv schema.GroupVersion, t *tschema.Type, obj, list interface{}, m media) []common.Route {
 	verbs := map[string]bool{}
 	for _, v := range t.Verbs {
 		verbs[v] = true
@@ -164,29 +184,29 @@ func typeRoutes(gv schema.GroupVersion, t *tschema.Type, obj, list interface{}) 
 
 	if list != nil && verbs["list"] {
 		add("GET", collection, "list"+gvid+scope+kind, listDescription, "list",
-			params(scopeParams, listQueryParams), mediaAny, mediaList, nil, responses(list, http.StatusOK))
+			params(scopeParams, listQueryParams), mediaAny, m.list, nil, responses(list, http.StatusOK))
 		if t.Namespaced {
 			add("GET", prefix+"/"+t.Resource, "list"+gvid+kind+"ForAllNamespaces", listDescription, "list",
-				listQueryParams, mediaAny, mediaList, nil, responses(list, http.StatusOK))
+				listQueryParams, mediaAny, m.list, nil, responses(list, http.StatusOK))
 		}
 	}
 	if verbs["create"] {
 		add("POST", collection, "create"+gvid+scope+kind, "create "+article(kind)+kind, "post",
-			params(scopeParams, createQueryParams, []common.Parameter{bodyParam(true)}), mediaAny, mediaObject, obj,
+			params(scopeParams, createQueryParams, []common.Parameter{bodyParam(true)}), mediaAny, m.object, obj,
 			responses(obj, http.StatusOK, http.StatusCreated, http.StatusAccepted))
 	}
 	if verbs["deletecollection"] {
 		add("DELETE", collection, "delete"+gvid+"Collection"+scope+kind, "delete collection of "+kind, "deletecollection",
-			params(scopeParams, deleteCollectionQueryParams, []common.Parameter{bodyParam(false)}), mediaAny, mediaObject,
+			params(scopeParams, deleteCollectionQueryParams, []common.Parameter{bodyParam(false)}), mediaAny, m.object,
 			&metav1.DeleteOptions{}, responses(&metav1.Status{}, http.StatusOK))
 	}
 	if verbs["get"] {
 		add("GET", item, "read"+gvid+scope+kind, "read the specified "+kind, "get",
-			itemParams, mediaAny, mediaObject, nil, responses(obj, http.StatusOK))
+			itemParams, mediaAny, m.object, nil, responses(obj, http.StatusOK))
 	}
 	if verbs["update"] {
 		add("PUT", item, "replace"+gvid+scope+kind, "replace the specified "+kind, "put",
-			params(itemParams, updateQueryParams, []common.Parameter{bodyParam(true)}), mediaAny, mediaObject, obj,
+			params(itemParams, updateQueryParams, []common.Parameter{bodyParam(true)}), mediaAny, m.object, obj,
 			responses(obj, http.StatusOK, http.StatusCreated))
 	}
 	if verbs["delete"] {
@@ -195,22 +215,22 @@ func typeRoutes(gv schema.GroupVersion, t *tschema.Type, obj, list interface{}) 
 			deleted = obj
 		}
 		add("DELETE", item, "delete"+gvid+scope+kind, "delete "+article(kind)+kind, "delete",
-			params(itemParams, deleteQueryParams, []common.Parameter{bodyParam(false)}), mediaAny, mediaObject,
+			params(itemParams, deleteQueryParams, []common.Parameter{bodyParam(false)}), mediaAny, m.object,
 			&metav1.DeleteOptions{}, responses(deleted, http.StatusOK, http.StatusAccepted))
 	}
 	if verbs["patch"] {
 		add("PATCH", item, "patch"+gvid+scope+kind, "partially update the specified "+kind, "patch",
-			params(itemParams, patchQueryParams, []common.Parameter{bodyParam(true)}), mediaPatch, mediaObject,
+			params(itemParams, patchQueryParams, []common.Parameter{bodyParam(true)}), m.patch, m.object,
 			&metav1.Patch{}, responses(obj, http.StatusOK, http.StatusCreated))
 	}
 	if verbs["watch"] {
 		add("GET", watchItem, "watch"+gvid+scope+kind, fmt.Sprintf(watchDescription, kind), "watch",
-			params(itemParams, listQueryParams), mediaAny, mediaList, nil, responses(watchEvent, http.StatusOK))
+			params(itemParams, listQueryParams), mediaAny, m.list, nil, responses(watchEvent, http.StatusOK))
 		add("GET", watchCollection, "watch"+gvid+scope+kind+"List", fmt.Sprintf(watchListDescription, kind), "watchlist",
-			params(scopeParams, listQueryParams), mediaAny, mediaList, nil, responses(watchEvent, http.StatusOK))
+			params(scopeParams, listQueryParams), mediaAny, m.list, nil, responses(watchEvent, http.StatusOK))
 		if t.Namespaced {
 			add("GET", prefix+"/watch/"+t.Resource, "watch"+gvid+kind+"ListForAllNamespaces", fmt.Sprintf(watchListDescription, kind), "watchlist",
-				listQueryParams, mediaAny, mediaList, nil, responses(watchEvent, http.StatusOK))
+				listQueryParams, mediaAny, m.list, nil, responses(watchEvent, http.StatusOK))
 		}
 	}
 
@@ -221,22 +241,22 @@ func typeRoutes(gv schema.GroupVersion, t *tschema.Type, obj, list interface{}) 
 		case "status":
 			if verbs["get"] {
 				add("GET", path, "read"+gvid+scope+kind+suffix, "read status of the specified "+kind, "get",
-					itemParams, mediaAny, mediaObject, nil, responses(obj, http.StatusOK))
+					itemParams, mediaAny, m.object, nil, responses(obj, http.StatusOK))
 			}
 			if verbs["update"] {
 				add("PUT", path, "replace"+gvid+scope+kind+suffix, "replace status of the specified "+kind, "put",
-					params(itemParams, updateQueryParams, []common.Parameter{bodyParam(true)}), mediaAny, mediaObject, obj,
+					params(itemParams, updateQueryParams, []common.Parameter{bodyParam(true)}), mediaAny, m.object, obj,
 					responses(obj, http.StatusOK, http.StatusCreated))
 			}
 			if verbs["patch"] {
 				add("PATCH", path, "patch"+gvid+scope+kind+suffix, "partially update status of the specified "+kind, "patch",
-					params(itemParams, patchQueryParams, []common.Parameter{bodyParam(true)}), mediaPatch, mediaObject,
+					params(itemParams, patchQueryParams, []common.Parameter{bodyParam(true)}), m.patch, m.object,
 					&metav1.Patch{}, responses(obj, http.StatusOK, http.StatusCreated))
 			}
 		case "finalize":
 			if verbs["update"] {
 				add("PUT", path, "replace"+gvid+scope+kind+suffix, "replace finalize of the specified "+kind, "put",
-					params(itemParams, updateQueryParams, []common.Parameter{bodyParam(true)}), mediaAny, mediaObject, obj,
+					params(itemParams, updateQueryParams, []common.Parameter{bodyParam(true)}), mediaAny, m.object, obj,
 					responses(obj, http.StatusOK, http.StatusCreated))
 			}
 		case "scale":
@@ -247,14 +267,14 @@ func typeRoutes(gv schema.GroupVersion, t *tschema.Type, obj, list interface{}) 
 			scale := sc.New()
 			addScale := func(method, id, description, action string, ps []common.Parameter, consumes []string, body interface{}, codes ...int) {
 				add(method, path, id+gvid+scope+kind+suffix, description+" of the specified "+kind, action,
-					ps, consumes, mediaObject, body, responses(scale, codes...))
+					ps, consumes, m.object, body, responses(scale, codes...))
 				out[len(out)-1].(*route).meta[extGVK] = scGVK
 			}
 			addScale("GET", "read", "read scale", "get", scParams, mediaAny, nil, http.StatusOK)
 			addScale("PUT", "replace", "replace scale", "put", params(scParams, updateQueryParams, []common.Parameter{bodyParam(true)}),
 				mediaAny, scale, http.StatusOK, http.StatusCreated)
 			addScale("PATCH", "patch", "partially update scale", "patch", params(scParams, patchQueryParams, []common.Parameter{bodyParam(true)}),
-				mediaPatch, &metav1.Patch{}, http.StatusOK, http.StatusCreated)
+				m.patch, &metav1.Patch{}, http.StatusOK, http.StatusCreated)
 		}
 		// Other subresources (token, …) have types of their own and are
 		// documented once Tabula serves them.

@@ -30,6 +30,9 @@ type Info struct {
 	// 1.35 the documents carry only its major.minor ("1.35"); an empty or
 	// unparsable Version gives "unversioned".
 	Version string
+	// CBOR names the CBOR media types, as kube-apiserver does with its
+	// CBORServingAndStorage gate on.
+	CBOR bool
 }
 
 func (i Info) spec() *spec.Info {
@@ -196,7 +199,7 @@ func (s *Service) build() (map[string]*spec3.OpenAPI, *spec.Swagger, error) {
 	var custom []*spec.Swagger
 	for _, gv := range s.reg.GroupVersions() {
 		types := s.reg.TypesIn(gv)
-		c := gvRoutes(gv, types, hasDefinition)
+		c := gvRoutes(gv, types, hasDefinition, mediaFor(s.info.CBOR))
 		name := strings.TrimPrefix(gvPath(gv), "/")
 		doc, err := builder3.BuildOpenAPISpecFromRoutes([]common.RouteContainer{c}, s.v3Config(namer))
 		if err != nil {
