@@ -44,6 +44,9 @@ func (s *Server) proxyAggregated(c echo.Context, t *aggregator.Target) error {
 		http.Error(c.Response(), "missing user", http.StatusInternalServerError)
 		return nil
 	}
+	// Served elsewhere: priority and fairness gives back the seats a watch
+	// took for its start now, as kube-aggregator's proxy does.
+	watchInitialized(c.Request().Context())
 	s.agg.Proxy(c.Response(), c.Request(), t, aggregator.User{Name: u.Name, UID: u.UID, Groups: u.Groups, Extra: u.Extra})
 	return nil
 }

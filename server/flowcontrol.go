@@ -121,6 +121,10 @@ type objectCount struct {
 	ok       bool
 }
 
+// maxCountedResources bounds the resources counted (built-in kinds and
+// CRDs are far fewer).
+const maxCountedResources = 4096
+
 // objectCountTTL is how long a count is used before it is made again.
 const objectCountTTL = time.Minute
 
@@ -129,6 +133,11 @@ func (o *objectCounts) get(key string) (storage.Stats, error) {
 	defer o.mu.Unlock()
 	c := o.known[key]
 	if c == nil {
+		if len(o.known) >= maxCountedResources {
+			// Keys come from request paths, resources that exist or
+			// not: the map must not grow with what clients make up.
+			return storage.Stats{}, fcrequest.ObjectCountNotFoundErr
+		}
 		c = &objectCount{}
 		o.known[key] = c
 	}
