@@ -73,9 +73,17 @@ func flowControlScenario(t *testing.T, tg *target) {
 	}
 
 	// Two users with read access to the namespace, reached by impersonation.
+	// (A Role of its own: the aggregated view role is filled by
+	// kube-controller-manager, which a bare kube-apiserver lacks.)
+	if _, err := cs.RbacV1().Roles(ns).Create(ctx, &rbacv1.Role{
+		ObjectMeta: metav1.ObjectMeta{Name: "readers"},
+		Rules:      []rbacv1.PolicyRule{{Verbs: []string{"get", "list", "watch"}, APIGroups: []string{""}, Resources: []string{"configmaps"}}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := cs.RbacV1().RoleBindings(ns).Create(ctx, &rbacv1.RoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: "readers"},
-		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "view"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "readers"},
 		Subjects: []rbacv1.Subject{{Kind: "User", APIGroup: "rbac.authorization.k8s.io", Name: "flooder"},
 			{Kind: "User", APIGroup: "rbac.authorization.k8s.io", Name: "calm"}},
 	}, metav1.CreateOptions{}); err != nil {
