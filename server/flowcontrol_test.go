@@ -5,15 +5,10 @@ import (
 	"encoding/csv"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/tabula-dev/tabula/server"
-	"github.com/tabula-dev/tabula/server/auth"
-	"github.com/tabula-dev/tabula/server/servertest"
-	"github.com/tabula-dev/tabula/sqlstore/storetest"
 )
 
 // TestWatchesGiveBackTheirSeats: under priority and fairness a watch pays
@@ -24,16 +19,7 @@ import (
 // dump_priority_levels), her reads are served,
 // and every answer names its FlowSchema and priority level.
 func TestWatchesGiveBackTheirSeats(t *testing.T) {
-	tokens := filepath.Join(t.TempDir(), "tokens.csv")
-	if err := os.WriteFile(tokens, []byte("tok-alice,alice,1000\ntok-root,root,1001,\"system:masters\"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	a, err := auth.NewAuthenticator(auth.Options{TokenFile: tokens})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := servertest.Server(t, server.Config{Store: storetest.Open(t, "sqlite://:memory:"), Authenticator: a,
-		MaxRequestsInflight: 40, MaxMutatingRequestsInflight: 20})
+	srv := aliceAndRootServer(t, server.Config{MaxRequestsInflight: 40, MaxMutatingRequestsInflight: 20})
 	hs := httptest.NewServer(srv.Handler())
 	defer hs.Close()
 	getAs := func(token, path string) *http.Response {

@@ -18,10 +18,10 @@ import (
 	"github.com/tabula-dev/tabula/sqlstore/storetest"
 )
 
-// TestInflightLimits: with its read-only pool full, a user's read gets
-// 429 with Retry-After at once, while writes (their own pool), watches
-// (long-running), health probes and system:masters still get through.
-func TestInflightLimits(t *testing.T) {
+// aliceAndRootServer is an in-process server on SQLite with cfg whose
+// users are tok-alice (alice) and tok-root (root, in system:masters).
+func aliceAndRootServer(t *testing.T, cfg server.Config) *server.Server {
+	t.Helper()
 	tokens := filepath.Join(t.TempDir(), "tokens.csv")
 	if err := os.WriteFile(tokens, []byte("tok-alice,alice,1000\ntok-root,root,1001,\"system:masters\"\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -30,9 +30,16 @@ func TestInflightLimits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	cfg.Store, cfg.Authenticator = storetest.Open(t, "sqlite://:memory:"), a
+	return servertest.Server(t, cfg)
+}
+
+// TestInflightLimits: with its read-only pool full, a user's read gets
+// 429 with Retry-After at once, while writes (their own pool), watches
+// (long-running), health probes and system:masters still get through.
+func TestInflightLimits(t *testing.T) {
 	metrics := prometheus.NewRegistry()
-	srv := servertest.Server(t, server.Config{Store: storetest.Open(t, "sqlite://:memory:"), Authenticator: a, Metrics: metrics,
-		MaxRequestsInflight: 1, MaxMutatingRequestsInflight: 1, NoPriorityAndFairness: true})
+	srv := aliceAndRootServer(t, server.Config{Metrics: metrics, MaxRequestsInflight: 1, MaxMutatingRequestsInflight: 1, NoPriorityAndFairness: true})
 	h := &refHarness{t: t, h: srv.Handler(), state: map[string]string{}}
 	as := func(token string) map[string]string {
 		return map[string]string{"Authorization": "Bearer " + token, "Content-Type": "application/json"}
