@@ -26,43 +26,38 @@ type readiness struct {
 // MarkControllersStarted makes the controllers' readiness check pass.
 func (s *Server) MarkControllersStarted() { s.ready.controllersSynced.Store(true) }
 
+// The checks carry kube-apiserver 1.35's names, in its order, so clients,
+// monitoring and the upstream e2e suite find the ones they look for: etcd
+// answers for the database, and each post-start hook passes once Tabula
+// has done what kube's hook does (its controllers started, the bootstrap
+// policy and the flow-control configuration in place). Tabula's own
+// checks (database, controllers, compaction) follow.
+
 func (s *Server) liveChecks() []healthCheck {
-	return []healthCheck{
+	return append(append([]healthCheck{
 		{"ping", func(context.Context) error { return nil }},
 		{"log", func(context.Context) error { return nil }},
-		{"database", s.checkDatabase},
-	}
+		{"etcd", s.checkDatabase},
+	}, s.postStartHooks()...), s.ownChecks()...)
 }
 
 func (s *Server) readyChecks() []healthCheck {
-	return append(s.liveChecks(),
-		healthCheck{"controllers", func(context.Context) error {
-			if !s.ready.controllersSynced.Load() {
-				return fmt.Errorf("in-process controllers not started")
-			}
-			return nil
-		}},
-		// Named as kube-apiserver's post-start hook that does the same.
-		healthCheck{"poststarthook/rbac/bootstrap-roles", func(context.Context) error {
-			if !s.controllers.Bootstrapped() {
-				return fmt.Errorf("bootstrap roles and priority classes not created yet")
-			}
-			return nil
-		}},
-		healthCheck{"poststarthook/priority-and-fairness-config-producer", func(context.Context) error {
-			if !s.controllers.FlowcontrolConfigured() {
-				return fmt.Errorf("the mandatory and suggested flow-control configuration is not in place yet")
-			}
-			return nil
-		}},
-		// Named as kube-apiserver's check that its informers have synced:
-		// the policy and admission caches hold a complete view.
-		healthCheck{"informer-sync", func(context.Context) error {
+	checks := []healthCheck{
+		{"ping", func(context.Context) error { return nil }},
+		{"log", func(context.Context) error { return nil }},
+		{"etcd", s.checkDatabase},
+		{"etcd-readiness", s.checkDatabase},
+		// kube's check that its informers have synced: the policy and
+		// admission caches hold a complete view.
+		{"informer-sync", func(context.Context) error {
 			if !s.api.CachesSynced() {
 				return fmt.Errorf("watch-fed caches not synced yet")
 			}
 			return nil
 		}},
+	}
+	checks = append(append(checks, s.postStartHooks()...), s.ownChecks()...)
+	return append(checks,
 		healthCheck{"compaction", s.checkCompaction},
 		healthCheck{"shutdown", func(context.Context) error {
 			select {
@@ -73,6 +68,81 @@ func (s *Server) readyChecks() []healthCheck {
 			}
 		}},
 	)
+}
+
+// ownChecks are Tabula's names for what its store and controllers need.
+func (s *Server) ownChecks() []healthCheck {
+	return []healthCheck{
+		{"database", s.checkDatabase},
+		{"controllers", s.controllersStarted},
+	}
+}
+
+func (s *Server) controllersStarted(context.Context) error {
+	if !s.ready.controllersSynced.Load() {
+		return fmt.Errorf("in-process controllers not started")
+	}
+	return nil
+}
+
+// postStartHooks are kube-apiserver 1.35's post-start hooks, each passing
+// once Tabula's counterpart has run: most are its in-process controllers
+// (started together, after the custom resources are loaded and the system
+// namespaces made); the bootstrap policy and priority classes, and the
+// flow-control configuration, have checks of their own.
+func (s *Server) postStartHooks() []healthCheck {
+	started := s.controllersStarted
+	ready := func(context.Context) error { return nil } // done in New
+	bootstrapped := func(context.Context) error {
+		if !s.controllers.Bootstrapped() {
+			return fmt.Errorf("bootstrap roles and priority classes not created yet")
+		}
+		return nil
+	}
+	flowConfigured := func(context.Context) error {
+		if !s.controllers.FlowcontrolConfigured() {
+			return fmt.Errorf("the mandatory and suggested flow-control configuration is not in place yet")
+		}
+		return nil
+	}
+	hook := func(name string, check func(context.Context) error) healthCheck {
+		return healthCheck{"poststarthook/" + name, check}
+	}
+	hooks := []healthCheck{
+		hook("start-apiserver-admission-initializer", ready),
+		hook("generic-apiserver-start-informers", started),
+	}
+	if s.flow != nil {
+		hooks = append(hooks, hook("priority-and-fairness-config-consumer", started), hook("priority-and-fairness-filter", ready))
+	}
+	hooks = append(hooks,
+		hook("storage-object-count-tracker-hook", ready),
+		hook("start-apiextensions-informers", started),
+		hook("start-apiextensions-controllers", started),
+		hook("crd-informer-synced", started),
+		hook("start-system-namespaces-controller", started),
+		hook("start-cluster-authentication-info-controller", started),
+		hook("start-kube-apiserver-identity-lease-controller", started),
+		hook("start-kube-apiserver-identity-lease-garbage-collector", started),
+		hook("start-legacy-token-tracking-controller", started),
+		hook("start-service-ip-repair-controllers", started),
+		hook("rbac/bootstrap-roles", bootstrapped),
+		hook("scheduling/bootstrap-system-priority-classes", bootstrapped),
+		hook("priority-and-fairness-config-producer", flowConfigured),
+		hook("bootstrap-controller", started),
+		hook("start-kubernetes-service-cidr-controller", started),
+		hook("aggregator-reload-proxy-client-cert", ready),
+		hook("start-kube-aggregator-informers", started),
+		hook("apiservice-status-local-available-controller", started),
+		hook("apiservice-status-remote-available-controller", started),
+		hook("apiservice-registration-controller", started),
+		hook("apiservice-discovery-controller", started),
+		hook("kube-apiserver-autoregistration", started),
+		healthCheck{"autoregister-completion", started},
+		hook("apiservice-openapi-controller", started),
+		hook("apiservice-openapiv3-controller", started),
+	)
+	return hooks
 }
 
 // Ready runs /readyz's checks, for programs that embed the server.
