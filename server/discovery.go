@@ -25,9 +25,12 @@ import (
 
 func (s *Server) discoveryRoutes(e *echo.Echo) {
 	e.GET("/api", s.getAPI)
+	e.GET("/api/", s.getAPI) // kube-apiserver answers both, as the e2e suite reads them
 	e.GET("/api/v1", func(c echo.Context) error { return s.getResourceList(c, "", "v1") })
 	e.GET("/apis", s.getAPIs)
+	e.GET("/apis/", s.getAPIs)
 	e.GET("/apis/:group", s.getGroup)
+	e.GET("/apis/:group/", s.getGroup)
 	e.GET("/apis/:group/:version", func(c echo.Context) error {
 		if t := s.agg.Target(c.Param("group"), c.Param("version")); t != nil {
 			return s.proxyAggregated(c, t)

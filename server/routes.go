@@ -62,10 +62,18 @@ func (s *Server) routes() *echo.Echo {
 		e.GET("/openapi/v3/*", h)
 	}
 	s.discoveryRoutes(e)
-	e.Any("/api/v1/*", func(c echo.Context) error { return s.serveResource(c, "", "v1", c.Param("*")) })
+	e.Any("/api/v1/*", func(c echo.Context) error {
+		if c.Param("*") == "" && c.Request().Method == http.MethodGet {
+			return s.getResourceList(c, "", "v1") // /api/v1/, as kube-apiserver serves it
+		}
+		return s.serveResource(c, "", "v1", c.Param("*"))
+	})
 	e.Any("/apis/:group/:version/*", func(c echo.Context) error {
 		if t := s.agg.Target(c.Param("group"), c.Param("version")); t != nil {
 			return s.proxyAggregated(c, t)
+		}
+		if c.Param("*") == "" && c.Request().Method == http.MethodGet {
+			return s.getResourceList(c, c.Param("group"), c.Param("version"))
 		}
 		return s.serveResource(c, c.Param("group"), c.Param("version"), c.Param("*"))
 	})
