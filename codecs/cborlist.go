@@ -1,6 +1,7 @@
 package codecs
 
 import (
+	"bytes"
 	"io"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -11,12 +12,7 @@ import (
 // CBORItem turns an object's CBOR encoding (CBORBytes) into a list item:
 // the self-described tag goes, as kube writes it only before the whole
 // answer. The bytes are shared, not copied.
-func CBORItem(encoded []byte) []byte {
-	if len(encoded) >= len(selfDescribedCBOR) && string(encoded[:len(selfDescribedCBOR)]) == string(selfDescribedCBOR) {
-		return encoded[len(selfDescribedCBOR):]
-	}
-	return encoded
-}
+func CBORItem(encoded []byte) []byte { return bytes.TrimPrefix(encoded, selfDescribedCBOR) }
 
 // WriteCBORList writes a list around its items' CBOR encodings (CBORItem),
 // as kube's encoder writes a list object: the self-described tag, then a

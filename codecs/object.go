@@ -29,7 +29,7 @@ type Codec struct {
 	proto   *protobuf.Serializer
 	raw     *protobuf.RawSerializer
 	// cbor is kube's CBOR serializer (nil when CBOR is off).
-	cbor runtime.Serializer
+	cbor cbor.Serializer
 }
 
 // Options choose what a Codec serves besides JSON, YAML and Protobuf.
@@ -336,9 +336,9 @@ func (c *Codec) Encode(w io.Writer, mediaType string, obj runtime.Object, pretty
 // responses (sorting them costs time no client needs).
 func (c *Codec) EncodeCBOR(w io.Writer, obj runtime.Object) error {
 	if c.cbor == nil {
-		return &DecodeError{Message: "unsupported media type " + CBOR}
+		return errors.New("codecs: CBOR is not served") // negotiation never picks it then
 	}
-	return c.cbor.(runtime.NondeterministicEncoder).EncodeNondeterministic(obj, w)
+	return c.cbor.EncodeNondeterministic(obj, w)
 }
 
 // CBORBytes is obj in CBOR (see EncodeCBOR).

@@ -16,8 +16,9 @@ import (
 
 // A WatchWriter frames watch events in the negotiated form:
 // newline-separated JSON {"type":…,"object":…}, length-prefixed
-// Protobuf WatchEvents, or a CBOR sequence of WatchEvents. A Table view sends its column definitions with
-// the first event only, as kube-apiserver does.
+// Protobuf WatchEvents, or a CBOR sequence of WatchEvents. A Table view
+// sends its column definitions with the first event only, as
+// kube-apiserver does.
 type WatchWriter struct {
 	codec         *Codec
 	out           Output

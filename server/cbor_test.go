@@ -11,7 +11,9 @@ import (
 	"strings"
 	"testing"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	cbordirect "k8s.io/apimachinery/pkg/runtime/serializer/cbor/direct"
+	clientscheme "k8s.io/client-go/kubernetes/scheme"
 )
 
 // cborCase is one recording of testdata/reference/cbor (record.py there).
@@ -175,4 +177,27 @@ func blankServerValues(v any) any {
 		}
 	}
 	return v
+}
+
+// TestDeleteStatusInProtobuf: the Success Status of a delete comes in the
+// binary form a typed client asks for (kube-apiserver writes it
+// negotiated; the CBOR case is in the recordings above).
+func TestDeleteStatusInProtobuf(t *testing.T) {
+	h := refNewHarness(t)
+	const cms = "/api/v1/namespaces/default/configmaps"
+	if r := h.do("POST", cms, map[string]string{"Content-Type": "application/json"}, []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"gone"}}`)); r.Code != http.StatusCreated {
+		t.Fatalf("create: %d %s", r.Code, r.Body)
+	}
+	r := h.do("DELETE", cms+"/gone", map[string]string{"Accept": "application/vnd.kubernetes.protobuf, application/json"}, nil)
+	if r.Code != http.StatusOK || r.Header().Get("Content-Type") != "application/vnd.kubernetes.protobuf" {
+		t.Fatalf("delete: %d %q", r.Code, r.Header().Get("Content-Type"))
+	}
+	obj, _, err := clientscheme.Codecs.UniversalDeserializer().Decode(r.Body.Bytes(), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, ok := obj.(*metav1.Status)
+	if !ok || st.Status != metav1.StatusSuccess || st.Details == nil || st.Details.Name != "gone" || st.Details.Kind != "configmaps" {
+		t.Errorf("delete answered %#v", obj)
+	}
 }

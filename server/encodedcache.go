@@ -46,7 +46,8 @@ const (
 	formJSON
 	// formCBOR is the object's wire CBOR, kind and apiVersion included.
 	formCBOR
-	// formCBORItem is the object's CBOR as a list item (see cborListItem).
+	// formCBORItem is a typed object's CBOR as a list item, without kind
+	// and apiVersion (see cborListItem).
 	formCBORItem
 )
 

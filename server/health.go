@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -34,29 +35,23 @@ func (s *Server) MarkControllersStarted() { s.ready.controllersSynced.Store(true
 // checks (database, controllers, compaction) follow.
 
 func (s *Server) liveChecks() []healthCheck {
-	return append(append([]healthCheck{
-		{"ping", func(context.Context) error { return nil }},
-		{"log", func(context.Context) error { return nil }},
-		{"etcd", s.checkDatabase},
-	}, s.postStartHooks()...), s.ownChecks()...)
+	db := s.databaseOnce()
+	return append(append(kubeBaseChecks(db), s.postStartHooks()...), s.ownChecks(db)...)
 }
 
 func (s *Server) readyChecks() []healthCheck {
-	checks := []healthCheck{
-		{"ping", func(context.Context) error { return nil }},
-		{"log", func(context.Context) error { return nil }},
-		{"etcd", s.checkDatabase},
-		{"etcd-readiness", s.checkDatabase},
+	db := s.databaseOnce()
+	checks := append(kubeBaseChecks(db),
+		healthCheck{"etcd-readiness", db},
 		// kube's check that its informers have synced: the policy and
 		// admission caches hold a complete view.
-		{"informer-sync", func(context.Context) error {
+		healthCheck{"informer-sync", func(context.Context) error {
 			if !s.api.CachesSynced() {
 				return fmt.Errorf("watch-fed caches not synced yet")
 			}
 			return nil
-		}},
-	}
-	checks = append(append(checks, s.postStartHooks()...), s.ownChecks()...)
+		}})
+	checks = append(append(checks, s.postStartHooks()...), s.ownChecks(db)...)
 	return append(checks,
 		healthCheck{"compaction", s.checkCompaction},
 		healthCheck{"shutdown", func(context.Context) error {
@@ -70,10 +65,31 @@ func (s *Server) readyChecks() []healthCheck {
 	)
 }
 
-// ownChecks are Tabula's names for what its store and controllers need.
-func (s *Server) ownChecks() []healthCheck {
+// kubeBaseChecks are the checks every kube-apiserver report opens with;
+// db answers for etcd.
+func kubeBaseChecks(db func(context.Context) error) []healthCheck {
 	return []healthCheck{
-		{"database", s.checkDatabase},
+		{"ping", func(context.Context) error { return nil }},
+		{"log", func(context.Context) error { return nil }},
+		{"etcd", db},
+	}
+}
+
+// databaseOnce is the database check for one report: the checks named
+// for it (etcd, etcd-readiness, database) share one round trip.
+func (s *Server) databaseOnce() func(context.Context) error {
+	var once sync.Once
+	var err error
+	return func(ctx context.Context) error {
+		once.Do(func() { err = s.checkDatabase(ctx) })
+		return err
+	}
+}
+
+// ownChecks are Tabula's names for what its store and controllers need.
+func (s *Server) ownChecks(db func(context.Context) error) []healthCheck {
+	return []healthCheck{
+		{"database", db},
 		{"controllers", s.controllersStarted},
 	}
 }

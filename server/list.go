@@ -242,14 +242,17 @@ func (r *request) protobufItem(rec kv.Record) ([]byte, error) {
 // and served type and shared like protobufItem's: typed items carry no
 // kind and apiVersion, unstructured ones do, as kube writes its lists.
 func (r *request) cborListItem(rec kv.Record) ([]byte, error) {
+	if r.t.Unstructured {
+		// The object's own encoding, which watches share.
+		b, err := r.cborObject(rec)
+		return codecs.CBORItem(b), err
+	}
 	b, err := r.s.encoded.get(encodedKey{rec.Rev, r.t, formCBORItem}, func() ([]byte, error) {
 		obj, err := r.decodeStored(rec)
 		if err != nil {
 			return nil, err
 		}
-		if !r.t.Unstructured {
-			obj.GetObjectKind().SetGroupVersionKind(runtimeschema.GroupVersionKind{})
-		}
+		obj.GetObjectKind().SetGroupVersionKind(runtimeschema.GroupVersionKind{})
 		return r.s.codec.CBORBytes(obj)
 	})
 	return codecs.CBORItem(b), err
