@@ -58,6 +58,8 @@ type Offer struct {
 	Watch bool
 	// Views is true where Table/PartialObjectMetadata may be served.
 	Views bool
+	// NoTable refuses the Table view of a kind that has none.
+	NoTable bool
 	// Kind names the Go type in messages, as kube-apiserver's internal
 	// type name ("*core.ConfigMap" or "*core.ConfigMapList").
 	Kind string
@@ -170,7 +172,7 @@ func NegotiateWhy(accept string, offer Offer) (Output, string) {
 		}
 		switch as {
 		case "Table":
-			if mt == Protobuf || mt == CBOR {
+			if mt == Protobuf || mt == CBOR || offer.NoTable {
 				// kube-apiserver 1.35 serves Tables in neither.
 				viewProblem = generic
 				continue

@@ -71,9 +71,9 @@ func (e *WatchWriter) Event(typ string, obj runtime.Object) error {
 		return err
 	}
 	if tbl, ok := body.(*metav1.Table); ok {
-		// Column definitions travel only with the first event, and a
-		// Table event carries no list metadata.
-		tbl.ResourceVersion = ""
+		// Column definitions travel only with the first event; every
+		// event's Table carries its object's resourceVersion, as
+		// kube-apiserver 1.35 sends them.
 		if e.sentColumns {
 			tbl.ColumnDefinitions = nil
 		}
@@ -178,7 +178,10 @@ func appendCBORBytes(b []byte, s string) []byte {
 }
 
 // Bookmark writes a BOOKMARK event: an empty object of the watched kind
-// carrying only the revision (and the end-of-initial-events marker).
+// carrying only the revision (and the end-of-initial-events marker), in
+// the stream's view — a PartialObjectMetadata, or a Table of one row, as
+// kube-apiserver transforms its bookmarks (a metadata informer cannot
+// decode the watched kind itself).
 func (e *WatchWriter) Bookmark(rv string, initialEnd bool) error {
 	obj := e.t.New()
 	obj.GetObjectKind().SetGroupVersionKind(e.t.GroupVersionKind())
@@ -187,6 +190,9 @@ func (e *WatchWriter) Bookmark(rv string, initialEnd bool) error {
 		if initialEnd {
 			acc.SetAnnotations(map[string]string{metav1.InitialEventsAnnotationKey: "true"})
 		}
+	}
+	if e.out.View != ViewObject {
+		return e.Event("BOOKMARK", obj)
 	}
 	return e.emit("BOOKMARK", obj)
 }

@@ -229,7 +229,7 @@ func coreKinds() []*kubeKind {
 	// The legacy bindings resource: a create binds the Pod its metadata
 	// names (server/pods.go), as pods/binding does; nothing is stored.
 	bind := &kubeKind{Type: namespaced("", "v1", "Binding", "bindings", nil, nil)}
-	bind.Verbs, bind.Virtual = []string{"create"}, true
+	bind.Verbs, bind.Virtual, bind.NoTable = []string{"create"}, true, true
 
 	return []*kubeKind{svc, pod, pt, rc, pvc, pv, lr, rq, no, cs, bind}
 }
@@ -426,7 +426,7 @@ func nodeKinds() []*kubeKind {
 func reviewKinds() []*kubeKind {
 	review := func(group, kind, resource string, namespaced bool) *kubeKind {
 		t := cluster(group, "v1", kind, resource, nil, nil)
-		t.Namespaced, t.Verbs, t.Virtual = namespaced, []string{"create"}, true
+		t.Namespaced, t.Verbs, t.Virtual, t.NoTable = namespaced, []string{"create"}, true, true
 		return &kubeKind{Type: t}
 	}
 	const authn, authz = "authentication.k8s.io", "authorization.k8s.io"

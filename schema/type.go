@@ -138,6 +138,9 @@ type Type struct {
 	// the default Name / Created At columns.
 	Columns []metav1.TableColumnDefinition
 	Row     func(obj runtime.Object) ([]interface{}, error)
+	// NoTable: kube-apiserver's storage of the kind converts nothing to a
+	// Table (reviews, bindings), so asking for one is not acceptable (406).
+	NoTable bool
 
 	// ReturnDeletedObject makes DELETE answer with the deleted object
 	// instead of a Status (ServiceAccounts, as kube-apiserver does).

@@ -117,7 +117,7 @@ type negotiation struct {
 }
 
 func (r *request) negotiateOnce(list bool) (codecs.Output, error) {
-	offer := codecs.Offer{Protobuf: r.t.New != nil && !r.t.Unstructured, CBOR: r.s.codec.CBOR(), List: list, Views: true, Kind: r.internalKind(list),
+	offer := codecs.Offer{Protobuf: r.t.New != nil && !r.t.Unstructured, CBOR: r.s.codec.CBOR(), List: list, Views: true, NoTable: r.t.NoTable, Kind: r.internalKind(list),
 		Watch: r.verb == "watch"}
 	if k := r.t.SubresourceKind(r.ri.Subresource); k != r.t {
 		// A subresource of its own kind (Scale) has no Table or metadata view.

@@ -66,3 +66,38 @@ func TestReviews(t *testing.T) {
 		}
 	}
 }
+
+// TestReviewsHaveNoTable: reviews and bindings have no Table form on
+// kube-apiserver (their storage converts nothing to one), so a client
+// asking only for a Table gets 406 — the e2e suite's "406 for a backend
+// which does not implement metadata" spec — and one that also accepts
+// JSON gets the object.
+func TestReviewsHaveNoTable(t *testing.T) {
+	h := refNewHarness(t)
+	const table = "application/json;as=Table;v=v1;g=meta.k8s.io"
+	ssar := []byte(`{"apiVersion":"authorization.k8s.io/v1","kind":"SelfSubjectAccessReview","spec":{"nonResourceAttributes":{"path":"/","verb":"get"}}}`)
+	for _, c := range []struct {
+		path, accept string
+		body         []byte
+		code         int
+		want         string
+	}{
+		{"/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", table, ssar, http.StatusNotAcceptable,
+			`"message":"only the following media types are accepted: application/json, application/yaml, application/vnd.kubernetes.protobuf"`},
+		{"/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", "application/json;as=Table;v=v1beta1;g=meta.k8s.io", ssar, http.StatusNotAcceptable, `"reason":"NotAcceptable"`},
+		{"/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", table + ", application/json", ssar, http.StatusCreated, `"kind":"SelfSubjectAccessReview"`},
+		{"/apis/authentication.k8s.io/v1/tokenreviews", table, []byte(`{"apiVersion":"authentication.k8s.io/v1","kind":"TokenReview","spec":{"token":"abc"}}`),
+			http.StatusNotAcceptable, `"reason":"NotAcceptable"`},
+		{"/api/v1/namespaces/default/bindings", table, []byte(`{"apiVersion":"v1","kind":"Binding","metadata":{"name":"nope"},"target":{"name":"n1"}}`),
+			http.StatusNotAcceptable, `"reason":"NotAcceptable"`},
+	} {
+		rec := h.do("POST", c.path, map[string]string{"Content-Type": "application/json", "Accept": c.accept}, c.body)
+		if rec.Code != c.code || !strings.Contains(rec.Body.String(), c.want) {
+			t.Errorf("POST %s, Accept %s: %d %s; want %d with %s", c.path, c.accept, rec.Code, rec.Body, c.code, c.want)
+		}
+	}
+	// A kind with a Table keeps it.
+	if rec := h.do("GET", "/api/v1/namespaces", map[string]string{"Accept": table}, nil); rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), `"kind":"Table"`) {
+		t.Errorf("namespaces as a Table: %d %.300s", rec.Code, rec.Body)
+	}
+}

@@ -28,6 +28,7 @@ func (s *Server) routes() *echo.Echo {
 	// kube-apiserver's order: audit context and request info, then
 	// authentication, audit, impersonation, flow control, authorization.
 	e.Use(s.auditInit)
+	e.Use(s.checkTimeout)
 	e.Use(recordWarnings)
 	if s.cfg.Authenticator != nil {
 		e.Use(auth.Middleware(s.cfg.Authenticator, s.auditUnauthorized(auth.UnauthorizedStatus), s.anonymousAuth()))
@@ -255,12 +256,28 @@ func requestTimeout(v string, limit time.Duration) (time.Duration, error) {
 	}
 	d, err := time.ParseDuration(v)
 	if err != nil {
-		return 0, apierrors.NewBadRequest(fmt.Sprintf("invalid timeout specified in the request URL: %v", err))
+		return 0, apierrors.NewBadRequest(fmt.Sprintf("invalid timeout specified in the request URL - %v", err))
 	}
 	if d <= 0 || d > limit {
 		return limit, nil
 	}
 	return d, nil
+}
+
+// checkTimeout refuses an unparsable timeout query parameter on any
+// request that is not long-running (/version and the other non-resource
+// paths included), before authentication, as kube-apiserver's request
+// deadline filter does; the resource handlers apply the timeout.
+func (s *Server) checkTimeout(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		r := c.Request()
+		if v := r.URL.Query().Get("timeout"); v != "" && !longRunning(r) {
+			if _, err := requestTimeout(v, s.cfg.RequestTimeout); err != nil {
+				return err
+			}
+		}
+		return next(c)
+	}
 }
 
 // textPlain serves a handler's answer as text/plain, as kube-apiserver
