@@ -200,7 +200,7 @@ func customResourceType(crd *apiextensionsv1.CustomResourceDefinition, v apiexte
 		return openapibuilder.BuildOpenAPIV3(crd, v.Name, openapibuilder.Options{V2: false, IncludeSelectableFields: true})
 	}
 	t.OpenAPIV2 = func() (*spec.Swagger, error) {
-		return openapibuilder.BuildOpenAPIV2(crd, v.Name, openapibuilder.Options{V2: true, StripValueValidation: true, StripNullable: true, IncludeSelectableFields: true})
+		return openapibuilder.BuildOpenAPIV2(crd, v.Name, openapibuilder.Options{V2: true, IncludeSelectableFields: true})
 	}
 
 	if err := crColumns(t, v); err != nil {

@@ -221,6 +221,9 @@ func (s *Service) build() (map[string]*spec3.OpenAPI, *spec.Swagger, error) {
 			if err != nil {
 				return nil, nil, fmt.Errorf("openapi: building v2 %s %s: %w", name, t.Resource, err)
 			}
+			// Pruned as kube-apiserver's CRD OpenAPI controller prunes
+			// them, to merge cleanly with the built-in definitions.
+			v2.Definitions = handler.PruneDefaults(v2.Definitions)
 			custom = append(custom, v2)
 		}
 		docs[name] = doc
