@@ -287,9 +287,12 @@ func (m *Manager) deleteNamespaceContents(ctx context.Context, namespace string)
 		}
 		g, gctx := errgroup.WithContext(ctx)
 		g.SetLimit(deleteWorkers)
+		background := metav1.DeletePropagationBackground
 		err := m.eachStored(gctx, kv.ListOptions{Resource: t.StorageResource, Namespace: namespace}, func(item kv.Record) error {
 			g.Go(func() error {
-				res, err := m.api.For(t).Delete(gctx, namespace, item.Name, &metav1.DeleteOptions{})
+				// In the background, as kube's namespace controller deletes:
+				// nothing is orphaned, whatever the kind's default.
+				res, err := m.api.For(t).Delete(gctx, namespace, item.Name, &metav1.DeleteOptions{PropagationPolicy: &background})
 				if apierrors.IsNotFound(err) || (err == nil && res.Gone) {
 					return nil
 				}

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apiserver/pkg/admission"
+	"k8s.io/apiserver/pkg/warning"
 
 	"github.com/tabula-dev/tabula/sqlstore/kv"
 )
@@ -28,6 +29,13 @@ type DeleteResult struct {
 // deletionTimestamp; the last finalizer's removal completes it.
 func (x *Resource) Delete(ctx context.Context, namespace, name string, opts *metav1.DeleteOptions) (DeleteResult, error) {
 	dryRun := len(opts.DryRun) > 0
+	propagation := Propagation(opts)
+	if opts.PropagationPolicy == nil && opts.OrphanDependents == nil && x.t.OrphanByDefault {
+		propagation = metav1.DeletePropagationOrphan
+		if x.t.OrphanWarning != "" {
+			warning.AddWarning(ctx, "", x.t.OrphanWarning)
+		}
+	}
 	for attempt := 0; ; attempt++ {
 		obj, cur, err := x.Get(ctx, namespace, name)
 		if err != nil {
@@ -51,7 +59,7 @@ func (x *Resource) Delete(ctx context.Context, namespace, name string, opts *met
 		if acc.GetDeletionTimestamp() == nil {
 			// Orphan and Foreground deletes wait for the garbage collector
 			// through its finalizers, as on kube-apiserver.
-			switch Propagation(opts) {
+			switch propagation {
 			case metav1.DeletePropagationOrphan:
 				addFinalizer(acc, metav1.FinalizerOrphanDependents)
 			case metav1.DeletePropagationForeground:

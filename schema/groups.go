@@ -183,6 +183,7 @@ func coreKinds() []*kubeKind {
 
 	rc := &kubeKind{Type: namespaced("", "v1", "ReplicationController", "replicationcontrollers", []string{"rc"}, all, "status").scalable(SelectorMap), generation: generationOnChange}
 	rc.fields = replicationControllerFields
+	rc.OrphanByDefault = true
 	rc.validate, rc.validateUpdate = podTemplated(func(c *core.ReplicationController) *core.PodTemplateSpec { return c.Spec.Template },
 		corevalidation.ValidateReplicationController, corevalidation.ValidateReplicationControllerUpdate)
 
@@ -262,6 +263,8 @@ func appsKinds() []*kubeKind {
 func batchKinds() []*kubeKind {
 	job := &kubeKind{Type: namespaced("batch", "v1", "Job", "jobs", nil, all, "status"), generation: generationOnChange}
 	job.fields = jobFields
+	job.OrphanByDefault = true
+	job.OrphanWarning = "child pods are preserved by default when jobs are deleted; set propagationPolicy=Background to remove them or set propagationPolicy=Orphan to suppress this warning"
 	job.validate, job.validateUpdate = validator(
 		func(j *batch.Job) field.ErrorList {
 			return batchvalidation.ValidateJob(j, jobValidationOptions(j, nil))

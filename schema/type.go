@@ -142,6 +142,13 @@ type Type struct {
 	// Table (reviews, bindings), so asking for one is not acceptable (406).
 	NoTable bool
 
+	// OrphanByDefault makes a delete that names neither propagationPolicy
+	// nor orphanDependents orphan the dependents, as kube-apiserver keeps
+	// for v1 ReplicationControllers and Jobs; OrphanWarning, when set, is
+	// the warning such a delete gets (Jobs').
+	OrphanByDefault bool
+	OrphanWarning   string
+
 	// ReturnDeletedObject makes DELETE answer with the deleted object
 	// instead of a Status (ServiceAccounts, as kube-apiserver does).
 	ReturnDeletedObject bool

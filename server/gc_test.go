@@ -125,3 +125,63 @@ func TestGarbageCollection(t *testing.T) {
 		}
 	})
 }
+
+// TestOrphanByDefault: a delete of a v1 ReplicationController or Job
+// that names no propagation orphans their pods, as kube-apiserver keeps
+// for those two kinds (the e2e garbage collector spec "should orphan pods
+// created by rc if deleteOptions.OrphanDependents is nil"); a Job's such
+// delete warns, one with a policy does not; other kinds delete in the
+// background.
+func TestOrphanByDefault(t *testing.T) {
+	h := gcHarness{refNewHarness(t), t}
+	const ns = "/api/v1/namespaces/default"
+	ct := map[string]string{"Content-Type": "application/json"}
+	create := func(path, body string) string {
+		t.Helper()
+		r := h.do("POST", path, ct, []byte(body))
+		if r.Code != http.StatusCreated {
+			t.Fatalf("POST %s: %d %s", path, r.Code, r.Body)
+		}
+		var o struct{ Metadata struct{ UID string } }
+		_ = json.Unmarshal(r.Body.Bytes(), &o)
+		return o.Metadata.UID
+	}
+	const template = `"template":{"metadata":{"labels":{"app":"x"}},"spec":{"restartPolicy":"%s","containers":[{"name":"c","image":"busybox"}]}}`
+	pod := func(name, kind, apiVersion, owner, uid string) {
+		create(ns+"/pods", fmt.Sprintf(`{"metadata":{"name":%q,"labels":{"app":"x"},"ownerReferences":[{"apiVersion":%q,"kind":%q,"name":%q,"uid":%q,"controller":true}]},"spec":{"containers":[{"name":"c","image":"busybox"}]}}`,
+			name, apiVersion, kind, owner, uid))
+	}
+	podOwners := func(name string) (int, string) {
+		r := h.do("GET", ns+"/pods/"+name, nil, nil)
+		var o struct{ Metadata struct{ OwnerReferences []interface{} } }
+		_ = json.Unmarshal(r.Body.Bytes(), &o)
+		return r.Code, fmt.Sprint(len(o.Metadata.OwnerReferences))
+	}
+
+	rcUID := create(ns+"/replicationcontrollers", `{"metadata":{"name":"rc"},"spec":{"replicas":1,"selector":{"app":"x"},`+fmt.Sprintf(template, "Always")+`}}`)
+	pod("rc-pod", "ReplicationController", "v1", "rc", rcUID)
+	r := h.do("DELETE", ns+"/replicationcontrollers/rc", nil, nil)
+	if r.Code != http.StatusOK || !strings.Contains(r.Body.String(), `"orphan"`) || r.Header().Get("Warning") != "" {
+		t.Fatalf("delete rc without options: %d %s %q; want 200 with the orphan finalizer, no warning", r.Code, r.Body, r.Header().Get("Warning"))
+	}
+	h.eventually("rc gone", func() bool { return h.do("GET", ns+"/replicationcontrollers/rc", nil, nil).Code == http.StatusNotFound })
+	h.eventually("rc's pod orphaned", func() bool { code, owners := podOwners("rc-pod"); return code == http.StatusOK && owners == "0" })
+
+	const jobs = "/apis/batch/v1/namespaces/default/jobs"
+	jobUID := create(jobs, `{"metadata":{"name":"job"},"spec":{`+fmt.Sprintf(template, "Never")+`}}`)
+	pod("job-pod", "Job", "batch/v1", "job", jobUID)
+	r = h.do("DELETE", jobs+"/job", nil, nil)
+	if w := r.Header().Get("Warning"); r.Code != http.StatusOK || !strings.Contains(r.Body.String(), `"orphan"`) ||
+		w != `299 - "child pods are preserved by default when jobs are deleted; set propagationPolicy=Background to remove them or set propagationPolicy=Orphan to suppress this warning"` {
+		t.Fatalf("delete job without options: %d %s %q; want 200, the orphan finalizer and kube's warning", r.Code, r.Body, w)
+	}
+	h.eventually("job's pod orphaned", func() bool { code, owners := podOwners("job-pod"); return code == http.StatusOK && owners == "0" })
+
+	jobUID = create(jobs, `{"metadata":{"name":"job2"},"spec":{`+fmt.Sprintf(template, "Never")+`}}`)
+	pod("job2-pod", "Job", "batch/v1", "job2", jobUID)
+	r = h.do("DELETE", jobs+"/job2?propagationPolicy=Background", nil, nil)
+	if r.Code != http.StatusOK || strings.Contains(r.Body.String(), `"orphan"`) || r.Header().Get("Warning") != "" {
+		t.Fatalf("delete job in the background: %d %s %q; want 200, no orphan finalizer, no warning", r.Code, r.Body, r.Header().Get("Warning"))
+	}
+	h.eventually("job2's pod deleted", func() bool { code, _ := podOwners("job2-pod"); return code == http.StatusNotFound })
+}
