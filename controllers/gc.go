@@ -357,11 +357,57 @@ func (m *Manager) releaseOrDelete(ctx context.Context, d dependent, owner types.
 	if d.acc.GetDeletionTimestamp() != nil {
 		return nil
 	}
+	if policy == metav1.DeletePropagationForeground {
+		// As kube's collector does: a dependent with a dependent of its
+		// own already being deleted in the foreground may close a cycle
+		// of owners, each waiting for the next; its references stop
+		// blocking, so the cycle comes apart.
+		cycle, err := m.deletingDependentsBelow(ctx, d)
+		if err != nil {
+			return err
+		}
+		if cycle {
+			if err := m.unblockOwners(ctx, d); err != nil {
+				return err
+			}
+		}
+	}
 	_, err := d.x.Delete(ctx, d.acc.GetNamespace(), d.acc.GetName(), &metav1.DeleteOptions{PropagationPolicy: &policy})
 	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
 		return nil
 	}
 	return err
+}
+
+// deletingDependentsBelow reports whether one of d's own dependents is
+// being deleted in the foreground.
+func (m *Manager) deletingDependentsBelow(ctx context.Context, d dependent) (bool, error) {
+	below, err := m.dependents(ctx, gcOwner{t: d.x.Type(), namespace: d.acc.GetNamespace(), name: d.acc.GetName(), uid: d.acc.GetUID()})
+	if err != nil {
+		return false, err
+	}
+	for _, b := range below {
+		if b.acc.GetDeletionTimestamp() != nil && hasFinalizer(b.acc, metav1.FinalizerDeleteDependents) {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// unblockOwners sets blockOwnerDeletion to false on d's references.
+func (m *Manager) unblockOwners(ctx context.Context, d dependent) error {
+	return m.mutateMeta(ctx, d.x, d.acc.GetNamespace(), d.acc.GetName(), "", func(acc metav1.Object) bool {
+		refs := acc.GetOwnerReferences()
+		changed := false
+		for i := range refs {
+			if refs[i].BlockOwnerDeletion != nil && *refs[i].BlockOwnerDeletion {
+				refs[i].BlockOwnerDeletion = new(bool)
+				changed = true
+			}
+		}
+		acc.SetOwnerReferences(refs)
+		return changed
+	})
 }
 
 // lookupOwner reads the object an owner reference names. served is false

@@ -185,3 +185,25 @@ func TestOrphanByDefault(t *testing.T) {
 	}
 	h.eventually("job2's pod deleted", func() bool { code, _ := podOwners("job2-pod"); return code == http.StatusNotFound })
 }
+
+// TestGarbageCollectionCycle: three objects owning each other in a circle
+// with blockOwnerDeletion, one deleted in the foreground: the collector
+// unblocks the references that close the circle, as kube's does, and all
+// three go (the e2e spec "should not be blocked by dependency circle").
+func TestGarbageCollectionCycle(t *testing.T) {
+	h := gcHarness{refNewHarness(t), t}
+	uids := map[string]string{}
+	for _, name := range []string{"c1", "c2", "c3"} {
+		uids[name] = h.create(name, fmt.Sprintf(`{"metadata":{"name":%q}}`, name))
+	}
+	for dep, owner := range map[string]string{"c1": "c3", "c2": "c1", "c3": "c2"} {
+		patch := fmt.Sprintf(`{"metadata":{"ownerReferences":[{"apiVersion":"v1","kind":"ConfigMap","name":%q,"uid":%q,"controller":true,"blockOwnerDeletion":true}]}}`, owner, uids[owner])
+		if r := h.do("PATCH", cmPath+"/"+dep, map[string]string{"Content-Type": "application/strategic-merge-patch+json"}, []byte(patch)); r.Code != http.StatusOK {
+			t.Fatalf("patch %s: %d %s", dep, r.Code, r.Body)
+		}
+	}
+	if r := h.do("DELETE", cmPath+"/c1", map[string]string{"Content-Type": "application/json"}, []byte(`{"propagationPolicy":"Foreground"}`)); r.Code != http.StatusOK {
+		t.Fatalf("delete c1: %d %s", r.Code, r.Body)
+	}
+	h.eventually("the circle deleted", func() bool { return !h.exists("c1") && !h.exists("c2") && !h.exists("c3") })
+}
