@@ -18,7 +18,6 @@ import (
 	runtimeschema "k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/admission"
 
-	"github.com/tabula-dev/tabula/schema"
 	"github.com/tabula-dev/tabula/sqlstore/kv"
 )
 
@@ -309,17 +308,37 @@ func (x *Resource) prepareUpdate(obj, old runtime.Object, subresource string) er
 // status kept from old.
 func (x *Resource) narrowToSubresource(obj, old runtime.Object, subresource string) (runtime.Object, error) {
 	from, keep := obj, old
-	fields := schema.SubresourceWrites(subresource)
+	fields := x.t.Writes(subresource)
 	if subresource == "" {
 		if !x.t.HasSubresource("status") {
 			return obj, nil
 		}
 		from, keep, fields = old, obj, []string{"status"}
 	}
-	if out, ok := x.narrowTyped(from, keep, subresource, fields); ok {
-		return out, nil
+	out, ok := x.narrowTyped(from, keep, subresource, fields)
+	if !ok {
+		var err error
+		if out, err = x.narrowMaps(from, keep, subresource, fields); err != nil {
+			return nil, err
+		}
 	}
-	return x.narrowMaps(from, keep, subresource, fields)
+	if subresource == "status" && x.t.StatusMetadata {
+		keepMetadata(out, old, x.t.StatusKeepsMetadata)
+	}
+	return out, nil
+}
+
+// keepMetadata restores the named metadata fields of obj from old.
+func keepMetadata(obj, old runtime.Object, fields []string) {
+	acc, oacc := mustAccessor(obj), mustAccessor(old)
+	for _, f := range fields {
+		switch f {
+		case "labels":
+			acc.SetLabels(oacc.GetLabels())
+		case "ownerReferences":
+			acc.SetOwnerReferences(oacc.GetOwnerReferences())
+		}
+	}
 }
 
 // narrowMaps narrows through maps: any two objects, custom resources too.

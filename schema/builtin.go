@@ -94,6 +94,7 @@ func builtinTypes() []*Type {
 			New:            func() runtime.Object { return &corev1.Namespace{} },
 			NewList:        func() runtime.Object { return &corev1.NamespaceList{} },
 			Subresources:   []string{"status", "finalize"},
+			StatusMetadata: true,
 			ValidateDelete: namespaceValidateDelete,
 			NameIsDNSLabel: true,
 			// The namespace controller removes a namespace once it is

@@ -90,6 +90,13 @@ var podSubresources = map[string]SubresourceInfo{
 
 // createOnUpdate lets PUT create a missing object, as the kind's strategy
 // does on kube-apiserver.
+// statusWritesMetadata marks a kind whose status writes change metadata
+// too (Type.StatusMetadata), but for the fields named.
+func (t Type) statusWritesMetadata(keep ...string) Type {
+	t.StatusMetadata, t.StatusKeepsMetadata = true, keep
+	return t
+}
+
 func (t Type) createOnUpdate() Type {
 	t.AllowCreateOnUpdate = true
 	return t
@@ -144,14 +151,14 @@ func alsoCreate[T, O any](create func(T, O) field.ErrorList, update func(obj, ol
 }
 
 func coreKinds() []*kubeKind {
-	svc := &kubeKind{returnsDeleted: true, Type: namespaced("", "v1", "Service", "services", []string{"svc"}, all, "proxy", "status").createOnUpdate().
+	svc := &kubeKind{returnsDeleted: true, Type: namespaced("", "v1", "Service", "services", []string{"svc"}, all, "proxy", "status").createOnUpdate().statusWritesMetadata().
 		with(map[string]SubresourceInfo{"proxy": {Kind: "ServiceProxyOptions", Verbs: proxyVerbs}})}
 	svc.validate, svc.validateUpdate = validator(corevalidation.ValidateServiceCreate, corevalidation.ValidateServiceUpdate)
 	svc.fields = serviceFields
 
 	pod := &kubeKind{returnsDeleted: true, Type: namespaced("", "v1", "Pod", "pods", []string{"po"}, all,
 		"attach", "binding", "ephemeralcontainers", "eviction", "exec", "log", "portforward", "proxy", "resize", "status").
-		with(podSubresources), generation: generationOnChange}
+		with(podSubresources).statusWritesMetadata("ownerReferences"), generation: generationOnChange}
 	pod.fields = podFields
 	pod.validate, pod.validateUpdate = validator(
 		func(p *core.Pod) field.ErrorList {
@@ -181,13 +188,13 @@ func coreKinds() []*kubeKind {
 	pt.validate, pt.validateUpdate = podTemplated(func(p *core.PodTemplate) *core.PodTemplateSpec { return &p.Template },
 		corevalidation.ValidatePodTemplate, corevalidation.ValidatePodTemplateUpdate)
 
-	rc := &kubeKind{Type: namespaced("", "v1", "ReplicationController", "replicationcontrollers", []string{"rc"}, all, "status").scalable(SelectorMap), generation: generationOnChange}
+	rc := &kubeKind{Type: namespaced("", "v1", "ReplicationController", "replicationcontrollers", []string{"rc"}, all, "status").scalable(SelectorMap).statusWritesMetadata(), generation: generationOnChange}
 	rc.fields = replicationControllerFields
 	rc.OrphanByDefault = true
 	rc.validate, rc.validateUpdate = podTemplated(func(c *core.ReplicationController) *core.PodTemplateSpec { return c.Spec.Template },
 		corevalidation.ValidateReplicationController, corevalidation.ValidateReplicationControllerUpdate)
 
-	pvc := &kubeKind{returnsDeleted: true, Type: namespaced("", "v1", "PersistentVolumeClaim", "persistentvolumeclaims", []string{"pvc"}, nil, "status")}
+	pvc := &kubeKind{returnsDeleted: true, Type: namespaced("", "v1", "PersistentVolumeClaim", "persistentvolumeclaims", []string{"pvc"}, nil, "status").statusWritesMetadata()}
 	pvc.fields = nameField
 	pvc.validate, pvc.validateUpdate = validator(
 		func(c *core.PersistentVolumeClaim) field.ErrorList {
@@ -197,7 +204,7 @@ func coreKinds() []*kubeKind {
 			return corevalidation.ValidatePersistentVolumeClaimUpdate(c, old, corevalidation.ValidationOptionsForPersistentVolumeClaim(c, old))
 		})
 
-	pv := &kubeKind{returnsDeleted: true, Type: cluster("", "v1", "PersistentVolume", "persistentvolumes", []string{"pv"}, nil, "status")}
+	pv := &kubeKind{returnsDeleted: true, Type: cluster("", "v1", "PersistentVolume", "persistentvolumes", []string{"pv"}, nil, "status").statusWritesMetadata()}
 	pv.fields = nameField
 	pv.validate, pv.validateUpdate = validator(
 		func(v *core.PersistentVolume) field.ErrorList {
@@ -213,10 +220,10 @@ func coreKinds() []*kubeKind {
 	lr.validate, lr.validateUpdate = validator(corevalidation.ValidateLimitRange,
 		func(l, _ *core.LimitRange) field.ErrorList { return corevalidation.ValidateLimitRange(l) })
 
-	rq := &kubeKind{returnsDeleted: true, Type: namespaced("", "v1", "ResourceQuota", "resourcequotas", []string{"quota"}, nil, "status")}
+	rq := &kubeKind{returnsDeleted: true, Type: namespaced("", "v1", "ResourceQuota", "resourcequotas", []string{"quota"}, nil, "status").statusWritesMetadata()}
 	rq.validate, rq.validateUpdate = validator(corevalidation.ValidateResourceQuota, corevalidation.ValidateResourceQuotaUpdate)
 
-	no := &kubeKind{Type: cluster("", "v1", "Node", "nodes", []string{"no"}, nil, "proxy", "status").
+	no := &kubeKind{Type: cluster("", "v1", "Node", "nodes", []string{"no"}, nil, "proxy", "status").statusWritesMetadata().
 		with(map[string]SubresourceInfo{"proxy": {Kind: "NodeProxyOptions", Verbs: proxyVerbs}})}
 	no.validate, no.validateUpdate = validator(corevalidation.ValidateNode, corevalidation.ValidateNodeUpdate)
 	no.fields = nodeFields
@@ -236,20 +243,20 @@ func coreKinds() []*kubeKind {
 }
 
 func appsKinds() []*kubeKind {
-	deploy := &kubeKind{Type: namespaced("apps", "v1", "Deployment", "deployments", []string{"deploy"}, all, "status").scalable(SelectorLabelSelector),
+	deploy := &kubeKind{Type: namespaced("apps", "v1", "Deployment", "deployments", []string{"deploy"}, all, "status").scalable(SelectorLabelSelector).statusWritesMetadata("labels"),
 		generation: generationOnChange, generationMeta: metav1.Object.GetAnnotations}
 	deploy.validate, deploy.validateUpdate = podTemplated(func(d *apps.Deployment) *core.PodTemplateSpec { return &d.Spec.Template },
 		appsvalidation.ValidateDeployment, appsvalidation.ValidateDeploymentUpdate)
 
-	rs := &kubeKind{Type: namespaced("apps", "v1", "ReplicaSet", "replicasets", []string{"rs"}, all, "status").scalable(SelectorLabelSelector), generation: generationOnChange}
+	rs := &kubeKind{Type: namespaced("apps", "v1", "ReplicaSet", "replicasets", []string{"rs"}, all, "status").scalable(SelectorLabelSelector).statusWritesMetadata(), generation: generationOnChange}
 	rs.validate, rs.validateUpdate = podTemplated(func(r *apps.ReplicaSet) *core.PodTemplateSpec { return &r.Spec.Template },
 		appsvalidation.ValidateReplicaSet, appsvalidation.ValidateReplicaSetUpdate)
 
-	sts := &kubeKind{Type: namespaced("apps", "v1", "StatefulSet", "statefulsets", []string{"sts"}, all, "status").scalable(SelectorLabelSelector), generation: generationOnChange}
+	sts := &kubeKind{Type: namespaced("apps", "v1", "StatefulSet", "statefulsets", []string{"sts"}, all, "status").scalable(SelectorLabelSelector).statusWritesMetadata(), generation: generationOnChange}
 	sts.validate, sts.validateUpdate = podTemplated(func(s *apps.StatefulSet) *core.PodTemplateSpec { return &s.Spec.Template },
 		appsvalidation.ValidateStatefulSet, alsoCreate(appsvalidation.ValidateStatefulSet, appsvalidation.ValidateStatefulSetUpdate))
 
-	ds := &kubeKind{Type: namespaced("apps", "v1", "DaemonSet", "daemonsets", []string{"ds"}, all, "status"), generation: generationOnChange}
+	ds := &kubeKind{Type: namespaced("apps", "v1", "DaemonSet", "daemonsets", []string{"ds"}, all, "status").statusWritesMetadata(), generation: generationOnChange}
 	ds.validate, ds.validateUpdate = podTemplated(func(d *apps.DaemonSet) *core.PodTemplateSpec { return &d.Spec.Template },
 		appsvalidation.ValidateDaemonSet, alsoCreate(appsvalidation.ValidateDaemonSet, appsvalidation.ValidateDaemonSetUpdate))
 	ds.prepareCreate = daemonSetPrepareForCreate
@@ -261,7 +268,7 @@ func appsKinds() []*kubeKind {
 }
 
 func batchKinds() []*kubeKind {
-	job := &kubeKind{Type: namespaced("batch", "v1", "Job", "jobs", nil, all, "status"), generation: generationOnChange}
+	job := &kubeKind{Type: namespaced("batch", "v1", "Job", "jobs", nil, all, "status").statusWritesMetadata(), generation: generationOnChange}
 	job.fields = jobFields
 	job.OrphanByDefault = true
 	job.OrphanWarning = "child pods are preserved by default when jobs are deleted; set propagationPolicy=Background to remove them or set propagationPolicy=Orphan to suppress this warning"
@@ -274,7 +281,7 @@ func batchKinds() []*kubeKind {
 		})
 	job.prepareCreate = jobPrepareForCreate
 
-	cj := &kubeKind{Type: namespaced("batch", "v1", "CronJob", "cronjobs", []string{"cj"}, all, "status"), generation: generationOnChange}
+	cj := &kubeKind{Type: namespaced("batch", "v1", "CronJob", "cronjobs", []string{"cj"}, all, "status").statusWritesMetadata(), generation: generationOnChange}
 	cj.validate, cj.validateUpdate = podTemplated(func(c *batch.CronJob) *core.PodTemplateSpec { return &c.Spec.JobTemplate.Spec.Template },
 		batchvalidation.ValidateCronJobCreate, batchvalidation.ValidateCronJobUpdate)
 
@@ -291,9 +298,9 @@ func autoscalingKinds() []*kubeKind {
 		})
 	// One stored HPA (autoscaling/v2, kube-apiserver's storage version)
 	// served as v2 and v1.
-	v2 := &kubeKind{Type: namespaced("autoscaling", "v2", "HorizontalPodAutoscaler", "horizontalpodautoscalers", []string{"hpa"}, all, "status"),
+	v2 := &kubeKind{Type: namespaced("autoscaling", "v2", "HorizontalPodAutoscaler", "horizontalpodautoscalers", []string{"hpa"}, all, "status").statusWritesMetadata(),
 		validate: hpaValidate, validateUpdate: hpaValidateUpdate}
-	v1 := &kubeKind{Type: namespaced("autoscaling", "v1", "HorizontalPodAutoscaler", "horizontalpodautoscalers", []string{"hpa"}, all, "status"),
+	v1 := &kubeKind{Type: namespaced("autoscaling", "v1", "HorizontalPodAutoscaler", "horizontalpodautoscalers", []string{"hpa"}, all, "status").statusWritesMetadata(),
 		validate: hpaValidate, validateUpdate: hpaValidateUpdate, storageVersion: "v2"}
 	return []*kubeKind{v2, v1}
 }
@@ -308,7 +315,7 @@ func hpaValidationOptions() autoscalingvalidation.HorizontalPodAutoscalerSpecVal
 
 func networkingKinds() []*kubeKind {
 	const g = "networking.k8s.io"
-	ing := &kubeKind{Type: namespaced(g, "v1", "Ingress", "ingresses", []string{"ing"}, nil, "status"), generation: generationOnChange}
+	ing := &kubeKind{Type: namespaced(g, "v1", "Ingress", "ingresses", []string{"ing"}, nil, "status").statusWritesMetadata(), generation: generationOnChange}
 	ing.validate, ing.validateUpdate = validator(networkingvalidation.ValidateIngressCreate, networkingvalidation.ValidateIngressUpdate)
 
 	ic := &kubeKind{Type: cluster(g, "v1", "IngressClass", "ingressclasses", nil, nil), generation: generationOnChange}
@@ -333,7 +340,7 @@ func networkingKinds() []*kubeKind {
 }
 
 func policyKinds() []*kubeKind {
-	pdb := &kubeKind{Type: namespaced("policy", "v1", "PodDisruptionBudget", "poddisruptionbudgets", []string{"pdb"}, nil, "status"), generation: generationOnChange}
+	pdb := &kubeKind{Type: namespaced("policy", "v1", "PodDisruptionBudget", "poddisruptionbudgets", []string{"pdb"}, nil, "status").statusWritesMetadata(), generation: generationOnChange}
 	pdb.validate, pdb.validateUpdate = validator(
 		func(p *policy.PodDisruptionBudget) field.ErrorList {
 			return policyvalidation.ValidatePodDisruptionBudget(p, policyvalidation.PodDisruptionBudgetValidationOptions{})
@@ -463,12 +470,12 @@ func certificatesKinds() []*kubeKind {
 
 func flowcontrolKinds() []*kubeKind {
 	const g = "flowcontrol.apiserver.k8s.io"
-	fs := &kubeKind{Type: cluster(g, "v1", "FlowSchema", "flowschemas", nil, nil, "status"), generation: generationOnChange}
+	fs := &kubeKind{Type: cluster(g, "v1", "FlowSchema", "flowschemas", nil, nil, "status").statusWritesMetadata(), generation: generationOnChange}
 	fs.validate, fs.validateUpdate = validator(flowcontrolvalidation.ValidateFlowSchema,
 		func(fs, old *flowcontrol.FlowSchema) field.ErrorList {
 			return flowcontrolvalidation.ValidateFlowSchemaUpdate(old, fs)
 		})
-	pl := &kubeKind{Type: cluster(g, "v1", "PriorityLevelConfiguration", "prioritylevelconfigurations", nil, nil, "status"), generation: generationOnChange}
+	pl := &kubeKind{Type: cluster(g, "v1", "PriorityLevelConfiguration", "prioritylevelconfigurations", nil, nil, "status").statusWritesMetadata(), generation: generationOnChange}
 	validPL := func(pl *flowcontrol.PriorityLevelConfiguration) field.ErrorList {
 		return flowcontrolvalidation.ValidatePriorityLevelConfiguration(pl, flowcontrolGV, flowcontrolvalidation.PriorityLevelValidationOptions{})
 	}

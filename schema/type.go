@@ -142,6 +142,16 @@ type Type struct {
 	// Table (reviews, bindings), so asking for one is not acceptable (406).
 	NoTable bool
 
+	// StatusMetadata: a status write takes the object's metadata from the
+	// request too (labels, annotations, finalizers, owner references), as
+	// the status strategies of most built-in kinds in kube-apiserver do,
+	// resetting only the spec (kube-controller-manager's deployment
+	// controller records a Deployment's revision annotation so);
+	// StatusKeepsMetadata names the metadata fields such a write still
+	// keeps as stored ("labels" of Deployments, "ownerReferences" of Pods).
+	StatusMetadata      bool
+	StatusKeepsMetadata []string
+
 	// OrphanByDefault makes a delete that names neither propagationPolicy
 	// nor orphanDependents orphan the dependents, as kube-apiserver keeps
 	// for v1 ReplicationControllers and Jobs; OrphanWarning, when set, is
@@ -330,6 +340,16 @@ var subresourceWrites = map[string][]string{
 // object (nil for subresources with a writer of their own).
 func SubresourceWrites(subresource string) []string { return subresourceWrites[subresource] }
 
+// Writes is what a write through subresource changes of t's objects:
+// SubresourceWrites, with the metadata for a status write of a kind whose
+// status writes change it (StatusMetadata).
+func (t *Type) Writes(subresource string) []string {
+	if subresource == "status" && t.StatusMetadata {
+		return []string{"metadata", "status"}
+	}
+	return subresourceWrites[subresource]
+}
+
 // ResetFields are the top-level fields a write through subresource ("" for
 // the main resource) never changes, so writing them there gives no
 // ownership in managedFields (kube's strategies' reset fields): status for
@@ -342,7 +362,7 @@ func (t *Type) ResetFields(subresource string) []string {
 		}
 		return nil
 	}
-	written := subresourceWrites[subresource]
+	written := t.Writes(subresource)
 	if written == nil {
 		return nil
 	}
