@@ -21,7 +21,7 @@ func TestCRDOpenAPIV2MatchesReference(t *testing.T) {
 	}
 	var want struct{ Definitions map[string]interface{} }
 	for path, into := range map[string]interface{}{
-		"../testdata/reference/crds/crd-create.json":              &create,
+		"../testdata/reference/crds/crd-create.json":             &create,
 		"../testdata/reference/crds/openapi-v2-definitions.json": &want,
 	} {
 		data, err := os.ReadFile(path)

@@ -153,7 +153,9 @@ func TestOrphanByDefault(t *testing.T) {
 	}
 	podOwners := func(name string) (int, string) {
 		r := h.do("GET", ns+"/pods/"+name, nil, nil)
-		var o struct{ Metadata struct{ OwnerReferences []interface{} } }
+		var o struct {
+			Metadata struct{ OwnerReferences []interface{} }
+		}
 		_ = json.Unmarshal(r.Body.Bytes(), &o)
 		return r.Code, fmt.Sprint(len(o.Metadata.OwnerReferences))
 	}
