@@ -12,6 +12,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -74,6 +75,9 @@ func (m *Manager) reconcileKubernetesService(ctx context.Context, serving bool) 
 	if err := m.ensureKubernetesService(ctx, port); err != nil {
 		return err
 	}
+	if err := m.ensureDefaultServiceCIDR(ctx); err != nil {
+		return err
+	}
 	if !m.cfg.Advertise.Addr().IsValid() {
 		return nil // nothing to announce: no address other clients could reach
 	}
@@ -120,6 +124,43 @@ func (m *Manager) ensureKubernetesService(ctx context.Context, port int32) error
 		svc.Spec.Ports, svc.ResourceVersion = ports, ""
 		return svc, nil
 	}, registry.UpdateOptions{WriteOptions: registry.WriteOptions{Manager: registry.ManagerAPIServer}})
+	return err
+}
+
+// ensureDefaultServiceCIDR keeps the ServiceCIDR "kubernetes" that names
+// the Service range, Ready, as kube-apiserver's default ServiceCIDR
+// controller does (clients read the range from it): created by the API
+// server, its condition applied by kubernetes-service-cidr-controller.
+func (m *Manager) ensureDefaultServiceCIDR(ctx context.Context) error {
+	cidrs := m.api.MustLookup("networking.k8s.io", "v1", "servicecidrs")
+	cur, _, err := cidrs.Get(ctx, "", kubernetesName)
+	if apierrors.IsNotFound(err) {
+		c := &networkingv1.ServiceCIDR{ObjectMeta: metav1.ObjectMeta{Name: kubernetesName},
+			Spec: networkingv1.ServiceCIDRSpec{CIDRs: []string{m.cfg.ServiceRanges.ClusterIPs.Masked().String()}}}
+		res, err := cidrs.Create(ctx, "", c, registry.WriteOptions{Manager: registry.ManagerAPIServer})
+		if apierrors.IsAlreadyExists(err) {
+			return nil // another replica made it
+		}
+		if err != nil {
+			return err
+		}
+		cur = res.Obj
+	} else if err != nil {
+		return err
+	}
+	for _, c := range cur.(*networkingv1.ServiceCIDR).Status.Conditions {
+		if c.Type == networkingv1.ServiceCIDRConditionReady && c.Status == metav1.ConditionTrue {
+			return nil
+		}
+	}
+	status := fmt.Sprintf(`{"apiVersion":"networking.k8s.io/v1","kind":"ServiceCIDR","metadata":{"name":%q},"status":{"conditions":[`+
+		`{"type":"Ready","status":"True","lastTransitionTime":%q,"reason":"","message":"Kubernetes default Service CIDR is ready"}]}}`,
+		kubernetesName, time.Now().UTC().Format(time.RFC3339))
+	_, _, err = cidrs.Apply(ctx, "", kubernetesName, []byte(status), registry.ApplyOptions{Subresource: "status", Force: true,
+		WriteOptions: registry.WriteOptions{Manager: "kubernetes-service-cidr-controller"}})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
 	return err
 }
 

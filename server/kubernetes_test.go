@@ -127,6 +127,22 @@ func TestKubernetesService(t *testing.T) {
 	}
 	eventually("both replicas are listed", want("192.0.2.1", "192.0.2.2"))
 
+	// The default ServiceCIDR names the range, Ready, as kube-apiserver's
+	// (the e2e suite's ServiceCIDR spec reads it).
+	var cidr struct {
+		Spec   struct{ CIDRs []string }
+		Status struct {
+			Conditions []struct{ Type, Status, Message string }
+		}
+	}
+	eventually("the default ServiceCIDR is Ready", func() bool {
+		return get("/apis/networking.k8s.io/v1/servicecidrs/kubernetes", &cidr) == http.StatusOK && len(cidr.Status.Conditions) == 1
+	})
+	if c := cidr.Status.Conditions[0]; !slices.Equal(cidr.Spec.CIDRs, []string{"10.96.0.0/12"}) || c.Type != "Ready" || c.Status != "True" ||
+		c.Message != "Kubernetes default Service CIDR is ready" {
+		t.Fatalf("ServiceCIDR kubernetes: %+v; want 10.96.0.0/12, Ready", cidr)
+	}
+
 	stopB() // a clean shutdown removes the replica at once
 	eventually("the stopped replica leaves", want("192.0.2.1"))
 
