@@ -28,6 +28,12 @@ const kwokModule = "sigs.k8s.io/kwok/cmd/kwok@v0.7.0"
 
 var clusterBin suiteArtifact
 
+// kubeVersionFlags stamp the version a release build carries: built from
+// the module proxy, kube's programs would report v0.0.0-master, which
+// clients (the e2e suite among them) cannot parse.
+const kubeVersionFlags = "-X k8s.io/component-base/version.gitVersion=v1.35.4 -X k8s.io/component-base/version.gitMajor=1" +
+	" -X k8s.io/component-base/version.gitMinor=35 -X k8s.io/component-base/version.gitTreeState=clean"
+
 // clusterBinaries builds the three once per test binary into one
 // directory; the Go build cache makes later runs a link.
 func clusterBinaries() (string, error) {
@@ -37,7 +43,7 @@ func clusterBinaries() (string, error) {
 			return "", err
 		}
 		out := filepath.Join(dir, "cluster-bin")
-		if _, err := goOutside(src, nil, "build", "-o", out+string(filepath.Separator),
+		if _, err := goOutside(src, nil, "build", "-ldflags", kubeVersionFlags, "-o", out+string(filepath.Separator),
 			"k8s.io/kubernetes/cmd/kube-controller-manager", "k8s.io/kubernetes/cmd/kube-scheduler"); err != nil {
 			return "", err
 		}

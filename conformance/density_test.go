@@ -53,7 +53,7 @@ func kubeBinaries() (string, error) {
 			if err != nil {
 				return "", err
 			}
-			if _, err := goOutside(src, nil, "build", "-o", filepath.Join(out, b.name), b.pkg); err != nil {
+			if _, err := goOutside(src, nil, "build", "-ldflags", kubeVersionFlags, "-o", filepath.Join(out, b.name), b.pkg); err != nil {
 				return "", err
 			}
 		}
@@ -132,6 +132,11 @@ func startTabulaServer(b *testing.B, db, dir string) densityServer {
 // plugins, priority and fairness), AlwaysAllow authorization as Tabula
 // has, and an admin certificate from a CA made with Tabula's PKI code.
 func startKube(b *testing.B, bins, dir string, noFsync bool) densityServer {
+	return startKubeWith(b, bins, dir, noFsync, "AlwaysAllow")
+}
+
+// startKubeWith is startKube with the given --authorization-mode.
+func startKubeWith(b *testing.B, bins, dir string, noFsync bool, authorization string) densityServer {
 	pkiDir := filepath.Join(dir, "pki")
 	pki, err := auth.EnsurePKI(pkiDir, nil)
 	if err != nil {
@@ -154,7 +159,7 @@ func startKube(b *testing.B, bins, dir string, noFsync bool) densityServer {
 		"--cert-dir", filepath.Join(dir, "apiserver-certs"), "--client-ca-file", pki.CACertPath,
 		"--service-account-issuer", "https://kubernetes.default.svc.cluster.local",
 		"--service-account-key-file", filepath.Join(pkiDir, "sa.key"), "--service-account-signing-key-file", filepath.Join(pkiDir, "sa.key"),
-		"--service-cluster-ip-range", "10.96.0.0/12", "--authorization-mode", "AlwaysAllow")
+		"--service-cluster-ip-range", "10.96.0.0/12", "--authorization-mode", authorization)
 	// The admin's key in memory: client-go would watch files that go with
 	// the run's directory.
 	certPEM, err := os.ReadFile(pki.AdminCertPath)
