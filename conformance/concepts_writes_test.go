@@ -171,11 +171,16 @@ func writeChecks() []conceptCheck {
 			if main.str("metadata.labels.via") != "main" || len(main.list("status.conditions")) != 0 {
 				t.Errorf("main update: labels %v conditions %v, want the label and no conditions", main.get("metadata.labels"), main.get("status.conditions"))
 			}
+			// A Namespace's status strategy resets only the spec, as
+			// kube-apiserver's: metadata written there is kept.
 			main["metadata"].(map[string]any)["labels"] = map[string]any{"via": "status"}
+			main["spec"] = map[string]any{"finalizers": []any{"example.com/never"}}
 			main["status"] = ns["status"]
 			st := e.req(t, "PUT", path+"/status", main).expect(t, http.StatusOK)
-			if st.str("metadata.labels.via") != "main" || len(st.list("status.conditions")) != 1 {
-				t.Errorf("status update: labels %v conditions %v, want the old label and the condition", st.get("metadata.labels"), st.get("status.conditions"))
+			if st.str("metadata.labels.via") != "status" || len(st.list("status.conditions")) != 1 ||
+				!slices.Equal(st.list("spec.finalizers"), []any{"kubernetes"}) {
+				t.Errorf("status update: labels %v conditions %v spec %v, want the new label, the condition and the old spec",
+					st.get("metadata.labels"), st.get("status.conditions"), st.get("spec"))
 			}
 		}},
 		{section: secDeprecation, name: "every request to a deprecated kind gets the Warning", run: func(t *testing.T, e *conceptEnv) {
