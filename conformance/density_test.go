@@ -438,15 +438,21 @@ func (p *latencyProxy) snapshot() map[string][]time.Duration {
 // kubeconfig writes a kubeconfig that points at the proxy.
 func (p *latencyProxy) kubeconfig(b *testing.B, dir string) string {
 	path := filepath.Join(dir, "proxy.kubeconfig")
+	writeInsecureKubeconfig(b, path, p.srv.URL, nil, nil)
+	return path
+}
+
+// writeInsecureKubeconfig writes a kubeconfig for server, not verifying
+// its certificate, with a client certificate when one is given.
+func writeInsecureKubeconfig(b *testing.B, path, server string, certPEM, keyPEM []byte) {
 	cfg := clientcmdapi.NewConfig()
-	cfg.Clusters["proxy"] = &clientcmdapi.Cluster{Server: p.srv.URL, InsecureSkipTLSVerify: true}
-	cfg.AuthInfos["member"] = &clientcmdapi.AuthInfo{}
-	cfg.Contexts["proxy"] = &clientcmdapi.Context{Cluster: "proxy", AuthInfo: "member"}
-	cfg.CurrentContext = "proxy"
+	cfg.Clusters["server"] = &clientcmdapi.Cluster{Server: server, InsecureSkipTLSVerify: true}
+	cfg.AuthInfos["member"] = &clientcmdapi.AuthInfo{ClientCertificateData: certPEM, ClientKeyData: keyPEM}
+	cfg.Contexts["server"] = &clientcmdapi.Context{Cluster: "server", AuthInfo: "member"}
+	cfg.CurrentContext = "server"
 	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
 		b.Fatal(err)
 	}
-	return path
 }
 
 // requestVerb is kube-apiserver's verb for a resource request; "" for a

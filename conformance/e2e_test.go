@@ -2,7 +2,6 @@ package conformance
 
 import (
 	"bufio"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -105,12 +104,9 @@ func BenchmarkE2E(b *testing.B) {
 	for range b.N {
 		dir := b.TempDir()
 		kubeconfig, pki := startE2EServer(b, server, dbName, dir)
-		kc := filepath.Join(dir, "kcm.kubeconfig")
-		if err := copyFile(kubeconfig, kc); err != nil {
-			b.Fatal(err)
-		}
+		// kcm uses the admin kubeconfig on both servers alike.
 		startMember(b, dir, "kube-controller-manager", filepath.Join(cluster, "kube-controller-manager"), nil,
-			"--kubeconfig", kc, "--authentication-kubeconfig", kc, "--authorization-kubeconfig", kc,
+			"--kubeconfig", kubeconfig, "--authentication-kubeconfig", kubeconfig, "--authorization-kubeconfig", kubeconfig,
 			"--bind-address", "127.0.0.1", "--secure-port", freePortArg(b), "--use-service-account-credentials=true",
 			"--service-account-private-key-file", filepath.Join(pki, "sa.key"), "--root-ca-file", filepath.Join(pki, "ca.crt"),
 			"--cluster-signing-cert-file", filepath.Join(pki, "ca.crt"), "--cluster-signing-key-file", filepath.Join(pki, "ca.key"))
@@ -416,38 +412,12 @@ func envOr(name, def string) string {
 	return def
 }
 
-func copyFile(from, to string) error {
-	data, err := os.ReadFile(from)
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(to, data, 0o600)
-}
-
 // startKubeForE2E runs etcd and kube-apiserver as kubeadm configures them
 // (Node,RBAC, the front proxy left out), for the reference run, and
 // returns an admin kubeconfig and the PKI directory kcm signs with.
 func startKubeForE2E(b *testing.B, bins, dir string) (kubeconfig, pki string) {
 	srv := startKubeWith(b, bins, dir, false, "Node,RBAC")
 	kubeconfig = filepath.Join(dir, "admin.kubeconfig")
-	cfg := srv.config
-	content := fmt.Sprintf(`apiVersion: v1
-kind: Config
-clusters:
-- name: kube
-  cluster: {server: %q, insecure-skip-tls-verify: true}
-users:
-- name: admin
-  user: {client-certificate-data: %s, client-key-data: %s}
-contexts:
-- name: kube
-  context: {cluster: kube, user: admin}
-current-context: kube
-`, cfg.Host, b64(cfg.CertData), b64(cfg.KeyData))
-	if err := os.WriteFile(kubeconfig, []byte(content), 0o600); err != nil {
-		b.Fatal(err)
-	}
+	writeInsecureKubeconfig(b, kubeconfig, srv.config.Host, srv.config.CertData, srv.config.KeyData)
 	return kubeconfig, srv.pki
 }
-
-func b64(data []byte) string { return base64.StdEncoding.EncodeToString(data) }

@@ -271,6 +271,9 @@ func requestTimeout(v string, limit time.Duration) (time.Duration, error) {
 func (s *Server) checkTimeout(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		r := c.Request()
+		if !strings.Contains(r.URL.RawQuery, "timeout") {
+			return next(c) // most requests: no query map parsed here
+		}
 		if v := r.URL.Query().Get("timeout"); v != "" && !longRunning(r) {
 			if _, err := requestTimeout(v, s.cfg.RequestTimeout); err != nil {
 				return err
