@@ -134,6 +134,8 @@ func (r *request) watch() error {
 				}
 			}
 			return nil
+		case <-enc.idleC():
+			enc.quiet()
 		case <-tick:
 			if initial {
 				continue
@@ -196,32 +198,73 @@ type watchEncoder struct {
 	resp *echo.Response
 	rc   *http.ResponseController
 	// frameTimeout bounds the writing of each burst of frames; armed says
-	// a deadline is set. It is cleared between bursts: an HTTP/2 stream's
-	// deadline resets the stream when it passes, even with nothing to
-	// write, and an idle watch must live on.
+	// a deadline is set. An HTTP/2 stream's deadline resets the stream
+	// when it passes, even with nothing to write, and an idle watch must
+	// live on: a watch that goes quiet has it lifted (idle).
 	frameTimeout time.Duration
 	armed        bool
-	// armedAt is when the deadline was last set; a long burst (a large
-	// initial list to a client reading steadily) moves it on as it goes.
+	// armedAt is when the deadline was last set; writes move it on once
+	// half of it is used, so only a client that stops reading is cut off.
 	armedAt time.Time
+	// idle fires half a frameTimeout after the deadline was set, while the
+	// handler waits for events: the deadline is lifted there, once the
+	// stream has gone quiet, not after every burst. Setting an HTTP/2
+	// deadline is a message to the connection's one serving goroutine,
+	// which every stream on it shares: two per event (set, lift) cost a
+	// thousand watchers of one event more than the event's own frames.
+	idle *time.Timer
 }
 
 // arm bounds the writes of the coming burst: a client that stops reading
 // cannot hold the handler (past its timeoutSeconds too) longer than this.
-// Within a burst the deadline slides: each write that finds half of it
-// used sets it again, so only a client that stops reading is cut off.
+// Within a burst, and while events keep coming, the deadline slides: a
+// write that finds half of it used sets it again.
 func (e *watchEncoder) arm() {
 	if e.rc == nil || e.armed && time.Since(e.armedAt) < e.frameTimeout/2 {
 		return
 	}
 	e.armedAt = time.Now()
 	_ = e.rc.SetWriteDeadline(e.armedAt.Add(e.frameTimeout)) // not every writer has deadlines (tests' recorders)
+	if !e.armed {
+		if e.idle == nil {
+			e.idle = time.NewTimer(e.frameTimeout / 2)
+		} else {
+			e.idle.Reset(e.frameTimeout / 2)
+		}
+	}
 	e.armed = true
+}
+
+// idleC is the channel that says the stream may have gone quiet; nil
+// (never ready) while no deadline is set.
+func (e *watchEncoder) idleC() <-chan time.Time {
+	if !e.armed || e.idle == nil {
+		return nil
+	}
+	return e.idle.C
+}
+
+// quiet is called when idle fires between bursts: the deadline is lifted
+// if it was set half a frameTimeout ago or more (nothing was written
+// since that moved it), else the check comes back when that time is up.
+func (e *watchEncoder) quiet() {
+	if !e.armed {
+		return
+	}
+	if left := e.frameTimeout/2 - time.Since(e.armedAt); left > 0 {
+		e.idle.Reset(left)
+		return
+	}
+	_ = e.rc.SetWriteDeadline(time.Time{})
+	e.armed = false
 }
 
 // finish gives the end of the stream one allowance: net/http still
 // writes the final chunk after the handler returns.
 func (e *watchEncoder) finish() {
+	if e.idle != nil {
+		e.idle.Stop()
+	}
 	if e.rc != nil {
 		_ = e.rc.SetWriteDeadline(time.Now().Add(e.frameTimeout))
 	}
@@ -238,13 +281,10 @@ func (e *watchEncoder) start(resp *echo.Response) {
 	e.flush()
 }
 
-// flush sends the burst and, once it is through, lifts the deadline.
+// flush sends the burst; the deadline stays until the stream is quiet.
 func (e *watchEncoder) flush() {
 	e.arm()
-	if err := e.rc.Flush(); err == nil && e.armed {
-		_ = e.rc.SetWriteDeadline(time.Time{})
-		e.armed = false
-	}
+	_ = e.rc.Flush()
 }
 
 // write sends one event. The object views are written from bytes shared

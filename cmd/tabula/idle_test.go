@@ -5,12 +5,15 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
 )
 
 // TestIdleConnectionsClose: a keep-alive connection left idle is closed by
@@ -56,18 +59,40 @@ func TestIdleConnectionsClose(t *testing.T) {
 
 // TestIdleWatchOutlivesTheWriteTimeout: over HTTP/2, where a stream's
 // write deadline resets it when it passes, a watch with nothing to send
-// lives past --watch-write-timeout until its own timeoutSeconds.
+// lives past --watch-write-timeout until its own timeoutSeconds: one that
+// never had an event, and one that went quiet after its events (the
+// deadline its writes set is lifted once it is idle).
 func TestIdleWatchOutlivesTheWriteTimeout(t *testing.T) {
 	_, cs := serve(t, "--watch-write-timeout", "500ms")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	timeout := int64(3)
-	w, err := cs.CoreV1().ConfigMaps("kube-public").Watch(ctx, metav1.ListOptions{TimeoutSeconds: &timeout, LabelSelector: "nothing=matches"})
+	quiet, err := cs.CoreV1().ConfigMaps("kube-public").Watch(ctx, metav1.ListOptions{TimeoutSeconds: &timeout, LabelSelector: "nothing=matches"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	busy, err := cs.CoreV1().ConfigMaps("kube-public").Watch(ctx, metav1.ListOptions{TimeoutSeconds: &timeout, LabelSelector: "idle-test=yes"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	started := time.Now()
-	for ev := range w.ResultChan() {
+	for i := range 3 {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("idle-%d", i), Labels: map[string]string{"idle-test": "yes"}}}
+		if _, err := cs.CoreV1().ConfigMaps("kube-public").Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	added := 0
+	for ev := range busy.ResultChan() {
+		if ev.Type != watch.Added {
+			t.Errorf("unexpected event %s: %v", ev.Type, ev.Object)
+		}
+		added++
+	}
+	if lived := time.Since(started); lived < 2500*time.Millisecond || added != 3 {
+		t.Errorf("the watch that went quiet after %d of 3 events ended after %v; want it to last its 3s timeoutSeconds past the 500ms write timeout", added, lived)
+	}
+	for ev := range quiet.ResultChan() {
 		t.Errorf("unexpected event %s: %v", ev.Type, ev.Object)
 	}
 	if lived := time.Since(started); lived < 2500*time.Millisecond {

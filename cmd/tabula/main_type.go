@@ -577,19 +577,20 @@ func (m *Main) Run(ctx context.Context) error {
 		return err
 	}
 	// kube-apiserver's serving settings: idle connections closed after
-	// 90s, 1 MiB of headers, 1000 streams per HTTP/2 connection
-	// (--http2-max-streams-per-connection; informers multiplex many
-	// watches over one) with 256 KiB frames and per-stream buffers.
-	const frame = 256 * 1024
+	// 90s, 1 MiB of headers; HTTP/2's in server.ConfigureHTTP2.
 	m.http = &http.Server{
 		Handler:           m.srv.Handler(),
 		TLSConfig:         pki.ServerTLSConfig(),
 		ReadHeaderTimeout: 32 * time.Second,
 		IdleTimeout:       c.IdleTimeout,
 		MaxHeaderBytes:    1 << 20,
-		HTTP2: &http.HTTP2Config{MaxConcurrentStreams: 1000, MaxReadFrameSize: frame,
-			MaxReceiveBufferPerStream: frame, MaxReceiveBufferPerConnection: frame * 1000},
-		ErrorLog: slog.NewLogLogger(m.log.Handler(), slog.LevelDebug),
+		ErrorLog:          slog.NewLogLogger(m.log.Handler(), slog.LevelDebug),
+	}
+	if err := server.ConfigureHTTP2(m.http); err != nil {
+		ln.Close()
+		cancel()
+		m.store.Close()
+		return err
 	}
 	m.done = make(chan struct{})
 	go func() {
