@@ -54,6 +54,33 @@ e2e: $(E2E_BIN)/e2e.test ## Kubernetes' e2e [sig-api-machinery] specs on Tabula 
 	$(GO) test -count=1 -timeout 240m -run '^$$' -bench '^BenchmarkE2E$$' -benchtime 1x ./conformance > $(BIN)/e2e.log 2>&1; st=$$?; \
 	grep -v -e '^=== RUN' $(BIN)/e2e.log; exit $$st
 
+COMPARE_BIN ?= $(BIN)/compare
+KINE_VERSION := v0.17.5
+# kine as k3s builds it: cgo SQLite (gcc) with its release's build tags.
+KINE_TAGS := nats,sqlite_unlock_notify,sqlite_vtable,sqlite_stat4,sqlite_preupdate_hook,sqlite_math_functions,sqlite_dbstat,sqlite_column_metadata
+
+# The upstream servers bench-compare runs, from the module proxy; rebuilt
+# only when their pins change.
+$(COMPARE_BIN)/kube-apiserver: conformance/testdata/cluster/go.mod conformance/testdata/cluster/go.sum
+	@mkdir -p $(COMPARE_BIN)
+	cd conformance/testdata/cluster && GOWORK=off GOFLAGS=-mod=mod CGO_ENABLED=0 $(GO) build -ldflags "$(KUBE_VERSION_FLAGS)" -o $(abspath $(COMPARE_BIN))/ k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager
+
+$(COMPARE_BIN)/etcd: conformance/testdata/etcd/go.mod conformance/testdata/etcd/go.sum
+	@mkdir -p $(COMPARE_BIN)
+	cd conformance/testdata/etcd && GOWORK=off GOFLAGS=-mod=mod CGO_ENABLED=0 $(GO) build -o $(abspath $(COMPARE_BIN))/etcd .
+
+$(COMPARE_BIN)/kine-$(KINE_VERSION):
+	@mkdir -p $(COMPARE_BIN)/kine.d
+	cd $(COMPARE_BIN) && GOWORK=off GOBIN=$(abspath $(COMPARE_BIN))/kine.d CGO_ENABLED=1 $(GO) install -tags $(KINE_TAGS) github.com/k3s-io/kine@$(KINE_VERSION)
+	mv $(COMPARE_BIN)/kine.d/kine $@ && rmdir $(COMPARE_BIN)/kine.d && ln -sf kine-$(KINE_VERSION) $(COMPARE_BIN)/kine
+
+.PHONY: bench-compare
+bench-compare: $(COMPARE_BIN)/kube-apiserver $(COMPARE_BIN)/etcd $(COMPARE_BIN)/kine-$(KINE_VERSION) ## Side by side: Tabula, kube-apiserver+etcd and kube-apiserver+kine (SQLite), fresh in turn, same tabula-bench workloads (COUNT=3 runs, SERVERS=…, BENCH_ARGS=tabula-bench flags); table in bin/bench-compare.md
+	$(GO) build -o $(COMPARE_BIN)/tabula-bench ./cmd/tabula-bench
+	@COMPARE_BIN=$(abspath $(COMPARE_BIN)) COMPARE_COUNT=$(or $(COUNT),3) COMPARE_SERVERS=$(SERVERS) COMPARE_ARGS="$(BENCH_ARGS)" COMPARE_OUT=$(abspath $(BIN))/bench-compare.md COMPARE_RAW=$(abspath $(BIN))/bench-compare \
+	$(GO) test -count=1 -timeout 240m -run '^$$' -bench '^BenchmarkCompare$$' -benchtime 1x ./conformance > $(BIN)/bench-compare.log 2>&1; st=$$?; \
+	grep -E '^(Benchmark|ok|FAIL|---)' $(BIN)/bench-compare.log; cat $(BIN)/bench-compare.md 2>/dev/null; exit $$st
+
 .PHONY: check
 check: ## go vet, gofmt, and the in-process tests under the race detector (conformance runs separate processes)
 	$(GO) vet ./...

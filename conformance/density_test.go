@@ -137,15 +137,7 @@ func startKube(b *testing.B, bins, dir string, noFsync bool) densityServer {
 
 // startKubeWith is startKube with the given --authorization-mode.
 func startKubeWith(b *testing.B, bins, dir string, noFsync bool, authorization string) densityServer {
-	pkiDir := filepath.Join(dir, "pki")
-	pki, err := auth.EnsurePKI(pkiDir, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	if _, err := auth.EnsureServiceAccountKey(pkiDir); err != nil {
-		b.Fatal(err)
-	}
-	client, peer, secure := freePortArg(b), freePortArg(b), freePortArg(b)
+	client, peer := freePortArg(b), freePortArg(b)
 	etcdArgs := []string{"--name", "default", "--data-dir", filepath.Join(dir, "etcd"),
 		"--listen-client-urls", "http://127.0.0.1:" + client, "--advertise-client-urls", "http://127.0.0.1:" + client,
 		"--listen-peer-urls", "http://127.0.0.1:" + peer, "--initial-advertise-peer-urls", "http://127.0.0.1:" + peer,
@@ -154,8 +146,23 @@ func startKubeWith(b *testing.B, bins, dir string, noFsync bool, authorization s
 		etcdArgs = append(etcdArgs, "--unsafe-no-fsync")
 	}
 	etcd := startMember(b, dir, "etcd", filepath.Join(bins, "etcd"), nil, etcdArgs...)
+	return startAPIServer(b, bins, dir, "http://127.0.0.1:"+client, etcd, authorization)
+}
+
+// startAPIServer runs kube-apiserver on the etcd API at storageURL, served
+// by the storage member (etcd itself, or kine), and waits for /readyz.
+func startAPIServer(b *testing.B, bins, dir, storageURL string, storage *member, authorization string) densityServer {
+	pkiDir := filepath.Join(dir, "pki")
+	pki, err := auth.EnsurePKI(pkiDir, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := auth.EnsureServiceAccountKey(pkiDir); err != nil {
+		b.Fatal(err)
+	}
+	secure := freePortArg(b)
 	apiserver := startMember(b, dir, "kube-apiserver", filepath.Join(bins, "kube-apiserver"), nil,
-		"--etcd-servers", "http://127.0.0.1:"+client, "--bind-address", "127.0.0.1", "--secure-port", secure,
+		"--etcd-servers", storageURL, "--bind-address", "127.0.0.1", "--secure-port", secure,
 		"--cert-dir", filepath.Join(dir, "apiserver-certs"), "--client-ca-file", pki.CACertPath,
 		"--service-account-issuer", "https://kubernetes.default.svc.cluster.local",
 		"--service-account-key-file", filepath.Join(pkiDir, "sa.key"), "--service-account-signing-key-file", filepath.Join(pkiDir, "sa.key"),
@@ -177,7 +184,7 @@ func startKubeWith(b *testing.B, bins, dir string, noFsync bool, authorization s
 		body, err := cs.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(context.Background())
 		return err == nil, fmt.Sprintf("%s %v", body, err)
 	})
-	return densityServer{config: cfg, pki: pkiDir, server: apiserver.cmd.Process.Pid, storage: func() []int { return []int{etcd.cmd.Process.Pid} }}
+	return densityServer{config: cfg, pki: pkiDir, server: apiserver.cmd.Process.Pid, storage: func() []int { return []int{storage.cmd.Process.Pid} }}
 }
 
 // densityResult is one run's figures.

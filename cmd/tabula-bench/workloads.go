@@ -208,8 +208,30 @@ func (b *bench) list(ctx context.Context) error {
 		}
 		b.results = append(b.results, Result{Name: fmt.Sprintf("fill %d objects clients=32", size), Ops: size,
 			PerSecond: float64(size) / time.Since(fill).Seconds()})
-		var whole, pages, page, selective latencies
+		var whole, pages, page, selective, jsonWhole, tableWhole latencies
 		for run := 0; run < 5; run++ {
+			// JSON and Table answers are read, not decoded: the figure is
+			// the server's and the transfer's, as a proxy or kubectl's
+			// printer would start from.
+			for _, a := range []struct {
+				accept string
+				lat    *latencies
+				least  int // bytes the answer must have at least
+			}{
+				{"application/json", &jsonWhole, size * 1024},
+				// Rows carry each object's metadata, not its data.
+				{"application/json;as=Table;v=v1;g=meta.k8s.io", &tableWhole, size * 100},
+			} {
+				t := time.Now()
+				raw, err := b.cs.CoreV1().RESTClient().Get().Namespace(ns).Resource("configmaps").SetHeader("Accept", a.accept).DoRaw(ctx)
+				if err != nil {
+					return err
+				}
+				a.lat.add(time.Since(t))
+				if len(raw) < a.least {
+					return fmt.Errorf("list as %s: %d bytes for %d objects", a.accept, len(raw), size)
+				}
+			}
 			t := time.Now()
 			l, err := b.cs.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{})
 			if err != nil {
@@ -243,7 +265,9 @@ func (b *bench) list(ctx context.Context) error {
 			whole.result(fmt.Sprintf("list %d whole", size), 0, "5 runs"),
 			pages.result(fmt.Sprintf("list %d in pages of 500", size), 0, "5 runs"),
 			page.result(fmt.Sprintf("list %d: one page of 500", size), 0, ""),
-			selective.result(fmt.Sprintf("list %d selective 1%%", size), 0, "labelSelector"))
+			selective.result(fmt.Sprintf("list %d selective 1%%", size), 0, "labelSelector"),
+			jsonWhole.result(fmt.Sprintf("list %d whole, JSON", size), 0, "read, not decoded"),
+			tableWhole.result(fmt.Sprintf("list %d whole, Table", size), 0, "JSON Table, read, not decoded"))
 	}
 	return nil
 }
