@@ -126,6 +126,50 @@ func (d sqliteDialect) open(ctx context.Context, u *url.URL) (*sql.DB, *sql.DB, 
 
 func (sqliteDialect) cacheStatements() bool { return true }
 
+// changeProbe answers, on one connection kept for it, whether any
+// connection (this process's or another's) committed since the last
+// call: SQLite's data_version moves on every commit made by any other
+// connection to the file, and reading it is a pragma, not a query of the
+// log. The poller's idle ticks ask it first, so an idle server reads
+// nothing (the log query was most of its idle CPU).
+func (sqliteDialect) changeProbe(db *sql.DB) (probe func(context.Context) (bool, error), release func()) {
+	var conn *sql.Conn
+	var stmt *sql.Stmt // prepared once: parsing it was half the probe's cost
+	last := int64(-1)
+	drop := func() {
+		if stmt != nil {
+			_ = stmt.Close()
+		}
+		if conn != nil {
+			_ = conn.Close()
+		}
+		conn, stmt, last = nil, nil, -1
+	}
+	probe = func(ctx context.Context) (bool, error) {
+		if conn == nil {
+			c, err := db.Conn(ctx)
+			if err != nil {
+				return true, err
+			}
+			st, err := c.PrepareContext(ctx, "PRAGMA data_version")
+			if err != nil {
+				_ = c.Close()
+				return true, err
+			}
+			conn, stmt = c, st
+		}
+		var v int64
+		if err := stmt.QueryRowContext(ctx).Scan(&v); err != nil {
+			drop()
+			return true, err
+		}
+		changed := v != last
+		last = v
+		return changed, nil
+	}
+	return probe, drop
+}
+
 // unindexed uses SQLite's unary plus, which keeps a term from driving an
 // index: without statistics SQLite prefers an equality on an index prefix
 // to a short rowid range, and would scan a resource's whole history.

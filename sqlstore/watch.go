@@ -2,6 +2,7 @@ package sqlstore
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"sync"
@@ -157,16 +158,39 @@ func (h *hub) runListener(n notifier) {
 	}
 }
 
+// changeProber is a dialect that can tell cheaply whether anything was
+// committed since it last asked (SQLite's data_version).
+type changeProber interface {
+	changeProbe(db *sql.DB) (probe func(context.Context) (bool, error), release func())
+}
+
 func (h *hub) run() {
 	t := time.NewTicker(h.s.opts.PollInterval)
 	defer t.Stop()
 	defer h.closeAll()
+	var probe func(context.Context) (bool, error)
+	// An in-memory database has one connection, shared by reads and
+	// writes: it cannot be kept for probing (nor written by another
+	// process).
+	if p, ok := h.s.d.(changeProber); ok && h.s.read != h.s.write {
+		var release func()
+		probe, release = p.changeProbe(h.s.read)
+		defer release()
+	}
 	for {
 		select {
 		case <-h.s.closed:
 			return
 		case <-h.wake:
 		case <-t.C:
+			if probe != nil {
+				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				changed, err := probe(ctx)
+				cancel()
+				if err == nil && !changed {
+					continue
+				}
+			}
 		}
 		for {
 			n, err := h.poll()
