@@ -268,7 +268,7 @@ func rssAnon(pid int) int64 {
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
-func mibOf(n int64) float64     { return float64(n) / (1 << 20) }
+func mibOf(n int64) float64      { return float64(n) / (1 << 20) }
 
 func median(v []float64) float64 {
 	if len(v) == 0 {
