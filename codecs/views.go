@@ -112,18 +112,19 @@ func table(out Output, t *schema.Type, objs []runtime.Object, includeObject stri
 	if tbl.ColumnDefinitions == nil {
 		tbl.ColumnDefinitions = defaultColumns
 	}
-	tbl.Rows = []metav1.TableRow{}
-	for _, obj := range objs {
+	tbl.Rows = make([]metav1.TableRow, len(objs))
+	err := Each(len(objs), func(i int) error {
+		obj := objs[i]
 		var cells []interface{}
 		if t.Row != nil {
 			var err error
 			if cells, err = t.Row(obj); err != nil {
-				return nil, err
+				return err
 			}
 		} else {
 			acc, err := meta.Accessor(obj)
 			if err != nil {
-				return nil, err
+				return err
 			}
 			cells = []interface{}{acc.GetName(), acc.GetCreationTimestamp().UTC().Format(time.RFC3339)}
 		}
@@ -135,7 +136,11 @@ func table(out Output, t *schema.Type, objs []runtime.Object, includeObject stri
 			obj.GetObjectKind().SetGroupVersionKind(t.GroupVersionKind())
 			row.Object = rawJSON(obj)
 		}
-		tbl.Rows = append(tbl.Rows, row)
+		tbl.Rows[i] = row
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return tbl, nil
 }

@@ -83,6 +83,23 @@ func (c *encodedCache) get(k encodedKey, encode func() ([]byte, error)) ([]byte,
 	return e.b, nil
 }
 
+// peek returns an encoding already made, without making one or waiting
+// for one being made.
+func (c *encodedCache) peek(k encodedKey) ([]byte, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.items[k]
+	if !ok {
+		return nil, false
+	}
+	select {
+	case <-e.ready:
+		return e.b, e.err == nil && e.b != nil
+	default:
+		return nil, false
+	}
+}
+
 // fill completes a pending entry; a failed or oversized one is forgotten.
 func (c *encodedCache) fill(k encodedKey, e *encodedEntry, b []byte, err error) {
 	c.mu.Lock()

@@ -136,13 +136,9 @@ func (r *request) writeList(out codecs.Output, res kv.ListResult, p *listParams)
 	if out.View == codecs.ViewObject && out.MediaType == codecs.CBOR {
 		return r.writeCBORList(resp, lm, res.Items)
 	}
-	objs := make([]runtime.Object, 0, len(res.Items))
-	for _, rec := range res.Items {
-		obj, err := r.decodeStored(rec)
-		if err != nil {
-			return err
-		}
-		objs = append(objs, obj)
+	objs, err := r.decodeAll(res.Items, out.View != codecs.ViewObject)
+	if err != nil {
+		return err
 	}
 	body, err := codecs.ListView(out, r.t, objs, lm, r.c.QueryParam("includeObject"))
 	if err != nil {
@@ -158,13 +154,9 @@ func (r *request) auditList(items []kv.Record, lm metav1.ListMeta) error {
 	if !r.s.auditAt(r.c, auditinternal.LevelRequestResponse) {
 		return nil
 	}
-	objs := make([]runtime.Object, 0, len(items))
-	for _, rec := range items {
-		obj, err := r.decodeStored(rec)
-		if err != nil {
-			return err
-		}
-		objs = append(objs, obj)
+	objs, err := r.decodeAll(items, false)
+	if err != nil {
+		return err
 	}
 	list, err := codecs.ListView(codecs.Output{View: codecs.ViewObject}, r.t, objs, lm, "")
 	if err != nil {
@@ -172,6 +164,45 @@ func (r *request) auditList(items []kv.Record, lm metav1.ListMeta) error {
 	}
 	r.auditResponse(list)
 	return nil
+}
+
+// decodeAll decodes a page's records, on every core when it is large.
+// For a view (Table, metadata) a record whose Protobuf encoding is cached
+// (informers, watches and Protobuf lists made it) is decoded from that,
+// several times faster than from the stored JSON: a view reads the object,
+// it is not sent as decoded.
+func (r *request) decodeAll(items []kv.Record, view bool) ([]runtime.Object, error) {
+	objs := make([]runtime.Object, len(items))
+	err := codecs.Each(len(items), func(i int) (err error) {
+		if view {
+			if obj, ok := r.fromCachedProtobuf(items[i]); ok {
+				objs[i] = obj
+				return nil
+			}
+		}
+		objs[i], err = r.decodeStored(items[i])
+		return err
+	})
+	return objs, err
+}
+
+// fromCachedProtobuf decodes a record from its cached Protobuf encoding
+// (the served object, converted from storage already), if there is one.
+func (r *request) fromCachedProtobuf(rec kv.Record) (runtime.Object, bool) {
+	if r.t.New == nil || r.t.Unstructured {
+		return nil, false
+	}
+	b, ok := r.s.encoded.peek(encodedKey{rec.Rev, r.t, formProtobuf})
+	if !ok {
+		return nil, false
+	}
+	obj := r.t.New()
+	pu, ok := obj.(interface{ Unmarshal([]byte) error })
+	if !ok || pu.Unmarshal(b) != nil {
+		return nil, false
+	}
+	obj.GetObjectKind().SetGroupVersionKind(r.t.GroupVersionKind())
+	return obj, true
 }
 
 func (r *request) listMeta(res kv.ListResult, p *listParams) metav1.ListMeta {

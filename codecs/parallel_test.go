@@ -1,0 +1,35 @@
+package codecs_test
+
+import (
+	"fmt"
+	"sync/atomic"
+	"testing"
+
+	"github.com/tabula-dev/tabula/codecs"
+)
+
+// TestEach: every index is visited exactly once, small and large counts
+// alike, and the error returned is the one of the lowest failing index,
+// as a loop in order would return.
+func TestEach(t *testing.T) {
+	for _, n := range []int{0, 1, 255, 256, 1000, 10_007} {
+		seen := make([]atomic.Int32, n)
+		if err := codecs.Each(n, func(i int) error { seen[i].Add(1); return nil }); err != nil {
+			t.Fatal(err)
+		}
+		for i := range seen {
+			if c := seen[i].Load(); c != 1 {
+				t.Fatalf("n=%d: index %d visited %d times", n, i, c)
+			}
+		}
+	}
+	err := codecs.Each(10_000, func(i int) error {
+		if i == 7000 || i == 9000 || i == 4321 {
+			return fmt.Errorf("item %d", i)
+		}
+		return nil
+	})
+	if err == nil || err.Error() != "item 4321" {
+		t.Fatalf("err = %v; want item 4321's", err)
+	}
+}
