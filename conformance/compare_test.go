@@ -252,20 +252,8 @@ func compareOnce(b *testing.B, bins string, s compareServerKind, run int, args [
 }
 
 // rssAnon is a process's resident anonymous memory (heap, stacks: what
-// is not file-backed), from /proc/<pid>/status.
-func rssAnon(pid int) int64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0
-	}
-	for line := range strings.SplitSeq(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "RssAnon:"); ok {
-			kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-			return kb << 10
-		}
-	}
-	return 0
-}
+// is not file-backed), in bytes.
+func rssAnon(pid int) int64 { return procKiB(fmt.Sprintf("/proc/%d/status", pid), "RssAnon:") << 10 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 func mibOf(n int64) float64      { return float64(n) / (1 << 20) }

@@ -569,17 +569,21 @@ func cpuTimes(srv densityServer) map[int]time.Duration {
 
 // pidPSS is a process's proportional set size in bytes (0 once it is
 // gone).
-func pidPSS(pid int) int64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps_rollup", pid))
+func pidPSS(pid int) int64 { return procKiB(fmt.Sprintf("/proc/%d/smaps_rollup", pid), "Pss:") << 10 }
+
+// procKiB reads the "<field> <n> kB" line of a /proc file (0 when the
+// file or line is missing).
+func procKiB(path, field string) int64 {
+	b, err := os.ReadFile(path)
 	if err != nil {
 		return 0
 	}
 	for line := range strings.SplitSeq(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "Pss:"); ok {
+		if v, ok := strings.CutPrefix(line, field); ok {
 			f := strings.Fields(v)
 			if len(f) == 2 && f[1] == "kB" {
 				kb, _ := strconv.ParseInt(f[0], 10, 64)
-				return kb << 10
+				return kb
 			}
 		}
 	}
