@@ -7,6 +7,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	runtimeschema "k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/tabula-dev/tabula/apply"
 	"github.com/tabula-dev/tabula/schema"
@@ -27,7 +28,33 @@ func (x *Resource) fieldManager(subresource string) (*apply.Manager, error) {
 	if x.t.ManagedFields == nil {
 		return nil, nil
 	}
-	return apply.NewManager(x.t, subresource)
+	// Made once per kind and subresource and shared, as kube-apiserver
+	// makes one per storage: building kube's manager chain was about a
+	// twentieth of a create. A kind whose Type is replaced (a CRD's new
+	// schema) gets a new one in its place, so the map holds one entry per
+	// kind and subresource, not one per schema ever served.
+	key := fieldManagerKey{x.t.GroupVersionKind(), subresource}
+	if v, ok := x.g.fieldManagers.Load(key); ok {
+		if c := v.(cachedFieldManager); c.t == x.t {
+			return c.m, nil
+		}
+	}
+	m, err := apply.NewManager(x.t, subresource)
+	if err != nil {
+		return nil, err
+	}
+	x.g.fieldManagers.Store(key, cachedFieldManager{x.t, m})
+	return m, nil
+}
+
+type fieldManagerKey struct {
+	gvk         runtimeschema.GroupVersionKind
+	subresource string
+}
+
+type cachedFieldManager struct {
+	t *schema.Type
+	m *apply.Manager
 }
 
 // trackFields records in obj's managedFields what the write changes from

@@ -68,6 +68,9 @@ type Registry struct {
 	namespaces *Cache
 	// hooks are the storage hooks of the kinds that have them.
 	hooks map[*schema.Type]storageHooks
+	// fieldManagers keeps each kind's field managers, by kind and
+	// subresource (fields.go).
+	fieldManagers sync.Map
 	// caches are the watch-fed caches, by storage resource.
 	cachesMu sync.Mutex
 	caches   map[string]*Cache
