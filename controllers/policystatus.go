@@ -4,14 +4,17 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sync"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	runtimeschema "k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/admission/plugin/policy/validating"
 	"k8s.io/apiserver/pkg/cel/openapi/resolver"
 	admissionregistrationv1apply "k8s.io/client-go/applyconfigurations/admissionregistration/v1"
 	clientscheme "k8s.io/client-go/kubernetes/scheme"
 	admissionregistrationv1client "k8s.io/client-go/kubernetes/typed/admissionregistration/v1"
+	"k8s.io/kube-openapi/pkg/validation/spec"
 	"k8s.io/kubernetes/pkg/controller/validatingadmissionpolicystatus"
 
 	"github.com/tabula-dev/tabula/registry"
@@ -26,7 +29,7 @@ import (
 
 func (m *Manager) policyStatusController(ctx context.Context) error {
 	checker := &validating.TypeChecker{
-		SchemaResolver: resolver.NewDefinitionsSchemaResolver(openapi.GetOpenAPIDefinitions, clientscheme.Scheme),
+		SchemaResolver: &lazySchemaResolver{},
 		RestMapper:     m.api.RESTMapper(),
 	}
 	x := m.api.MustLookup("admissionregistration.k8s.io", "v1", "validatingadmissionpolicies")
@@ -36,6 +39,23 @@ func (m *Manager) policyStatusController(ctx context.Context) error {
 	}
 	c.Run(ctx, 1)
 	return nil
+}
+
+// lazySchemaResolver builds kube's resolver over every built-in kind's
+// OpenAPI definitions when a policy is first checked: the definitions are
+// about 6 MiB kept for the server's life, which a cluster without
+// ValidatingAdmissionPolicies never needs (kube-controller-manager builds
+// them at start; an idle Tabula is smaller without them).
+type lazySchemaResolver struct {
+	once sync.Once
+	r    resolver.SchemaResolver
+}
+
+func (l *lazySchemaResolver) ResolveSchema(gvk runtimeschema.GroupVersionKind) (*spec.Schema, error) {
+	l.once.Do(func() {
+		l.r = resolver.NewDefinitionsSchemaResolver(openapi.GetOpenAPIDefinitions, clientscheme.Scheme)
+	})
+	return l.r.ResolveSchema(gvk)
 }
 
 // policyStatusClient applies a policy's status through the registry.
