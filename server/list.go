@@ -28,12 +28,17 @@ func (r *request) list() error {
 		return err
 	}
 	var encode func(kv.Record) ([]byte, error)
+	var cached func(kv.Record) ([]byte, bool)
 	if protobufObjects(out) {
 		// Items are turned into Protobuf as they are read, so the
-		// stored JSON of a large list is not held beside its encoding.
+		// stored JSON of a large list is not held beside its encoding;
+		// an item whose encoding is cached is not read at all.
 		encode = r.protobufItem
+		cached = func(rec kv.Record) ([]byte, bool) {
+			return r.s.encoded.peek(encodedKey{rec.Rev, r.t, formProtobuf})
+		}
 	}
-	res, err := r.listPage(p, encode)
+	res, err := r.listPage(p, encode, cached)
 	if err != nil {
 		return err
 	}
@@ -51,9 +56,9 @@ func protobufObjects(out codecs.Output) bool {
 
 // listPage reads the page a list request names, honouring resourceVersion,
 // resourceVersionMatch, limit and continue.
-func (r *request) listPage(p *listParams, encode func(kv.Record) ([]byte, error)) (kv.ListResult, error) {
+func (r *request) listPage(p *listParams, encode func(kv.Record) ([]byte, error), cached func(kv.Record) ([]byte, bool)) (kv.ListResult, error) {
 	ctx := r.ctx
-	opts := kv.ListOptions{Namespace: r.ri.Namespace, Limit: int(p.limit), Pred: p.pred, Encode: encode}
+	opts := kv.ListOptions{Namespace: r.ri.Namespace, Limit: int(p.limit), Pred: p.pred, Encode: encode, Cached: cached}
 	allNS := r.t.Namespaced && r.ri.Namespace == ""
 	switch {
 	case p.cont != nil && p.rv != "0":

@@ -87,3 +87,47 @@ func TestProtobufObjectResponses(t *testing.T) {
 		t.Fatalf("patch answered %d\n%x\nwant\n%x", updated.Code, updated.Body.Bytes(), want)
 	}
 }
+
+// TestProtobufListWarmEqualsCold: a Protobuf list whose items' encodings
+// are all cached is read without their stored values (keys and revisions
+// only); it must answer the very bytes of the first, cold list, whole and
+// in pages.
+func TestProtobufListWarmEqualsCold(t *testing.T) {
+	h := refNewHarness(t)
+	ct := map[string]string{"Content-Type": "application/json"}
+	for _, name := range []string{"a", "b", "c", "d", "e"} {
+		if r := h.do("POST", "/api/v1/namespaces/default/configmaps", ct, []byte(`{"metadata":{"name":"`+name+`","labels":{"x":"`+name+`"}},"data":{"v":"`+name+`"}}`)); r.Code != http.StatusCreated {
+			t.Fatalf("create: %d %s", r.Code, r.Body)
+		}
+	}
+	pb := map[string]string{"Accept": "application/vnd.kubernetes.protobuf"}
+	for _, query := range []string{"", "?limit=2", "?labelSelector=x%3Dc"} {
+		path := "/api/v1/namespaces/default/configmaps" + query
+		cold := h.do("GET", path, pb, nil)
+		warm := h.do("GET", path, pb, nil)
+		if cold.Code != http.StatusOK || warm.Code != http.StatusOK {
+			t.Fatalf("%s: %d, %d", path, cold.Code, warm.Code)
+		}
+		if !bytes.Equal(cold.Body.Bytes(), warm.Body.Bytes()) {
+			t.Fatalf("%s: the warm list differs from the cold one", path)
+		}
+		obj, _, err := clientscheme.Codecs.UniversalDeserializer().Decode(warm.Body.Bytes(), nil, nil)
+		if err != nil {
+			t.Fatalf("%s: decode: %v", path, err)
+		}
+		l := obj.(*corev1.ConfigMapList)
+		for _, cm := range l.Items {
+			if cm.Name == "kube-root-ca.crt" {
+				continue
+			}
+			if cm.Data["v"] != cm.Name || cm.ResourceVersion == "" {
+				t.Fatalf("%s: item %s holds %v (rv %q)", path, cm.Name, cm.Data, cm.ResourceVersion)
+			}
+		}
+		if query == "?limit=2" {
+			if len(l.Items) != 2 || l.Continue == "" || l.RemainingItemCount == nil || *l.RemainingItemCount != 4 {
+				t.Fatalf("page: %d items, continue %q, remaining %v", len(l.Items), l.Continue, l.RemainingItemCount)
+			}
+		}
+	}
+}

@@ -90,12 +90,17 @@ func (s *Store) listAt(ctx context.Context, tx *sql.Tx, opts kv.ListOptions, atR
 			return byIndex, err
 		}
 	}
+	// keysFirst: rows are read without their values, which are then
+	// fetched only for the items the caller has no encoding of. It stays
+	// on while most of a batch was cached.
+	keysFirst := opts.Cached != nil && opts.Encode != nil && !opts.Shared
 	for {
 		want := listBatch
 		if opts.Limit > 0 && opts.Pred.Empty() {
 			want = opts.Limit - len(res.Items) + 1
 		}
-		q, args := s.listQuery(opts, atRev == cur, atRev, afterNS, afterName, started, want, false)
+		q, args := s.listQuery(opts, atRev == cur, atRev, afterNS, afterName, started, want, false, keysFirst)
+		var misses []int // items of this batch whose values are still to read
 		rows, err := tx.QueryContext(ctx, q, args...)
 		if err != nil {
 			return res, unavailable(err)
@@ -118,18 +123,28 @@ func (s *Store) listAt(ctx context.Context, tx *sql.Tx, opts kv.ListOptions, atR
 			if opts.Limit > 0 && len(res.Items) == opts.Limit {
 				res.More = true
 				rows.Close()
+				if err := s.readMisses(ctx, tx, opts, res.Items, misses); err != nil {
+					return res, err
+				}
 				if opts.Pred.Empty() && !opts.Shared {
 					// Like kube-apiserver, only unfiltered lists say how
 					// many items remain: an index-only range count.
 					last := res.Items[len(res.Items)-1]
-					q, args := s.listQuery(opts, atRev == cur, atRev, last.Namespace, last.Name, true, 0, true)
+					q, args := s.listQuery(opts, atRev == cur, atRev, last.Namespace, last.Name, true, 0, true, false)
 					if err := tx.QueryRowContext(ctx, q, args...).Scan(&res.Remaining); err != nil {
 						return res, unavailable(err)
 					}
 				}
 				return res, nil
 			}
-			if !opts.Shared {
+			switch {
+			case opts.Shared:
+			case keysFirst:
+				var ok bool
+				if r.Value, ok = opts.Cached(r); !ok {
+					misses = append(misses, len(res.Items))
+				}
+			default:
 				r.Value = value
 				if r.Value, err = s.encodeItem(opts, r); err != nil {
 					rows.Close()
@@ -143,10 +158,43 @@ func (s *Store) listAt(ctx context.Context, tx *sql.Tx, opts kv.ListOptions, atR
 			return res, unavailable(err)
 		}
 		rows.Close()
+		if err := s.readMisses(ctx, tx, opts, res.Items, misses); err != nil {
+			return res, err
+		}
+		if keysFirst && len(misses) > n/2 {
+			// A cold list: the rest is read with its values at once.
+			keysFirst = false
+		}
 		if n < want {
 			return res, nil
 		}
 	}
+}
+
+// readMisses reads, in tx, the values of the items at the indexes misses
+// (read without them, see listAt's keysFirst) and encodes each.
+func (s *Store) readMisses(ctx context.Context, tx *sql.Tx, opts kv.ListOptions, items []kv.Record, misses []int) error {
+	if len(misses) == 0 {
+		return nil
+	}
+	revs := make([]int64, len(misses))
+	keys := make(map[int64]kv.Key, len(misses))
+	for i, at := range misses {
+		revs[i] = items[at].Rev
+		keys[revs[i]] = items[at].Key
+	}
+	values, err := s.fetchValues(ctx, tx, revs, keys)
+	if err != nil {
+		return err
+	}
+	for _, at := range misses {
+		r := items[at]
+		r.Value = values[r.Rev]
+		if items[at].Value, err = opts.Encode(r); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // encodeItem is the value a list keeps for r, whose Value the driver
@@ -167,13 +215,20 @@ func (s *Store) encodeItem(opts kv.ListOptions, r kv.Record) ([]byte, error) {
 
 // listQuery builds the page query from constant fragments; every value
 // travels as a bound argument.
-func (s *Store) listQuery(opts kv.ListOptions, latest bool, atRev int64, afterNS, afterName string, started bool, limit int, count bool) (string, []any) {
+func (s *Store) listQuery(opts kv.ListOptions, latest bool, atRev int64, afterNS, afterName string, started bool, limit int, count, noValues bool) (string, []any) {
 	var b strings.Builder
 	var args []any
-	cols := "l.rev, l.created_rev, l.namespace, l.name, l.labels, l.fields, l.value"
-	if opts.Shared {
-		cols = "l.rev, l.created_rev, l.namespace, l.name, l.labels, l.fields, NULL"
+	// Labels and fields are read only to filter by; without a predicate
+	// they would be two more strings made per row for nothing.
+	meta := "l.labels, l.fields"
+	if opts.Pred.Empty() {
+		meta = "'', ''"
 	}
+	value := "l.value"
+	if opts.Shared || noValues {
+		value = "NULL"
+	}
+	cols := "l.rev, l.created_rev, l.namespace, l.name, " + meta + ", " + value
 	if count {
 		cols = "COUNT(*)"
 	}
@@ -181,9 +236,16 @@ func (s *Store) listQuery(opts kv.ListOptions, latest bool, atRev int64, afterNS
 	t := "l"
 	if latest {
 		t = "c"
-		if count {
+		switch {
+		case count:
 			b.WriteString(`SELECT COUNT(*) FROM tabula_current c WHERE c.resource = ?`)
-		} else {
+		case noValues && opts.Pred.Empty():
+			// Nothing of the log is needed: the keys and revisions come
+			// from the current table alone (its primary key's order),
+			// without a lookup into the log per row. Items go without
+			// their created revision (see kv.ListOptions.Cached).
+			b.WriteString(`SELECT c.rev, 0, c.namespace, c.name, '', '', NULL FROM tabula_current c WHERE c.resource = ?`)
+		default:
 			b.WriteString(`SELECT ` + cols + ` FROM tabula_current c JOIN tabula_log l ON l.rev = c.rev WHERE c.resource = ?`)
 		}
 	} else {

@@ -87,6 +87,11 @@ type ListOptions struct {
 	// those. A large list so holds one form of its items, not two. The
 	// value passed is valid only during the call.
 	Encode func(Record) ([]byte, error)
+	// Cached, if set with Encode, returns what Encode would for a record
+	// the caller already holds an encoding of (by its revision): the
+	// store then does not read that record's value at all. Items listed
+	// so may lack their CreatedRev.
+	Cached func(Record) ([]byte, bool)
 	// Shared: the items' values may be shared with other readers of the
 	// same revisions (the store reads each once for all of them, as when
 	// many watches open with the same state at once). They must not be

@@ -48,6 +48,7 @@ func Run(t *testing.T, open Factory) {
 		{"ListFutureRev", testListFutureRev},
 		{"ListFieldSelectors", testListFieldSelectors},
 		{"ListValuesAndEncode", testListValuesAndEncode},
+		{"ListCachedSkipsValues", testListCachedSkipsValues},
 		{"WatchReplayThenLive", testWatchReplayThenLive},
 		{"WatchReplayOneNamespaceOrName", testWatchReplayOneNamespaceOrName},
 		{"WatchSelectorTransitions", testWatchSelectorTransitions},
@@ -727,5 +728,91 @@ func testListValuesAndEncode(t *testing.T, s *sqlstore.Store) {
 	if _, err := s.List(ctx(t), kv.ListOptions{Resource: "configmaps", Namespace: "ns1",
 		Encode: func(kv.Record) ([]byte, error) { return nil, boom }}); !errors.Is(err, boom) {
 		t.Fatalf("a failing Encode: list error %v; want %v", err, boom)
+	}
+}
+
+// testListCachedSkipsValues: with Cached, an item the caller holds an
+// encoding of comes back with those bytes and is never passed to Encode;
+// the others are encoded from their stored values, read apart — on whole
+// lists, pages, lists at an older revision, and cold lists that span
+// several batches (where the store goes back to reading values at once).
+func testListCachedSkipsValues(t *testing.T, s *sqlstore.Store) {
+	const n = 1100 // more than two of the store's batches of 500
+	revs := map[string]int64{}
+	for i := range n {
+		name := fmt.Sprintf("o%04d", i)
+		revs[name] = mustCreate(t, s, key(name), nil).Rev
+	}
+	old, err := s.CurrentRev(ctx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A later write: the list at old must still see o0000's first value.
+	if _, err := s.Update(ctx(t), key("o0000"), revs["o0000"], enc("o0000-new", nil)); err != nil {
+		t.Fatal(err)
+	}
+	stored := func(name string) string { return fmt.Sprintf(`{"name":%q,"rev":%d}`, name, revs[name]) }
+	for _, c := range []struct {
+		name   string
+		opts   kv.ListOptions
+		cached func(i int) bool
+		items  int
+	}{
+		{"warm", kv.ListOptions{Rev: old}, func(i int) bool { return i%3 != 0 }, n},
+		{"page", kv.ListOptions{Rev: old, Limit: 7}, func(i int) bool { return i%2 == 0 }, 7},
+		{"cold", kv.ListOptions{Rev: old}, func(int) bool { return false }, n},
+		{"latest", kv.ListOptions{Namespace: "ns1"}, func(i int) bool { return i != 0 }, n},
+	} {
+		encoded := 0
+		c.opts.Resource, c.opts.Namespace = "configmaps", "ns1"
+		index := func(name string) int {
+			var i int
+			fmt.Sscanf(name, "o%04d", &i)
+			return i
+		}
+		c.opts.Cached = func(r kv.Record) ([]byte, bool) {
+			if !c.cached(index(r.Name)) {
+				return nil, false
+			}
+			return []byte("cached " + r.Name), true
+		}
+		c.opts.Encode = func(r kv.Record) ([]byte, error) {
+			encoded++
+			want := stored(r.Name)
+			if c.name == "latest" && r.Name == "o0000" {
+				want = fmt.Sprintf(`{"name":"o0000-new","rev":%d}`, r.Rev)
+			}
+			if c.cached(index(r.Name)) {
+				t.Errorf("%s: Encode called for %s, which is cached", c.name, r.Name)
+			}
+			if string(r.Value) != want {
+				t.Errorf("%s: Encode got %s for %s; want %s", c.name, r.Value, r.Name, want)
+			}
+			return []byte("encoded " + r.Name), nil
+		}
+		res, err := s.List(ctx(t), c.opts)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if len(res.Items) != c.items {
+			t.Fatalf("%s: %d items; want %d", c.name, len(res.Items), c.items)
+		}
+		misses := 0
+		for i, it := range res.Items {
+			if want := fmt.Sprintf("o%04d", i); it.Name != want {
+				t.Fatalf("%s: item %d is %s; want %s", c.name, i, it.Name, want)
+			}
+			want := "cached " + it.Name
+			if !c.cached(i) {
+				want = "encoded " + it.Name
+				misses++
+			}
+			if string(it.Value) != want {
+				t.Fatalf("%s: item %s holds %q; want %q", c.name, it.Name, it.Value, want)
+			}
+		}
+		if encoded != misses {
+			t.Fatalf("%s: %d Encode calls; want one for each of the %d items not cached", c.name, encoded, misses)
+		}
 	}
 }
