@@ -134,7 +134,9 @@ type Server struct {
 	codec *codecs.Codec
 	log   *slog.Logger
 	echo  *echo.Echo
-	authz authz.Authorizer
+	// handler is echo with HTTP/2 requests run on reused goroutines.
+	handler http.Handler
+	authz   authz.Authorizer
 	// audit is nil when auditing is off.
 	audit *auditing
 
@@ -254,6 +256,7 @@ func New(cfg Config) (*Server, error) {
 	cfg.Authenticator.SetServiceAccountLookup(s.tokenObjectUID)
 	cfg.Authenticator.SetLegacyTokenObjects(legacyTokens{s})
 	s.echo = s.routes()
+	s.handler = newWorkerPool(maxIdleWorkers, s.shutdown).wrap(s.echo)
 	return s, nil
 }
 
@@ -270,7 +273,7 @@ func (s *Server) RunControllers(ctx context.Context) error {
 }
 
 // Handler is the server's HTTP handler.
-func (s *Server) Handler() http.Handler { return s.echo }
+func (s *Server) Handler() http.Handler { return s.handler }
 
 // BeginShutdown marks the server not ready and ends every open watch
 // cleanly; call it before closing the listener.
