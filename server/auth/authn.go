@@ -12,6 +12,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 	"k8s.io/apiserver/pkg/authentication/authenticator"
+	"k8s.io/apiserver/pkg/authentication/request/headerrequest"
 	"k8s.io/apiserver/pkg/authentication/user"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 )
@@ -86,6 +87,8 @@ type Authenticator struct {
 	// requestHeader is kube's front-proxy authenticator (nil: off).
 	requestHeader     authenticator.Request
 	requestHeaderOpts *RequestHeader
+	// requestHeaderLists are its header names (see headerLists).
+	requestHeaderLists [4]headerrequest.StringSliceProvider
 	// jwt is the external issuers' authenticator (nil: none).
 	jwt authenticator.Token
 }
@@ -102,7 +105,7 @@ var (
 func NewAuthenticator(opts Options) (*Authenticator, error) {
 	a := &Authenticator{clientCA: opts.ClientCA, saTokens: opts.ServiceAccountTokens, jwt: opts.JWT}
 	if rh := opts.RequestHeader; rh != nil && rh.ClientCA != nil {
-		a.requestHeader, a.requestHeaderOpts = newRequestHeader(rh), rh
+		a.requestHeader, a.requestHeaderOpts, a.requestHeaderLists = newRequestHeader(rh), rh, headerLists(rh)
 	}
 	if opts.TokenFile != "" {
 		tokens, err := loadTokenFile(opts.TokenFile)

@@ -39,16 +39,40 @@ func newRequestHeader(rh *RequestHeader) authenticator.Request {
 		headerrequest.StaticStringSlice(rh.GroupHeaders), headerrequest.StaticStringSlice(rh.ExtraHeaderPrefixes))
 }
 
+// headerLists are rh's header names as kube's authenticator reads them:
+// user name, uid, groups and extra prefixes, made once (as interface
+// values, each would be allocated on every request).
+func headerLists(rh *RequestHeader) [4]headerrequest.StringSliceProvider {
+	return [4]headerrequest.StringSliceProvider{headerrequest.StaticStringSlice(rh.UsernameHeaders), headerrequest.StaticStringSlice(rh.UIDHeaders),
+		headerrequest.StaticStringSlice(rh.GroupHeaders), headerrequest.StaticStringSlice(rh.ExtraHeaderPrefixes)}
+}
+
 // authenticateRequestHeader authenticates a front proxy's request, then
 // clears the identity headers whatever the outcome.
 func (a *Authenticator) authenticateRequestHeader(r *http.Request) (*User, bool, error) {
 	if a.requestHeader == nil {
 		return nil, false, nil
 	}
-	resp, ok, err := a.requestHeader.AuthenticateRequest(r)
 	rh := a.requestHeaderOpts
-	headerrequest.ClearAuthenticationHeaders(r.Header, headerrequest.StaticStringSlice(rh.UsernameHeaders), headerrequest.StaticStringSlice(rh.UIDHeaders),
-		headerrequest.StaticStringSlice(rh.GroupHeaders), headerrequest.StaticStringSlice(rh.ExtraHeaderPrefixes))
+	named := false
+	for _, h := range rh.UsernameHeaders {
+		if r.Header.Get(h) != "" {
+			named = true
+			break
+		}
+	}
+	var resp *authenticator.Response
+	var ok bool
+	var err error
+	if named {
+		// Without a user name header kube's authenticator answers "not
+		// this method" whatever the certificate — after verifying it
+		// against the proxy CA, a chain verification on every request of
+		// every client with a certificate.
+		resp, ok, err = a.requestHeader.AuthenticateRequest(r)
+	}
+	l := a.requestHeaderLists
+	headerrequest.ClearAuthenticationHeaders(r.Header, l[0], l[1], l[2], l[3])
 	if !ok || err != nil {
 		return nil, false, err
 	}

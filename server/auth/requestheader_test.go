@@ -72,6 +72,37 @@ func TestRequestHeader(t *testing.T) {
 	if r.leftHeaders() != "" {
 		t.Errorf("identity headers left on an anonymous request: %s", r.leftHeaders())
 	}
+	// The proxy's certificate with groups but no user name: no proxied
+	// user; the certificate is then a client certificate the cluster CA
+	// did not sign, refused as such; the headers are gone.
+	r = request(true)
+	r.Header.Del("X-Remote-User")
+	if u, ok, err := newAuth(AdminUser).Authenticate(r.Request); u != nil || ok || err == nil || !strings.Contains(err.Error(), "invalid client certificate") {
+		t.Errorf("group headers without a user name: %+v %v %v", u, ok, err)
+	}
+	if r.leftHeaders() != "" {
+		t.Errorf("identity headers left without a user name: %s", r.leftHeaders())
+	}
+	// A cluster client certificate, with and without a user name header:
+	// its own user either way (the header is not the proxy's).
+	clusterLeaf, err := x509.ParseCertificate(cluster.AdminCert.Certificate[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, named := range []bool{false, true} {
+		r := request(false)
+		r.TLS = &tls.ConnectionState{PeerCertificates: []*x509.Certificate{clusterLeaf}}
+		if !named {
+			r.Header.Del("X-Remote-User")
+		}
+		u, ok, err := newAuth(AdminUser).Authenticate(r.Request)
+		if !ok || err != nil || u.Name != clusterLeaf.Subject.CommonName {
+			t.Errorf("a cluster certificate (user name header %v): %+v %v %v", named, u, ok, err)
+		}
+		if r.leftHeaders() != "" {
+			t.Errorf("identity headers left on a cluster client's request: %s", r.leftHeaders())
+		}
+	}
 }
 
 type httptestRequest struct{ *http.Request }
