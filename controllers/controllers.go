@@ -14,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 
 	"github.com/tabula-dev/tabula/registry"
 	"github.com/tabula-dev/tabula/sqlstore/kv"
@@ -194,10 +195,10 @@ type storedNamespace struct {
 	rec kv.Record
 }
 
-// namespaces reads every namespace.
-func (m *Manager) namespaces(ctx context.Context) ([]storedNamespace, error) {
+// namespaces reads every namespace, or those whose fields match sel.
+func (m *Manager) namespaces(ctx context.Context, sel fields.Selector) ([]storedNamespace, error) {
 	x := m.namespacesAPI()
-	res, err := x.List(ctx, kv.ListOptions{})
+	res, err := x.List(ctx, kv.ListOptions{Pred: kv.Predicate{Field: sel}})
 	if err != nil {
 		return nil, err
 	}
@@ -213,7 +214,9 @@ func (m *Manager) namespaces(ctx context.Context) ([]storedNamespace, error) {
 }
 
 func (m *Manager) finalizeTerminating(ctx context.Context) error {
-	all, err := m.namespaces(ctx)
+	// Only terminating namespaces, through the field index: this runs on
+	// every namespace event and every resync.
+	all, err := m.namespaces(ctx, fields.OneTermEqualSelector("status.phase", string(corev1.NamespaceTerminating)))
 	if err != nil {
 		return err
 	}
@@ -388,14 +391,18 @@ func (m *Manager) defaultsController(ctx context.Context) error {
 	if err := m.ensureDefaults(ctx); err != nil {
 		return err
 	}
+	// Each event concerns one namespace: only that one is looked at, so a
+	// burst of namespaces costs one check each, not a pass over all.
 	for {
+		var ns string
 		select {
 		case <-ctx.Done():
 			return nil
-		case _, ok := <-watches[0].Events():
+		case ev, ok := <-watches[0].Events():
 			if !ok {
 				return watches[0].Err()
 			}
+			ns = ev.Name
 		case ev, ok := <-watches[1].Events():
 			if !ok {
 				return watches[1].Err()
@@ -403,6 +410,7 @@ func (m *Manager) defaultsController(ctx context.Context) error {
 			if ev.Type != kv.Deleted || ev.Name != rootCAConfigMap {
 				continue
 			}
+			ns = ev.Namespace
 		case ev, ok := <-watches[2].Events():
 			if !ok {
 				return watches[2].Err()
@@ -410,41 +418,62 @@ func (m *Manager) defaultsController(ctx context.Context) error {
 			if ev.Type != kv.Deleted || ev.Name != "default" {
 				continue
 			}
+			ns = ev.Namespace
 		}
-		if err := m.ensureDefaults(ctx); err != nil {
+		rec, err := m.namespacesAPI().GetRecord(ctx, "", ns)
+		if apierrors.IsNotFound(err) {
+			continue // deleted meanwhile
+		}
+		if err != nil {
+			return err
+		}
+		obj, err := m.namespacesAPI().Decode(rec)
+		if err != nil {
+			return err
+		}
+		if err := m.ensureNamespaceDefaults(ctx, obj.(*corev1.Namespace)); err != nil {
 			return err
 		}
 	}
 }
 
+// ensureDefaults puts the defaults in every active namespace.
 func (m *Manager) ensureDefaults(ctx context.Context) error {
-	all, err := m.namespaces(ctx)
+	all, err := m.namespaces(ctx, nil)
 	if err != nil {
 		return err
 	}
 	for _, sn := range all {
-		ns := sn.Namespace
-		if ns.DeletionTimestamp != nil {
-			continue
+		if err := m.ensureNamespaceDefaults(ctx, sn.Namespace); err != nil {
+			return err
 		}
-		sas := m.api.MustLookup("", "v1", "serviceaccounts")
-		if _, err := sas.GetRecord(ctx, ns.Name, "default"); m.enabled(ServiceAccountController) && apierrors.IsNotFound(err) {
-			sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}
-			if _, err := sas.Create(ctx, ns.Name, sa, registry.WriteOptions{Manager: registry.ManagerControllerManager}); err != nil && !ignorable(err) {
-				return err
-			}
+	}
+	return nil
+}
+
+// ensureNamespaceDefaults puts the default ServiceAccount and the root CA
+// ConfigMap in ns, unless it is terminating.
+func (m *Manager) ensureNamespaceDefaults(ctx context.Context, ns *corev1.Namespace) error {
+	if ns.DeletionTimestamp != nil {
+		return nil
+	}
+	sas := m.api.MustLookup("", "v1", "serviceaccounts")
+	if _, err := sas.GetRecord(ctx, ns.Name, "default"); m.enabled(ServiceAccountController) && apierrors.IsNotFound(err) {
+		sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}
+		if _, err := sas.Create(ctx, ns.Name, sa, registry.WriteOptions{Manager: registry.ManagerControllerManager}); err != nil && !ignorable(err) {
+			return err
 		}
-		cms := m.api.MustLookup("", "v1", "configmaps")
-		if _, err := cms.GetRecord(ctx, ns.Name, rootCAConfigMap); m.enabled(RootCACertificatePublisherController) && apierrors.IsNotFound(err) {
-			cm := &corev1.ConfigMap{
-				ObjectMeta: metav1.ObjectMeta{Name: rootCAConfigMap, Annotations: map[string]string{
-					"kubernetes.io/description": "Contains a CA bundle that can be used to verify the kube-apiserver when using internal endpoints such as the internal service IP or kubernetes.default.svc. No other usage is guaranteed across distributions of Kubernetes clusters.",
-				}},
-				Data: map[string]string{"ca.crt": string(m.cfg.CABundle)},
-			}
-			if _, err := cms.Create(ctx, ns.Name, cm, registry.WriteOptions{Manager: registry.ManagerControllerManager}); err != nil && !ignorable(err) {
-				return err
-			}
+	}
+	cms := m.api.MustLookup("", "v1", "configmaps")
+	if _, err := cms.GetRecord(ctx, ns.Name, rootCAConfigMap); m.enabled(RootCACertificatePublisherController) && apierrors.IsNotFound(err) {
+		cm := &corev1.ConfigMap{
+			ObjectMeta: metav1.ObjectMeta{Name: rootCAConfigMap, Annotations: map[string]string{
+				"kubernetes.io/description": "Contains a CA bundle that can be used to verify the kube-apiserver when using internal endpoints such as the internal service IP or kubernetes.default.svc. No other usage is guaranteed across distributions of Kubernetes clusters.",
+			}},
+			Data: map[string]string{"ca.crt": string(m.cfg.CABundle)},
+		}
+		if _, err := cms.Create(ctx, ns.Name, cm, registry.WriteOptions{Manager: registry.ManagerControllerManager}); err != nil && !ignorable(err) {
+			return err
 		}
 	}
 	return nil
