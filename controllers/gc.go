@@ -149,7 +149,17 @@ func (m *Manager) handle(ctx context.Context, o gcOwner) error {
 // checked. The index keeps the scan to the marked rows.
 func (m *Manager) gcScan(ctx context.Context, mark string) error {
 	sel := fields.OneTermEqualSelector(mark, "1")
+	// One indexed query says which resources hold a marked object; only
+	// those are listed (usually none: the resync is then one query, not
+	// one per kind).
+	marked, err := m.store.ResourcesWithField(ctx, mark, "1")
+	if err != nil || len(marked) == 0 {
+		return err
+	}
 	for _, t := range m.storageTypes() {
+		if !slices.Contains(marked, t.StorageResource) {
+			continue
+		}
 		x := m.api.For(t)
 		err := m.eachStored(ctx, kv.ListOptions{Resource: t.StorageResource, Pred: kv.Predicate{Field: sel}}, func(rec kv.Record) error {
 			obj, err := x.Decode(rec)
