@@ -51,6 +51,17 @@ func TestAudit(t *testing.T) {
 	h.do("GET", "/api/v1/namespaces/default/secrets/s", as("tok-bad"), nil)
 	h.do("GET", "/healthz", nil, nil)
 	listID := h.do("GET", "/api/v1/namespaces/default/configmaps", as("tok-root"), nil).Header().Get("Audit-Id")
+	// A Protobuf list twice (the second from cached encodings) and a
+	// Table: each records a response object (the Protobuf lists their
+	// objects, as JSON).
+	var viewIDs []string
+	for _, accept := range []string{"application/vnd.kubernetes.protobuf", "application/vnd.kubernetes.protobuf", "application/json;as=Table;v=v1;g=meta.k8s.io"} {
+		rec := h.do("GET", "/api/v1/namespaces/default/configmaps", as("tok-root", "Accept", accept), nil)
+		if rec.Code != http.StatusOK {
+			t.Fatalf("list as %s: %d %s", accept, rec.Code, rec.Body)
+		}
+		viewIDs = append(viewIDs, rec.Header().Get("Audit-Id"))
+	}
 
 	events := readAudit(t, log)
 	find := func(what string, match func(e auditv1.Event) bool) auditv1.Event {
@@ -79,6 +90,14 @@ func TestAudit(t *testing.T) {
 	if list.Verb != "list" || list.ResponseObject == nil || !strings.Contains(string(list.ResponseObject.Raw), `"kind":"ConfigMapList"`) ||
 		!strings.Contains(string(list.ResponseObject.Raw), `"name":"c"`) || !strings.Contains(string(list.ResponseObject.Raw), `"k":"v"`) {
 		t.Errorf("configmap list event: %+v", list)
+	}
+	for i, id := range viewIDs {
+		e := find("a list in another form", func(e auditv1.Event) bool {
+			return string(e.AuditID) == id && e.Stage == auditv1.StageResponseComplete
+		})
+		if e.ResponseObject == nil || i < 2 && !strings.Contains(string(e.ResponseObject.Raw), `"k":"v"`) {
+			t.Errorf("list %d in another form: no response object with the data: %+v", i, e)
+		}
 	}
 	secret := find("the secret create", func(e auditv1.Event) bool {
 		return e.ObjectRef != nil && e.ObjectRef.Resource == "secrets" && e.Verb == "create"

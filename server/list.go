@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"net/http"
@@ -28,21 +29,33 @@ func (r *request) list() error {
 		return err
 	}
 	var encode func(kv.Record) ([]byte, error)
-	var cached func(kv.Record) ([]byte, bool)
-	if protobufObjects(out) {
+	cached := func(rec kv.Record) ([]byte, bool) {
+		return r.s.encoded.peek(encodedKey{rec.Rev, r.t, formProtobuf})
+	}
+	switch {
+	case r.s.auditAt(r.c, auditinternal.LevelRequestResponse):
+		// The audit event records the list as decoded from the stored
+		// objects (writeList): the plain path.
+		cached = nil
+	case protobufObjects(out):
 		// Items are turned into Protobuf as they are read, so the
 		// stored JSON of a large list is not held beside its encoding;
 		// an item whose encoding is cached is not read at all.
 		encode = r.protobufItem
-		cached = func(rec kv.Record) ([]byte, bool) {
-			return r.s.encoded.peek(encodedKey{rec.Rev, r.t, formProtobuf})
-		}
+	case out.View != codecs.ViewObject && r.t.New != nil && !r.t.Unstructured:
+		// A Table or metadata is made from each object; one whose
+		// Protobuf encoding is cached is decoded from that (see
+		// decodeAll), so its stored value need not be read either. The
+		// others keep their stored bytes.
+		encode = func(rec kv.Record) ([]byte, error) { return bytes.Clone(rec.Value), nil }
+	default:
+		cached = nil
 	}
 	res, err := r.listPage(p, encode, cached)
 	if err != nil {
 		return err
 	}
-	if encode != nil {
+	if encode != nil && protobufObjects(out) {
 		return r.writeProtobufList(r.c.Response(), r.listMeta(res, p), res.Items, true)
 	}
 	return r.writeList(out, res, p)
@@ -179,6 +192,13 @@ func (r *request) auditList(items []kv.Record, lm metav1.ListMeta) error {
 func (r *request) decodeAll(items []kv.Record, view bool) ([]runtime.Object, error) {
 	objs := make([]runtime.Object, len(items))
 	err := codecs.Each(len(items), func(i int) (err error) {
+		if items[i].Cached {
+			// Listed without its stored value (see list).
+			if objs[i], err = r.fromProtobuf(items[i].Value); err != nil {
+				return fmt.Errorf("server: cached encoding of %s/%s: %w", items[i].Namespace, items[i].Name, err)
+			}
+			return nil
+		}
 		if view {
 			if obj, ok := r.fromCachedProtobuf(items[i]); ok {
 				objs[i] = obj
@@ -201,13 +221,23 @@ func (r *request) fromCachedProtobuf(rec kv.Record) (runtime.Object, bool) {
 	if !ok {
 		return nil, false
 	}
+	obj, err := r.fromProtobuf(b)
+	return obj, err == nil
+}
+
+// fromProtobuf decodes an object of the served type from its cached
+// Protobuf encoding.
+func (r *request) fromProtobuf(b []byte) (runtime.Object, error) {
 	obj := r.t.New()
 	pu, ok := obj.(interface{ Unmarshal([]byte) error })
-	if !ok || pu.Unmarshal(b) != nil {
-		return nil, false
+	if !ok {
+		return nil, fmt.Errorf("server: %s has no Protobuf form", r.t.Kind)
+	}
+	if err := pu.Unmarshal(b); err != nil {
+		return nil, err
 	}
 	obj.GetObjectKind().SetGroupVersionKind(r.t.GroupVersionKind())
-	return obj, true
+	return obj, nil
 }
 
 func (r *request) listMeta(res kv.ListResult, p *listParams) metav1.ListMeta {

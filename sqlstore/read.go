@@ -140,8 +140,7 @@ func (s *Store) listAt(ctx context.Context, tx *sql.Tx, opts kv.ListOptions, atR
 			switch {
 			case opts.Shared:
 			case keysFirst:
-				var ok bool
-				if r.Value, ok = opts.Cached(r); !ok {
+				if r.Value, r.Cached = opts.Cached(r); !r.Cached {
 					misses = append(misses, len(res.Items))
 				}
 			default:

@@ -30,6 +30,9 @@ type Record struct {
 	// configured). Rewriting the same value is then not a no-op: it is how
 	// values are moved to the current key, as on kube-apiserver. Set by Get.
 	Stale bool
+	// Cached: Value is what ListOptions.Cached gave for this record (the
+	// caller's own encoding), not the stored value. Set by List.
+	Cached bool
 }
 
 // Entry is what a write stores: the object bytes plus the attributes the

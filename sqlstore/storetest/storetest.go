@@ -807,8 +807,8 @@ func testListCachedSkipsValues(t *testing.T, s *sqlstore.Store) {
 				want = "encoded " + it.Name
 				misses++
 			}
-			if string(it.Value) != want {
-				t.Fatalf("%s: item %s holds %q; want %q", c.name, it.Name, it.Value, want)
+			if string(it.Value) != want || it.Cached != c.cached(i) {
+				t.Fatalf("%s: item %s holds %q (cached %v); want %q", c.name, it.Name, it.Value, it.Cached, want)
 			}
 		}
 		if encoded != misses {
