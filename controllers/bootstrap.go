@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"sync"
 
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -249,16 +250,14 @@ func appendNewRules(rules, more []rbacv1.PolicyRule) []rbacv1.PolicyRule {
 	return rules
 }
 
+// equalRules compares rules field by field, a nil list equal to an empty
+// one (as comparing their printed forms did, without printing each rule
+// on every comparison: the aggregation compares every pair).
 func equalRules(a, b []rbacv1.PolicyRule) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i].String() != b[i].String() {
-			return false
-		}
-	}
-	return true
+	return slices.EqualFunc(a, b, func(x, y rbacv1.PolicyRule) bool {
+		return slices.Equal(x.Verbs, y.Verbs) && slices.Equal(x.APIGroups, y.APIGroups) && slices.Equal(x.Resources, y.Resources) &&
+			slices.Equal(x.ResourceNames, y.ResourceNames) && slices.Equal(x.NonResourceURLs, y.NonResourceURLs)
+	})
 }
 
 // mutateObject changes a stored cluster-scoped object (or its
