@@ -191,12 +191,11 @@ func compareOnce(b *testing.B, bins string, s compareServerKind, run int, args [
 			"--kube-api-qps", "500", "--kube-api-burst", "1000")
 	}
 	// Left alone: the idle figures, once start-up work has settled (it
-	// used to be counted in the window). The waits are the measurement's
-	// windows, not synchronisation.
-	time.Sleep(compareIdle)
+	// used to be counted in the window).
+	leaveAlone(b, srv, compareIdle)
 	before := cpuTimes(srv)
 	t0 := time.Now()
-	time.Sleep(compareIdleCPU)
+	leaveAlone(b, srv, compareIdleCPU)
 	after := cpuTimes(srv)
 	var busy time.Duration
 	for pid, t := range after {
@@ -255,6 +254,39 @@ func compareOnce(b *testing.B, bins string, s compareServerKind, run int, args [
 		}
 	}
 	return r
+}
+
+// leaveAlone lets the server's processes run untouched for d, a
+// measurement window, checking twice a second that they still run: one
+// that died would read as perfectly idle.
+func leaveAlone(b *testing.B, srv densityServer, d time.Duration) {
+	b.Helper()
+	end := time.NewTimer(d)
+	defer end.Stop()
+	check := time.NewTicker(500 * time.Millisecond)
+	defer check.Stop()
+	for {
+		select {
+		case <-end.C:
+			return
+		case <-check.C:
+			for _, pid := range append([]int{srv.server}, srv.storage()...) {
+				if !processAlive(pid) {
+					b.Fatalf("process %d exited while the server was left alone", pid)
+				}
+			}
+		}
+	}
+}
+
+// processAlive says whether pid is a live process (not gone, not a zombie).
+func processAlive(pid int) bool {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	f := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
+	return len(f) > 0 && f[0] != "Z" && f[0] != "X"
 }
 
 // rssAnon is a process's resident anonymous memory (heap, stacks: what
@@ -364,4 +396,35 @@ func formatRatio(r float64) string {
 		return "–"
 	}
 	return strconv.FormatFloat(r, 'f', 2, 64) + "×"
+}
+
+// TestProcessAlive: a running process is alive; once it exits it is not,
+// whether or not it has been reaped yet (a zombie).
+func TestProcessAlive(t *testing.T) {
+	cmd := exec.Command("sleep", "60")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pid := cmd.Process.Pid
+	if !processAlive(pid) {
+		t.Fatal("a running process reads as gone")
+	}
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	// Not reaped yet, it becomes a zombie as soon as the kill lands.
+	deadline := time.After(10 * time.Second)
+	poll := time.NewTicker(10 * time.Millisecond)
+	defer poll.Stop()
+	for processAlive(pid) {
+		select {
+		case <-deadline:
+			t.Fatal("a killed, unreaped process still reads as alive")
+		case <-poll.C:
+		}
+	}
+	_ = cmd.Wait()
+	if processAlive(pid) {
+		t.Fatal("a reaped process reads as alive")
+	}
 }
