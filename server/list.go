@@ -1,7 +1,6 @@
 package server
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"net/http"
@@ -29,33 +28,28 @@ func (r *request) list() error {
 		return err
 	}
 	var encode func(kv.Record) ([]byte, error)
-	cached := func(rec kv.Record) ([]byte, bool) {
-		return r.s.encoded.peek(encodedKey{rec.Rev, r.t, formProtobuf})
-	}
-	switch {
-	case r.s.auditAt(r.c, auditinternal.LevelRequestResponse):
-		// The audit event records the list as decoded from the stored
-		// objects (writeList): the plain path.
-		cached = nil
-	case protobufObjects(out):
-		// Items are turned into Protobuf as they are read, so the
-		// stored JSON of a large list is not held beside its encoding;
-		// an item whose encoding is cached is not read at all.
-		encode = r.protobufItem
-	case out.View != codecs.ViewObject && r.t.New != nil && !r.t.Unstructured:
-		// A Table or metadata is made from each object; one whose
-		// Protobuf encoding is cached is decoded from that (see
-		// decodeAll), so its stored value need not be read either. The
-		// others keep their stored bytes.
-		encode = func(rec kv.Record) ([]byte, error) { return bytes.Clone(rec.Value), nil }
-	default:
-		cached = nil
+	var cached func(kv.Record) ([]byte, bool)
+	// A list audited with its response body records the objects decoded
+	// from storage (writeList): it keeps the plain path.
+	if !r.s.auditAt(r.c, auditinternal.LevelRequestResponse) {
+		switch {
+		case protobufObjects(out):
+			// Items are turned into Protobuf as they are read, so the
+			// stored JSON of a large list is not held beside its
+			// encoding; an item whose encoding is cached is not read.
+			encode, cached = r.protobufItem, r.cachedProtobuf
+		case out.View != codecs.ViewObject && r.t.New != nil && !r.t.Unstructured:
+			// A Table or metadata is made from each object; one whose
+			// Protobuf encoding is cached comes with that instead of its
+			// stored value and is decoded from it (decodeAll).
+			cached = r.cachedProtobuf
+		}
 	}
 	res, err := r.listPage(p, encode, cached)
 	if err != nil {
 		return err
 	}
-	if encode != nil && protobufObjects(out) {
+	if encode != nil {
 		return r.writeProtobufList(r.c.Response(), r.listMeta(res, p), res.Items, true)
 	}
 	return r.writeList(out, res, p)
@@ -217,12 +211,17 @@ func (r *request) fromCachedProtobuf(rec kv.Record) (runtime.Object, bool) {
 	if r.t.New == nil || r.t.Unstructured {
 		return nil, false
 	}
-	b, ok := r.s.encoded.peek(encodedKey{rec.Rev, r.t, formProtobuf})
+	b, ok := r.cachedProtobuf(rec)
 	if !ok {
 		return nil, false
 	}
 	obj, err := r.fromProtobuf(b)
 	return obj, err == nil
+}
+
+// cachedProtobuf is a record's Protobuf encoding, if one is cached.
+func (r *request) cachedProtobuf(rec kv.Record) ([]byte, bool) {
+	return r.s.encoded.peek(encodedKey{rec.Rev, r.t, formProtobuf})
 }
 
 // fromProtobuf decodes an object of the served type from its cached

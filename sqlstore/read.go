@@ -93,7 +93,7 @@ func (s *Store) listAt(ctx context.Context, tx *sql.Tx, opts kv.ListOptions, atR
 	// keysFirst: rows are read without their values, which are then
 	// fetched only for the items the caller has no encoding of. It stays
 	// on while most of a batch was cached.
-	keysFirst := opts.Cached != nil && opts.Encode != nil && !opts.Shared
+	keysFirst := opts.Cached != nil && !opts.Shared
 	for {
 		want := listBatch
 		if opts.Limit > 0 && opts.Pred.Empty() {
@@ -171,7 +171,8 @@ func (s *Store) listAt(ctx context.Context, tx *sql.Tx, opts kv.ListOptions, atR
 }
 
 // readMisses reads, in tx, the values of the items at the indexes misses
-// (read without them, see listAt's keysFirst) and encodes each.
+// (read without them, see listAt's keysFirst), each passed to Encode if
+// there is one.
 func (s *Store) readMisses(ctx context.Context, tx *sql.Tx, opts kv.ListOptions, items []kv.Record, misses []int) error {
 	if len(misses) == 0 {
 		return nil
@@ -188,10 +189,13 @@ func (s *Store) readMisses(ctx context.Context, tx *sql.Tx, opts kv.ListOptions,
 	}
 	for _, at := range misses {
 		r := items[at]
-		r.Value = values[r.Rev]
-		if items[at].Value, err = opts.Encode(r); err != nil {
-			return err
+		r.Value = values[r.Rev] // opened and copied: the item's own
+		if opts.Encode != nil {
+			if r.Value, err = opts.Encode(r); err != nil {
+				return err
+			}
 		}
+		items[at].Value = r.Value
 	}
 	return nil
 }

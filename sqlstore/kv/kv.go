@@ -90,10 +90,11 @@ type ListOptions struct {
 	// those. A large list so holds one form of its items, not two. The
 	// value passed is valid only during the call.
 	Encode func(Record) ([]byte, error)
-	// Cached, if set with Encode, returns what Encode would for a record
-	// the caller already holds an encoding of (by its revision): the
-	// store then does not read that record's value at all. Items listed
-	// so may lack their CreatedRev.
+	// Cached, if set, returns the caller's own encoding of a record it
+	// holds one of (by its revision): the item then comes with those
+	// bytes, marked Record.Cached, and the store does not read its value
+	// at all (nor pass it to Encode). Items listed so may lack their
+	// CreatedRev.
 	Cached func(Record) ([]byte, bool)
 	// Shared: the items' values may be shared with other readers of the
 	// same revisions (the store reads each once for all of them, as when
