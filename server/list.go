@@ -79,8 +79,9 @@ func (r *request) listPage(p *listParams, encode func(kv.Record) ([]byte, error)
 	case p.rv == "0":
 		// "Any revision": kube-apiserver serves it from its cache,
 		// ignoring limit (and the token's revision); the latest state is
-		// one such revision.
+		// one such revision (a read replica's included).
 		opts.Limit = 0
+		opts.MinRev = 1
 		if p.cont != nil {
 			opts.AfterNamespace, opts.AfterName = p.cont.position(allNS)
 			if !r.t.Namespaced {
@@ -99,6 +100,8 @@ func (r *request) listPage(p *listParams, encode func(kv.Record) ([]byte, error)
 		}
 		if exact {
 			opts.Rev = rv
+		} else {
+			opts.MinRev = rv
 		}
 	}
 	res, err := r.res.List(ctx, opts)

@@ -27,7 +27,7 @@ var sharedReadBytes = prometheus.NewCounter(prometheus.CounterOpts{
 
 // Collectors returns the store's metrics for registration by the binary.
 func Collectors() []prometheus.Collector {
-	return []prometheus.Collector{queryDuration, batchSize, sharedReadBytes}
+	return []prometheus.Collector{queryDuration, batchSize, sharedReadBytes, standbyReads}
 }
 
 // observe records one named query's latency and logs it when slow. Use as

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
 
@@ -109,6 +110,36 @@ func (d *postgresDialect) open(ctx context.Context, u *url.URL) (*sql.DB, *sql.D
 	}
 	db := stdlib.OpenDBFromPool(d.pool)
 	return db, db, nil
+}
+
+// openReplica opens a pool on a hot standby, sized as the primary's.
+func (d *postgresDialect) openReplica(ctx context.Context, u *url.URL) (*sql.DB, func(), error) {
+	cfg, err := pgxpool.ParseConfig(u.String())
+	if err != nil {
+		return nil, nil, err
+	}
+	if !u.Query().Has("pool_max_conns") {
+		cfg.MaxConns = defaultPoolSize
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	return stdlib.OpenDBFromPool(pool), pool.Close, nil
+}
+
+// isRecoveryConflict: a standby cancelled a query whose rows replay was
+// about to remove (serialization_failure); the standby itself is fine.
+func isRecoveryConflict(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "40001"
+}
+
+// notReplayedYet: the standby has no table the primary's migrations just
+// created (undefined_table): it is behind.
+func notReplayedYet(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "42P01"
 }
 
 // close closes the pool, after the store closed its *sql.DB.

@@ -17,6 +17,25 @@ func (s *Store) Get(ctx context.Context, key kv.Key) (kv.Record, error) {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
 	r := kv.Record{Key: key}
+	if len(s.standbys) > 0 {
+		need, err := s.primaryRev(ctx)
+		if err != nil {
+			return r, err
+		}
+		var found bool
+		served, err := s.onStandby(ctx, need, func(ctx context.Context, db *sql.DB) error {
+			return s.getOnStandby(ctx, db, key, need, &r, &found)
+		})
+		if served {
+			if err == nil && !found {
+				err = kv.ErrNotFound
+			}
+			if err == nil && s.opts.Values != nil {
+				r.Value, r.Stale, err = s.openStale(key, r.Value)
+			}
+			return r, unavailable(err)
+		}
+	}
 	err := s.readQueryRow(ctx, s.q(`SELECT l.rev, l.created_rev, l.value FROM tabula_current c
 		JOIN tabula_log l ON l.rev = c.rev
 		WHERE c.resource = ? AND c.namespace = ? AND c.name = ?`), key.Resource, key.Namespace, key.Name).
@@ -44,8 +63,34 @@ func (s *Store) List(ctx context.Context, opts kv.ListOptions) (kv.ListResult, e
 	defer s.observe("list", time.Now())
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
+	if len(s.standbys) > 0 {
+		need, err := s.need(ctx, opts.Rev, opts.MinRev)
+		if err != nil {
+			return kv.ListResult{}, err
+		}
+		var res kv.ListResult
+		var listErr error
+		served, err := s.onStandby(ctx, need, func(ctx context.Context, db *sql.DB) error {
+			var err error
+			res, err = s.listOn(ctx, db, opts, need)
+			if errors.Is(err, errBehind) || errors.Is(err, kv.ErrUnavailable) {
+				return err
+			}
+			// Any other error (compacted, a bad value) is the answer.
+			listErr = err
+			return nil
+		})
+		if served {
+			return res, errors.Join(err, listErr)
+		}
+	}
+	return s.listOn(ctx, s.read, opts, 0)
+}
+
+// listOn lists from db, which must have replayed need (errBehind if not).
+func (s *Store) listOn(ctx context.Context, db *sql.DB, opts kv.ListOptions, need int64) (kv.ListResult, error) {
 	var res kv.ListResult
-	tx, err := s.read.BeginTx(ctx, s.d.readTx())
+	tx, err := db.BeginTx(ctx, s.d.readTx())
 	if err != nil {
 		return res, unavailable(err)
 	}
@@ -53,6 +98,9 @@ func (s *Store) List(ctx context.Context, opts kv.ListOptions) (kv.ListResult, e
 	var cur, compacted int64
 	if err := tx.QueryRowContext(ctx, "SELECT rev, compact_rev FROM tabula_rev WHERE id = 1").Scan(&cur, &compacted); err != nil {
 		return res, unavailable(err)
+	}
+	if cur < need {
+		return res, errBehind
 	}
 	atRev := opts.Rev
 	if atRev == 0 {

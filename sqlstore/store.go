@@ -51,6 +51,12 @@ type Options struct {
 	// <data-dir>/state.db); empty means the working directory.
 	Dir    string
 	Logger *slog.Logger
+	// Standbys are URLs of hot standbys (read replicas) of the
+	// database, PostgreSQL only: gets, lists and the watch poller read
+	// from them once they have replayed the revision a read needs
+	// (StandbyWait at most), else from the primary.
+	Standbys    []string
+	StandbyWait time.Duration
 	// Values, when set, transforms every value on its way to and from the
 	// database: encryption at rest (sqlstore/encrypt). Everything above
 	// the store sees plain values.
@@ -125,6 +131,11 @@ type Store struct {
 	once  sync.Once
 	// indexMax is indexDrivenMax; tests lower it to compare both list paths.
 	indexMax int
+	// standbys are the read replicas (standby.go); fence coalesces the
+	// primary revision reads that consistent reads on them wait for.
+	standbys    []*standby
+	nextStandby atomic.Uint32
+	fence       fence
 }
 
 // Open connects to the database named by rawURL (sqlite:///path/file.db,
@@ -166,6 +177,9 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Store, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
+	if opts.StandbyWait == 0 {
+		opts.StandbyWait = 10 * time.Millisecond
+	}
 	r, w, err := d.open(ctx, u)
 	if err != nil {
 		return nil, fmt.Errorf("sqlstore: open %s: %w", d.name(), err)
@@ -182,6 +196,10 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Store, error) {
 		return nil, err
 	}
 	if err := s.prepareWrites(ctx); err != nil {
+		s.closeDBs()
+		return nil, err
+	}
+	if err := s.openStandbys(ctx); err != nil {
 		s.closeDBs()
 		return nil, err
 	}
@@ -254,6 +272,7 @@ func (s *Store) closeDBs() error {
 		v.(*sql.Stmt).Close()
 		return true
 	})
+	s.closeStandbys()
 	err := s.read.Close()
 	if s.write != s.read {
 		err = errors.Join(err, s.write.Close())

@@ -41,6 +41,10 @@ type hub struct {
 
 	mu   sync.Mutex
 	last int64
+	// want is the newest revision known committed (notified, or
+	// committed here out of order); a poller reading a standby that has
+	// not replayed it yet polls again shortly.
+	want int64
 	// watchers are indexed by resource: a row is offered only to the
 	// watchers of its own resource.
 	watchers map[string]map[*watcher]struct{}
@@ -88,6 +92,7 @@ func (h *hub) stopAll(err error) {
 func (h *hub) committed(first, last int64, rows func() []logRow) {
 	h.mu.Lock()
 	if first != h.last+1 {
+		h.want = max(h.want, last)
 		h.mu.Unlock()
 		h.notify()
 		return
@@ -116,6 +121,7 @@ func (h *hub) notifiedUpTo(rev int64) {
 	if rev > 0 {
 		h.mu.Lock()
 		seen := rev <= h.last
+		h.want = max(h.want, rev)
 		h.mu.Unlock()
 		if seen {
 			return
@@ -177,11 +183,18 @@ func (h *hub) run() {
 		probe, release = p.changeProbe(h.s.read)
 		defer release()
 	}
+	// retry re-polls a standby that had not replayed a notified commit;
+	// behindSince is when it first had not: past StandbyWait the
+	// primary is read instead.
+	var retry <-chan time.Time
+	var behindSince time.Time
 	for {
 		select {
 		case <-h.s.closed:
 			return
 		case <-h.wake:
+		case <-retry:
+			retry = nil
 		case <-t.C:
 			if probe != nil {
 				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -192,8 +205,21 @@ func (h *hub) run() {
 				}
 			}
 		}
+		db, st := h.s.pollDB()
+		if st != nil && !behindSince.IsZero() && time.Since(behindSince) > h.s.opts.StandbyWait {
+			db, st = h.s.read, nil
+		}
 		for {
-			n, err := h.poll()
+			n, err := h.poll(db)
+			if err != nil && st != nil {
+				// The primary has every row a standby has.
+				h.s.log.Debug("watch poll on a standby failed; polling the primary", "standby", st.name, "err", err)
+				if !isRecoveryConflict(err) && !notReplayedYet(err) {
+					st.markDown()
+				}
+				db, st = h.s.read, nil
+				continue
+			}
 			if err != nil {
 				h.s.log.Warn("watch poll failed", "err", err)
 				break
@@ -202,16 +228,30 @@ func (h *hub) run() {
 				break
 			}
 		}
+		h.mu.Lock()
+		behind := h.last < h.want
+		h.mu.Unlock()
+		switch {
+		case !behind:
+			behindSince = time.Time{}
+		case st != nil:
+			if behindSince.IsZero() {
+				behindSince = time.Now()
+			}
+			if retry == nil {
+				retry = time.After(time.Millisecond)
+			}
+		}
 	}
 }
 
-func (h *hub) poll() (int, error) {
+func (h *hub) poll(db *sql.DB) (int, error) {
 	h.mu.Lock()
 	last := h.last
 	h.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	rows, err := h.s.readLog(ctx, kv.Key{}, last, 0, pollBatch)
+	rows, err := h.s.readLogOn(ctx, db, kv.Key{}, last, 0, pollBatch)
 	if err != nil {
 		return 0, err
 	}
@@ -274,6 +314,11 @@ func (h *hub) closeAll() {
 // 0), optionally only those of one resource, namespace or name, in
 // revision order.
 func (s *Store) readLog(ctx context.Context, key kv.Key, after, upTo int64, limit int) ([]logRow, error) {
+	return s.readLogOn(ctx, s.read, key, after, upTo, limit)
+}
+
+// readLogOn is readLog from db (the primary or a standby).
+func (s *Store) readLogOn(ctx context.Context, db *sql.DB, key kv.Key, after, upTo int64, limit int) ([]logRow, error) {
 	defer s.observe("read_log", time.Now())
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
@@ -299,7 +344,13 @@ func (s *Store) readLog(ctx context.Context, key kv.Key, after, upTo int64, limi
 	}
 	q += " ORDER BY l.rev LIMIT ?"
 	args = append(args, limit)
-	rows, err := s.readQuery(ctx, s.q(q), args...)
+	var rows *sql.Rows
+	var err error
+	if st := s.prepared(ctx, db, s.q(q)); st != nil {
+		rows, err = st.QueryContext(ctx, args...)
+	} else {
+		rows, err = db.QueryContext(ctx, s.q(q), args...)
+	}
 	if err != nil {
 		return nil, unavailable(err)
 	}

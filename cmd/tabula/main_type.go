@@ -64,7 +64,9 @@ func Version() version.Info {
 
 // Config is everything `tabula serve` can be told.
 type Config struct {
-	DB            string
+	DB string
+	// DBStandbys are hot standbys (read replicas) of a PostgreSQL DB.
+	DBStandbys    []string
 	Listen        string
 	DataDir       string
 	TLSSANs       []string
@@ -264,6 +266,13 @@ func (b invertedBool) Set(s string) error {
 }
 func (b invertedBool) IsBoolFlag() bool { return true }
 
+// repeated is a repeatable flag whose values are not split (URLs may hold
+// commas).
+type repeated []string
+
+func (s *repeated) String() string     { return strings.Join(*s, " ") }
+func (s *repeated) Set(v string) error { *s = append(*s, v); return nil }
+
 func (s *stringList) String() string     { return strings.Join(*s, ",") }
 func (s *stringList) Set(v string) error { *s = append(*s, strings.Split(v, ",")...); return nil }
 
@@ -291,6 +300,7 @@ func (m *Main) ParseFlags(args []string) error {
 	m.flags = fs
 	c := &m.Config
 	fs.StringVar(&c.DB, "db", "", "database `URL`: sqlite:///abs/path.db, sqlite://rel/path.db (relative to --data-dir), sqlite://:memory:, postgres://…, mysql://… (default sqlite://state.db)")
+	fs.Var((*repeated)(&c.DBStandbys), "db-standby", "read replica `URL`: a PostgreSQL hot standby of --db (repeatable); gets, lists and watches read from it once it has replayed what the request needs, else from --db")
 	fs.StringVar(&c.Listen, "listen", c.Listen, "HTTPS listen address")
 	fs.StringVar(&c.DataDir, "data-dir", c.DataDir, "directory for the SQLite database, certificates and kubeconfig")
 	sans := (*stringList)(&c.TLSSANs)
@@ -439,7 +449,8 @@ func (m *Main) Run(ctx context.Context) error {
 		return err
 	}
 	opts := sqlstore.Options{Logger: m.log, Dir: dataDir, WatchBufferBytes: int(c.WatchBuffer),
-		CompactWindow: c.CompactionWindow, CompactInterval: c.CompactionInterval, QueryTimeout: c.QueryTimeout}
+		CompactWindow: c.CompactionWindow, CompactInterval: c.CompactionInterval, QueryTimeout: c.QueryTimeout,
+		Standbys: c.DBStandbys}
 	if c.EncryptionProviderConfig != "" {
 		enc, err := encrypt.Load(c.EncryptionProviderConfig)
 		if err != nil {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net/url"
 	"os"
 	"os/user"
 	"path/filepath"
@@ -231,4 +232,126 @@ func checkSearchable(dir string, cred *syscall.Credential) error {
 		}
 		dir = parent
 	}
+}
+
+var pgStandby lazyServer
+
+// PostgresStandby returns the URL of the copy of primaryURL's database (a
+// URL from Postgres) on a hot standby of this test binary's PostgreSQL
+// server: a second server, started on first use from a base backup of the
+// first, that replays its WAL by streaming replication and answers
+// read-only queries. It waits until the standby has the database.
+//
+// The standby is shared: pausing its replay (pg_wal_replay_pause) pauses
+// it for every database, so tests that do must not run in parallel with
+// other standby tests.
+func PostgresStandby(t testing.TB, primaryURL string) string {
+	t.Helper()
+	primary := pgServer.get(t, startPostgres)
+	s := pgStandby.get(t, func() (*server, error) { return startPostgresStandby(primary) })
+	u, err := url.Parse(primaryURL)
+	if err != nil {
+		t.Fatalf("dbtest: %v", err)
+	}
+	name := strings.TrimPrefix(u.Path, "/")
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var n int
+		err := s.admin.QueryRow("SELECT count(*) FROM pg_database WHERE datname = $1", name).Scan(&n)
+		if err == nil && n == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("dbtest: database %s did not reach the standby within 30s (err %v)%s", name, err, logTail(s.logPath))
+		}
+		time.Sleep(10 * time.Millisecond) // polling the standby's catalogue, not synchronising the test
+	}
+	return fmt.Sprintf("postgres://%s@127.0.0.1:%d/%s?sslmode=disable", pgUser, s.port, name)
+}
+
+// startPostgresStandby takes a base backup of primary and starts it as a
+// streaming hot standby (pg_basebackup -R writes standby.signal and the
+// primary_conninfo to follow).
+func startPostgresStandby(primary *server) (_ *server, err error) {
+	began := time.Now()
+	bin, err := postgresBinDir()
+	if err != nil {
+		return nil, err
+	}
+	cred, err := postgresCredential()
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "tabula-postgres-standby-")
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			os.RemoveAll(dir)
+		}
+	}()
+	if cred != nil {
+		if err := os.Chown(dir, int(cred.Uid), int(cred.Gid)); err != nil {
+			return nil, err
+		}
+	}
+	data := filepath.Join(dir, "data")
+	backupLogPath := filepath.Join(dir, "basebackup.log")
+	backupLog, err := os.Create(backupLogPath)
+	if err != nil {
+		return nil, err
+	}
+	defer backupLog.Close()
+	// initdb's trust rules admit replication connections from loopback.
+	backup := command(backupLog, cred, dir, filepath.Join(bin, "pg_basebackup"),
+		"-h", "127.0.0.1", "-p", strconv.Itoa(primary.port), "-U", pgUser,
+		"-D", data, "-R", "-X", "stream", "--no-sync", "-c", "fast")
+	if err := run(backup, backupLogPath); err != nil {
+		return nil, err
+	}
+	initialised := time.Since(began)
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	s := &server{
+		kind:    "PostgreSQL hot standby",
+		port:    port,
+		dir:     dir,
+		logPath: filepath.Join(dir, "postgres.log"),
+		stopSig: syscall.SIGINT,
+	}
+	log, err := os.Create(s.logPath)
+	if err != nil {
+		return nil, err
+	}
+	defer log.Close()
+	postgres := command(log, cred, dir, filepath.Join(bin, "postgres"),
+		"-D", data,
+		"-p", strconv.Itoa(port),
+		"-k", dir,
+		"-c", "listen_addresses=127.0.0.1",
+		"-c", "fsync=off",
+		"-c", "max_connections=200",
+		"-c", "hot_standby=on",
+		// Tells the primary which rows the standby's queries still
+		// read, so replay cancels none of them.
+		"-c", "hot_standby_feedback=on",
+	)
+	if err := s.launch(postgres); err != nil {
+		return nil, err
+	}
+	s.admin, err = sql.Open("pgx", fmt.Sprintf("postgres://%s@127.0.0.1:%d/postgres?sslmode=disable", pgUser, port))
+	if err != nil {
+		s.stop()
+		return nil, err
+	}
+	if err := s.waitReady(60*time.Second, func(ctx context.Context) error {
+		return s.admin.QueryRowContext(ctx, "SHOW server_version").Scan(&s.version)
+	}); err != nil {
+		return nil, err
+	}
+	s.initialised, s.started = initialised, time.Since(began)
+	return s, nil
 }

@@ -80,6 +80,12 @@ type ListOptions struct {
 	Namespace string // empty: all namespaces
 	// Rev is the revision to read at; 0 means the latest.
 	Rev int64
+	// MinRev, for a read of the latest state (Rev 0), lets a read
+	// replica that has replayed at least this revision answer
+	// (resourceVersion=N NotOlderThan; 1 accepts any state, as
+	// resourceVersion=0). 0 asks for a consistent read: the state
+	// includes every write committed before the read began.
+	MinRev int64
 	// After continues a paginated list after this namespace/name.
 	AfterNamespace, AfterName string
 	// Limit caps the number of items; 0 means no limit.

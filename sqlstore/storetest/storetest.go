@@ -22,7 +22,14 @@ import (
 // ends.
 func Open(t testing.TB, url string) *sqlstore.Store {
 	t.Helper()
-	s, err := sqlstore.Open(context.Background(), url, sqlstore.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	return OpenWith(t, url, sqlstore.Options{})
+}
+
+// OpenWith is Open with options (its Logger is replaced).
+func OpenWith(t testing.TB, url string, opts sqlstore.Options) *sqlstore.Store {
+	t.Helper()
+	opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	s, err := sqlstore.Open(context.Background(), url, opts)
 	if err != nil {
 		t.Fatalf("open %s: %v", url, err)
 	}

@@ -20,9 +20,18 @@ import (
 // databases that notify, to prove that notifications, not polling, wake
 // the other replica.
 func RunTwoStores(t *testing.T, newURL func(t *testing.T) string, pollInterval time.Duration) {
+	RunTwoStoresWithStandbys(t, newURL, pollInterval, nil)
+}
+
+// RunTwoStoresWithStandbys is RunTwoStores with both stores reading from
+// the read replicas standbys gives for the database's URL.
+func RunTwoStoresWithStandbys(t *testing.T, newURL func(t *testing.T) string, pollInterval time.Duration, standbys func(t *testing.T, url string) []string) {
 	open := func(t *testing.T, url string, poll time.Duration) *sqlstore.Store {
-		s, err := sqlstore.Open(context.Background(), url, sqlstore.Options{PollInterval: poll,
-			Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		opts := sqlstore.Options{PollInterval: poll, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+		if standbys != nil {
+			opts.Standbys = standbys(t, url)
+		}
+		s, err := sqlstore.Open(context.Background(), url, opts)
 		if err != nil {
 			t.Fatalf("open: %v", err)
 		}
