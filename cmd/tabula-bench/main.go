@@ -33,6 +33,9 @@ type options struct {
 	jsonOut    string
 	protobuf   bool
 	watchMem   watchMemOptions
+	// servers, when set, are the replicas to spread load over (the
+	// kubeconfig's credentials on each address).
+	servers []string
 }
 
 func parseInts(s string) ([]int, error) {
@@ -70,6 +73,7 @@ func main() {
 	flag.StringVar(&modes, "watchmem-modes", "reset,noread,initial,idle", "watchmem: reset (read a few bytes, reset), noread (never read), initial (sendInitialEvents, read to the end), idle (ordinary watches)")
 	flag.DurationVar(&o.watchMem.hold, "watchmem-hold", 10*time.Second, "watchmem: how long noread and idle watchers stay")
 	flag.DurationVar(&o.watchMem.settle, "watchmem-settle", 35*time.Second, "watchmem: how long after the clients leave the RSS is followed")
+	servers := flag.String("servers", "", "comma-separated host:port of replicas of one cluster (the kubeconfig's credentials work on each): create, get and update clients and watchers are spread over them round robin; the watch workload writes on the first")
 	cpuProfile := flag.String("cpuprofile", "", "write the load generator's own CPU profile here (it shares the machine with a local server)")
 	flag.Parse()
 	allowCBOR()
@@ -86,6 +90,9 @@ func main() {
 	}
 	var err error
 	o.workloads = strings.Split(workloads, ",")
+	if *servers != "" {
+		o.servers = strings.Split(*servers, ",")
+	}
 	o.watchMem.modes = strings.Split(modes, ",")
 	if o.clients, err = parseInts(clients); err == nil {
 		if o.objects, err = parseInts(objects); err == nil {
@@ -116,9 +123,17 @@ func main() {
 // client builds a clientset without client-side rate limits: the server is
 // what is measured.
 func client(o options) (*kubernetes.Clientset, error) {
+	return clientOn(o, "")
+}
+
+// clientOn is client on server (host:port; empty: the kubeconfig's).
+func clientOn(o options, server string) (*kubernetes.Clientset, error) {
 	cfg, err := clientcmd.BuildConfigFromFlags("", o.kubeconfig)
 	if err != nil {
 		return nil, err
+	}
+	if server != "" {
+		cfg.Host = serverURL(server)
 	}
 	// No client-side rate limiting at all: the server is what is measured
 	// (a limiter also fails requests near a context deadline).
@@ -131,6 +146,23 @@ func client(o options) (*kubernetes.Clientset, error) {
 	return kubernetes.NewForConfig(cfg)
 }
 
+// serverURL: a -servers entry is host:port (HTTPS) or a whole URL.
+func serverURL(server string) string {
+	if strings.Contains(server, "://") {
+		return server
+	}
+	return "https://" + server
+}
+
+// restConfigOn is restConfig on server (host:port; empty: the kubeconfig's).
+func restConfigOn(o options, server string) (*rest.Config, error) {
+	cfg, err := restConfig(o)
+	if err == nil && server != "" {
+		cfg.Host = serverURL(server)
+	}
+	return cfg, err
+}
+
 // restConfig exposes the config for workloads that need several transports.
 func restConfig(o options) (*rest.Config, error) {
 	cfg, err := clientcmd.BuildConfigFromFlags("", o.kubeconfig)
@@ -141,10 +173,19 @@ func restConfig(o options) (*rest.Config, error) {
 }
 
 func run(ctx context.Context, o options) ([]Result, error) {
-	cs, err := client(o)
-	if err != nil {
-		return nil, err
+	servers := o.servers
+	if len(servers) == 0 {
+		servers = []string{""} // the kubeconfig's
 	}
+	var replicas []*kubernetes.Clientset
+	for _, srv := range servers {
+		c, err := clientOn(o, strings.TrimSpace(srv))
+		if err != nil {
+			return nil, err
+		}
+		replicas = append(replicas, c)
+	}
+	cs := replicas[0]
 	ns := fmt.Sprintf("bench-%d", time.Now().UnixNano()%1_000_000)
 	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		return nil, fmt.Errorf("create namespace: %w", err)
@@ -152,7 +193,7 @@ func run(ctx context.Context, o options) ([]Result, error) {
 	defer func() {
 		_ = cs.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{})
 	}()
-	b := &bench{o: o, cs: cs, ns: ns}
+	b := &bench{o: o, cs: cs, ns: ns, replicas: replicas}
 	b.rss = startRSS(o.pid)
 	defer b.rss.stop()
 	if r, ok := b.rss.idle(); ok {

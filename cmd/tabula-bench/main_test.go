@@ -2,10 +2,12 @@ package main
 
 import (
 	"context"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -79,6 +81,68 @@ current-context: t
 	for _, name := range []string{"rss idle", "rss peak during create", "rss peak during list", "rss peak during churn"} {
 		if r, ok := got[name]; !ok || !strings.HasSuffix(r.Note, " MiB") || strings.HasPrefix(r.Note, "0.0") {
 			t.Errorf("%s: %+v; want a sampled size", name, r)
+		}
+	}
+}
+
+// TestServersSpreadLoad: with -servers, clients and watchers are spread
+// over the replicas (two servers on one SQLite file here), and every
+// watcher, whichever replica it is on, gets every event.
+func TestServersSpreadLoad(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	db := "sqlite://" + filepath.Join(t.TempDir(), "bench.db")
+	var urls []string
+	var hits []*atomic.Int64
+	for range 2 {
+		srv := servertest.Server(t, server.Config{Store: storetest.Open(t, db)})
+		n := new(atomic.Int64)
+		h := srv.Handler()
+		hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			n.Add(1)
+			h.ServeHTTP(w, r)
+		}))
+		t.Cleanup(hs.Close)
+		urls = append(urls, hs.URL)
+		hits = append(hits, n)
+	}
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(kubeconfig, []byte(`apiVersion: v1
+kind: Config
+clusters: [{name: t, cluster: {server: "http://127.0.0.1:1"}}]
+contexts: [{name: t, context: {cluster: t, user: t}}]
+users: [{name: t, user: {}}]
+current-context: t
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	results, err := run(ctx, options{
+		kubeconfig: kubeconfig,
+		servers:    urls,
+		workloads:  []string{"create", "get", "watch"},
+		duration:   300 * time.Millisecond,
+		clients:    []int{2},
+		watchers:   []int{4},
+		protobuf:   true,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]Result{}
+	for _, r := range results {
+		got[r.Name] = r
+	}
+	if r := got["watch delivery watchers=4"]; r.Ops != 200 {
+		t.Errorf("watch delivered %d events across replicas; want 200", r.Ops)
+	}
+	for _, name := range []string{"create 1KiB clients=2", "get clients=2"} {
+		if got[name].Ops == 0 {
+			t.Errorf("%s: no operations", name)
+		}
+	}
+	for i, n := range hits {
+		if n.Load() < 10 {
+			t.Errorf("server %d served %d requests; want its share", i, n.Load())
 		}
 	}
 }

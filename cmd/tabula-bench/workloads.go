@@ -31,8 +31,11 @@ type Result struct {
 }
 
 type bench struct {
-	o       options
-	cs      *kubernetes.Clientset
+	o  options
+	cs *kubernetes.Clientset
+	// replicas are the clients of each server load is spread over
+	// (just cs when there is one).
+	replicas []*kubernetes.Clientset
 	ns      string
 	rss     *rssSampler
 	results []Result
@@ -74,7 +77,8 @@ func (b *bench) configMap(prefix string, size int, labels map[string]string) *co
 }
 
 // parallel runs fn from n goroutines until the duration passes.
-func (b *bench) parallel(ctx context.Context, n int, fn func(ctx context.Context) error) (time.Duration, error) {
+// Goroutine i talks to replica i mod len(b.replicas) through cs.
+func (b *bench) parallel(ctx context.Context, n int, fn func(ctx context.Context, cs *kubernetes.Clientset) error) (time.Duration, error) {
 	ctx, cancel := context.WithTimeout(ctx, b.o.duration)
 	defer cancel()
 	var wg sync.WaitGroup
@@ -82,10 +86,11 @@ func (b *bench) parallel(ctx context.Context, n int, fn func(ctx context.Context
 	start := time.Now()
 	for i := 0; i < n; i++ {
 		wg.Add(1)
+		cs := b.replicas[i%len(b.replicas)]
 		go func() {
 			defer wg.Done()
 			for ctx.Err() == nil {
-				if err := fn(ctx); err != nil && ctx.Err() == nil {
+				if err := fn(ctx, cs); err != nil && ctx.Err() == nil {
 					firstErr.CompareAndSwap(nil, err)
 					cancel()
 					return
@@ -104,10 +109,10 @@ func (b *bench) create(ctx context.Context) error {
 	for _, size := range []int{1024, 10 * 1024} {
 		for _, c := range b.o.clients {
 			var lat latencies
-			elapsed, err := b.parallel(ctx, c, func(ctx context.Context) error {
+			elapsed, err := b.parallel(ctx, c, func(ctx context.Context, cs *kubernetes.Clientset) error {
 				cm := b.configMap("create", size, nil)
 				t := time.Now()
-				_, err := b.cs.CoreV1().ConfigMaps(b.ns).Create(ctx, cm, metav1.CreateOptions{})
+				_, err := cs.CoreV1().ConfigMaps(b.ns).Create(ctx, cm, metav1.CreateOptions{})
 				if err == nil {
 					lat.add(time.Since(t))
 				}
@@ -134,9 +139,9 @@ func (b *bench) get(ctx context.Context) error {
 	}
 	for _, c := range b.o.clients {
 		var lat latencies
-		elapsed, err := b.parallel(ctx, c, func(ctx context.Context) error {
+		elapsed, err := b.parallel(ctx, c, func(ctx context.Context, cs *kubernetes.Clientset) error {
 			t := time.Now()
-			_, err := b.cs.CoreV1().ConfigMaps(b.ns).Get(ctx, names[rand.IntN(n)], metav1.GetOptions{})
+			_, err := cs.CoreV1().ConfigMaps(b.ns).Get(ctx, names[rand.IntN(n)], metav1.GetOptions{})
 			if err == nil {
 				lat.add(time.Since(t))
 			}
@@ -160,14 +165,14 @@ func (b *bench) update(ctx context.Context) error {
 	for _, c := range b.o.clients {
 		var lat latencies
 		var conflicts atomic.Int64
-		elapsed, err := b.parallel(ctx, c, func(ctx context.Context) error {
+		elapsed, err := b.parallel(ctx, c, func(ctx context.Context, cs *kubernetes.Clientset) error {
 			t := time.Now()
-			cur, err := b.cs.CoreV1().ConfigMaps(b.ns).Get(ctx, cm.Name, metav1.GetOptions{})
+			cur, err := cs.CoreV1().ConfigMaps(b.ns).Get(ctx, cm.Name, metav1.GetOptions{})
 			if err != nil {
 				return err
 			}
 			cur.Data["n"] = strconv.FormatInt(b.seq.Add(1), 10)
-			_, err = b.cs.CoreV1().ConfigMaps(b.ns).Update(ctx, cur, metav1.UpdateOptions{})
+			_, err = cs.CoreV1().ConfigMaps(b.ns).Update(ctx, cur, metav1.UpdateOptions{})
 			if apierrors.IsConflict(err) {
 				conflicts.Add(1)
 				return nil
@@ -317,14 +322,20 @@ func (b *bench) dropNamespace(ns string) {
 const watchersPerConn = 200
 
 // watchClients returns clientsets enough for n watchers, each on its own
-// connection; watcher i uses clients[i/watchersPerConn].
+// connection, at least one per replica; watcher i uses
+// clients[i%len(clients)].
 func (b *bench) watchClients(n int) ([]*kubernetes.Clientset, error) {
-	cfg, err := restConfig(b.o)
-	if err != nil {
-		return nil, err
+	servers := b.o.servers
+	if len(servers) == 0 {
+		servers = []string{""}
 	}
+	conns := max((n+watchersPerConn-1)/watchersPerConn, len(servers))
 	var clients []*kubernetes.Clientset
-	for i := 0; i < (n+watchersPerConn-1)/watchersPerConn; i++ {
+	for i := 0; i < conns; i++ {
+		cfg, err := restConfigOn(b.o, strings.TrimSpace(servers[i%len(servers)]))
+		if err != nil {
+			return nil, err
+		}
 		c := *cfg
 		// A custom dialer makes client-go build an uncached transport:
 		// one connection per group of watchers.
@@ -355,7 +366,7 @@ func (b *bench) watchOnce(ctx context.Context, ns string, n int) error {
 	defer cancel()
 	ready := make(chan struct{}, n)
 	for i := 0; i < n; i++ {
-		w, err := clients[i/watchersPerConn].CoreV1().ConfigMaps(ns).Watch(wctx, metav1.ListOptions{ResourceVersion: start.ResourceVersion})
+		w, err := clients[i%len(clients)].CoreV1().ConfigMaps(ns).Watch(wctx, metav1.ListOptions{ResourceVersion: start.ResourceVersion})
 		if err != nil {
 			return fmt.Errorf("open watcher %d: %w", i, err)
 		}
@@ -492,19 +503,19 @@ func readRSS(pid int) int64 {
 func (b *bench) churn(ctx context.Context) error {
 	for _, c := range b.o.clients {
 		var lat latencies
-		elapsed, err := b.parallel(ctx, c, func(ctx context.Context) error {
+		elapsed, err := b.parallel(ctx, c, func(ctx context.Context, cs *kubernetes.Clientset) error {
 			t := time.Now()
-			cm, err := b.cs.CoreV1().ConfigMaps(b.ns).Create(ctx, b.configMap("churn", 1024, nil), metav1.CreateOptions{})
+			cm, err := cs.CoreV1().ConfigMaps(b.ns).Create(ctx, b.configMap("churn", 1024, nil), metav1.CreateOptions{})
 			if err != nil {
 				return err
 			}
 			for i := 0; i < 2; i++ {
 				cm.Data["v"] = strings.Repeat(strconv.Itoa(i), 1024)
-				if cm, err = b.cs.CoreV1().ConfigMaps(b.ns).Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
+				if cm, err = cs.CoreV1().ConfigMaps(b.ns).Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
 					return err
 				}
 			}
-			if err := b.cs.CoreV1().ConfigMaps(b.ns).Delete(ctx, cm.Name, metav1.DeleteOptions{}); err != nil {
+			if err := cs.CoreV1().ConfigMaps(b.ns).Delete(ctx, cm.Name, metav1.DeleteOptions{}); err != nil {
 				return err
 			}
 			lat.add(time.Since(t))
