@@ -81,6 +81,14 @@ bench-compare: $(COMPARE_BIN)/kube-apiserver $(COMPARE_BIN)/etcd $(COMPARE_BIN)/
 	$(GO) test -count=1 -timeout 240m -run '^$$' -bench '^BenchmarkCompare$$' -benchtime 1x ./conformance > $(BIN)/bench-compare.log 2>&1; st=$$?; \
 	grep -E '^(Benchmark|ok|FAIL|---)' $(BIN)/bench-compare.log; cat $(BIN)/bench-compare.md 2>/dev/null; exit $$st
 
+.PHONY: bench-scaleout
+bench-scaleout: ## Scale-out on PostgreSQL: 1, 2 and 4 Tabula replicas on one database, without and with a hot standby (SCALEOUT_REPLICAS=…, SCALEOUT_STANDBY=0,1, SCALEOUT_ARGS=tabula-bench flags); table in bin/bench-scaleout.md
+	@mkdir -p $(COMPARE_BIN)
+	$(GO) build -o $(COMPARE_BIN)/tabula-bench ./cmd/tabula-bench
+	@COMPARE_BIN=$(abspath $(COMPARE_BIN)) SCALEOUT_OUT=$(abspath $(BIN))/bench-scaleout.md COMPARE_RAW=$(abspath $(BIN))/bench-scaleout \
+	$(GO) test -count=1 -timeout 240m -run '^$$' -bench '^BenchmarkScaleOut$$' -benchtime 1x ./conformance > $(BIN)/bench-scaleout.log 2>&1; st=$$?; \
+	grep -E '^(Benchmark|ok|FAIL|---)' $(BIN)/bench-scaleout.log; cat $(BIN)/bench-scaleout.md 2>/dev/null; exit $$st
+
 .PHONY: check
 check: ## go vet, gofmt, and the in-process tests under the race detector (conformance runs separate processes)
 	$(GO) vet ./...
