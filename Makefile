@@ -89,6 +89,12 @@ bench-scaleout: ## Scale-out on PostgreSQL: 1, 2 and 4 Tabula replicas on one da
 	$(GO) test -count=1 -timeout 240m -run '^$$' -bench '^BenchmarkScaleOut$$' -benchtime 1x ./conformance > $(BIN)/bench-scaleout.log 2>&1; st=$$?; \
 	grep -E '^(Benchmark|ok|FAIL|---)' $(BIN)/bench-scaleout.log; cat $(BIN)/bench-scaleout.md 2>/dev/null; exit $$st
 
+.PHONY: bench-scale
+bench-scale: $(COMPARE_BIN)/kube-apiserver $(COMPARE_BIN)/etcd ## A million objects: load, pages, selectors, gets, watches, memory, database size, restart and compaction on each of SCALE_SERVERS (tabula-sqlite,tabula-postgres,kube-etcd), beside the same at SCALE_BASELINE (10000); SCALE_OBJECTS=…; table in bin/bench-scale.md
+	@COMPARE_BIN=$(abspath $(COMPARE_BIN)) SCALE_OUT=$(abspath $(BIN))/bench-scale.md \
+	$(GO) test -count=1 -timeout 480m -run '^$$' -bench '^BenchmarkScale$$' -benchtime 1x ./conformance > $(BIN)/bench-scale.log 2>&1; st=$$?; \
+	grep -E '^(Benchmark|ok|FAIL|---)' $(BIN)/bench-scale.log; cat $(BIN)/bench-scale.md 2>/dev/null; exit $$st
+
 .PHONY: check
 check: ## go vet, gofmt, and the in-process tests under the race detector (conformance runs separate processes)
 	$(GO) vet ./...

@@ -90,6 +90,11 @@ func (s *Store) compactOnce(ctx context.Context, now time.Time) error {
 // in its own transaction, so no reader ever sees half-deleted history;
 // rows are then deleted in small batches.
 func (s *Store) Compact(ctx context.Context, rev int64) error {
+	// A whole run's time, in the query metric but not the slow-query
+	// log: a large compaction is expected to take a while.
+	defer func(start time.Time) {
+		queryDuration.WithLabelValues(s.d.name(), "compact").Observe(time.Since(start).Seconds())
+	}(time.Now())
 	cur, compacted, err := s.revs(ctx)
 	if err != nil {
 		return err
