@@ -135,6 +135,12 @@ func isRecoveryConflict(err error) bool {
 	return errors.As(err, &pe) && pe.Code == "40001"
 }
 
+// isPermissionDenied: insufficient_privilege.
+func isPermissionDenied(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "42501"
+}
+
 // notReplayedYet: the standby has no table the primary's migrations just
 // created (undefined_table): it is behind.
 func notReplayedYet(err error) bool {

@@ -98,18 +98,28 @@ type wrongStandbyError struct{ msg string }
 func (e *wrongStandbyError) Error() string { return e.msg }
 
 // checkStandby makes sure st is in recovery and replays this primary: a
-// physical standby shares its primary's system identifier.
+// physical standby shares its primary's system identifier (a role not
+// allowed to read it skips that check).
 func (s *Store) checkStandby(ctx context.Context, st *standby) error {
 	var inRecovery bool
-	var id int64
-	if err := st.db.QueryRowContext(ctx, "SELECT pg_is_in_recovery(), system_identifier FROM pg_control_system()").Scan(&inRecovery, &id); err != nil {
+	if err := st.db.QueryRowContext(ctx, "SELECT pg_is_in_recovery()").Scan(&inRecovery); err != nil {
 		return err
 	}
 	if !inRecovery {
 		return &wrongStandbyError{fmt.Sprintf("sqlstore: standby %s is not in recovery: it is a primary, not a hot standby of one", st.name)}
 	}
-	var primaryID int64
-	if err := s.write.QueryRowContext(ctx, "SELECT system_identifier FROM pg_control_system()").Scan(&primaryID); err != nil {
+	const q = "SELECT system_identifier FROM pg_control_system()"
+	var id, primaryID int64
+	if err := st.db.QueryRowContext(ctx, q).Scan(&id); err != nil {
+		if isPermissionDenied(err) {
+			return nil
+		}
+		return err
+	}
+	if err := s.write.QueryRowContext(ctx, q).Scan(&primaryID); err != nil {
+		if isPermissionDenied(err) {
+			return nil
+		}
 		return err
 	}
 	if id != primaryID {

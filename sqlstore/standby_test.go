@@ -205,3 +205,49 @@ func TestStandbyUnreachableAndWrong(t *testing.T) {
 		t.Fatalf("standby on SQLite: %v; want refused", err)
 	}
 }
+
+// An ordinary role (not a superuser, as production roles are) can use a
+// standby: the start-up checks need no privilege it lacks.
+func TestStandbyAsOrdinaryRole(t *testing.T) {
+	ctx := context.Background()
+	url := dbtest.Postgres(t)
+	u, err := neturl.Parse(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dbName := strings.TrimPrefix(u.Path, "/")
+	role := "r_" + dbName
+	admin, err := sql.Open("pgx", url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	for _, stmt := range []string{
+		`CREATE ROLE "` + role + `" LOGIN NOSUPERUSER`,
+		`ALTER DATABASE "` + dbName + `" OWNER TO "` + role + `"`,
+		`ALTER SCHEMA public OWNER TO "` + role + `"`,
+	} {
+		if _, err := admin.ExecContext(ctx, stmt); err != nil {
+			t.Fatalf("%s: %v", stmt, err)
+		}
+	}
+	// (The role outlives the test on the test binary's server, which is
+	// removed with it; the superuser drops the database whoever owns it.)
+	asRole := func(raw string) string {
+		v, err := neturl.Parse(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		v.User = neturl.User(role)
+		return v.String()
+	}
+	standbyURL := asRole(dbtest.PostgresStandby(t, url))
+	s := storetest.OpenWith(t, asRole(url), sqlstore.Options{Standbys: []string{standbyURL}})
+	rec, err := s.Create(ctx, cm("x"), value("x"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.Get(ctx, cm("x")); err != nil || got.Rev != rec.Rev {
+		t.Fatalf("get as an ordinary role: rev %d, %v", got.Rev, err)
+	}
+}
