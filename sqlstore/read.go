@@ -131,8 +131,10 @@ func (s *Store) listOn(ctx context.Context, db *sql.DB, opts kv.ListOptions, nee
 func (s *Store) listAt(ctx context.Context, tx *sql.Tx, opts kv.ListOptions, atRev, cur int64) (kv.ListResult, error) {
 	res := kv.ListResult{Rev: atRev}
 	afterNS, afterName, started := opts.AfterNamespace, opts.AfterName, opts.AfterNamespace != "" || opts.AfterName != ""
+	probe := false
 	if !opts.Pred.Empty() {
-		byIndex, ok, err := s.listByIndex(ctx, tx, opts, atRev, afterNS, afterName, started)
+		byIndex, ok, p, err := s.listByIndex(ctx, tx, opts, atRev, afterNS, afterName, started)
+		probe = p
 		if ok || err != nil {
 			byIndex.Rev = atRev
 			return byIndex, err
@@ -147,7 +149,7 @@ func (s *Store) listAt(ctx context.Context, tx *sql.Tx, opts kv.ListOptions, atR
 		if opts.Limit > 0 && opts.Pred.Empty() {
 			want = opts.Limit - len(res.Items) + 1
 		}
-		q, args := s.listQuery(opts, atRev == cur, atRev, afterNS, afterName, started, want, false, keysFirst)
+		q, args := s.listQuery(opts, atRev == cur, atRev, afterNS, afterName, started, want, false, keysFirst, probe)
 		var misses []int // items of this batch whose values are still to read
 		rows, err := tx.QueryContext(ctx, q, args...)
 		if err != nil {
@@ -178,7 +180,7 @@ func (s *Store) listAt(ctx context.Context, tx *sql.Tx, opts kv.ListOptions, atR
 					// Like kube-apiserver, only unfiltered lists say how
 					// many items remain: an index-only range count.
 					last := res.Items[len(res.Items)-1]
-					q, args := s.listQuery(opts, atRev == cur, atRev, last.Namespace, last.Name, true, 0, true, false)
+					q, args := s.listQuery(opts, atRev == cur, atRev, last.Namespace, last.Name, true, 0, true, false, false)
 					if err := tx.QueryRowContext(ctx, q, args...).Scan(&res.Remaining); err != nil {
 						return res, unavailable(err)
 					}
@@ -266,7 +268,8 @@ func (s *Store) encodeItem(opts kv.ListOptions, r kv.Record) ([]byte, error) {
 
 // listQuery builds the page query from constant fragments; every value
 // travels as a bound argument.
-func (s *Store) listQuery(opts kv.ListOptions, latest bool, atRev int64, afterNS, afterName string, started bool, limit int, count, noValues bool) (string, []any) {
+// probe: check selector terms row by row (see predicateSQL).
+func (s *Store) listQuery(opts kv.ListOptions, latest bool, atRev int64, afterNS, afterName string, started bool, limit int, count, noValues, probe bool) (string, []any) {
 	var b strings.Builder
 	var args []any
 	// Labels and fields are read only to filter by; without a predicate
@@ -318,7 +321,7 @@ func (s *Store) listQuery(opts kv.ListOptions, latest bool, atRev int64, afterNS
 		args = append(args, afterNS, afterNS, afterName)
 	}
 	if !count && !opts.Pred.Empty() {
-		cond, cargs := predicateSQL(opts.Pred, t+".rev")
+		cond, cargs := predicateSQL(opts.Pred, t+".rev", probe)
 		b.WriteString(cond)
 		args = append(args, cargs...)
 	}

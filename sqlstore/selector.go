@@ -122,7 +122,7 @@ func indexTerms(p kv.Predicate) []indexTerm {
 // Positive conditions are written as "<rev> IN (SELECT rev FROM
 // tabula_index …)"; revCol names the revision column to constrain (c.rev
 // for latest lists, l.rev for history).
-func predicateSQL(p kv.Predicate, revCol string) (string, []any) {
+func predicateSQL(p kv.Predicate, revCol string, probe bool) (string, []any) {
 	var b strings.Builder
 	var args []any
 	if p.Field != nil {
@@ -147,9 +147,19 @@ func predicateSQL(p kv.Predicate, revCol string) (string, []any) {
 		}
 	}
 	for _, t := range indexTerms(p) {
-		if t.negate {
-			b.WriteString(" AND NOT EXISTS (SELECT 1 FROM tabula_index x WHERE x.rev = l.rev AND x.name = ?")
-		} else {
+		// probe: the row's own entry is looked up (the primary key), so
+		// the walk costs the rows it walks, not the term's matches
+		// elsewhere (a 1% label in one namespace of a million objects
+		// took 27 ms on PostgreSQL, which hashed every match first). A
+		// scalar subquery, which no planner turns into a join. Otherwise
+		// the matches are gathered once per query, cheaper per row when
+		// the walk covers more rows than the term has matches.
+		switch {
+		case t.negate:
+			b.WriteString(" AND NOT EXISTS (SELECT 1 FROM tabula_index x WHERE x.rev = " + revCol + " AND x.name = ?")
+		case probe:
+			b.WriteString(" AND (SELECT 1 FROM tabula_index x WHERE x.rev = " + revCol + " AND x.name = ?")
+		default:
 			b.WriteString(" AND " + revCol + " IN (SELECT x.rev FROM tabula_index x WHERE x.name = ?")
 		}
 		args = append(args, t.name)
@@ -159,7 +169,11 @@ func predicateSQL(p kv.Predicate, revCol string) (string, []any) {
 				args = append(args, truncateIndexValue(v))
 			}
 		}
-		b.WriteString(")")
+		if probe && !t.negate {
+			b.WriteString(") IS NOT NULL")
+		} else {
+			b.WriteString(")")
+		}
 	}
 	return b.String(), args
 }

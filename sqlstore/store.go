@@ -131,6 +131,10 @@ type Store struct {
 	once  sync.Once
 	// indexMax is indexDrivenMax; tests lower it to compare both list paths.
 	indexMax int
+	// lookupCost is indexLookupCost; indexLists counts the lists
+	// tabula_index drove (both for tests).
+	lookupCost int
+	indexLists atomic.Int64
 	// standbys are the read replicas (standby.go); fence coalesces the
 	// primary revision reads that consistent reads on them wait for.
 	standbys    []*standby
@@ -184,7 +188,7 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sqlstore: open %s: %w", d.name(), err)
 	}
-	s := &Store{d: d, read: r, write: w, opts: opts, log: opts.Logger, closed: make(chan struct{}), writes: make(chan *writeReq, maxBatch), committerDone: make(chan struct{}), indexMax: indexDrivenMax,
+	s := &Store{d: d, read: r, write: w, opts: opts, log: opts.Logger, closed: make(chan struct{}), writes: make(chan *writeReq, maxBatch), committerDone: make(chan struct{}), indexMax: indexDrivenMax, lookupCost: indexLookupCost,
 		shared: newSharedValues(opts.SharedValueBytes)}
 	s.closedCtx, s.cancelClose = context.WithCancel(context.Background())
 	if err := s.ping(ctx); err != nil {
