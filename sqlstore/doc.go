@@ -64,6 +64,18 @@
 // can lie between. Anything else (another process's commits) is read by
 // the hub's poller, woken by PostgreSQL's NOTIFY or its poll interval.
 //
+// # Standbys
+//
+// On PostgreSQL, gets, lists and the hub's poller may read hot standbys
+// (standby.go). A standby shows a prefix of the primary's commits, and
+// tabula_rev, read in the same snapshot as the rows, says which: a read
+// that needs revision R (exact, a NotOlderThan floor, or the primary's
+// revision when a consistent read began, one query shared by the reads
+// that arrive meanwhile) takes a standby's answer only when it shows
+// rev >= R, else waits briefly and then reads the primary. Writes
+// compare and swap on the primary, so a read-modify-write whose read came
+// from a standby is as safe as one whose read did not.
+//
 // sqlstore imports nothing of Tabula's but migrations and its own kv
 // vocabulary; it stores bytes plus the labels and fields handed to it.
 package sqlstore
