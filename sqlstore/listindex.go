@@ -59,6 +59,16 @@ func (s *Store) listByIndex(ctx context.Context, tx *sql.Tx, opts kv.ListOptions
 		}
 		m := len(got)
 		if m > s.indexMax {
+			// A range smaller than lookupCost times what was read is
+			// walked, whatever the term's full count: skip counting it.
+			n, large, err := s.sparseIn(ctx, tx, m, kv.ListOptions{Resource: opts.Resource, Namespace: opts.Namespace})
+			if err != nil {
+				return res, false, false, err
+			}
+			if !large {
+				probe = probe || n < m
+				continue
+			}
 			if m, err = s.termCount(ctx, tx, t); err != nil {
 				return res, false, false, err
 			}
