@@ -228,20 +228,7 @@ func compareOnce(b *testing.B, bins string, s compareServerKind, run int, args [
 	}
 	r["RSS peak, server"] = mibOf(peakServer)
 	r["RSS peak, with storage"] = mibOf(peakTotal)
-	raw, err := os.ReadFile(out)
-	if err != nil {
-		b.Fatal(err)
-	}
-	var results []struct {
-		Name      string  `json:"name"`
-		PerSecond float64 `json:"perSecond"`
-		P50       int64   `json:"p50ns"`
-		P99       int64   `json:"p99ns"`
-	}
-	if err := json.Unmarshal(raw, &results); err != nil {
-		b.Fatal(err)
-	}
-	for _, res := range results {
+	for _, res := range readBenchJSON(b, out) {
 		switch {
 		case strings.HasPrefix(res.Name, "create ") || strings.HasPrefix(res.Name, "get "):
 			r[res.Name] = res.PerSecond
@@ -254,6 +241,26 @@ func compareOnce(b *testing.B, bins string, s compareServerKind, run int, args [
 		}
 	}
 	return r
+}
+
+// benchResult is one line of tabula-bench's -json output.
+type benchResult struct {
+	Name      string  `json:"name"`
+	PerSecond float64 `json:"perSecond"`
+	P50       int64   `json:"p50ns"`
+	P99       int64   `json:"p99ns"`
+}
+
+func readBenchJSON(b *testing.B, path string) []benchResult {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var results []benchResult
+	if err := json.Unmarshal(raw, &results); err != nil {
+		b.Fatal(err)
+	}
+	return results
 }
 
 // leaveAlone lets the server's processes run untouched for d, a

@@ -2,7 +2,6 @@ package conformance
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -175,21 +174,8 @@ func scaleOutOnce(b *testing.B, bins string, n int, withStandby bool, args []str
 	if err != nil {
 		b.Fatalf("tabula-bench: %v\n%s", err, text)
 	}
-	raw, err := os.ReadFile(out)
-	if err != nil {
-		b.Fatal(err)
-	}
-	var results []struct {
-		Name      string  `json:"name"`
-		PerSecond float64 `json:"perSecond"`
-		P50       int64   `json:"p50ns"`
-		P99       int64   `json:"p99ns"`
-	}
-	if err := json.Unmarshal(raw, &results); err != nil {
-		b.Fatal(err)
-	}
 	got := map[string][3]float64{}
-	for _, r := range results {
+	for _, r := range readBenchJSON(b, out) {
 		got[r.Name] = [3]float64{r.PerSecond, ms(time.Duration(r.P50)), ms(time.Duration(r.P99))}
 	}
 	if !withStandby {

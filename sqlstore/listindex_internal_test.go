@@ -239,31 +239,13 @@ func BenchmarkSparseSelector(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			value := []byte(`{"data":{"k":"` + strings.Repeat("x", 1000) + `"}}`)
-			var next atomic.Int64
-			var wg sync.WaitGroup
-			for range 64 {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					for {
-						i := int(next.Add(1)) - 1
-						if i >= n {
-							return
-						}
-						l := map[string]string{"group": fmt.Sprint(i % 7)}
-						if i%100 == 0 {
-							l["selected"] = "yes"
-						}
-						enc := func(int64) (kv.Entry, error) { return kv.Entry{Value: value, Labels: l}, nil }
-						if _, err := s.Create(ctx, kv.Key{Resource: "configmaps", Namespace: "ns", Name: fmt.Sprintf("cm-%07d", i)}, enc); err != nil {
-							b.Error(err)
-							return
-						}
-					}
-				}()
-			}
-			wg.Wait()
+			loadObjects(b, s, n, func(i int) (kv.Key, map[string]string) {
+				l := map[string]string{"group": fmt.Sprint(i % 7)}
+				if i%100 == 0 {
+					l["selected"] = "yes"
+				}
+				return kv.Key{Resource: "configmaps", Namespace: "ns", Name: fmt.Sprintf("cm-%07d", i)}, l
+			})
 			sel, _ := labels.Parse("selected=yes")
 			opts := kv.ListOptions{Resource: "configmaps", Pred: kv.Predicate{Label: sel}}
 			for _, path := range []struct {
@@ -302,31 +284,13 @@ func BenchmarkNamespaceSelector(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		value := []byte(`{"data":{"k":"` + strings.Repeat("x", 1000) + `"}}`)
-		var next atomic.Int64
-		var wg sync.WaitGroup
-		for range 64 {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for {
-					i := int(next.Add(1)) - 1
-					if i >= namespaces*each {
-						return
-					}
-					l := map[string]string{"group": fmt.Sprint(i % 7)}
-					if (i/namespaces)%50 == 0 { // 2%: 4 in each namespace, 4,000 in all
-						l["selected"] = "yes"
-					}
-					enc := func(int64) (kv.Entry, error) { return kv.Entry{Value: value, Labels: l}, nil }
-					if _, err := s.Create(ctx, kv.Key{Resource: "configmaps", Namespace: fmt.Sprintf("ns-%d", i%namespaces), Name: fmt.Sprintf("cm-%07d", i)}, enc); err != nil {
-						b.Error(err)
-						return
-					}
-				}
-			}()
-		}
-		wg.Wait()
+		loadObjects(b, s, namespaces*each, func(i int) (kv.Key, map[string]string) {
+			l := map[string]string{"group": fmt.Sprint(i % 7)}
+			if (i/namespaces)%50 == 0 { // 2%: 4 in each namespace, 4,000 in all
+				l["selected"] = "yes"
+			}
+			return kv.Key{Resource: "configmaps", Namespace: fmt.Sprintf("ns-%d", i%namespaces), Name: fmt.Sprintf("cm-%07d", i)}, l
+		})
 		sel, _ := labels.Parse("selected=yes")
 		b.Run(backend, func(b *testing.B) {
 			for i := range b.N {
@@ -338,4 +302,32 @@ func BenchmarkNamespaceSelector(b *testing.B) {
 		})
 		s.Close()
 	}
+}
+
+// loadObjects creates n objects of 1 KiB from 64 writers (group commit
+// fills the batches); object i has the key and labels obj gives.
+func loadObjects(b *testing.B, s *Store, n int, obj func(i int) (kv.Key, map[string]string)) {
+	ctx := context.Background()
+	value := []byte(`{"data":{"k":"` + strings.Repeat("x", 1000) + `"}}`)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range 64 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= n {
+					return
+				}
+				k, l := obj(i)
+				enc := func(int64) (kv.Entry, error) { return kv.Entry{Value: value, Labels: l}, nil }
+				if _, err := s.Create(ctx, k, enc); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
 }

@@ -26,16 +26,7 @@ func TestEveryWorkloadReports(t *testing.T) {
 	srv := servertest.Server(t, server.Config{Store: storetest.Open(t, "sqlite://"+filepath.Join(t.TempDir(), "bench.db"))})
 	hs := httptest.NewServer(srv.Handler())
 	defer hs.Close()
-	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := os.WriteFile(kubeconfig, []byte(`apiVersion: v1
-kind: Config
-clusters: [{name: t, cluster: {server: "`+hs.URL+`"}}]
-contexts: [{name: t, context: {cluster: t, user: t}}]
-users: [{name: t, user: {}}]
-current-context: t
-`), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	kubeconfig := writeKubeconfig(t, hs.URL)
 	allowCBOR() // as main does
 	results, err := run(ctx, options{
 		kubeconfig: kubeconfig,
@@ -106,16 +97,8 @@ func TestServersSpreadLoad(t *testing.T) {
 		urls = append(urls, hs.URL)
 		hits = append(hits, n)
 	}
-	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := os.WriteFile(kubeconfig, []byte(`apiVersion: v1
-kind: Config
-clusters: [{name: t, cluster: {server: "http://127.0.0.1:1"}}]
-contexts: [{name: t, context: {cluster: t, user: t}}]
-users: [{name: t, user: {}}]
-current-context: t
-`), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	// The kubeconfig's own server is never used: -servers replaces it.
+	kubeconfig := writeKubeconfig(t, "http://127.0.0.1:1")
 	results, err := run(ctx, options{
 		kubeconfig: kubeconfig,
 		servers:    urls,
@@ -145,4 +128,20 @@ current-context: t
 			t.Errorf("server %d served %d requests; want its share", i, n.Load())
 		}
 	}
+}
+
+// writeKubeconfig writes an anonymous kubeconfig for server.
+func writeKubeconfig(t *testing.T, server string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(path, []byte(`apiVersion: v1
+kind: Config
+clusters: [{name: t, cluster: {server: "`+server+`"}}]
+contexts: [{name: t, context: {cluster: t, user: t}}]
+users: [{name: t, user: {}}]
+current-context: t
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }

@@ -36,10 +36,10 @@ type bench struct {
 	// replicas are the clients of each server load is spread over
 	// (just cs when there is one).
 	replicas []*kubernetes.Clientset
-	ns      string
-	rss     *rssSampler
-	results []Result
-	seq     atomic.Int64
+	ns       string
+	rss      *rssSampler
+	results  []Result
+	seq      atomic.Int64
 }
 
 // latencies collects per-operation durations from many goroutines.

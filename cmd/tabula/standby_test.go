@@ -25,15 +25,7 @@ func TestReadsFromStandby(t *testing.T) {
 	db := dbtest.Postgres(t)
 	standby := dbtest.PostgresStandby(t, db)
 	start := func() (*Main, *kubernetes.Clientset) {
-		m := NewMain()
-		if err := m.ParseFlags([]string{"--db", db, "--db-standby", standby, "--data-dir", t.TempDir(),
-			"--listen", "127.0.0.1:0", "--token", "s3cret", "--log-level", "error"}); err != nil {
-			t.Fatal(err)
-		}
-		if err := m.Run(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { m.Close() })
+		m, _ := serve(t, "--db", db, "--db-standby", standby, "--token", "s3cret")
 		cfg, err := clientcmd.BuildConfigFromFlags("", m.KubeconfigPath)
 		if err != nil {
 			t.Fatal(err)

@@ -92,12 +92,23 @@ func startPostgres() (_ *server, err error) {
 
 	initialised := time.Since(began)
 
+	s, err := launchPostgres("PostgreSQL", bin, cred, dir, data)
+	if err != nil {
+		return nil, err
+	}
+	s.initialised, s.started = initialised, time.Since(began)
+	return s, nil
+}
+
+// launchPostgres starts the server on the data directory data, with
+// settings for tests (and extra ones), and waits until it answers.
+func launchPostgres(kind, bin string, cred *syscall.Credential, dir, data string, extra ...string) (*server, error) {
 	port, err := freePort()
 	if err != nil {
 		return nil, err
 	}
 	s := &server{
-		kind:    "PostgreSQL",
+		kind:    kind,
 		port:    port,
 		dir:     dir,
 		logPath: filepath.Join(dir, "postgres.log"),
@@ -109,14 +120,14 @@ func startPostgres() (_ *server, err error) {
 	}
 	defer log.Close()
 
-	postgres := command(log, cred, dir, filepath.Join(bin, "postgres"),
+	postgres := command(log, cred, dir, filepath.Join(bin, "postgres"), append([]string{
 		"-D", data,
 		"-p", strconv.Itoa(port),
 		"-k", dir,
 		"-c", "listen_addresses=127.0.0.1",
 		"-c", "fsync=off",
 		"-c", "max_connections=200",
-	)
+	}, extra...)...)
 	if err := s.launch(postgres); err != nil {
 		return nil, err
 	}
@@ -125,12 +136,11 @@ func startPostgres() (_ *server, err error) {
 		s.stop()
 		return nil, err
 	}
-	if err := s.waitReady(30*time.Second, func(ctx context.Context) error {
+	if err := s.waitReady(60*time.Second, func(ctx context.Context) error {
 		return s.admin.QueryRowContext(ctx, "SHOW server_version").Scan(&s.version)
 	}); err != nil {
 		return nil, err
 	}
-	s.initialised, s.started = initialised, time.Since(began)
 	return s, nil
 }
 
@@ -311,45 +321,12 @@ func startPostgresStandby(primary *server) (_ *server, err error) {
 		return nil, err
 	}
 	initialised := time.Since(began)
-	port, err := freePort()
-	if err != nil {
-		return nil, err
-	}
-	s := &server{
-		kind:    "PostgreSQL hot standby",
-		port:    port,
-		dir:     dir,
-		logPath: filepath.Join(dir, "postgres.log"),
-		stopSig: syscall.SIGINT,
-	}
-	log, err := os.Create(s.logPath)
-	if err != nil {
-		return nil, err
-	}
-	defer log.Close()
-	postgres := command(log, cred, dir, filepath.Join(bin, "postgres"),
-		"-D", data,
-		"-p", strconv.Itoa(port),
-		"-k", dir,
-		"-c", "listen_addresses=127.0.0.1",
-		"-c", "fsync=off",
-		"-c", "max_connections=200",
+	s, err := launchPostgres("PostgreSQL hot standby", bin, cred, dir, data,
 		"-c", "hot_standby=on",
 		// Tells the primary which rows the standby's queries still
 		// read, so replay cancels none of them.
-		"-c", "hot_standby_feedback=on",
-	)
-	if err := s.launch(postgres); err != nil {
-		return nil, err
-	}
-	s.admin, err = sql.Open("pgx", fmt.Sprintf("postgres://%s@127.0.0.1:%d/postgres?sslmode=disable", pgUser, port))
+		"-c", "hot_standby_feedback=on")
 	if err != nil {
-		s.stop()
-		return nil, err
-	}
-	if err := s.waitReady(60*time.Second, func(ctx context.Context) error {
-		return s.admin.QueryRowContext(ctx, "SHOW server_version").Scan(&s.version)
-	}); err != nil {
 		return nil, err
 	}
 	s.initialised, s.started = initialised, time.Since(began)
