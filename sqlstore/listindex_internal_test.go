@@ -231,14 +231,7 @@ func BenchmarkSparseSelector(b *testing.B) {
 	ctx := context.Background()
 	for _, n := range []int{50_000, 200_000} {
 		for _, backend := range []string{"sqlite", "postgres"} {
-			url := "sqlite://" + filepath.Join(b.TempDir(), "state.db")
-			if backend == "postgres" {
-				url = dbtest.Postgres(b)
-			}
-			s, err := Open(ctx, url, Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), CompactInterval: -1})
-			if err != nil {
-				b.Fatal(err)
-			}
+			s := openBenchStore(b, backend)
 			loadObjects(b, s, n, func(i int) (kv.Key, map[string]string) {
 				l := map[string]string{"group": fmt.Sprint(i % 7)}
 				if i%100 == 0 {
@@ -276,14 +269,7 @@ func BenchmarkNamespaceSelector(b *testing.B) {
 	ctx := context.Background()
 	const namespaces, each = 1000, 200
 	for _, backend := range []string{"sqlite", "postgres"} {
-		url := "sqlite://" + filepath.Join(b.TempDir(), "state.db")
-		if backend == "postgres" {
-			url = dbtest.Postgres(b)
-		}
-		s, err := Open(ctx, url, Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), CompactInterval: -1})
-		if err != nil {
-			b.Fatal(err)
-		}
+		s := openBenchStore(b, backend)
 		loadObjects(b, s, namespaces*each, func(i int) (kv.Key, map[string]string) {
 			l := map[string]string{"group": fmt.Sprint(i % 7)}
 			if (i/namespaces)%50 == 0 { // 2%: 4 in each namespace, 4,000 in all
@@ -330,4 +316,17 @@ func loadObjects(b *testing.B, s *Store, n int, obj func(i int) (kv.Key, map[str
 		}()
 	}
 	wg.Wait()
+}
+
+// openBenchStore opens a store on a new sqlite or postgres database.
+func openBenchStore(b *testing.B, backend string) *Store {
+	url := "sqlite://" + filepath.Join(b.TempDir(), "state.db")
+	if backend == "postgres" {
+		url = dbtest.Postgres(b)
+	}
+	s, err := Open(context.Background(), url, Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), CompactInterval: -1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return s
 }

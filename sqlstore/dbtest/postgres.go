@@ -48,16 +48,7 @@ func Postgres(t testing.TB) string {
 
 func startPostgres() (_ *server, err error) {
 	began := time.Now()
-	bin, err := postgresBinDir()
-	if err != nil {
-		return nil, err
-	}
-	cred, err := postgresCredential()
-	if err != nil {
-		return nil, err
-	}
-
-	dir, err := os.MkdirTemp("", "tabula-postgres-")
+	bin, cred, dir, err := postgresDir("tabula-postgres-")
 	if err != nil {
 		return nil, err
 	}
@@ -66,15 +57,6 @@ func startPostgres() (_ *server, err error) {
 			os.RemoveAll(dir)
 		}
 	}()
-	if cred != nil {
-		// The server's user must own its directory and be able to reach it.
-		if err := os.Chown(dir, int(cred.Uid), int(cred.Gid)); err != nil {
-			return nil, err
-		}
-		if err := checkSearchable(filepath.Dir(dir), cred); err != nil {
-			return nil, err
-		}
-	}
 	data := filepath.Join(dir, "data")
 
 	initLogPath := filepath.Join(dir, "initdb.log")
@@ -98,6 +80,31 @@ func startPostgres() (_ *server, err error) {
 	}
 	s.initialised, s.started = initialised, time.Since(began)
 	return s, nil
+}
+
+// postgresDir finds the server binaries and the user to run them as, and
+// makes a temporary directory that user owns and can reach.
+func postgresDir(prefix string) (bin string, cred *syscall.Credential, dir string, err error) {
+	if bin, err = postgresBinDir(); err != nil {
+		return "", nil, "", err
+	}
+	if cred, err = postgresCredential(); err != nil {
+		return "", nil, "", err
+	}
+	if dir, err = os.MkdirTemp("", prefix); err != nil {
+		return "", nil, "", err
+	}
+	if cred != nil {
+		if err := os.Chown(dir, int(cred.Uid), int(cred.Gid)); err != nil {
+			os.RemoveAll(dir)
+			return "", nil, "", err
+		}
+		if err := checkSearchable(filepath.Dir(dir), cred); err != nil {
+			os.RemoveAll(dir)
+			return "", nil, "", err
+		}
+	}
+	return bin, cred, dir, nil
 }
 
 // launchPostgres starts the server on the data directory data, with
@@ -284,15 +291,7 @@ func PostgresStandby(t testing.TB, primaryURL string) string {
 // primary_conninfo to follow).
 func startPostgresStandby(primary *server) (_ *server, err error) {
 	began := time.Now()
-	bin, err := postgresBinDir()
-	if err != nil {
-		return nil, err
-	}
-	cred, err := postgresCredential()
-	if err != nil {
-		return nil, err
-	}
-	dir, err := os.MkdirTemp("", "tabula-postgres-standby-")
+	bin, cred, dir, err := postgresDir("tabula-postgres-standby-")
 	if err != nil {
 		return nil, err
 	}
@@ -301,11 +300,6 @@ func startPostgresStandby(primary *server) (_ *server, err error) {
 			os.RemoveAll(dir)
 		}
 	}()
-	if cred != nil {
-		if err := os.Chown(dir, int(cred.Uid), int(cred.Gid)); err != nil {
-			return nil, err
-		}
-	}
 	data := filepath.Join(dir, "data")
 	backupLogPath := filepath.Join(dir, "basebackup.log")
 	backupLog, err := os.Create(backupLogPath)
