@@ -59,16 +59,9 @@ func startPostgres() (_ *server, err error) {
 	}()
 	data := filepath.Join(dir, "data")
 
-	initLogPath := filepath.Join(dir, "initdb.log")
-	initLog, err := os.Create(initLogPath)
-	if err != nil {
-		return nil, err
-	}
-	defer initLog.Close()
 	// Durability buys nothing for a database that lives as long as a test run.
-	initdb := command(initLog, cred, dir, filepath.Join(bin, "initdb"),
-		"-D", data, "-A", "trust", "-U", pgUser, "--no-sync", "-E", "UTF8", "--locale=C")
-	if err := run(initdb, initLogPath); err != nil {
+	if err := runTool(cred, dir, filepath.Join(bin, "initdb"),
+		"-D", data, "-A", "trust", "-U", pgUser, "--no-sync", "-E", "UTF8", "--locale=C"); err != nil {
 		return nil, err
 	}
 
@@ -80,6 +73,18 @@ func startPostgres() (_ *server, err error) {
 	}
 	s.initialised, s.started = initialised, time.Since(began)
 	return s, nil
+}
+
+// runTool runs a setup tool (initdb, pg_basebackup) in dir to completion,
+// its output in dir/<tool>.log.
+func runTool(cred *syscall.Credential, dir, path string, args ...string) error {
+	logPath := filepath.Join(dir, filepath.Base(path)+".log")
+	log, err := os.Create(logPath)
+	if err != nil {
+		return err
+	}
+	defer log.Close()
+	return run(command(log, cred, dir, path, args...), logPath)
 }
 
 // postgresDir finds the server binaries and the user to run them as, and
@@ -301,17 +306,10 @@ func startPostgresStandby(primary *server) (_ *server, err error) {
 		}
 	}()
 	data := filepath.Join(dir, "data")
-	backupLogPath := filepath.Join(dir, "basebackup.log")
-	backupLog, err := os.Create(backupLogPath)
-	if err != nil {
-		return nil, err
-	}
-	defer backupLog.Close()
 	// initdb's trust rules admit replication connections from loopback.
-	backup := command(backupLog, cred, dir, filepath.Join(bin, "pg_basebackup"),
+	if err := runTool(cred, dir, filepath.Join(bin, "pg_basebackup"),
 		"-h", "127.0.0.1", "-p", strconv.Itoa(primary.port), "-U", pgUser,
-		"-D", data, "-R", "-X", "stream", "--no-sync", "-c", "fast")
-	if err := run(backup, backupLogPath); err != nil {
+		"-D", data, "-R", "-X", "stream", "--no-sync", "-c", "fast"); err != nil {
 		return nil, err
 	}
 	initialised := time.Since(began)
