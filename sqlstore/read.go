@@ -63,7 +63,9 @@ func (s *Store) List(ctx context.Context, opts kv.ListOptions) (kv.ListResult, e
 	defer s.observe("list", time.Now())
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
-	if len(s.standbys) > 0 {
+	// A revision this process compacted is refused by the primary; a
+	// standby may not have replayed the compaction yet.
+	if len(s.standbys) > 0 && (opts.Rev == 0 || opts.Rev > s.Compaction().Revision) {
 		need, err := s.need(ctx, opts.Rev, opts.MinRev)
 		if err != nil {
 			return kv.ListResult{}, err

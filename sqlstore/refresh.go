@@ -116,6 +116,11 @@ func (s *Store) RefreshFields(ctx context.Context, resource string, stale func(s
 			done += len(todo)
 		}
 		if n < refreshPage {
+			if done > 0 {
+				if err := s.rewroteInPlace(ctx); err != nil {
+					return done, err
+				}
+			}
 			return done, nil
 		}
 	}

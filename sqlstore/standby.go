@@ -39,6 +39,8 @@ type standby struct {
 	// an unreachable one does not cost every read a connection attempt.
 	downUntil atomic.Int64
 	failures  atomic.Int32
+	// passed is the rewrite barrier (Store.lsnBarrier) it has replayed.
+	passed atomic.Pointer[string]
 }
 
 // standbyReads counts reads per standby and outcome: served (the standby
@@ -136,6 +138,37 @@ func (st *standby) markDown() {
 
 func (st *standby) up() bool { return time.Now().UnixNano() >= st.downUntil.Load() }
 
+// rewroteInPlace marks an in-place rewrite (RefreshFields), which makes
+// no revision: a standby answers again only once it has replayed the
+// primary's WAL up to here.
+func (s *Store) rewroteInPlace(ctx context.Context) error {
+	if len(s.standbys) == 0 {
+		return nil
+	}
+	var lsn string
+	if err := s.write.QueryRowContext(ctx, "SELECT pg_current_wal_lsn()::text").Scan(&lsn); err != nil {
+		return unavailable(err)
+	}
+	s.lsnBarrier.Store(&lsn)
+	return nil
+}
+
+// pastRewrites reports whether st has replayed the newest in-place rewrite.
+func (s *Store) pastRewrites(ctx context.Context, st *standby) (bool, error) {
+	b := s.lsnBarrier.Load()
+	if b == nil || st.passed.Load() == b {
+		return true, nil
+	}
+	var ok sql.NullBool
+	if err := st.db.QueryRowContext(ctx, "SELECT pg_last_wal_replay_lsn() >= CAST($1 AS pg_lsn)", *b).Scan(&ok); err != nil {
+		return false, err
+	}
+	if ok.Bool {
+		st.passed.Store(b)
+	}
+	return ok.Bool, nil
+}
+
 // pickStandby returns the next healthy standby, round robin; nil if none.
 func (s *Store) pickStandby() *standby {
 	n := len(s.standbys)
@@ -217,7 +250,14 @@ func (s *Store) onStandby(ctx context.Context, need int64, read func(ctx context
 		if st == nil {
 			return false, nil
 		}
-		err := read(ctx, st.db)
+		past, err := s.pastRewrites(ctx, st)
+		if err == nil {
+			if past {
+				err = read(ctx, st.db)
+			} else {
+				err = errBehind
+			}
+		}
 		switch {
 		case err == nil:
 			st.failures.Store(0)

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/fields"
+
 	"github.com/tabula-dev/tabula/sqlstore"
 	"github.com/tabula-dev/tabula/sqlstore/dbtest"
 	"github.com/tabula-dev/tabula/sqlstore/kv"
@@ -79,7 +81,9 @@ func TestStandbyBehindFallsBackToPrimary(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer sb.Close()
+	// Closed after the cleanup that resumes replay (cleanups run last
+	// registered first), so a failing test leaves the standby replaying.
+	t.Cleanup(func() { sb.Close() })
 	waitStandbyAt(t, sb, first.Rev)
 
 	w, err := b.Watch(ctx, kv.WatchOptions{Resource: "configmaps", After: first.Rev})
@@ -138,6 +142,35 @@ func TestStandbyBehindFallsBackToPrimary(t *testing.T) {
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatalf("no watch event behind a paused standby (err %v)", w.Err())
+	}
+
+	// A revision this store compacted: refused, though the paused
+	// standby still has it.
+	if err := a.Compact(ctx, second.Rev); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.List(ctx, kv.ListOptions{Resource: "configmaps", Rev: first.Rev}); !errors.Is(err, kv.ErrCompacted) {
+		t.Fatalf("list at compacted rev %d behind a paused standby: %v; want compacted", first.Rev, err)
+	}
+
+	// An in-place rewrite makes no revision: with the standby caught up
+	// on revisions and paused again, lists by the rewritten fields must
+	// not come from it.
+	resume()
+	waitStandbyAt(t, sb, second.Rev)
+	if _, err := sb.ExecContext(ctx, "SELECT pg_wal_replay_pause()"); err != nil {
+		t.Fatal(err)
+	}
+	resumed = false
+	n, err := a.RefreshFields(ctx, "configmaps", func(stored map[string]string) bool { return stored["spec.node"] == "" },
+		func(r kv.Record) (map[string]string, error) {
+			return map[string]string{"metadata.name": r.Name, "metadata.namespace": r.Namespace, "spec.node": "n1"}, nil
+		})
+	if err != nil || n != 2 {
+		t.Fatalf("refresh: %d rows, %v; want 2", n, err)
+	}
+	if names := listNames(t, a, kv.ListOptions{Pred: kv.Predicate{Field: fields.OneTermEqualSelector("spec.node", "n1")}}); !slices.Equal(names, []string{"a", "b"}) {
+		t.Fatalf("list by a field rewritten in place, behind a paused standby: %v; want [a b]", names)
 	}
 
 	resume()

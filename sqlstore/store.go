@@ -140,6 +140,9 @@ type Store struct {
 	standbys    []*standby
 	nextStandby atomic.Uint32
 	fence       fence
+	// lsnBarrier: the primary's WAL position after the newest in-place
+	// rewrite, which standbys must replay before answering (standby.go).
+	lsnBarrier atomic.Pointer[string]
 }
 
 // Open connects to the database named by rawURL (sqlite:///path/file.db,
