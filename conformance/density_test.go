@@ -113,6 +113,9 @@ type densityServer struct {
 	pki     string // holds ca.crt, ca.key and sa.key
 	server  int
 	storage func() []int
+	// exited closes when the server's process has exited (nil: not
+	// known here).
+	exited <-chan struct{}
 }
 
 func startTabulaServer(b *testing.B, db, dir string) densityServer {
@@ -184,7 +187,7 @@ func startAPIServer(b *testing.B, bins, dir, storageURL string, storage *member,
 		body, err := cs.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(context.Background())
 		return err == nil, fmt.Sprintf("%s %v", body, err)
 	})
-	return densityServer{config: cfg, pki: pkiDir, server: apiserver.cmd.Process.Pid, storage: func() []int { return []int{storage.cmd.Process.Pid} }}
+	return densityServer{config: cfg, pki: pkiDir, server: apiserver.cmd.Process.Pid, storage: func() []int { return []int{storage.cmd.Process.Pid} }, exited: apiserver.exited}
 }
 
 // densityResult is one run's figures.

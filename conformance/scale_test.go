@@ -223,11 +223,11 @@ func startScaleServer(b *testing.B, bins, name, dir string) scaleServer {
 		s := scaleServer{name: name}
 		s.srv = startAPIServer(b, bins, dir, "http://127.0.0.1:"+client, etcd, "AlwaysAllow")
 		s.restart = func(b *testing.B) (time.Duration, densityServer) {
-			pid := s.srv.server
-			_ = syscall.Kill(pid, syscall.SIGTERM)
-			deadline := time.Now().Add(stopDeadline)
-			for processAlive(pid) && time.Now().Before(deadline) {
-				time.Sleep(50 * time.Millisecond) // waiting for the process to exit, with a deadline
+			_ = syscall.Kill(s.srv.server, syscall.SIGTERM)
+			select {
+			case <-s.srv.exited:
+			case <-time.After(stopDeadline):
+				b.Fatalf("kube-apiserver did not exit within %v of SIGTERM", stopDeadline)
 			}
 			began := time.Now()
 			srv := startAPIServer(b, bins, dir, "http://127.0.0.1:"+client, etcd, "AlwaysAllow")

@@ -84,7 +84,7 @@ func TestStandbyBehindFallsBackToPrimary(t *testing.T) {
 	// Closed after the cleanup that resumes replay (cleanups run last
 	// registered first), so a failing test leaves the standby replaying.
 	t.Cleanup(func() { sb.Close() })
-	waitStandbyAt(t, sb, first.Rev)
+	dbtest.WaitStandby(t)
 
 	w, err := b.Watch(ctx, kv.WatchOptions{Resource: "configmaps", After: first.Rev})
 	if err != nil {
@@ -157,7 +157,7 @@ func TestStandbyBehindFallsBackToPrimary(t *testing.T) {
 	// on revisions and paused again, lists by the rewritten fields must
 	// not come from it.
 	resume()
-	waitStandbyAt(t, sb, second.Rev)
+	dbtest.WaitStandby(t)
 	if _, err := sb.ExecContext(ctx, "SELECT pg_wal_replay_pause()"); err != nil {
 		t.Fatal(err)
 	}
@@ -174,26 +174,9 @@ func TestStandbyBehindFallsBackToPrimary(t *testing.T) {
 	}
 
 	resume()
-	waitStandbyAt(t, sb, second.Rev)
+	dbtest.WaitStandby(t)
 	if names := listNames(t, a, kv.ListOptions{MinRev: 1}); !slices.Equal(names, []string{"a", "b"}) {
 		t.Fatalf("list of any state after replay resumed: %v; want [a b]", names)
-	}
-}
-
-// waitStandbyAt polls the standby until it has replayed rev.
-func waitStandbyAt(t *testing.T, sb *sql.DB, rev int64) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		var at int64
-		err := sb.QueryRow("SELECT rev FROM tabula_rev WHERE id = 1").Scan(&at)
-		if err == nil && at >= rev {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("standby did not replay rev %d within 30s (at %d, %v)", rev, at, err)
-		}
-		time.Sleep(5 * time.Millisecond) // polling the standby, with a deadline
 	}
 }
 

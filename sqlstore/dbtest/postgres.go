@@ -276,19 +276,49 @@ func PostgresStandby(t testing.TB, primaryURL string) string {
 		t.Fatalf("dbtest: %v", err)
 	}
 	name := strings.TrimPrefix(u.Path, "/")
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		var n int
-		err := s.admin.QueryRow("SELECT count(*) FROM pg_database WHERE datname = $1", name).Scan(&n)
-		if err == nil && n == 1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("dbtest: database %s did not reach the standby within 30s (err %v)%s", name, err, logTail(s.logPath))
-		}
-		time.Sleep(10 * time.Millisecond) // polling the standby's catalogue, not synchronising the test
+	// The database was created before this call: once the standby has
+	// replayed the primary's WAL as it stands now, it has the database.
+	if err := waitReplayed(primary, s, 30*time.Second); err != nil {
+		t.Fatalf("dbtest: database %s: %v%s", name, err, logTail(s.logPath))
 	}
 	return fmt.Sprintf("postgres://%s@127.0.0.1:%d/%s?sslmode=disable", pgUser, s.port, name)
+}
+
+// WaitStandby waits until the hot standby (started by PostgresStandby) has
+// replayed everything the primary had written when it was called.
+func WaitStandby(t testing.TB) {
+	t.Helper()
+	primary := pgServer.get(t, startPostgres)
+	s := pgStandby.get(t, func() (*server, error) { return startPostgresStandby(primary) })
+	if err := waitReplayed(primary, s, 30*time.Second); err != nil {
+		t.Fatalf("dbtest: %v%s", err, logTail(s.logPath))
+	}
+}
+
+// waitReplayed polls standby until it has replayed primary's WAL up to
+// the position it had at the call (PostgreSQL 15 has no query that
+// blocks until then).
+func waitReplayed(primary, standby *server, timeout time.Duration) error {
+	var lsn string
+	if err := primary.admin.QueryRow("SELECT pg_current_wal_lsn()::text").Scan(&lsn); err != nil {
+		return err
+	}
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	for {
+		var done sql.NullBool
+		err := standby.admin.QueryRow("SELECT pg_last_wal_replay_lsn() >= CAST($1 AS pg_lsn)", lsn).Scan(&done)
+		if err == nil && done.Bool {
+			return nil
+		}
+		select {
+		case <-tick.C:
+		case <-deadline.C:
+			return fmt.Errorf("the standby did not replay the primary's WAL up to %s within %v (err %v)", lsn, timeout, err)
+		}
+	}
 }
 
 // startPostgresStandby takes a base backup of primary and starts it as a
