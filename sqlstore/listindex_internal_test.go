@@ -42,7 +42,7 @@ func testListByIndexMatchesScan(t *testing.T, url string) {
 	}
 	defer s.Close()
 	// A collection this small is sparse for a term only at a lower cost.
-	s.lookupCost = 1
+	s.lookupCost, s.countMin = 1, 0
 	entry := func(i int, tier string) kv.Encoder {
 		return func(rev int64) (kv.Entry, error) {
 			l := map[string]string{"tier": tier, "n": fmt.Sprint(i)}

@@ -131,9 +131,10 @@ type Store struct {
 	once  sync.Once
 	// indexMax is indexDrivenMax; tests lower it to compare both list paths.
 	indexMax int
-	// lookupCost is indexLookupCost; indexLists counts the lists
-	// tabula_index drove (both for tests).
+	// lookupCost is indexLookupCost, countMin indexCountMin; indexLists
+	// counts the lists tabula_index drove (all for tests).
 	lookupCost int
+	countMin   int
 	indexLists atomic.Int64
 	// standbys are the read replicas (standby.go); fence coalesces the
 	// primary revision reads that consistent reads on them wait for.
@@ -191,7 +192,7 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sqlstore: open %s: %w", d.name(), err)
 	}
-	s := &Store{d: d, read: r, write: w, opts: opts, log: opts.Logger, closed: make(chan struct{}), writes: make(chan *writeReq, maxBatch), committerDone: make(chan struct{}), indexMax: indexDrivenMax, lookupCost: indexLookupCost,
+	s := &Store{d: d, read: r, write: w, opts: opts, log: opts.Logger, closed: make(chan struct{}), writes: make(chan *writeReq, maxBatch), committerDone: make(chan struct{}), indexMax: indexDrivenMax, lookupCost: indexLookupCost, countMin: indexCountMin,
 		shared: newSharedValues(opts.SharedValueBytes)}
 	s.closedCtx, s.cancelClose = context.WithCancel(context.Background())
 	if err := s.ping(ctx); err != nil {
