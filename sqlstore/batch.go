@@ -504,7 +504,7 @@ func columnArrays(types []string, rows [][]any) []any {
 // txQuery runs a query inside tx, prepared when the dialect caches
 // statements.
 func (s *Store) txQuery(ctx context.Context, tx *sql.Tx, query string, args ...any) (*sql.Rows, error) {
-	if st := s.prepared(ctx, s.write, query); st != nil {
+	if st := s.prepared(ctx, s.write, query, true); st != nil {
 		return tx.StmtContext(ctx, st).QueryContext(ctx, args...)
 	}
 	return tx.QueryContext(ctx, query, args...)

@@ -324,7 +324,7 @@ func (s *Store) getOnStandby(ctx context.Context, db *sql.DB, key kv.Key, need i
 }
 
 func (s *Store) queryRowOn(ctx context.Context, db *sql.DB, query string, args ...any) *sql.Row {
-	if st := s.prepared(ctx, db, query); st != nil {
+	if st := s.prepared(ctx, db, query, false); st != nil {
 		return st.QueryRowContext(ctx, args...)
 	}
 	return db.QueryRowContext(ctx, query, args...)

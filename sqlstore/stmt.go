@@ -13,9 +13,12 @@ import (
 // stays small.
 //
 // Hazard: with one writer connection, preparing on the write pool while a
-// transaction holds that connection would wait forever, so write
-// statements are only ever taken from the cache filled by prepareWrites.
-func (s *Store) prepared(ctx context.Context, db *sql.DB, query string) *sql.Stmt {
+// transaction holds that connection would wait forever, so statements run
+// inside a write transaction are only ever taken from the cache filled by
+// prepareWrites (inTx). A read outside a transaction may prepare on any
+// pool, the write pool too where reads share it (an in-memory database):
+// it waits for the connection as its query would.
+func (s *Store) prepared(ctx context.Context, db *sql.DB, query string, inTx bool) *sql.Stmt {
 	if !s.d.cacheStatements() {
 		return nil
 	}
@@ -23,7 +26,7 @@ func (s *Store) prepared(ctx context.Context, db *sql.DB, query string) *sql.Stm
 	if v, ok := s.stmts.Load(key); ok {
 		return v.(*sql.Stmt)
 	}
-	if db == s.write {
+	if inTx {
 		return nil
 	}
 	st, err := db.PrepareContext(ctx, query)
@@ -43,28 +46,28 @@ type stmtKey struct {
 }
 
 func (s *Store) txExec(ctx context.Context, tx *sql.Tx, query string, args ...any) (sql.Result, error) {
-	if st := s.prepared(ctx, s.write, query); st != nil {
+	if st := s.prepared(ctx, s.write, query, true); st != nil {
 		return tx.StmtContext(ctx, st).ExecContext(ctx, args...)
 	}
 	return tx.ExecContext(ctx, query, args...)
 }
 
 func (s *Store) txQueryRow(ctx context.Context, tx *sql.Tx, query string, args ...any) *sql.Row {
-	if st := s.prepared(ctx, s.write, query); st != nil {
+	if st := s.prepared(ctx, s.write, query, true); st != nil {
 		return tx.StmtContext(ctx, st).QueryRowContext(ctx, args...)
 	}
 	return tx.QueryRowContext(ctx, query, args...)
 }
 
 func (s *Store) readQueryRow(ctx context.Context, query string, args ...any) *sql.Row {
-	if st := s.prepared(ctx, s.read, query); st != nil {
+	if st := s.prepared(ctx, s.read, query, false); st != nil {
 		return st.QueryRowContext(ctx, args...)
 	}
 	return s.read.QueryRowContext(ctx, query, args...)
 }
 
 func (s *Store) readQuery(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
-	if st := s.prepared(ctx, s.read, query); st != nil {
+	if st := s.prepared(ctx, s.read, query, false); st != nil {
 		return st.QueryContext(ctx, args...)
 	}
 	return s.read.QueryContext(ctx, query, args...)

@@ -346,7 +346,7 @@ func (s *Store) readLogOn(ctx context.Context, db *sql.DB, key kv.Key, after, up
 	args = append(args, limit)
 	var rows *sql.Rows
 	var err error
-	if st := s.prepared(ctx, db, s.q(q)); st != nil {
+	if st := s.prepared(ctx, db, s.q(q), false); st != nil {
 		rows, err = st.QueryContext(ctx, args...)
 	} else {
 		rows, err = db.QueryContext(ctx, s.q(q), args...)
