@@ -28,7 +28,8 @@ import (
 //     etcd, kine and tabula-bench;
 //   - COMPARE_COUNT: runs per server (3); the table shows medians;
 //   - COMPARE_SERVERS: which of tabula-sqlite, tabula-postgres, kube-etcd,
-//     kube-kine (default: tabula-sqlite,kube-etcd,kube-kine);
+//     kube-kine, tabula-sqlite-noapf, kube-etcd-noapf (default:
+//     tabula-sqlite,kube-etcd,kube-kine);
 //   - COMPARE_ARGS: tabula-bench's workload flags;
 //   - COMPARE_OUT: where the Markdown table is written;
 //   - COMPARE_RAW: a directory for each run's tabula-bench output.
@@ -105,6 +106,14 @@ var compareServers = []compareServerKind{
 	}},
 	{"kube-etcd", "kube-apiserver + etcd", "kube + etcd", func(b *testing.B, bins, dir string) densityServer {
 		return startKube(b, bins, dir, false)
+	}},
+	// The two servers with API Priority and Fairness off (their
+	// max-in-flight limits instead), for what it costs each.
+	{"tabula-sqlite-noapf", "Tabula (SQLite), no APF", "Tabula, no APF", func(b *testing.B, _, dir string) densityServer {
+		return startTabulaServer(b, "sqlite://"+filepath.Join(dir, "tabula.db"), dir, "--enable-priority-and-fairness=false")
+	}},
+	{"kube-etcd-noapf", "kube-apiserver + etcd, no APF", "kube + etcd, no APF", func(b *testing.B, bins, dir string) densityServer {
+		return startKubeWith(b, bins, dir, false, "AlwaysAllow", "--enable-priority-and-fairness=false")
 	}},
 	{"kube-kine", "kube-apiserver + kine (SQLite)", "kube + kine", func(b *testing.B, bins, dir string) densityServer {
 		// kine with no endpoint keeps its SQLite file in ./db, with the

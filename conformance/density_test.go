@@ -118,8 +118,8 @@ type densityServer struct {
 	exited <-chan struct{}
 }
 
-func startTabulaServer(b *testing.B, db, dir string) densityServer {
-	p, err := startTabula(b, serveOptions{DB: db, DataDir: filepath.Join(dir, "tabula")})
+func startTabulaServer(b *testing.B, db, dir string, args ...string) densityServer {
+	p, err := startTabula(b, serveOptions{DB: db, DataDir: filepath.Join(dir, "tabula"), Args: args})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -138,8 +138,9 @@ func startKube(b *testing.B, bins, dir string, noFsync bool) densityServer {
 	return startKubeWith(b, bins, dir, noFsync, "AlwaysAllow")
 }
 
-// startKubeWith is startKube with the given --authorization-mode.
-func startKubeWith(b *testing.B, bins, dir string, noFsync bool, authorization string) densityServer {
+// startKubeWith is startKube with the given --authorization-mode and
+// more kube-apiserver flags.
+func startKubeWith(b *testing.B, bins, dir string, noFsync bool, authorization string, args ...string) densityServer {
 	client, peer := freePortArg(b), freePortArg(b)
 	etcdArgs := []string{"--name", "default", "--data-dir", filepath.Join(dir, "etcd"),
 		"--listen-client-urls", "http://127.0.0.1:" + client, "--advertise-client-urls", "http://127.0.0.1:" + client,
@@ -149,12 +150,13 @@ func startKubeWith(b *testing.B, bins, dir string, noFsync bool, authorization s
 		etcdArgs = append(etcdArgs, "--unsafe-no-fsync")
 	}
 	etcd := startMember(b, dir, "etcd", filepath.Join(bins, "etcd"), nil, etcdArgs...)
-	return startAPIServer(b, bins, dir, "http://127.0.0.1:"+client, etcd, authorization)
+	return startAPIServer(b, bins, dir, "http://127.0.0.1:"+client, etcd, authorization, args...)
 }
 
 // startAPIServer runs kube-apiserver on the etcd API at storageURL, served
-// by the storage member (etcd itself, or kine), and waits for /readyz.
-func startAPIServer(b *testing.B, bins, dir, storageURL string, storage *member, authorization string) densityServer {
+// by the storage member (etcd itself, or kine), with more flags args, and
+// waits for /readyz.
+func startAPIServer(b *testing.B, bins, dir, storageURL string, storage *member, authorization string, args ...string) densityServer {
 	pkiDir := filepath.Join(dir, "pki")
 	pki, err := auth.EnsurePKI(pkiDir, nil)
 	if err != nil {
@@ -164,12 +166,12 @@ func startAPIServer(b *testing.B, bins, dir, storageURL string, storage *member,
 		b.Fatal(err)
 	}
 	secure := freePortArg(b)
-	apiserver := startMember(b, dir, "kube-apiserver", filepath.Join(bins, "kube-apiserver"), nil,
+	apiserver := startMember(b, dir, "kube-apiserver", filepath.Join(bins, "kube-apiserver"), nil, append([]string{
 		"--etcd-servers", storageURL, "--bind-address", "127.0.0.1", "--secure-port", secure,
 		"--cert-dir", filepath.Join(dir, "apiserver-certs"), "--client-ca-file", pki.CACertPath,
 		"--service-account-issuer", "https://kubernetes.default.svc.cluster.local",
 		"--service-account-key-file", filepath.Join(pkiDir, "sa.key"), "--service-account-signing-key-file", filepath.Join(pkiDir, "sa.key"),
-		"--service-cluster-ip-range", "10.96.0.0/12", "--authorization-mode", authorization)
+		"--service-cluster-ip-range", "10.96.0.0/12", "--authorization-mode", authorization}, args...)...)
 	// The admin's key in memory: client-go would watch files that go with
 	// the run's directory.
 	certPEM, err := os.ReadFile(pki.AdminCertPath)

@@ -283,25 +283,30 @@ func BenchmarkListPodsByNode(b *testing.B) {
 
 // BenchmarkGetHandler measures the whole request path of a small read
 // in-process: routing, authentication, audit context, impersonation,
+// priority and fairness (or, with it off, the max-in-flight limits),
 // authorization, the store read and the answer.
 func BenchmarkGetHandler(b *testing.B) {
-	h := refNewHarness(b)
-	req := httptest.NewRequest("POST", "/api/v1/namespaces/default/configmaps", strings.NewReader(`{"metadata":{"name":"one"},"data":{"k":"v"}}`))
-	req.Header.Set("Content-Type", "application/json")
-	rec := httptest.NewRecorder()
-	h.h.ServeHTTP(rec, req)
-	if rec.Code != http.StatusCreated {
-		b.Fatalf("create: %d %s", rec.Code, rec.Body)
-	}
-	b.ReportAllocs()
-	b.ResetTimer()
-	for range b.N {
-		req := httptest.NewRequest("GET", "/api/v1/namespaces/default/configmaps/one", nil)
-		rec := httptest.NewRecorder()
-		h.h.ServeHTTP(rec, req)
-		if rec.Code != http.StatusOK {
-			b.Fatalf("get: %d %s", rec.Code, rec.Body)
-		}
+	for _, apf := range []bool{true, false} {
+		b.Run(fmt.Sprintf("apf=%v", apf), func(b *testing.B) {
+			h := refNewHarnessConfig(b, func(cfg *server.Config) { cfg.NoPriorityAndFairness = !apf })
+			req := httptest.NewRequest("POST", "/api/v1/namespaces/default/configmaps", strings.NewReader(`{"metadata":{"name":"one"},"data":{"k":"v"}}`))
+			req.Header.Set("Content-Type", "application/json")
+			rec := httptest.NewRecorder()
+			h.h.ServeHTTP(rec, req)
+			if rec.Code != http.StatusCreated {
+				b.Fatalf("create: %d %s", rec.Code, rec.Body)
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range b.N {
+				req := httptest.NewRequest("GET", "/api/v1/namespaces/default/configmaps/one", nil)
+				rec := httptest.NewRecorder()
+				h.h.ServeHTTP(rec, req)
+				if rec.Code != http.StatusOK {
+					b.Fatalf("get: %d %s", rec.Code, rec.Body)
+				}
+			}
+		})
 	}
 }
 

@@ -796,6 +796,13 @@ func refNewHarness(t testing.TB) *refHarness {
 // refNewHarnessCBOR is refNewHarness with CBOR served or not.
 func refNewHarnessCBOR(t testing.TB, cbor bool) *refHarness {
 	t.Helper()
+	return refNewHarnessConfig(t, func(cfg *server.Config) { cfg.NoCBOR = !cbor })
+}
+
+// refNewHarnessConfig is refNewHarness with its server's configuration
+// changed by set.
+func refNewHarnessConfig(t testing.TB, set func(*server.Config)) *refHarness {
+	t.Helper()
 	st := storetest.Open(t, "sqlite://:memory:")
 	reg := schema.NewBuiltin()
 	v := version.Info{Major: "1", Minor: "35", GitVersion: "v1.35.0+tabula", GitTreeState: "clean", Platform: "linux/amd64"}
@@ -806,7 +813,9 @@ func refNewHarnessCBOR(t testing.TB, cbor bool) *refHarness {
 	// The recordings are of kube-apiserver 1.35 with its default gates,
 	// CBORServingAndStorage off, and so is this server by default; the
 	// CBOR recordings (gate on) are replayed by TestCBORReference.
-	srv := servertest.Server(t, server.Config{Store: st, Registry: reg, Version: v, OpenAPI: oa.Handler(), NoCBOR: !cbor})
+	cfg := server.Config{Store: st, Registry: reg, Version: v, OpenAPI: oa.Handler(), NoCBOR: true}
+	set(&cfg)
+	srv := servertest.Server(t, cfg)
 	h := &refHarness{t: t, h: srv.Handler(), store: st, state: map[string]string{}}
 	h.waitFor("namespace default", func() bool {
 		return h.do("GET", "/api/v1/namespaces/default/serviceaccounts/default", nil, nil).Code == http.StatusOK
