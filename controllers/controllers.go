@@ -170,7 +170,8 @@ func (m *Manager) namespaceController(ctx context.Context) error {
 	defer w.Stop()
 	t := time.NewTicker(resyncInterval)
 	defer t.Stop()
-	if err := m.finalizeTerminating(ctx); err != nil {
+	pending, err := m.finalizeTerminating(ctx)
+	if err != nil {
 		return err
 	}
 	for {
@@ -182,8 +183,14 @@ func (m *Manager) namespaceController(ctx context.Context) error {
 				return w.Err()
 			}
 		case <-t.C:
+			// The resync is for what a namespace waits on without an
+			// event of its own (its objects' finalizers, their deletion):
+			// with no namespace terminating, a namespace event wakes us.
+			if !pending {
+				continue
+			}
 		}
-		if err := m.finalizeTerminating(ctx); err != nil {
+		if pending, err = m.finalizeTerminating(ctx); err != nil {
 			return err
 		}
 	}
@@ -213,25 +220,28 @@ func (m *Manager) namespaces(ctx context.Context, sel fields.Selector) ([]stored
 	return out, nil
 }
 
-func (m *Manager) finalizeTerminating(ctx context.Context) error {
+// finalizeTerminating empties and removes the terminating namespaces it
+// can; pending says whether any is still terminating after the pass.
+func (m *Manager) finalizeTerminating(ctx context.Context) (pending bool, err error) {
 	// Only terminating namespaces, through the field index: this runs on
-	// every namespace event and every resync.
+	// every namespace event and every resync while one is pending.
 	all, err := m.namespaces(ctx, fields.OneTermEqualSelector("status.phase", string(corev1.NamespaceTerminating)))
 	if err != nil {
-		return err
+		return true, err
 	}
 	for _, sn := range all {
 		ns := sn.Namespace
 		if ns.DeletionTimestamp == nil {
 			continue
 		}
+		pending = true
 		left, err := m.deleteNamespaceContents(ctx, ns.Name)
 		if err != nil {
-			return err
+			return true, err
 		}
 		if !left.empty() {
 			if err := m.setTerminatingConditions(ctx, ns, left); err != nil {
-				return err
+				return true, err
 			}
 			continue
 		}
@@ -240,18 +250,20 @@ func (m *Manager) finalizeTerminating(ctx context.Context) error {
 		}
 		removed, err := m.namespacesAPI().Remove(ctx, sn.rec)
 		if err != nil {
-			return err
+			return true, err
 		}
 		if removed && slices.Contains(systemNamespaces, ns.Name) {
 			// kube-apiserver's system namespaces controller recreates a
 			// deleted kube-node-lease (the others may not be deleted).
 			fresh := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns.Name}}
 			if _, err := m.namespacesAPI().Create(ctx, "", fresh, registry.WriteOptions{Manager: registry.ManagerAPIServer}); err != nil && !apierrors.IsAlreadyExists(err) {
-				return err
+				return true, err
 			}
 		}
 	}
-	return nil
+	// A namespace removed in this pass still counts: the next resync
+	// finds none and stops resyncing.
+	return pending, nil
 }
 
 // onlyKubernetesFinalizer: nothing but the namespace controller's own
