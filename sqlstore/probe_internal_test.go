@@ -2,8 +2,10 @@ package sqlstore
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"testing"
 
@@ -13,7 +15,9 @@ import (
 // TestSQLiteChangeProbe: the probe the watch poller asks on its idle ticks
 // says "changed" after a commit by this store (another connection of its
 // pools) or by another process's store on the same file, and "unchanged"
-// while nothing was committed, so an idle server does not read the log.
+// while nothing was committed, so an idle server does not read the log;
+// a commit its cheap stat of the WAL file misses is seen within
+// probeVerify probes.
 func TestSQLiteChangeProbe(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "state.db")
@@ -54,5 +58,56 @@ func TestSQLiteChangeProbe(t *testing.T) {
 	ask(false, "nothing since")
 	create(a, "by-this-store")
 	ask(true, "a commit by this store's writer")
+	ask(false, "nothing since")
+
+	// A commit the WAL file's stat cannot show — the WAL restarted at its
+	// start and written to the same size, its time put back — is still
+	// seen, by the pragma asked every probeVerify-th time.
+	wal := path + "-wal"
+	var before os.FileInfo
+	var err error
+	// The WAL restarts only when no reader holds its end (the stores'
+	// own pollers read it too): try again until it did.
+	for attempt := 1; ; attempt++ {
+		for changed := true; changed; {
+			if changed, err = probe(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if before, err = os.Stat(wal); err != nil {
+			t.Fatal(err)
+		}
+		var busy, frames, done int
+		if err := b.write.QueryRowContext(ctx, "PRAGMA wal_checkpoint(RESTART)").Scan(&busy, &frames, &done); err != nil {
+			t.Fatal(err)
+		}
+		create(b, fmt.Sprintf("after-restart-%d", attempt))
+		after, err := os.Stat(wal)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if busy == 0 && after.Size() == before.Size() {
+			break
+		}
+		if attempt == 100 {
+			t.Fatalf("setup: the WAL did not restart in place in %d attempts (%d bytes, was %d)", attempt, after.Size(), before.Size())
+		}
+	}
+	if err := os.Chtimes(wal, before.ModTime(), before.ModTime()); err != nil {
+		t.Fatal(err)
+	}
+	for n := 1; ; n++ {
+		changed, err := probe(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if changed {
+			t.Logf("seen at the %d. probe", n)
+			break
+		}
+		if n == probeVerify {
+			t.Fatalf("a commit hidden from stat not seen in %d probes", n)
+		}
+	}
 	ask(false, "nothing since")
 }
