@@ -86,7 +86,11 @@ func returnMemory(ctx context.Context, log *slog.Logger) {
 
 // burstOver says the heap holds much more than is live (held: objects,
 // live or not, and free pages not yet returned) while too little was
-// allocated since the last check (recent) for a collection to come soon.
+// allocated since the last check (recent) for a collection to come soon:
+// at that rate the excess would take 8 s or more to allocate, so light
+// traffic is collected at most that often. (With a tenth, 20 s, one of
+// two fresh servers still held its start-up garbage 20 s after start:
+// its controllers' first rounds allocate more than a tenth of it.)
 func burstOver(held, live, recent uint64) bool {
 	if held < live {
 		return false
