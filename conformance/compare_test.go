@@ -350,13 +350,20 @@ func compareTable(servers []compareServerKind, runs map[string][]compareRun, cou
 	for _, s := range servers {
 		fmt.Fprintf(&sb, " %s |", s.title)
 	}
+	// A server with API Priority and Fairness off is compared only with
+	// its like, and the goals are judged on the servers as they run.
+	noAPF := func(s compareServerKind) bool { return strings.HasSuffix(s.name, "-noapf") }
+	columns := 0
 	for _, t := range tabula {
 		for _, o := range others {
-			fmt.Fprintf(&sb, " %s vs %s |", t.short, o.short)
+			if noAPF(t) == noAPF(o) {
+				fmt.Fprintf(&sb, " %s vs %s |", t.short, o.short)
+				columns++
+			}
 		}
 	}
 	sb.WriteString(" goal |\n|---|")
-	for range len(servers) + len(tabula)*len(others) + 1 {
+	for range len(servers) + columns + 1 {
 		sb.WriteString("---|")
 	}
 	sb.WriteString("\n")
@@ -368,15 +375,19 @@ func compareTable(servers []compareServerKind, runs map[string][]compareRun, cou
 		met := f.goal > 0 || f.abs > 0
 		for _, t := range tabula {
 			tv := med(t.name, f.name)
-			if f.abs > 0 && !(tv <= f.abs) {
+			judged := !noAPF(t)
+			if judged && f.abs > 0 && !(tv <= f.abs) {
 				met = false
 			}
 			for _, o := range others {
+				if noAPF(t) != noAPF(o) {
+					continue
+				}
 				ratio := med(o.name, f.name) / tv
 				if f.higher {
 					ratio = 1 / ratio
 				}
-				if f.goal > 0 && !(ratio >= f.goal) {
+				if judged && f.goal > 0 && !(ratio >= f.goal) {
 					met = false
 				}
 				fmt.Fprintf(&sb, " %s |", formatRatio(ratio))
