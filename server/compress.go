@@ -1,11 +1,11 @@
 package server
 
 import (
-	"compress/gzip"
 	"net/http"
 	"strings"
 	"sync"
 
+	"github.com/klauspost/compress/gzip"
 	"github.com/labstack/echo/v4"
 )
 
@@ -14,6 +14,10 @@ import (
 // the CPU.
 const gzipMinLength = 128 * 1024
 
+// klauspost/compress's gzip is compress/gzip's interface and format, 1.6-1.7
+// times as fast at this level, its output within a tenth of the standard
+// library's size (the module is linked already, by the Prometheus client).
+//
 // gzipLevel is kube-apiserver's (defaultGzipContentEncodingLevel in its
 // response writers, kubernetes#112296): the fastest, for answers at most
 // about a third larger than the default level's on API objects.
