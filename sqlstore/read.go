@@ -151,23 +151,24 @@ func (s *Store) listAt(ctx context.Context, tx *sql.Tx, opts kv.ListOptions, atR
 		if opts.Limit > 0 && opts.Pred.Empty() {
 			want = opts.Limit - len(res.Items) + 1
 		}
-		q, args := s.listQuery(opts, atRev == cur, atRev, afterNS, afterName, started, want, false, keysFirst, probe)
+		q, args, cols := s.listQuery(opts, atRev == cur, atRev, afterNS, afterName, started, want, false, keysFirst, probe)
 		var misses []int // items of this batch whose values are still to read
 		rows, err := tx.QueryContext(ctx, q, args...)
 		if err != nil {
 			return res, unavailable(err)
 		}
+		var r kv.Record
+		var labels, fields string
+		var value sql.RawBytes // copied or encoded below, not kept
+		dest := cols.dest(&r, &labels, &fields, &value)
 		n := 0
 		for rows.Next() {
 			n++
-			var r kv.Record
-			var labels, fields string
-			var value sql.RawBytes // copied or encoded below, not kept
-			if err := rows.Scan(&r.Rev, &r.CreatedRev, &r.Namespace, &r.Name, &labels, &fields, &value); err != nil {
+			r = kv.Record{Key: kv.Key{Resource: opts.Resource, Namespace: opts.Namespace}}
+			if err := rows.Scan(dest...); err != nil {
 				rows.Close()
 				return res, err
 			}
-			r.Resource = opts.Resource
 			afterNS, afterName, started = r.Namespace, r.Name, true
 			if !opts.Pred.Empty() && !matchesRaw(opts.Pred, labels, fields) {
 				continue
@@ -182,7 +183,7 @@ func (s *Store) listAt(ctx context.Context, tx *sql.Tx, opts kv.ListOptions, atR
 					// Like kube-apiserver, only unfiltered lists say how
 					// many items remain: an index-only range count.
 					last := res.Items[len(res.Items)-1]
-					q, args := s.listQuery(opts, atRev == cur, atRev, last.Namespace, last.Name, true, 0, true, false, false)
+					q, args, _ := s.listQuery(opts, atRev == cur, atRev, last.Namespace, last.Name, true, 0, true, false, false)
 					if err := tx.QueryRowContext(ctx, q, args...).Scan(&res.Remaining); err != nil {
 						return res, unavailable(err)
 					}
@@ -268,23 +269,72 @@ func (s *Store) encodeItem(opts kv.ListOptions, r kv.Record) ([]byte, error) {
 	return s.open(r.Key, r.Value)
 }
 
+// listCols says which of a list row's columns a query selects beyond the
+// revision and name: each column costs the driver a few calls into SQLite
+// per row (a tenth of a large list's time), so a list reads only what it
+// uses.
+type listCols struct {
+	// created: the created revision, read with values (items listed by
+	// key alone go without it, see kv.ListOptions.Cached).
+	created bool
+	// namespace, for lists across namespaces (else it is the one asked).
+	namespace bool
+	// meta: labels and fields, read only to filter by.
+	meta bool
+	value bool
+}
+
+// sql is the select list, the log's row as l.
+func (c listCols) sql() string {
+	cols := "l.rev"
+	if c.created {
+		cols += ", l.created_rev"
+	}
+	if c.namespace {
+		cols += ", l.namespace"
+	}
+	cols += ", l.name"
+	if c.meta {
+		cols += ", l.labels, l.fields"
+	}
+	if c.value {
+		cols += ", l.value"
+	}
+	return cols
+}
+
+// dest is the Scan destinations for the columns, in sql's order.
+func (c listCols) dest(r *kv.Record, labels, fields *string, value *sql.RawBytes) []any {
+	dest := []any{&r.Rev}
+	if c.created {
+		dest = append(dest, &r.CreatedRev)
+	}
+	if c.namespace {
+		dest = append(dest, &r.Namespace)
+	}
+	dest = append(dest, &r.Name)
+	if c.meta {
+		dest = append(dest, labels, fields)
+	}
+	if c.value {
+		dest = append(dest, value)
+	}
+	return dest
+}
+
 // listQuery builds the page query from constant fragments; every value
 // travels as a bound argument.
 // probe: check selector terms row by row (see predicateSQL).
-func (s *Store) listQuery(opts kv.ListOptions, latest bool, atRev int64, afterNS, afterName string, started bool, limit int, count, noValues, probe bool) (string, []any) {
+func (s *Store) listQuery(opts kv.ListOptions, latest bool, atRev int64, afterNS, afterName string, started bool, limit int, count, noValues, probe bool) (string, []any, listCols) {
 	var b strings.Builder
 	var args []any
-	// Labels and fields are read only to filter by; without a predicate
-	// they would be two more strings made per row for nothing.
-	meta := "l.labels, l.fields"
-	if opts.Pred.Empty() {
-		meta = "'', ''"
+	c := listCols{
+		created:   true,
+		namespace: opts.Namespace == "",
+		meta:      !opts.Pred.Empty(),
+		value:     !opts.Shared && !noValues,
 	}
-	value := "l.value"
-	if opts.Shared || noValues {
-		value = "NULL"
-	}
-	cols := "l.rev, l.created_rev, l.namespace, l.name, " + meta + ", " + value
+	cols := c.sql()
 	if count {
 		cols = "COUNT(*)"
 	}
@@ -300,7 +350,8 @@ func (s *Store) listQuery(opts kv.ListOptions, latest bool, atRev int64, afterNS
 			// from the current table alone (its primary key's order),
 			// without a lookup into the log per row. Items go without
 			// their created revision (see kv.ListOptions.Cached).
-			b.WriteString(`SELECT c.rev, 0, c.namespace, c.name, '', '', NULL FROM tabula_current c WHERE c.resource = ?`)
+			c.created = false
+			b.WriteString(`SELECT ` + strings.ReplaceAll(c.sql(), "l.", "c.") + ` FROM tabula_current c WHERE c.resource = ?`)
 		default:
 			b.WriteString(`SELECT ` + cols + ` FROM tabula_current c JOIN tabula_log l ON l.rev = c.rev WHERE c.resource = ?`)
 		}
@@ -331,7 +382,7 @@ func (s *Store) listQuery(opts kv.ListOptions, latest bool, atRev int64, afterNS
 		b.WriteString(" ORDER BY " + t + ".namespace, " + t + ".name LIMIT ?")
 		args = append(args, limit)
 	}
-	return s.q(b.String()), args
+	return s.q(b.String()), args, c
 }
 
 func matchesRaw(p kv.Predicate, labels, fields string) bool {
