@@ -1,6 +1,7 @@
 package codecs
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -175,6 +176,79 @@ func ObjectMetaOf(a metav1.Object) metav1.ObjectMeta {
 		Labels: a.GetLabels(), Annotations: a.GetAnnotations(), OwnerReferences: a.GetOwnerReferences(),
 		Finalizers: a.GetFinalizers(), ManagedFields: a.GetManagedFields(),
 	}
+}
+
+// WriteTableJSON writes tbl as compact JSON, the bytes json.Marshal makes
+// of it, a row at a time. Marshalling the whole Table would scan every
+// row's object again (encoding/json compacts each RawExtension it is
+// given): a third of a large Table's time, for JSON that is compact
+// already (rawJSON made it).
+func WriteTableJSON(w io.Writer, tbl *metav1.Table) error {
+	envelope := *tbl
+	envelope.Rows = nil
+	head, err := json.Marshal(&envelope)
+	if err != nil {
+		return err
+	}
+	// Rows is the Table's last field.
+	const nullRows = `"rows":null}`
+	if !bytes.HasSuffix(head, []byte(nullRows)) {
+		return fmt.Errorf("codecs: unexpected Table envelope %.40q", head)
+	}
+	head = append(head[:len(head)-len(nullRows)], `"rows":[`...)
+	if tbl.Rows == nil {
+		head = append(head[:len(head)-1], "null"...)
+	}
+	if _, err := w.Write(head); err != nil {
+		return err
+	}
+	var row []byte
+	for i := range tbl.Rows {
+		row = row[:0]
+		if i > 0 {
+			row = append(row, ',')
+		}
+		if row, err = appendTableRow(row, &tbl.Rows[i]); err != nil {
+			return err
+		}
+		if _, err := w.Write(row); err != nil {
+			return err
+		}
+	}
+	tail := "]}\n"
+	if tbl.Rows == nil {
+		tail = "}\n"
+	}
+	_, err = io.WriteString(w, tail)
+	return err
+}
+
+// appendTableRow appends r as json.Marshal writes a TableRow: cells,
+// conditions when there are any, and the object's JSON as it is.
+func appendTableRow(b []byte, r *metav1.TableRow) ([]byte, error) {
+	cells, err := json.Marshal(r.Cells)
+	if err != nil {
+		return nil, err
+	}
+	b = append(append(b, `{"cells":`...), cells...)
+	if len(r.Conditions) > 0 {
+		conds, err := json.Marshal(r.Conditions)
+		if err != nil {
+			return nil, err
+		}
+		b = append(append(b, `,"conditions":`...), conds...)
+	}
+	b = append(b, `,"object":`...)
+	if r.Object.Raw == nil {
+		obj, err := json.Marshal(r.Object)
+		if err != nil {
+			return nil, err
+		}
+		b = append(b, obj...)
+	} else {
+		b = append(b, r.Object.Raw...)
+	}
+	return append(b, '}'), nil
 }
 
 // WriteJSONList writes {"kind":…,"apiVersion":…,"metadata":…,"items":[…]}

@@ -159,6 +159,13 @@ func (r *request) writeList(out codecs.Output, res kv.ListResult, p *listParams)
 	if err != nil {
 		return err
 	}
+	if tbl, ok := body.(*metav1.Table); ok && out.MediaType == codecs.JSON && !wantsPretty(r.c) {
+		// Streamed a row at a time, each row's object written as made.
+		resp.Header().Set(echo.HeaderContentType, out.ContentType())
+		resp.WriteHeader(http.StatusOK)
+		abortIfCut(codecs.WriteTableJSON(resp, tbl))
+		return nil
+	}
 	return r.writeBody(http.StatusOK, out, body)
 }
 
