@@ -49,6 +49,10 @@ const (
 	// formCBORItem is a typed object's CBOR as a list item, without kind
 	// and apiVersion (see cborListItem).
 	formCBORItem
+	// formJSONItem is an object's JSON as a list item: a typed one's
+	// without kind and apiVersion, an unstructured one's with them (see
+	// jsonListItem).
+	formJSONItem
 )
 
 type encodedEntry struct {

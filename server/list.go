@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"net/http"
@@ -38,6 +39,10 @@ func (r *request) list() error {
 			// stored JSON of a large list is not held beside its
 			// encoding; an item whose encoding is cached is not read.
 			encode, cached = r.protobufItem, r.cachedProtobuf
+		case plainJSON(r.c, out):
+			// The same for JSON: reading a cached item's value from
+			// the database was most of a warm JSON list's time.
+			encode, cached = r.jsonListItem, r.cachedJSONItem
 		case out.View != codecs.ViewObject && r.t.New != nil && !r.t.Unstructured:
 			// A Table or metadata is made from each object; one whose
 			// Protobuf encoding is cached comes with that instead of its
@@ -49,10 +54,19 @@ func (r *request) list() error {
 	if err != nil {
 		return err
 	}
-	if encode != nil {
+	switch {
+	case encode == nil:
+		return r.writeList(out, res, p)
+	case protobufObjects(out):
 		return r.writeProtobufList(r.c.Response(), r.listMeta(res, p), res.Items, true)
 	}
-	return r.writeList(out, res, p)
+	return r.streamJSONList(r.c.Response(), r.listMeta(res, p), res.Items, true)
+}
+
+// plainJSON says whether out is a compact JSON list of the objects
+// themselves.
+func plainJSON(c echo.Context, out codecs.Output) bool {
+	return out.View == codecs.ViewObject && out.MediaType == codecs.JSON && !wantsPretty(c)
 }
 
 // protobufObjects says whether out is a Protobuf list of the objects
@@ -142,8 +156,8 @@ func (r *request) writeList(out codecs.Output, res kv.ListResult, p *listParams)
 	if err := r.auditList(res.Items, lm); err != nil {
 		return err
 	}
-	if out.View == codecs.ViewObject && out.MediaType == codecs.JSON && !wantsPretty(r.c) {
-		return r.streamJSONList(resp, lm, res.Items)
+	if plainJSON(r.c, out) {
+		return r.streamJSONList(resp, lm, res.Items, false)
 	}
 	if protobufObjects(out) {
 		return r.writeProtobufList(resp, lm, res.Items, false)
@@ -258,16 +272,20 @@ func (r *request) listMeta(res kv.ListResult, p *listParams) metav1.ListMeta {
 	return lm
 }
 
-// streamJSONList writes the list around the stored items, letting go of
-// each item's bytes once written.
+// streamJSONList writes the list around the items, letting go of each
+// item's bytes once written; encoded says their values are list items
+// already (jsonListItem's), else they are stored values.
 //
 // Every item is converted before the 200 is sent, each replacing its
 // stored bytes (the list is still held in about one form): a row that
 // does not decode then fails the list with a 500 Status, as on
 // kube-apiserver, which decodes every item before it encodes any, not a
 // 200 whose body stops short.
-func (r *request) streamJSONList(w *echo.Response, lm metav1.ListMeta, items []kv.Record) error {
+func (r *request) streamJSONList(w *echo.Response, lm metav1.ListMeta, items []kv.Record, encoded bool) error {
 	for i := range items {
+		if encoded {
+			break // made while read
+		}
 		b, err := r.itemJSON(items[i])
 		if err != nil {
 			return err
@@ -311,6 +329,25 @@ func (r *request) protobufItem(rec kv.Record) ([]byte, error) {
 		}
 		return pm.Marshal()
 	})
+}
+
+// jsonListItem is a record as a JSON list item (itemJSON's bytes), made
+// once per revision and served type and shared like protobufItem's.
+func (r *request) jsonListItem(rec kv.Record) ([]byte, error) {
+	return r.s.encoded.get(encodedKey{rec.Rev, r.t, formJSONItem}, func() ([]byte, error) {
+		b, err := r.itemJSON(rec)
+		if err == nil && !r.t.Unstructured && r.t.FromStorage == nil {
+			// The stored value itself, which the store lends only for
+			// the call.
+			b = bytes.Clone(b)
+		}
+		return b, err
+	})
+}
+
+// cachedJSONItem is a record's JSON list item, if one is cached.
+func (r *request) cachedJSONItem(rec kv.Record) ([]byte, bool) {
+	return r.s.encoded.peek(encodedKey{rec.Rev, r.t, formJSONItem})
 }
 
 // cborListItem is a record as a CBOR list item, made once per revision

@@ -10,9 +10,15 @@ import (
 	clientscheme "k8s.io/client-go/kubernetes/scheme"
 )
 
-// TestProtobufListAfterUpdate: Protobuf lists are served from cached
+// TestListAfterUpdate: Protobuf and JSON lists are served from cached
 // encodings by revision; an update must show in the next list.
-func TestProtobufListAfterUpdate(t *testing.T) {
+func TestListAfterUpdate(t *testing.T) {
+	for _, accept := range []string{"application/vnd.kubernetes.protobuf", "application/json"} {
+		t.Run(accept, func(t *testing.T) { listAfterUpdate(t, accept) })
+	}
+}
+
+func listAfterUpdate(t *testing.T, accept string) {
 	h := refNewHarness(t)
 	ct := map[string]string{"Content-Type": "application/json"}
 	if r := h.do("POST", "/api/v1/namespaces/default/configmaps", ct, []byte(`{"metadata":{"name":"pb"},"data":{"v":"one"}}`)); r.Code != http.StatusCreated {
@@ -20,7 +26,7 @@ func TestProtobufListAfterUpdate(t *testing.T) {
 	}
 	list := func() string {
 		t.Helper()
-		r := h.do("GET", "/api/v1/namespaces/default/configmaps", map[string]string{"Accept": "application/vnd.kubernetes.protobuf"}, nil)
+		r := h.do("GET", "/api/v1/namespaces/default/configmaps", map[string]string{"Accept": accept}, nil)
 		obj, _, err := clientscheme.Codecs.UniversalDeserializer().Decode(r.Body.Bytes(), nil, nil)
 		if err != nil {
 			t.Fatalf("decode list (%d): %v", r.Code, err)
@@ -88,11 +94,11 @@ func TestProtobufObjectResponses(t *testing.T) {
 	}
 }
 
-// TestProtobufListWarmEqualsCold: a Protobuf list whose items' encodings
+// TestListWarmEqualsCold: a Protobuf or JSON list whose items' encodings
 // are all cached is read without their stored values (keys and revisions
 // only); it must answer the very bytes of the first, cold list, whole and
 // in pages.
-func TestProtobufListWarmEqualsCold(t *testing.T) {
+func TestListWarmEqualsCold(t *testing.T) {
 	h := refNewHarness(t)
 	ct := map[string]string{"Content-Type": "application/json"}
 	for _, name := range []string{"a", "b", "c", "d", "e"} {
@@ -100,7 +106,12 @@ func TestProtobufListWarmEqualsCold(t *testing.T) {
 			t.Fatalf("create: %d %s", r.Code, r.Body)
 		}
 	}
-	pb := map[string]string{"Accept": "application/vnd.kubernetes.protobuf"}
+	for _, accept := range []string{"application/vnd.kubernetes.protobuf", "application/json"} {
+		t.Run(accept, func(t *testing.T) { listWarmEqualsCold(t, h, map[string]string{"Accept": accept}) })
+	}
+}
+
+func listWarmEqualsCold(t *testing.T, h *refHarness, pb map[string]string) {
 	for _, query := range []string{"", "?limit=2", "?labelSelector=x%3Dc"} {
 		path := "/api/v1/namespaces/default/configmaps" + query
 		cold := h.do("GET", path, pb, nil)
