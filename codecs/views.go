@@ -33,7 +33,7 @@ var defaultColumns = []metav1.TableColumnDefinition{
 func ObjectView(out Output, t *schema.Type, obj runtime.Object, includeObject string) (runtime.Object, error) {
 	switch out.View {
 	case ViewTable:
-		tbl, err := table(out, t, []runtime.Object{obj}, includeObject)
+		tbl, err := table(out, t, []runtime.Object{obj}, includeObject, nil)
 		if err != nil {
 			return nil, err
 		}
@@ -48,11 +48,13 @@ func ObjectView(out Output, t *schema.Type, obj runtime.Object, includeObject st
 }
 
 // ListView is a page of objects of t in out's view, with the page's list
-// metadata.
-func ListView(out Output, t *schema.Type, objs []runtime.Object, lm metav1.ListMeta, includeObject string) (runtime.Object, error) {
+// metadata. rowMeta, if set, gives a Table row's object for
+// includeObject=Metadata (MetadataJSON of objs[i]), as the caller keeps
+// them.
+func ListView(out Output, t *schema.Type, objs []runtime.Object, lm metav1.ListMeta, includeObject string, rowMeta func(i int) ([]byte, error)) (runtime.Object, error) {
 	switch out.View {
 	case ViewTable:
-		tbl, err := table(out, t, objs, includeObject)
+		tbl, err := table(out, t, objs, includeObject, rowMeta)
 		if err != nil {
 			return nil, err
 		}
@@ -99,7 +101,7 @@ func ListView(out Output, t *schema.Type, objs []runtime.Object, lm metav1.ListM
 }
 
 // table renders objects as a Table of the negotiated version.
-func table(out Output, t *schema.Type, objs []runtime.Object, includeObject string) (*metav1.Table, error) {
+func table(out Output, t *schema.Type, objs []runtime.Object, includeObject string, rowMeta func(i int) ([]byte, error)) (*metav1.Table, error) {
 	switch includeObject {
 	case "", "Metadata", "Object", "None":
 	default:
@@ -132,7 +134,15 @@ func table(out Output, t *schema.Type, objs []runtime.Object, includeObject stri
 		row := metav1.TableRow{Cells: cells}
 		switch includeObject {
 		case "", "Metadata":
-			row.Object = rawJSON(PartialMetadata(obj, "v1"))
+			if rowMeta == nil {
+				row.Object = rawJSON(PartialMetadata(obj, "v1"))
+				break
+			}
+			b, err := rowMeta(i)
+			if err != nil {
+				return err
+			}
+			row.Object = runtime.RawExtension{Raw: b}
 		case "Object":
 			obj.GetObjectKind().SetGroupVersionKind(t.GroupVersionKind())
 			row.Object = rawJSON(obj)
@@ -144,6 +154,12 @@ func table(out Output, t *schema.Type, objs []runtime.Object, includeObject stri
 		return nil, err
 	}
 	return tbl, nil
+}
+
+// MetadataJSON is the object of obj's Table row with includeObject=Metadata
+// (its PartialObjectMetadata), as table writes it.
+func MetadataJSON(obj runtime.Object) []byte {
+	return rawJSON(PartialMetadata(obj, "v1")).Raw
 }
 
 // rawJSON embeds an object in a Table row; RawExtension only marshals Raw.

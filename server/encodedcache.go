@@ -53,6 +53,9 @@ const (
 	// without kind and apiVersion, an unstructured one's with them (see
 	// jsonListItem).
 	formJSONItem
+	// formRowMetadata is the object of a Table row with
+	// includeObject=Metadata: the object's PartialObjectMetadata JSON.
+	formRowMetadata
 )
 
 type encodedEntry struct {

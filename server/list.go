@@ -169,7 +169,14 @@ func (r *request) writeList(out codecs.Output, res kv.ListResult, p *listParams)
 	if err != nil {
 		return err
 	}
-	body, err := codecs.ListView(out, r.t, objs, lm, r.c.QueryParam("includeObject"))
+	// A row's metadata is kept like the items' encodings: making its
+	// JSON was a quarter of a large Table's time.
+	rowMeta := func(i int) ([]byte, error) {
+		return r.s.encoded.get(encodedKey{res.Items[i].Rev, r.t, formRowMetadata}, func() ([]byte, error) {
+			return codecs.MetadataJSON(objs[i]), nil
+		})
+	}
+	body, err := codecs.ListView(out, r.t, objs, lm, r.c.QueryParam("includeObject"), rowMeta)
 	if err != nil {
 		return err
 	}
@@ -194,7 +201,7 @@ func (r *request) auditList(items []kv.Record, lm metav1.ListMeta) error {
 	if err != nil {
 		return err
 	}
-	list, err := codecs.ListView(codecs.Output{View: codecs.ViewObject}, r.t, objs, lm, "")
+	list, err := codecs.ListView(codecs.Output{View: codecs.ViewObject}, r.t, objs, lm, "", nil)
 	if err != nil {
 		return err
 	}

@@ -2,10 +2,12 @@ package server_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"net/http"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientscheme "k8s.io/client-go/kubernetes/scheme"
 )
@@ -140,5 +142,67 @@ func listWarmEqualsCold(t *testing.T, h *refHarness, pb map[string]string) {
 				t.Fatalf("page: %d items, continue %q, remaining %v", len(l.Items), l.Continue, l.RemainingItemCount)
 			}
 		}
+	}
+}
+
+// TestTableListWarmEqualsCold: a Table's rows keep their metadata by
+// revision; a warm Table answers the cold one's bytes, and an update
+// shows in the next.
+func TestTableListWarmEqualsCold(t *testing.T) {
+	h := refNewHarness(t)
+	ct := map[string]string{"Content-Type": "application/json"}
+	for _, name := range []string{"a", "b", "c"} {
+		if r := h.do("POST", "/api/v1/namespaces/default/configmaps", ct, []byte(`{"metadata":{"name":"`+name+`","labels":{"x":"`+name+`"}},"data":{"v":"`+name+`"}}`)); r.Code != http.StatusCreated {
+			t.Fatalf("create: %d %s", r.Code, r.Body)
+		}
+	}
+	const path = "/api/v1/namespaces/default/configmaps"
+	tbl := map[string]string{"Accept": "application/json;as=Table;v=v1;g=meta.k8s.io"}
+	rowLabels := func(body []byte) map[string]string {
+		t.Helper()
+		var got metav1.Table
+		if err := json.Unmarshal(body, &got); err != nil {
+			t.Fatalf("decode Table: %v", err)
+		}
+		labels := map[string]string{}
+		for _, row := range got.Rows {
+			var pm metav1.PartialObjectMetadata
+			if err := json.Unmarshal(row.Object.Raw, &pm); err != nil || pm.Kind != "PartialObjectMetadata" {
+				t.Fatalf("row object %s: %v", row.Object.Raw, err)
+			}
+			labels[pm.Name] = pm.Labels["x"]
+		}
+		return labels
+	}
+	// The rows' objects, not whole bodies: an Age cell may tick between
+	// the two.
+	objects := func(body []byte) [][]byte {
+		t.Helper()
+		var got metav1.Table
+		if err := json.Unmarshal(body, &got); err != nil {
+			t.Fatalf("decode Table: %v", err)
+		}
+		var objs [][]byte
+		for _, row := range got.Rows {
+			objs = append(objs, row.Object.Raw)
+		}
+		return objs
+	}
+	cold := h.do("GET", path, tbl, nil)
+	warm := h.do("GET", path, tbl, nil)
+	if cold.Code != http.StatusOK || warm.Code != http.StatusOK {
+		t.Fatalf("Tables: %d, %d", cold.Code, warm.Code)
+	}
+	if c, w := objects(cold.Body.Bytes()), objects(warm.Body.Bytes()); len(c) != len(w) || !bytes.Equal(bytes.Join(c, nil), bytes.Join(w, nil)) {
+		t.Fatalf("cold and warm rows' objects differ:\n%s\n%s", cold.Body, warm.Body)
+	}
+	if got := rowLabels(warm.Body.Bytes()); got["b"] != "b" || len(got) != 4 {
+		t.Fatalf("rows' labels: %v", got)
+	}
+	if r := h.do("PATCH", path+"/b", map[string]string{"Content-Type": "application/merge-patch+json"}, []byte(`{"metadata":{"labels":{"x":"changed"}}}`)); r.Code != http.StatusOK {
+		t.Fatalf("patch: %d %s", r.Code, r.Body)
+	}
+	if got := rowLabels(h.do("GET", path, tbl, nil).Body.Bytes()); got["b"] != "changed" || got["a"] != "a" {
+		t.Fatalf("rows' labels after the update: %v", got)
 	}
 }
