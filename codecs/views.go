@@ -108,9 +108,7 @@ func table(out Output, t *schema.Type, objs []runtime.Object, includeObject stri
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("Unable to convert to Table as requested: includeObject: Invalid value: %q: must be 'Metadata', 'Object', 'None', or empty", includeObject))
 	}
 	tbl := &metav1.Table{TypeMeta: metav1.TypeMeta{Kind: "Table", APIVersion: "meta.k8s.io/v1"}}
-	if out.ViewVersion == "v1beta1" {
-		tbl.APIVersion = "meta.k8s.io/v1beta1"
-	}
+	tbl.APIVersion = "meta.k8s.io/" + tableVersion(out)
 	tbl.ColumnDefinitions = t.Columns
 	if tbl.ColumnDefinitions == nil {
 		tbl.ColumnDefinitions = defaultColumns
@@ -135,7 +133,7 @@ func table(out Output, t *schema.Type, objs []runtime.Object, includeObject stri
 		switch includeObject {
 		case "", "Metadata":
 			if rowMeta == nil {
-				row.Object = rawJSON(PartialMetadata(obj, "v1"))
+				row.Object = rawJSON(PartialMetadata(obj, tableVersion(out)))
 				break
 			}
 			b, err := rowMeta(i)
@@ -156,10 +154,19 @@ func table(out Output, t *schema.Type, objs []runtime.Object, includeObject stri
 	return tbl, nil
 }
 
-// MetadataJSON is the object of obj's Table row with includeObject=Metadata
-// (its PartialObjectMetadata), as table writes it.
-func MetadataJSON(obj runtime.Object) []byte {
-	return rawJSON(PartialMetadata(obj, "v1")).Raw
+// MetadataJSON is the object of obj's row in a Table for out with
+// includeObject=Metadata (its PartialObjectMetadata), as table writes it.
+func MetadataJSON(out Output, obj runtime.Object) []byte {
+	return rawJSON(PartialMetadata(obj, tableVersion(out))).Raw
+}
+
+// tableVersion is the meta.k8s.io version of a Table for out, which its
+// rows' PartialObjectMetadata share (as kube-apiserver writes them).
+func tableVersion(out Output) string {
+	if out.ViewVersion == "v1beta1" {
+		return "v1beta1"
+	}
+	return "v1"
 }
 
 // rawJSON embeds an object in a Table row; RawExtension only marshals Raw.

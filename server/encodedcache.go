@@ -53,9 +53,11 @@ const (
 	// without kind and apiVersion, an unstructured one's with them (see
 	// jsonListItem).
 	formJSONItem
-	// formRowMetadata is the object of a Table row with
-	// includeObject=Metadata: the object's PartialObjectMetadata JSON.
+	// formRowMetadata is the object of a meta.k8s.io/v1 Table row with
+	// includeObject=Metadata: the object's PartialObjectMetadata JSON;
+	// formRowMetadataV1beta1 the same in a v1beta1 Table.
 	formRowMetadata
+	formRowMetadataV1beta1
 )
 
 type encodedEntry struct {

@@ -171,9 +171,13 @@ func (r *request) writeList(out codecs.Output, res kv.ListResult, p *listParams)
 	}
 	// A row's metadata is kept like the items' encodings: making its
 	// JSON was a quarter of a large Table's time.
+	form := formRowMetadata
+	if out.ViewVersion == "v1beta1" {
+		form = formRowMetadataV1beta1
+	}
 	rowMeta := func(i int) ([]byte, error) {
-		return r.s.encoded.get(encodedKey{res.Items[i].Rev, r.t, formRowMetadata}, func() ([]byte, error) {
-			return codecs.MetadataJSON(objs[i]), nil
+		return r.s.encoded.get(encodedKey{res.Items[i].Rev, r.t, form}, func() ([]byte, error) {
+			return codecs.MetadataJSON(out, objs[i]), nil
 		})
 	}
 	body, err := codecs.ListView(out, r.t, objs, lm, r.c.QueryParam("includeObject"), rowMeta)

@@ -83,3 +83,36 @@ func ageless(t *testing.T, body []byte) map[string]any {
 	}
 	return m
 }
+
+// TestTableRowsShareTheTableVersion: the rows' PartialObjectMetadata of a
+// meta.k8s.io/v1beta1 Table are v1beta1 too, as kube-apiserver writes
+// them (reference representations/table-v1beta1-configmaps), in a list
+// read twice (its rows' metadata then cached) and for one object.
+func TestTableRowsShareTheTableVersion(t *testing.T) {
+	h := refNewHarness(t)
+	if r := h.do("POST", "/api/v1/namespaces/default/configmaps", map[string]string{"Content-Type": "application/json"}, []byte(`{"metadata":{"name":"v"}}`)); r.Code != http.StatusCreated {
+		t.Fatalf("create: %d %s", r.Code, r.Body)
+	}
+	for _, version := range []string{"v1", "v1beta1", "v1", "v1beta1"} {
+		for _, path := range []string{"/api/v1/namespaces/default/configmaps", "/api/v1/namespaces/default/configmaps/v"} {
+			r := h.do("GET", path, map[string]string{"Accept": "application/json;as=Table;v=" + version + ";g=meta.k8s.io"}, nil)
+			var tbl struct {
+				APIVersion string `json:"apiVersion"`
+				Rows       []struct {
+					Object struct {
+						APIVersion string `json:"apiVersion"`
+					} `json:"object"`
+				} `json:"rows"`
+			}
+			if err := json.Unmarshal(r.Body.Bytes(), &tbl); err != nil || r.Code != http.StatusOK || len(tbl.Rows) == 0 {
+				t.Fatalf("%s as %s: %d %s (%v)", path, version, r.Code, r.Body, err)
+			}
+			want := "meta.k8s.io/" + version
+			for _, row := range tbl.Rows {
+				if tbl.APIVersion != want || row.Object.APIVersion != want {
+					t.Fatalf("%s as %s: Table %s with a row of %s", path, version, tbl.APIVersion, row.Object.APIVersion)
+				}
+			}
+		}
+	}
+}
