@@ -295,7 +295,7 @@ func (r *request) listMeta(res kv.ListResult, p *listParams) metav1.ListMeta {
 func (r *request) streamJSONList(w *echo.Response, lm metav1.ListMeta, items []kv.Record, encoded bool) error {
 	for i := range items {
 		if encoded {
-			break // made while read
+			break // jsonListItem made them as they were read
 		}
 		b, err := r.itemJSON(items[i])
 		if err != nil {

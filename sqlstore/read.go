@@ -280,25 +280,25 @@ type listCols struct {
 	// namespace, for lists across namespaces (else it is the one asked).
 	namespace bool
 	// meta: labels and fields, read only to filter by.
-	meta bool
+	meta  bool
 	value bool
 }
 
-// sql is the select list, the log's row as l.
-func (c listCols) sql() string {
-	cols := "l.rev"
+// sql is the select list, of the table named t.
+func (c listCols) sql(t string) string {
+	cols := t + ".rev"
 	if c.created {
-		cols += ", l.created_rev"
+		cols += ", " + t + ".created_rev"
 	}
 	if c.namespace {
-		cols += ", l.namespace"
+		cols += ", " + t + ".namespace"
 	}
-	cols += ", l.name"
+	cols += ", " + t + ".name"
 	if c.meta {
-		cols += ", l.labels, l.fields"
+		cols += ", " + t + ".labels, " + t + ".fields"
 	}
 	if c.value {
-		cols += ", l.value"
+		cols += ", " + t + ".value"
 	}
 	return cols
 }
@@ -334,7 +334,7 @@ func (s *Store) listQuery(opts kv.ListOptions, latest bool, atRev int64, afterNS
 		meta:      !opts.Pred.Empty(),
 		value:     !opts.Shared && !noValues,
 	}
-	cols := c.sql()
+	cols := c.sql("l")
 	if count {
 		cols = "COUNT(*)"
 	}
@@ -351,7 +351,7 @@ func (s *Store) listQuery(opts kv.ListOptions, latest bool, atRev int64, afterNS
 			// without a lookup into the log per row. Items go without
 			// their created revision (see kv.ListOptions.Cached).
 			c.created = false
-			b.WriteString(`SELECT ` + strings.ReplaceAll(c.sql(), "l.", "c.") + ` FROM tabula_current c WHERE c.resource = ?`)
+			b.WriteString(`SELECT ` + c.sql("c") + ` FROM tabula_current c WHERE c.resource = ?`)
 		default:
 			b.WriteString(`SELECT ` + cols + ` FROM tabula_current c JOIN tabula_log l ON l.rev = c.rev WHERE c.resource = ?`)
 		}
