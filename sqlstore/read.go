@@ -5,8 +5,11 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"runtime"
 	"strings"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/tabula-dev/tabula/sqlstore/kv"
 )
@@ -118,14 +121,11 @@ func (s *Store) listOn(ctx context.Context, db *sql.DB, opts kv.ListOptions, nee
 	if err := s.resolveShared(ctx, tx, res.Items); err != nil {
 		return res, err
 	}
-	if opts.Encode != nil {
-		for i, r := range res.Items {
-			if res.Items[i].Value, err = opts.Encode(r); err != nil {
-				return res, err
-			}
-		}
+	all := make([]int, len(res.Items))
+	for i := range all {
+		all[i] = i
 	}
-	return res, nil
+	return res, encodeEach(opts, res.Items, all)
 }
 
 // listAt reads one page at atRev in tx; with opts.Shared the items come
@@ -153,6 +153,7 @@ func (s *Store) listAt(ctx context.Context, tx *sql.Tx, opts kv.ListOptions, atR
 		}
 		q, args, cols := s.listQuery(opts, atRev == cur, atRev, afterNS, afterName, started, want, false, keysFirst, probe)
 		var misses []int // items of this batch whose values are still to read
+		var raw []int    // items of this batch holding values still to encode
 		rows, err := tx.QueryContext(ctx, q, args...)
 		if err != nil {
 			return res, unavailable(err)
@@ -176,7 +177,7 @@ func (s *Store) listAt(ctx context.Context, tx *sql.Tx, opts kv.ListOptions, atR
 			if opts.Limit > 0 && len(res.Items) == opts.Limit {
 				res.More = true
 				rows.Close()
-				if err := s.readMisses(ctx, tx, opts, res.Items, misses); err != nil {
+				if err := s.finishBatch(ctx, tx, opts, res.Items, misses, raw); err != nil {
 					return res, err
 				}
 				if opts.Pred.Empty() && !opts.Shared {
@@ -197,10 +198,14 @@ func (s *Store) listAt(ctx context.Context, tx *sql.Tx, opts kv.ListOptions, atR
 					misses = append(misses, len(res.Items))
 				}
 			default:
-				r.Value = value
-				if r.Value, err = s.encodeItem(opts, r); err != nil {
+				// Copied (the driver's bytes last until the next row),
+				// encoded with the rest of the batch.
+				if r.Value, err = s.open(r.Key, value); err != nil {
 					rows.Close()
 					return res, err
+				}
+				if opts.Encode != nil {
+					raw = append(raw, len(res.Items))
 				}
 			}
 			res.Items = append(res.Items, r)
@@ -210,7 +215,7 @@ func (s *Store) listAt(ctx context.Context, tx *sql.Tx, opts kv.ListOptions, atR
 			return res, unavailable(err)
 		}
 		rows.Close()
-		if err := s.readMisses(ctx, tx, opts, res.Items, misses); err != nil {
+		if err := s.finishBatch(ctx, tx, opts, res.Items, misses, raw); err != nil {
 			return res, err
 		}
 		if keysFirst && len(misses) > n/2 {
@@ -223,10 +228,61 @@ func (s *Store) listAt(ctx context.Context, tx *sql.Tx, opts kv.ListOptions, atR
 	}
 }
 
+// finishBatch completes a batch of listed items: reads, in tx, the values
+// of those at the indexes misses (read without them, see listAt's
+// keysFirst), then passes those and the ones at raw (read with their
+// values) to Encode, if there is one.
+func (s *Store) finishBatch(ctx context.Context, tx *sql.Tx, opts kv.ListOptions, items []kv.Record, misses, raw []int) error {
+	if err := s.readMisses(ctx, tx, items, misses); err != nil {
+		return err
+	}
+	return encodeEach(opts, items, append(misses, raw...))
+}
+
+// encodeParallelMin is the fewest items per core worth encoding on
+// several cores.
+const encodeParallelMin = 64
+
+// encodeEach replaces the values of items at the indexes at (each the
+// item's own copy) with opts.Encode's bytes, on every core for a large
+// batch: decoding a stored object and encoding it again is most of a cold
+// list's time, and the client waits for the whole list.
+func encodeEach(opts kv.ListOptions, items []kv.Record, at []int) error {
+	if opts.Encode == nil || len(at) == 0 {
+		return nil
+	}
+	encode := func(i int) (err error) {
+		items[i].Value, err = opts.Encode(items[i])
+		return err
+	}
+	workers := min(runtime.GOMAXPROCS(0), len(at)/encodeParallelMin)
+	if workers <= 1 {
+		for _, i := range at {
+			if err := encode(i); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	var g errgroup.Group
+	chunk := (len(at) + workers - 1) / workers
+	for lo := 0; lo < len(at); lo += chunk {
+		part := at[lo:min(lo+chunk, len(at))]
+		g.Go(func() error {
+			for _, i := range part {
+				if err := encode(i); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	}
+	return g.Wait()
+}
+
 // readMisses reads, in tx, the values of the items at the indexes misses
-// (read without them, see listAt's keysFirst), each passed to Encode if
-// there is one.
-func (s *Store) readMisses(ctx context.Context, tx *sql.Tx, opts kv.ListOptions, items []kv.Record, misses []int) error {
+// (read without them, see listAt's keysFirst).
+func (s *Store) readMisses(ctx context.Context, tx *sql.Tx, items []kv.Record, misses []int) error {
 	if len(misses) == 0 {
 		return nil
 	}
@@ -241,14 +297,7 @@ func (s *Store) readMisses(ctx context.Context, tx *sql.Tx, opts kv.ListOptions,
 		return err
 	}
 	for _, at := range misses {
-		r := items[at]
-		r.Value = values[r.Rev] // opened and copied: the item's own
-		if opts.Encode != nil {
-			if r.Value, err = opts.Encode(r); err != nil {
-				return err
-			}
-		}
-		items[at].Value = r.Value
+		items[at].Value = values[items[at].Rev] // opened and copied: the item's own
 	}
 	return nil
 }

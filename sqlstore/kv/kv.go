@@ -92,9 +92,11 @@ type ListOptions struct {
 	Limit int
 	Pred  Predicate
 	// Encode, if set, turns each item's stored value into the bytes the
-	// caller will send, as the row is read; the items then hold only
-	// those. A large list so holds one form of its items, not two. The
-	// value passed is valid only during the call.
+	// caller will send, a batch of rows at a time as they are read; the
+	// items then hold only those. A large list so holds one form of its
+	// items, not two. It is called from several goroutines at once (a
+	// large batch is encoded on every core). The value passed is valid
+	// only during the call.
 	Encode func(Record) ([]byte, error)
 	// Cached, if set, returns the caller's own encoding of a record it
 	// holds one of (by its revision): the item then comes with those

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -709,10 +710,10 @@ func testListValuesAndEncode(t *testing.T, s *sqlstore.Store) {
 		{"page", kv.ListOptions{Limit: 7}, 7},
 		{"selector", kv.ListOptions{Pred: kv.Predicate{Label: web}}, 3},
 	} {
-		calls := 0
+		var calls atomic.Int64 // Encode runs on several goroutines
 		c.opts.Resource, c.opts.Namespace = "configmaps", "ns1"
 		c.opts.Encode = func(r kv.Record) ([]byte, error) {
-			calls++
+			calls.Add(1)
 			if string(r.Value) != stored(r.Name) {
 				t.Errorf("%s: Encode got %s for %s; want %s", c.name, r.Value, r.Name, stored(r.Name))
 			}
@@ -722,8 +723,8 @@ func testListValuesAndEncode(t *testing.T, s *sqlstore.Store) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if calls != c.calls || len(res.Items) != c.calls {
-			t.Fatalf("%s: %d Encode calls, %d items; want %d of each", c.name, calls, len(res.Items), c.calls)
+		if calls.Load() != int64(c.calls) || len(res.Items) != c.calls {
+			t.Fatalf("%s: %d Encode calls, %d items; want %d of each", c.name, calls.Load(), len(res.Items), c.calls)
 		}
 		for _, it := range res.Items {
 			if string(it.Value) != "encoded "+stored(it.Name) {
@@ -772,7 +773,7 @@ func testListCachedSkipsValues(t *testing.T, s *sqlstore.Store) {
 		// Without Encode the items not cached hold their stored values.
 		{"plain", kv.ListOptions{Rev: old}, func(i int) bool { return i%4 != 0 }, n},
 	} {
-		encoded := 0
+		var encoded atomic.Int64 // Encode runs on several goroutines
 		c.opts.Resource, c.opts.Namespace = "configmaps", "ns1"
 		index := func(name string) int {
 			var i int
@@ -786,7 +787,7 @@ func testListCachedSkipsValues(t *testing.T, s *sqlstore.Store) {
 			return []byte("cached " + r.Name), true
 		}
 		encode := func(r kv.Record) ([]byte, error) {
-			encoded++
+			encoded.Add(1)
 			want := stored(r.Name)
 			if c.name == "latest" && r.Name == "o0000" {
 				want = fmt.Sprintf(`{"name":"o0000-new","rev":%d}`, r.Rev)
@@ -826,8 +827,8 @@ func testListCachedSkipsValues(t *testing.T, s *sqlstore.Store) {
 				t.Fatalf("%s: item %s holds %q (cached %v); want %q", c.name, it.Name, it.Value, it.Cached, want)
 			}
 		}
-		if c.opts.Encode != nil && encoded != misses {
-			t.Fatalf("%s: %d Encode calls; want one for each of the %d items not cached", c.name, encoded, misses)
+		if c.opts.Encode != nil && encoded.Load() != int64(misses) {
+			t.Fatalf("%s: %d Encode calls; want one for each of the %d items not cached", c.name, encoded.Load(), misses)
 		}
 	}
 }
