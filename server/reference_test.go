@@ -1657,7 +1657,7 @@ func refCompareTable(want, got map[string]interface{}) []string {
 		l, _ := t["rows"].([]interface{})
 		for _, r := range l {
 			m, _ := r.(map[string]interface{})
-			out = append(out, refDig(m, "object", "kind"))
+			out = append(out, refDig(m, "object", "kind"), refDig(m, "object", "apiVersion"))
 		}
 		return out
 	}
