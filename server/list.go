@@ -1,7 +1,6 @@
 package server
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"net/http"
@@ -293,10 +292,7 @@ func (r *request) listMeta(res kv.ListResult, p *listParams) metav1.ListMeta {
 // kube-apiserver, which decodes every item before it encodes any, not a
 // 200 whose body stops short.
 func (r *request) streamJSONList(w *echo.Response, lm metav1.ListMeta, items []kv.Record, encoded bool) error {
-	for i := range items {
-		if encoded {
-			break // jsonListItem made them as they were read
-		}
+	for i := 0; i < len(items) && !encoded; i++ {
 		b, err := r.itemJSON(items[i])
 		if err != nil {
 			return err
@@ -342,17 +338,12 @@ func (r *request) protobufItem(rec kv.Record) ([]byte, error) {
 	})
 }
 
-// jsonListItem is a record as a JSON list item (itemJSON's bytes), made
-// once per revision and served type and shared like protobufItem's.
+// jsonListItem is a record as a JSON list item (itemJSON's bytes, which
+// may be the stored value itself: the store's Encode keeps it), made once
+// per revision and served type and shared like protobufItem's.
 func (r *request) jsonListItem(rec kv.Record) ([]byte, error) {
 	return r.s.encoded.get(encodedKey{rec.Rev, r.t, formJSONItem}, func() ([]byte, error) {
-		b, err := r.itemJSON(rec)
-		if err == nil && !r.t.Unstructured && r.t.FromStorage == nil {
-			// The stored value itself, which the store lends only for
-			// the call.
-			b = bytes.Clone(b)
-		}
-		return b, err
+		return r.itemJSON(rec)
 	})
 }
 

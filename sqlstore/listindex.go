@@ -161,15 +161,16 @@ func (s *Store) listByIndex(ctx context.Context, tx *sql.Tx, opts kv.ListOptions
 			return err
 		}
 		if i, ok := at[rev]; ok {
-			r := res.Items[i]
-			r.Value = value
-			v, err := s.encodeItem(opts, r)
+			v, err := s.open(res.Items[i].Key, value)
 			res.Items[i].Value = v
 			return err
 		}
 		return nil
 	})
-	return res, true, false, err
+	if err != nil {
+		return res, true, false, err
+	}
+	return res, true, false, encodeAll(opts, res.Items)
 }
 
 // termCount counts t's index entries, up to indexScanMax+1.

@@ -95,8 +95,9 @@ type ListOptions struct {
 	// caller will send, a batch of rows at a time as they are read; the
 	// items then hold only those. A large list so holds one form of its
 	// items, not two. It is called from several goroutines at once (a
-	// large batch is encoded on every core). The value passed is valid
-	// only during the call.
+	// large batch is encoded on every core). The value passed stays
+	// valid (it is the item's own copy, or with Shared one that others
+	// read too) and must not be modified.
 	Encode func(Record) ([]byte, error)
 	// Cached, if set, returns the caller's own encoding of a record it
 	// holds one of (by its revision): the item then comes with those
