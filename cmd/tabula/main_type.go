@@ -425,6 +425,7 @@ func (m *Main) Run(ctx context.Context) error {
 	m.log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 	setMemoryLimit(c.MemoryLimit)
 	start := time.Now()
+	defer relaxGCForStartup()()
 	if err := os.MkdirAll(c.DataDir, 0o700); err != nil {
 		return err
 	}
