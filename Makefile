@@ -75,9 +75,9 @@ $(COMPARE_BIN)/kine-$(KINE_VERSION):
 	mv $(COMPARE_BIN)/kine.d/kine $@ && rmdir $(COMPARE_BIN)/kine.d && ln -sf kine-$(KINE_VERSION) $(COMPARE_BIN)/kine
 
 .PHONY: bench-compare
-bench-compare: $(COMPARE_BIN)/kube-apiserver $(COMPARE_BIN)/etcd $(COMPARE_BIN)/kine-$(KINE_VERSION) ## Side by side: Tabula, kube-apiserver+etcd and kube-apiserver+kine (SQLite), fresh in turn, same tabula-bench workloads (COUNT=3 runs, SERVERS=…, BENCH_ARGS=tabula-bench flags); table in bin/bench-compare.md
+bench-compare: $(COMPARE_BIN)/kube-apiserver $(COMPARE_BIN)/etcd $(COMPARE_BIN)/kine-$(KINE_VERSION) ## Side by side: Tabula, kube-apiserver+etcd and kube-apiserver+kine (SQLite), fresh in turn, same tabula-bench workloads (COUNT=3 runs, SERVERS=…, BENCH_ARGS=tabula-bench flags, PIN=SERVER:LOAD CPU lists); table in bin/bench-compare.md
 	$(GO) build -o $(COMPARE_BIN)/tabula-bench ./cmd/tabula-bench
-	@COMPARE_BIN=$(abspath $(COMPARE_BIN)) COMPARE_COUNT=$(or $(COUNT),3) COMPARE_SERVERS=$(SERVERS) COMPARE_ARGS="$(BENCH_ARGS)" COMPARE_OUT=$(abspath $(BIN))/bench-compare.md COMPARE_RAW=$(abspath $(BIN))/bench-compare \
+	@COMPARE_BIN=$(abspath $(COMPARE_BIN)) COMPARE_COUNT=$(or $(COUNT),3) COMPARE_SERVERS=$(SERVERS) COMPARE_ARGS="$(BENCH_ARGS)" COMPARE_PIN=$(PIN) COMPARE_OUT=$(abspath $(BIN))/bench-compare.md COMPARE_RAW=$(abspath $(BIN))/bench-compare \
 	$(GO) test -count=1 -timeout 240m -run '^$$' -bench '^BenchmarkCompare$$' -benchtime 1x ./conformance > $(BIN)/bench-compare.log 2>&1; st=$$?; \
 	grep -E '^(Benchmark|ok|FAIL|---)' $(BIN)/bench-compare.log; cat $(BIN)/bench-compare.md 2>/dev/null; exit $$st
 

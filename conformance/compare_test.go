@@ -1,6 +1,7 @@
 package conformance
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -32,7 +33,12 @@ import (
 //     tabula-sqlite,kube-etcd,kube-kine);
 //   - COMPARE_ARGS: tabula-bench's workload flags;
 //   - COMPARE_OUT: where the Markdown table is written;
-//   - COMPARE_RAW: a directory for each run's tabula-bench output.
+//   - COMPARE_RAW: a directory for each run's tabula-bench output;
+//   - COMPARE_PIN: SERVER:LOAD, two CPU lists (e.g. 0:1): every process of
+//     the server under test (its storage and kube-controller-manager too)
+//     runs on SERVER's CPUs once started, tabula-bench on LOAD's. The
+//     default shares every CPU among all of them, so a server's figures
+//     also carry the load generator's share of the machine.
 const compareDefaultArgs = "-workloads create,get,list,watch -clients 1,32 -objects 10000 -watchers 100,1000 -duration 10s"
 
 // compareIdle is how long a fresh server is left alone before its idle
@@ -146,6 +152,10 @@ func BenchmarkCompare(b *testing.B) {
 		servers = append(servers, compareServers[i])
 	}
 	args := strings.Fields(orDefault(os.Getenv("COMPARE_ARGS"), compareDefaultArgs))
+	pins, err := parsePinning(os.Getenv("COMPARE_PIN"))
+	if err != nil {
+		b.Fatalf("COMPARE_PIN: %v", err)
+	}
 	// Build Tabula before any clock starts.
 	if _, err := tabulaBinary(); err != nil {
 		b.Fatal(err)
@@ -157,13 +167,13 @@ func BenchmarkCompare(b *testing.B) {
 		for _, s := range servers {
 			b.Run(fmt.Sprintf("%s/run%d", s.name, i+1), func(b *testing.B) {
 				for range b.N {
-					r := compareOnce(b, bins, s, i+1, args)
+					r := compareOnce(b, bins, s, i+1, args, pins)
 					runs[s.name] = append(runs[s.name], r)
 				}
 			})
 		}
 	}
-	table := compareTable(servers, runs, count)
+	table := compareTable(servers, runs, count, pins)
 	fmt.Println(table)
 	if out := os.Getenv("COMPARE_OUT"); out != "" {
 		if err := os.WriteFile(out, []byte(table), 0o644); err != nil {
@@ -181,7 +191,7 @@ func orDefault(v, def string) string {
 
 // compareOnce starts one server fresh, reads its idle figures, runs
 // tabula-bench against it and reads the peaks.
-func compareOnce(b *testing.B, bins string, s compareServerKind, run int, args []string) compareRun {
+func compareOnce(b *testing.B, bins string, s compareServerKind, run int, args []string, pins *pinning) compareRun {
 	dir := b.TempDir()
 	r := compareRun{}
 	start := time.Now()
@@ -193,11 +203,16 @@ func compareOnce(b *testing.B, bins string, s compareServerKind, run int, args [
 		// process. kcm's own memory and CPU are not counted.
 		kc := filepath.Join(dir, "admin.kubeconfig")
 		writeInsecureKubeconfig(b, kc, srv.config.Host, srv.config.CertData, srv.config.KeyData)
-		startMember(b, dir, "kube-controller-manager", filepath.Join(bins, "kube-controller-manager"), nil,
+		kcm := startMember(b, dir, "kube-controller-manager", filepath.Join(bins, "kube-controller-manager"), nil,
 			"--kubeconfig", kc, "--authentication-kubeconfig", kc, "--authorization-kubeconfig", kc,
 			"--bind-address", "127.0.0.1", "--secure-port", freePortArg(b), "--use-service-account-credentials=false",
 			"--service-account-private-key-file", filepath.Join(srv.pki, "sa.key"), "--root-ca-file", filepath.Join(srv.pki, "ca.crt"),
 			"--kube-api-qps", "500", "--kube-api-burst", "1000")
+		pins.server(b, kcm.cmd.Process.Pid)
+	}
+	pins.server(b, srv.server)
+	for _, pid := range srv.storage() {
+		pins.server(b, pid)
 	}
 	// Left alone: the idle figures, once start-up work has settled (it
 	// used to be counted in the window).
@@ -225,7 +240,14 @@ func compareOnce(b *testing.B, bins string, s compareServerKind, run int, args [
 	mem := sampleMemory(srv)
 	cmd := exec.Command(filepath.Join(bins, "tabula-bench"), append([]string{"-kubeconfig", kc, "-json", out}, args...)...)
 	cmd.Dir = dir
-	text, err := cmd.CombinedOutput()
+	var output bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &output, &output
+	err := cmd.Start()
+	if err == nil {
+		pins.load(b, cmd.Process.Pid)
+		err = cmd.Wait()
+	}
+	text := output.Bytes()
 	peakServer, peakTotal := mem.stop()
 	if dir := os.Getenv("COMPARE_RAW"); dir != "" {
 		// tabula-bench's own table, every line of it, for the notes.
@@ -326,7 +348,7 @@ func median(v []float64) float64 {
 // compareTable lays the medians out as a Markdown table: one column per
 // server, then Tabula's ratio over each upstream server (always "times
 // better": above 1 Tabula leads) and whether the goal holds.
-func compareTable(servers []compareServerKind, runs map[string][]compareRun, count int) string {
+func compareTable(servers []compareServerKind, runs map[string][]compareRun, count int, pins *pinning) string {
 	var tabula []compareServerKind
 	var others []compareServerKind
 	for _, s := range servers {
@@ -346,7 +368,7 @@ func compareTable(servers []compareServerKind, runs map[string][]compareRun, cou
 		return median(v)
 	}
 	var sb strings.Builder
-	fmt.Fprintf(&sb, "Medians of %d runs per server, %s.\n\n| figure |", count, time.Now().UTC().Format("2006-01-02"))
+	fmt.Fprintf(&sb, "Medians of %d runs per server, %s%s.\n\n| figure |", count, time.Now().UTC().Format("2006-01-02"), pins.describe())
 	for _, s := range servers {
 		fmt.Fprintf(&sb, " %s |", s.title)
 	}

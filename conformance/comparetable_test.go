@@ -25,7 +25,7 @@ func TestCompareTableNoAPF(t *testing.T) {
 		"kube-etcd":           {{gets: 2000}},
 		"kube-etcd-noapf":     {{gets: 2000}},
 	}
-	table := compareTable(servers, runs, 1)
+	table := compareTable(servers, runs, 1, nil)
 	header := strings.SplitN(table, "\n", 4)[2]
 	for _, want := range []string{"| Tabula vs kube + etcd |", "| Tabula, no APF vs kube + etcd, no APF |"} {
 		if !strings.Contains(header, want) {
