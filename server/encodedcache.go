@@ -36,8 +36,10 @@ type encodedKey struct {
 	form encodedForm
 }
 
-// encodedForm is the form an entry holds.
-type encodedForm uint8
+// encodedForm is the form an entry holds. It is as wide as the key's
+// other fields, so encodedKey has no padding and the map hashes and
+// compares its keys as plain memory: a warm list looks up every item.
+type encodedForm uint64
 
 const (
 	// formProtobuf is the object's Protobuf fields, without the envelope.
@@ -63,8 +65,12 @@ const (
 type encodedEntry struct {
 	// ready closes once b or err is set.
 	ready chan struct{}
-	b     []byte
-	err   error
+	// done is set, under the cache's lock, when ready closes: peek reads
+	// it there instead of the channel, whose receive takes a lock of its
+	// own on every item of a warm list.
+	done bool
+	b    []byte
+	err  error
 }
 
 func newEncodedCache(limit int) *encodedCache {
@@ -98,22 +104,17 @@ func (c *encodedCache) peek(k encodedKey) ([]byte, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e, ok := c.items[k]
-	if !ok {
+	if !ok || !e.done {
 		return nil, false
 	}
-	select {
-	case <-e.ready:
-		return e.b, e.err == nil && e.b != nil
-	default:
-		return nil, false
-	}
+	return e.b, e.err == nil && e.b != nil
 }
 
 // fill completes a pending entry; a failed or oversized one is forgotten.
 func (c *encodedCache) fill(k encodedKey, e *encodedEntry, b []byte, err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	e.b, e.err = b, err
+	e.b, e.err, e.done = b, err, true
 	close(e.ready)
 	if err != nil || len(b) > c.limit/16 {
 		delete(c.items, k) // one huge object would push out many small ones
