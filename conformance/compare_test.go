@@ -36,7 +36,7 @@ import (
 //   - COMPARE_RAW: a directory for each run's tabula-bench output;
 //   - COMPARE_PIN: SERVER:LOAD, two CPU lists (e.g. 0:1): every process of
 //     the server under test (its storage and kube-controller-manager too)
-//     runs on SERVER's CPUs once started, tabula-bench on LOAD's. The
+//     runs on SERVER's CPUs once ready, tabula-bench on LOAD's. The
 //     default shares every CPU among all of them, so a server's figures
 //     also carry the load generator's share of the machine.
 const compareDefaultArgs = "-workloads create,get,list,watch -clients 1,32 -objects 10000 -watchers 100,1000 -duration 10s"
