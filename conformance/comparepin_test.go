@@ -66,16 +66,16 @@ func parseCPUList(list string) (unix.CPUSet, error) {
 }
 
 // server pins a process of the server under test.
-func (p *pinning) server(b testing.TB, pid int) {
+func (p *pinning) server(tb testing.TB, pid int) {
 	if p != nil {
-		pinProcess(b, pid, &p.serverSet)
+		pinProcess(tb, pid, &p.serverSet)
 	}
 }
 
 // load pins tabula-bench.
-func (p *pinning) load(b testing.TB, pid int) {
+func (p *pinning) load(tb testing.TB, pid int) {
 	if p != nil {
-		pinProcess(b, pid, &p.loadSet)
+		pinProcess(tb, pid, &p.loadSet)
 	}
 }
 
@@ -91,13 +91,13 @@ func (p *pinning) describe() string {
 // inherits its creator's affinity, so threads started later follow; a
 // thread started while the threads are walked is caught by walking again
 // until a walk finds none new.
-func pinProcess(b testing.TB, pid int, set *unix.CPUSet) {
-	b.Helper()
+func pinProcess(tb testing.TB, pid int, set *unix.CPUSet) {
+	tb.Helper()
 	pinned := map[int]bool{}
 	for {
 		entries, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
 		if err != nil {
-			b.Fatalf("pinning process %d: %v", pid, err)
+			tb.Fatalf("pinning process %d: %v", pid, err)
 		}
 		fresh := false
 		for _, e := range entries {
@@ -107,7 +107,7 @@ func pinProcess(b testing.TB, pid int, set *unix.CPUSet) {
 			}
 			// A thread that exited meanwhile needs no pinning.
 			if err := unix.SchedSetaffinity(tid, set); err != nil && !errors.Is(err, unix.ESRCH) {
-				b.Fatalf("pinning thread %d of process %d: %v", tid, pid, err)
+				tb.Fatalf("pinning thread %d of process %d: %v", tid, pid, err)
 			}
 			pinned[tid] = true
 			fresh = true

@@ -292,12 +292,14 @@ func (r *request) listMeta(res kv.ListResult, p *listParams) metav1.ListMeta {
 // kube-apiserver, which decodes every item before it encodes any, not a
 // 200 whose body stops short.
 func (r *request) streamJSONList(w *echo.Response, lm metav1.ListMeta, items []kv.Record, encoded bool) error {
-	for i := 0; i < len(items) && !encoded; i++ {
-		b, err := r.itemJSON(items[i])
-		if err != nil {
-			return err
+	if !encoded {
+		for i := range items {
+			b, err := r.itemJSON(items[i])
+			if err != nil {
+				return err
+			}
+			items[i].Value = b
 		}
-		items[i].Value = b
 	}
 	w.Header().Set(echo.HeaderContentType, codecs.JSON)
 	w.WriteHeader(http.StatusOK)
