@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	metav1beta1 "k8s.io/apimachinery/pkg/apis/meta/v1beta1"
 	"k8s.io/apimachinery/pkg/runtime"
 	runtimeschema "k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -61,6 +62,17 @@ func ListView(out Output, t *schema.Type, objs []runtime.Object, lm metav1.ListM
 		tbl.ListMeta = lm
 		return tbl, nil
 	case ViewPartialObjectMetadataList:
+		if out.ViewVersion == "v1beta1" {
+			// Its own type: its Protobuf fields are numbered otherwise.
+			l := &metav1beta1.PartialObjectMetadataList{
+				TypeMeta: metav1.TypeMeta{Kind: "PartialObjectMetadataList", APIVersion: "meta.k8s.io/v1beta1"},
+				ListMeta: lm,
+			}
+			for _, o := range objs {
+				l.Items = append(l.Items, *PartialMetadata(o, out.ViewVersion))
+			}
+			return l, nil
+		}
 		l := &metav1.PartialObjectMetadataList{
 			TypeMeta: metav1.TypeMeta{Kind: "PartialObjectMetadataList", APIVersion: "meta.k8s.io/" + out.ViewVersion},
 			ListMeta: lm,

@@ -6,9 +6,14 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	metav1beta1 "k8s.io/apimachinery/pkg/apis/meta/v1beta1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
 	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
 
 	"github.com/tabula-dev/tabula/server"
@@ -61,6 +66,17 @@ func TestAudit(t *testing.T) {
 			t.Fatalf("list as %s: %d %s", accept, rec.Code, rec.Body)
 		}
 		viewIDs = append(viewIDs, rec.Header().Get("Audit-Id"))
+	}
+	// An audited list is written from its decoded objects, not streamed:
+	// a v1beta1 metadata list in Protobuf has that version's field
+	// numbers there too (items 1, metadata 2).
+	rec = h.do("GET", "/api/v1/namespaces/default/configmaps", as("tok-root", "Accept", "application/vnd.kubernetes.protobuf;as=PartialObjectMetadataList;v=v1beta1;g=meta.k8s.io"), nil)
+	scheme := runtime.NewScheme()
+	metav1beta1.AddMetaToScheme(scheme)
+	obj, _, err := serializer.NewCodecFactory(scheme).UniversalDeserializer().Decode(rec.Body.Bytes(), nil, nil)
+	if l, ok := obj.(*metav1beta1.PartialObjectMetadataList); err != nil || !ok || l.ResourceVersion == "" ||
+		!slices.ContainsFunc(l.Items, func(m metav1.PartialObjectMetadata) bool { return m.Name == "c" && m.UID != "" }) {
+		t.Errorf("audited v1beta1 metadata list: %d %v %+v", rec.Code, err, obj)
 	}
 
 	events := readAudit(t, log)
