@@ -35,20 +35,35 @@ func (l *ProtobufListWriter) AddEncoded(b []byte) {
 // WriteTo writes runtime.Unknown{TypeMeta, Raw: <list>, "", ""} after the
 // envelope prefix; list is field 1 ListMeta and field 2 repeated items.
 func (l *ProtobufListWriter) WriteTo(w io.Writer, apiVersion, kind string, lm *metav1.ListMeta) error {
+	return l.writeTo(w, apiVersion, kind, lm, 1, 2)
+}
+
+// WriteMetadataListV1beta1To writes the items (PartialObjectMetadata) as
+// a meta.k8s.io/v1beta1 PartialObjectMetadataList, whose fields are
+// numbered the other way round: items 1, list metadata 2.
+func (l *ProtobufListWriter) WriteMetadataListV1beta1To(w io.Writer, lm *metav1.ListMeta) error {
+	return l.writeTo(w, "meta.k8s.io/v1beta1", "PartialObjectMetadataList", lm, 2, 1)
+}
+
+// writeTo writes the list with its ListMeta as field metaField and its
+// items as field itemsField, in field order as the generated code does.
+func (l *ProtobufListWriter) writeTo(w io.Writer, apiVersion, kind string, lm *metav1.ListMeta, metaField, itemsField protowire.Number) error {
 	meta, err := lm.Marshal()
 	if err != nil {
 		return err
 	}
-	listSize := protowire.SizeTag(1) + protowire.SizeBytes(len(meta)) + l.size
-	head := envelopeHead(apiVersion, kind, listSize)
-	head = protowire.AppendTag(head, 1, protowire.BytesType)
-	head = protowire.AppendBytes(head, meta)
+	metaBytes := protowire.AppendBytes(protowire.AppendTag(nil, metaField, protowire.BytesType), meta)
+	// Both field numbers take a one-byte tag: l.size holds either way.
+	head := envelopeHead(apiVersion, kind, len(metaBytes)+l.size)
+	if metaField < itemsField {
+		head = append(head, metaBytes...)
+	}
 	if _, err := w.Write(head); err != nil {
 		return err
 	}
 	var buf []byte
 	for _, it := range l.items {
-		buf = protowire.AppendTag(buf[:0], 2, protowire.BytesType)
+		buf = protowire.AppendTag(buf[:0], itemsField, protowire.BytesType)
 		buf = protowire.AppendVarint(buf, uint64(len(it)))
 		if _, err := w.Write(buf); err != nil {
 			return err
@@ -57,7 +72,11 @@ func (l *ProtobufListWriter) WriteTo(w io.Writer, apiVersion, kind string, lm *m
 			return err
 		}
 	}
-	_, err = w.Write(envelopeTail())
+	tail := envelopeTail()
+	if metaField > itemsField {
+		tail = append(metaBytes, tail...)
+	}
+	_, err = w.Write(tail)
 	return err
 }
 

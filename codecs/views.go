@@ -114,54 +114,83 @@ func ListView(out Output, t *schema.Type, objs []runtime.Object, lm metav1.ListM
 
 // table renders objects as a Table of the negotiated version.
 func table(out Output, t *schema.Type, objs []runtime.Object, includeObject string, rowMeta func(i int) ([]byte, error)) (*metav1.Table, error) {
-	switch includeObject {
-	case "", "Metadata", "Object", "None":
-	default:
-		return nil, apierrors.NewBadRequest(fmt.Sprintf("Unable to convert to Table as requested: includeObject: Invalid value: %q: must be 'Metadata', 'Object', 'None', or empty", includeObject))
+	if err := CheckIncludeObject(includeObject); err != nil {
+		return nil, err
 	}
-	tbl := &metav1.Table{TypeMeta: metav1.TypeMeta{Kind: "Table", APIVersion: "meta.k8s.io/" + tableVersion(out)}}
-	tbl.ColumnDefinitions = t.Columns
-	if tbl.ColumnDefinitions == nil {
-		tbl.ColumnDefinitions = defaultColumns
-	}
+	tbl := tableEnvelope(out, t)
 	if rowMeta == nil {
 		rowMeta = func(i int) ([]byte, error) { return MetadataJSON(out, objs[i]), nil }
 	}
 	tbl.Rows = make([]metav1.TableRow, len(objs))
-	err := Each(len(objs), func(i int) error {
-		obj := objs[i]
-		var cells []interface{}
-		if t.Row != nil {
-			var err error
-			if cells, err = t.Row(obj); err != nil {
-				return err
-			}
-		} else {
-			acc, err := meta.Accessor(obj)
-			if err != nil {
-				return err
-			}
-			cells = []interface{}{acc.GetName(), acc.GetCreationTimestamp().UTC().Format(time.RFC3339)}
-		}
-		row := metav1.TableRow{Cells: cells}
-		switch includeObject {
-		case "", "Metadata":
-			b, err := rowMeta(i)
-			if err != nil {
-				return err
-			}
-			row.Object = runtime.RawExtension{Raw: b}
-		case "Object":
-			obj.GetObjectKind().SetGroupVersionKind(t.GroupVersionKind())
-			row.Object = rawJSON(obj)
-		}
-		tbl.Rows[i] = row
-		return nil
+	err := Each(len(objs), func(i int) (err error) {
+		tbl.Rows[i], err = tableRow(t, objs[i], includeObject, func() ([]byte, error) { return rowMeta(i) })
+		return err
 	})
 	if err != nil {
 		return nil, err
 	}
 	return tbl, nil
+}
+
+// CheckIncludeObject refuses a Table option other than kube-apiserver's.
+func CheckIncludeObject(includeObject string) error {
+	switch includeObject {
+	case "", "Metadata", "Object", "None":
+		return nil
+	}
+	return apierrors.NewBadRequest(fmt.Sprintf("Unable to convert to Table as requested: includeObject: Invalid value: %q: must be 'Metadata', 'Object', 'None', or empty", includeObject))
+}
+
+// tableEnvelope is a Table of t in out's version, without rows.
+func tableEnvelope(out Output, t *schema.Type) *metav1.Table {
+	tbl := &metav1.Table{TypeMeta: metav1.TypeMeta{Kind: "Table", APIVersion: "meta.k8s.io/" + tableVersion(out)}}
+	tbl.ColumnDefinitions = t.Columns
+	if tbl.ColumnDefinitions == nil {
+		tbl.ColumnDefinitions = defaultColumns
+	}
+	return tbl
+}
+
+// tableRow is obj's row; rowMeta gives its object for
+// includeObject=Metadata (MetadataJSON of obj).
+func tableRow(t *schema.Type, obj runtime.Object, includeObject string, rowMeta func() ([]byte, error)) (metav1.TableRow, error) {
+	var cells []interface{}
+	if t.Row != nil {
+		var err error
+		if cells, err = t.Row(obj); err != nil {
+			return metav1.TableRow{}, err
+		}
+	} else {
+		acc, err := meta.Accessor(obj)
+		if err != nil {
+			return metav1.TableRow{}, err
+		}
+		cells = []interface{}{acc.GetName(), acc.GetCreationTimestamp().UTC().Format(time.RFC3339)}
+	}
+	row := metav1.TableRow{Cells: cells}
+	switch includeObject {
+	case "", "Metadata":
+		b, err := rowMeta()
+		if err != nil {
+			return metav1.TableRow{}, err
+		}
+		row.Object = runtime.RawExtension{Raw: b}
+	case "Object":
+		obj.GetObjectKind().SetGroupVersionKind(t.GroupVersionKind())
+		row.Object = rawJSON(obj)
+	}
+	return row, nil
+}
+
+// TableRowJSON is obj's row as WriteTableRowsJSON writes it (rowMeta as
+// for ListView): a large list's rows are made one object at a time, so
+// its objects need not all be held decoded at once.
+func TableRowJSON(t *schema.Type, obj runtime.Object, includeObject string, rowMeta func() ([]byte, error)) ([]byte, error) {
+	row, err := tableRow(t, obj, includeObject, rowMeta)
+	if err != nil {
+		return nil, err
+	}
+	return appendTableRow(nil, &row)
 }
 
 // MetadataJSON is the object of obj's row in a Table for out with
@@ -217,6 +246,27 @@ func ObjectMetaOf(a metav1.Object) metav1.ObjectMeta {
 // given): a quarter of a large Table's time, for JSON that is compact
 // already (rawJSON made it).
 func WriteTableJSON(w io.Writer, tbl *metav1.Table) error {
+	var row []byte
+	return writeTableJSON(w, tbl, len(tbl.Rows), func(i int) ([]byte, error) {
+		var err error
+		row, err = appendTableRow(row[:0], &tbl.Rows[i])
+		return row, err
+	})
+}
+
+// WriteTableRowsJSON writes, as WriteTableJSON, a Table of t in out's
+// version with list metadata lm around n rows made by TableRowJSON; each
+// row is asked for once, when it is written.
+func WriteTableRowsJSON(w io.Writer, out Output, t *schema.Type, lm metav1.ListMeta, n int, row func(i int) []byte) error {
+	tbl := tableEnvelope(out, t)
+	tbl.ListMeta = lm
+	tbl.Rows = []metav1.TableRow{} // "rows":[], as a Table of no objects is written
+	return writeTableJSON(w, tbl, n, func(i int) ([]byte, error) { return row(i), nil })
+}
+
+// writeTableJSON writes tbl's envelope around n rows' JSON; tbl's own Rows
+// only say whether there are rows at all (nil: "rows":null).
+func writeTableJSON(w io.Writer, tbl *metav1.Table, n int, row func(i int) ([]byte, error)) error {
 	envelope := *tbl
 	envelope.Rows = nil
 	head, err := json.Marshal(&envelope)
@@ -235,16 +285,17 @@ func WriteTableJSON(w io.Writer, tbl *metav1.Table) error {
 	if _, err := w.Write(head); err != nil {
 		return err
 	}
-	var row []byte
-	for i := range tbl.Rows {
-		row = row[:0]
+	for i := range n {
 		if i > 0 {
-			row = append(row, ',')
+			if _, err := w.Write([]byte{','}); err != nil {
+				return err
+			}
 		}
-		if row, err = appendTableRow(row, &tbl.Rows[i]); err != nil {
+		b, err := row(i)
+		if err != nil {
 			return err
 		}
-		if _, err := w.Write(row); err != nil {
+		if _, err := w.Write(b); err != nil {
 			return err
 		}
 	}
@@ -288,8 +339,6 @@ func appendTableRow(b []byte, r *metav1.TableRow) ([]byte, error) {
 // around n items that are JSON already (stored bytes), asking item for
 // each in turn so that a large list is never held twice.
 func WriteJSONList(w io.Writer, t *schema.Type, lm *metav1.ListMeta, n int, item func(i int) ([]byte, error)) error {
-	var head []byte
-	head = append(head, `{"kind":`+strconv.Quote(t.ListKind)+`,"apiVersion":`+strconv.Quote(t.APIVersion())+`,"metadata":`...)
 	var meta any = lm
 	if t.Unstructured {
 		// An unstructured list always says continue, empty or not.
@@ -299,6 +348,34 @@ func WriteJSONList(w io.Writer, t *schema.Type, lm *metav1.ListMeta, n int, item
 		}
 		meta = m
 	}
+	return writeJSONList(w, t.ListKind, t.APIVersion(), meta, n, item)
+}
+
+// WriteMetadataListJSON writes a PartialObjectMetadataList of out's
+// version around n items, each its PartialObjectMetadata JSON
+// (MetadataJSON's), as WriteJSONList writes a list.
+func WriteMetadataListJSON(w io.Writer, out Output, lm *metav1.ListMeta, n int, item func(i int) ([]byte, error)) error {
+	if n == 0 {
+		// Items is not omitted when empty: a list of none is null.
+		b, err := json.Marshal(&metav1.PartialObjectMetadataList{TypeMeta: metav1.TypeMeta{Kind: "PartialObjectMetadataList", APIVersion: "meta.k8s.io/" + out.ViewVersion}, ListMeta: *lm})
+		if err != nil {
+			return err
+		}
+		_, err = w.Write(append(b, '\n'))
+		return err
+	}
+	return writeJSONList(w, "PartialObjectMetadataList", "meta.k8s.io/"+out.ViewVersion, lm, n, item)
+}
+
+// MetadataProtobuf is obj's PartialObjectMetadata in Protobuf, as an item
+// of a PartialObjectMetadataList (of either version: their items are the
+// same message, which carries no kind).
+func MetadataProtobuf(obj runtime.Object) ([]byte, error) {
+	return PartialMetadata(obj, "v1").Marshal()
+}
+
+func writeJSONList(w io.Writer, kind, apiVersion string, meta any, n int, item func(i int) ([]byte, error)) error {
+	head := []byte(`{"kind":` + strconv.Quote(kind) + `,"apiVersion":` + strconv.Quote(apiVersion) + `,"metadata":`)
 	m, err := json.Marshal(meta)
 	if err != nil {
 		return err

@@ -60,6 +60,10 @@ const (
 	// formRowMetadataV1beta1 the same in a v1beta1 Table.
 	formRowMetadata
 	formRowMetadataV1beta1
+	// formMetadataProtobuf is the object's PartialObjectMetadata in
+	// Protobuf, an item of a PartialObjectMetadataList (the JSON forms
+	// above are those of its JSON).
+	formMetadataProtobuf
 )
 
 type encodedEntry struct {

@@ -42,6 +42,33 @@ func (r *request) list() error {
 			// The same for JSON: reading a cached item's value from
 			// the database was most of a warm JSON list's time.
 			encode, cached = r.jsonListItem, r.cachedJSONItem
+		case tableJSON(r.c, out):
+			// Each item is turned into its row as it is read, so a large
+			// Table is held as its rows, not as decoded objects; an item
+			// whose Protobuf encoding is cached comes with that instead
+			// of its stored value and is made into its row after.
+			includeObject := r.c.QueryParam("includeObject")
+			if err := codecs.CheckIncludeObject(includeObject); err != nil {
+				return err
+			}
+			encode = func(rec kv.Record) ([]byte, error) {
+				obj, err := r.decodeStored(rec)
+				if err != nil {
+					return nil, err
+				}
+				return r.tableRowJSON(out, rec, obj, includeObject)
+			}
+			if r.t.New != nil && !r.t.Unstructured {
+				cached = r.cachedProtobuf
+			}
+		case metadataList(r.c, out):
+			// Each item is made into its metadata as it is read, kept by
+			// revision (the JSON form shared with Table rows), so a large
+			// list is held as that, not as decoded objects; an item whose
+			// metadata is kept is not read at all.
+			form := metadataForm(out)
+			encode = func(rec kv.Record) ([]byte, error) { return r.metadataOf(rec, form, nil) }
+			cached = func(rec kv.Record) ([]byte, bool) { return r.s.encoded.peek(encodedKey{rec.Rev, r.t, form}) }
 		case out.View != codecs.ViewObject && r.t.New != nil && !r.t.Unstructured:
 			// A Table or metadata is made from each object; one whose
 			// Protobuf encoding is cached comes with that instead of its
@@ -56,6 +83,10 @@ func (r *request) list() error {
 	switch {
 	case encode == nil:
 		return r.writeList(out, res, p)
+	case tableJSON(r.c, out):
+		return r.streamTableJSON(out, r.listMeta(res, p), res.Items)
+	case metadataList(r.c, out):
+		return r.writeMetadataList(out, r.listMeta(res, p), res.Items)
 	case protobufObjects(out):
 		return r.writeProtobufList(r.c.Response(), r.listMeta(res, p), res.Items, true)
 	}
@@ -66,6 +97,29 @@ func (r *request) list() error {
 // themselves.
 func plainJSON(c echo.Context, out codecs.Output) bool {
 	return out.View == codecs.ViewObject && out.MediaType == codecs.JSON && !wantsPretty(c)
+}
+
+// tableJSON says whether out is a compact JSON Table.
+func tableJSON(c echo.Context, out codecs.Output) bool {
+	return out.View == codecs.ViewTable && out.MediaType == codecs.JSON && !wantsPretty(c)
+}
+
+// metadataList says whether out is a PartialObjectMetadataList in compact
+// JSON or in Protobuf.
+func metadataList(c echo.Context, out codecs.Output) bool {
+	return out.View == codecs.ViewPartialObjectMetadataList &&
+		(out.MediaType == codecs.Protobuf || out.MediaType == codecs.JSON && !wantsPretty(c))
+}
+
+// metadataForm is the kept form of an item of a metadata list for out.
+func metadataForm(out codecs.Output) encodedForm {
+	switch {
+	case out.MediaType == codecs.Protobuf:
+		return formMetadataProtobuf
+	case out.ViewVersion == "v1beta1":
+		return formRowMetadataV1beta1
+	}
+	return formRowMetadata
 }
 
 // protobufObjects says whether out is a Protobuf list of the objects
@@ -168,22 +222,12 @@ func (r *request) writeList(out codecs.Output, res kv.ListResult, p *listParams)
 	if err != nil {
 		return err
 	}
-	// A row's metadata is kept like the items' encodings: making its
-	// JSON was a quarter of a large Table's time.
-	form := formRowMetadata
-	if out.ViewVersion == "v1beta1" {
-		form = formRowMetadataV1beta1
-	}
-	rowMeta := func(i int) ([]byte, error) {
-		return r.s.encoded.get(encodedKey{res.Items[i].Rev, r.t, form}, func() ([]byte, error) {
-			return codecs.MetadataJSON(out, objs[i]), nil
-		})
-	}
+	rowMeta := func(i int) ([]byte, error) { return r.rowMetadata(out, res.Items[i], objs[i]) }
 	body, err := codecs.ListView(out, r.t, objs, lm, r.c.QueryParam("includeObject"), rowMeta)
 	if err != nil {
 		return err
 	}
-	if tbl, ok := body.(*metav1.Table); ok && out.MediaType == codecs.JSON && !wantsPretty(r.c) {
+	if tbl, ok := body.(*metav1.Table); ok && tableJSON(r.c, out) {
 		// Streamed a row at a time, each row's object written as made.
 		resp.Header().Set(echo.HeaderContentType, out.ContentType())
 		resp.WriteHeader(http.StatusOK)
@@ -191,6 +235,99 @@ func (r *request) writeList(out codecs.Output, res kv.ListResult, p *listParams)
 		return nil
 	}
 	return r.writeBody(http.StatusOK, out, body)
+}
+
+// rowMetadata is the object of rec's Table row with
+// includeObject=Metadata, kept like the items' encodings: making its JSON
+// was a quarter of a large Table's time.
+func (r *request) rowMetadata(out codecs.Output, rec kv.Record, obj runtime.Object) ([]byte, error) {
+	form := formRowMetadata
+	if out.ViewVersion == "v1beta1" {
+		form = formRowMetadataV1beta1
+	}
+	return r.metadataOf(rec, form, obj)
+}
+
+// metadataOf is rec's PartialObjectMetadata in form (formRowMetadata,
+// formRowMetadataV1beta1 or formMetadataProtobuf), made once per revision
+// and served type; obj is rec decoded, or nil to decode it if need be.
+func (r *request) metadataOf(rec kv.Record, form encodedForm, obj runtime.Object) ([]byte, error) {
+	return r.s.encoded.get(encodedKey{rec.Rev, r.t, form}, func() (b []byte, err error) {
+		if obj == nil {
+			if obj, err = r.decodeStored(rec); err != nil {
+				return nil, err
+			}
+		}
+		switch form {
+		case formMetadataProtobuf:
+			return codecs.MetadataProtobuf(obj)
+		case formRowMetadataV1beta1:
+			return codecs.MetadataJSON(codecs.Output{ViewVersion: "v1beta1"}, obj), nil
+		}
+		return codecs.MetadataJSON(codecs.Output{ViewVersion: "v1"}, obj), nil
+	})
+}
+
+// writeMetadataList writes a PartialObjectMetadataList of items whose
+// values are their metadata already (see list).
+func (r *request) writeMetadataList(out codecs.Output, lm metav1.ListMeta, items []kv.Record) error {
+	resp := r.c.Response()
+	resp.Header().Set(echo.HeaderContentType, out.ContentType())
+	resp.WriteHeader(http.StatusOK)
+	if out.MediaType == codecs.Protobuf {
+		var lw codecs.ProtobufListWriter
+		for _, it := range items {
+			lw.AddEncoded(it.Value)
+		}
+		if out.ViewVersion == "v1beta1" {
+			abortIfCut(lw.WriteMetadataListV1beta1To(resp, &lm))
+		} else {
+			abortIfCut(lw.WriteTo(resp, "meta.k8s.io/v1", "PartialObjectMetadataList", &lm))
+		}
+		return nil
+	}
+	abortIfCut(codecs.WriteMetadataListJSON(resp, out, &lm, len(items), func(i int) ([]byte, error) {
+		b := items[i].Value
+		items[i].Value = nil
+		return b, nil
+	}))
+	return nil
+}
+
+// tableRowJSON is the JSON of rec's Table row, obj being rec decoded.
+func (r *request) tableRowJSON(out codecs.Output, rec kv.Record, obj runtime.Object, includeObject string) ([]byte, error) {
+	return codecs.TableRowJSON(r.t, obj, includeObject, func() ([]byte, error) { return r.rowMetadata(out, rec, obj) })
+}
+
+// streamTableJSON writes a Table of items whose values are their rows'
+// JSON already (see list), but for those listed with their cached
+// Protobuf encodings, which are made into rows here, on every core.
+// Every row is made before the 200 is sent (see streamJSONList).
+func (r *request) streamTableJSON(out codecs.Output, lm metav1.ListMeta, items []kv.Record) error {
+	includeObject := r.c.QueryParam("includeObject")
+	err := codecs.Each(len(items), func(i int) error {
+		if !items[i].Cached {
+			return nil
+		}
+		obj, err := r.fromProtobuf(items[i].Value)
+		if err != nil {
+			return fmt.Errorf("server: cached encoding of %s/%s: %w", items[i].Namespace, items[i].Name, err)
+		}
+		items[i].Value, err = r.tableRowJSON(out, items[i], obj, includeObject)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	resp := r.c.Response()
+	resp.Header().Set(echo.HeaderContentType, out.ContentType())
+	resp.WriteHeader(http.StatusOK)
+	abortIfCut(codecs.WriteTableRowsJSON(resp, out, r.t, lm, len(items), func(i int) []byte {
+		b := items[i].Value
+		items[i].Value = nil
+		return b
+	}))
+	return nil
 }
 
 // auditList adds the list to an audit event recorded with response

@@ -3,12 +3,16 @@ package server_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	metav1beta1 "k8s.io/apimachinery/pkg/apis/meta/v1beta1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
 	clientscheme "k8s.io/client-go/kubernetes/scheme"
 )
 
@@ -204,5 +208,109 @@ func TestTableListWarmEqualsCold(t *testing.T) {
 	}
 	if got := rowLabels(h.do("GET", path, tbl, nil).Body.Bytes()); got["b"] != "changed" || got["a"] != "a" {
 		t.Fatalf("rows' labels after the update: %v", got)
+	}
+}
+
+// TestMetadataListsWarmEqualCold: PartialObjectMetadataLists, in JSON
+// and Protobuf, v1 and v1beta1, are made from each item's metadata kept by
+// revision; a warm list answers the cold one's bytes, its items are the
+// objects' metadata, an update shows in the next, and a list of none has
+// null items as kube-apiserver writes it.
+func TestMetadataListsWarmEqualCold(t *testing.T) {
+	h := refNewHarness(t)
+	ct := map[string]string{"Content-Type": "application/json"}
+	// Enough objects for a batch to be made on several cores.
+	const n = 300
+	for i := range n {
+		body := fmt.Sprintf(`{"metadata":{"name":"cm-%03d","labels":{"n":"%d"}},"data":{"v":"%d"}}`, i, i, i)
+		if r := h.do("POST", "/api/v1/namespaces/default/configmaps", ct, []byte(body)); r.Code != http.StatusCreated {
+			t.Fatalf("create: %d %s", r.Code, r.Body)
+		}
+	}
+	scheme := runtime.NewScheme()
+	metav1.AddMetaToScheme(scheme)
+	metav1beta1.AddMetaToScheme(scheme)
+	decoder := serializer.NewCodecFactory(scheme).UniversalDeserializer()
+	// items decodes a metadata list of either version, with its items'
+	// names and their label n.
+	items := func(accept string, body []byte) map[string]string {
+		t.Helper()
+		obj, _, err := decoder.Decode(body, nil, nil)
+		if err != nil {
+			t.Fatalf("%s: decode: %v (%.200q)", accept, err, body)
+		}
+		var metas []metav1.PartialObjectMetadata
+		switch l := obj.(type) {
+		case *metav1.PartialObjectMetadataList:
+			metas = l.Items
+		case *metav1beta1.PartialObjectMetadataList:
+			metas = l.Items
+		default:
+			t.Fatalf("%s: decoded a %T", accept, obj)
+		}
+		got := map[string]string{}
+		for _, m := range metas {
+			if m.ResourceVersion == "" || m.UID == "" {
+				t.Fatalf("%s: item %s lacks its metadata: %+v", accept, m.Name, m.ObjectMeta)
+			}
+			got[m.Name] = m.Labels["n"]
+		}
+		return got
+	}
+	const path = "/api/v1/namespaces/default/configmaps"
+	for _, accept := range []string{
+		"application/json;as=PartialObjectMetadataList;v=v1;g=meta.k8s.io",
+		"application/json;as=PartialObjectMetadataList;v=v1beta1;g=meta.k8s.io",
+		"application/vnd.kubernetes.protobuf;as=PartialObjectMetadataList;v=v1;g=meta.k8s.io",
+		"application/vnd.kubernetes.protobuf;as=PartialObjectMetadataList;v=v1beta1;g=meta.k8s.io",
+	} {
+		hdr := map[string]string{"Accept": accept}
+		for _, query := range []string{"", "?limit=7", "?labelSelector=n%3D5"} {
+			cold := h.do("GET", path+query, hdr, nil)
+			warm := h.do("GET", path+query, hdr, nil)
+			if cold.Code != http.StatusOK || warm.Code != http.StatusOK {
+				t.Fatalf("%s%s as %s: %d, %d %s", path, query, accept, cold.Code, warm.Code, warm.Body)
+			}
+			if !bytes.Equal(cold.Body.Bytes(), warm.Body.Bytes()) {
+				t.Fatalf("%s%s as %s: the warm list differs from the cold one", path, query, accept)
+			}
+			got := items(accept, warm.Body.Bytes())
+			want := map[string]int{"": n, "?limit=7": 7, "?labelSelector=n%3D5": 1}[query]
+			if got["cm-005"] != "5" || len(got) < want || len(got) > want+1 { // +1: kube-root-ca.crt
+				t.Fatalf("%s%s as %s: %d items, cm-005 labelled %q", path, query, accept, len(got), got["cm-005"])
+			}
+		}
+		if strings.HasPrefix(accept, "application/json") {
+			// Each item says what it is, as kube-apiserver writes them.
+			version := strings.TrimSuffix(strings.SplitN(accept, ";v=", 2)[1], ";g=meta.k8s.io")
+			var l struct {
+				Items []metav1.TypeMeta `json:"items"`
+			}
+			if err := json.Unmarshal(h.do("GET", path+"?limit=3", hdr, nil).Body.Bytes(), &l); err != nil || len(l.Items) != 3 {
+				t.Fatalf("%s: %v, %d items", accept, err, len(l.Items))
+			}
+			for _, tm := range l.Items {
+				if tm.Kind != "PartialObjectMetadata" || tm.APIVersion != "meta.k8s.io/"+version {
+					t.Fatalf("%s: an item of %s %s", accept, tm.APIVersion, tm.Kind)
+				}
+			}
+			if r := h.do("GET", "/api/v1/namespaces/default/pods", hdr, nil); !strings.Contains(r.Body.String(), `"items":null`) {
+				t.Fatalf("%s: a list of no pods: %d %s", accept, r.Code, r.Body)
+			}
+		} else if r := h.do("GET", "/api/v1/namespaces/default/pods", hdr, nil); r.Code != http.StatusOK || len(items(accept, r.Body.Bytes())) != 0 {
+			t.Fatalf("%s: a list of no pods: %d", accept, r.Code)
+		}
+	}
+	if r := h.do("PATCH", path+"/cm-005", map[string]string{"Content-Type": "application/merge-patch+json"}, []byte(`{"metadata":{"labels":{"n":"changed"}}}`)); r.Code != http.StatusOK {
+		t.Fatalf("patch: %d %s", r.Code, r.Body)
+	}
+	for _, accept := range []string{
+		"application/json;as=PartialObjectMetadataList;v=v1;g=meta.k8s.io",
+		"application/vnd.kubernetes.protobuf;as=PartialObjectMetadataList;v=v1;g=meta.k8s.io",
+	} {
+		r := h.do("GET", path, map[string]string{"Accept": accept}, nil)
+		if got := items(accept, r.Body.Bytes()); got["cm-005"] != "changed" || got["cm-006"] != "6" {
+			t.Fatalf("%s after the update: cm-005 %q, cm-006 %q", accept, got["cm-005"], got["cm-006"])
+		}
 	}
 }
