@@ -82,6 +82,15 @@ var compareFigures = []figure{
 	{name: "list 10000 whole, Table", unit: "ms", goal: 2, goalText: "≤ ½ kube's"},
 	{name: "list 10000 in pages of 500", unit: "ms", goal: 1, goalText: "≤ kube's"},
 	{name: "list 10000 selective 1%", unit: "ms", goal: 1, goalText: "≤ kube's"},
+	// How far the server's anonymous memory rises during a whole list,
+	// over the size of the (uncompressed) answer: the first list of each
+	// form after the objects were created, then the median of four more.
+	{name: "list 10000 whole, memory, first", unit: "× answer", abs: 2, goalText: "≤ 2× the answer"},
+	{name: "list 10000 whole, memory, again", unit: "× answer", abs: 2, goalText: "≤ 2× the answer"},
+	{name: "list 10000 whole, JSON, memory, first", unit: "× answer", abs: 2, goalText: "≤ 2× the answer"},
+	{name: "list 10000 whole, JSON, memory, again", unit: "× answer", abs: 2, goalText: "≤ 2× the answer"},
+	{name: "list 10000 whole, Table, memory, first", unit: "× answer", abs: 2, goalText: "≤ 2× the answer"},
+	{name: "list 10000 whole, Table, memory, again", unit: "× answer", abs: 2, goalText: "≤ 2× the answer"},
 	{name: "watch delivery watchers=100 p50", unit: "ms"},
 	{name: "watch delivery watchers=100 p99", unit: "ms", goal: 1, abs: 10, goalText: "≤ kube's, ≤ 10 ms"},
 	{name: "watch delivery watchers=1000 p50", unit: "ms"},
@@ -238,7 +247,8 @@ func compareOnce(b *testing.B, bins string, s compareServerKind, run int, args [
 	writeInsecureKubeconfig(b, kc, srv.config.Host, srv.config.CertData, srv.config.KeyData)
 	out := filepath.Join(dir, "bench.json")
 	mem := sampleMemory(srv)
-	cmd := exec.Command(filepath.Join(bins, "tabula-bench"), append([]string{"-kubeconfig", kc, "-json", out}, args...)...)
+	// -pid: the server's memory is followed during each whole list.
+	cmd := exec.Command(filepath.Join(bins, "tabula-bench"), append([]string{"-kubeconfig", kc, "-json", out, "-pid", strconv.Itoa(srv.server)}, args...)...)
 	cmd.Dir = dir
 	var output bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &output, &output
@@ -264,6 +274,8 @@ func compareOnce(b *testing.B, bins string, s compareServerKind, run int, args [
 		case strings.HasPrefix(res.Name, "create ") || strings.HasPrefix(res.Name, "get "):
 			r[res.Name] = res.PerSecond
 			r[res.Name+" p99"] = ms(time.Duration(res.P99))
+		case strings.Contains(res.Name, ", memory, "):
+			r[res.Name] = res.Ratio
 		case strings.HasPrefix(res.Name, "list "):
 			r[res.Name] = ms(time.Duration(res.P50))
 		case strings.HasPrefix(res.Name, "watch delivery"):
@@ -280,6 +292,7 @@ type benchResult struct {
 	PerSecond float64 `json:"perSecond"`
 	P50       int64   `json:"p50ns"`
 	P99       int64   `json:"p99ns"`
+	Ratio     float64 `json:"ratio"`
 }
 
 func readBenchJSON(b *testing.B, path string) []benchResult {

@@ -69,6 +69,16 @@ func TestEveryWorkloadReports(t *testing.T) {
 	if r := got["list 600: one page of 500"]; r.Ops != 10 {
 		t.Errorf("%d pages timed; want 10", r.Ops)
 	}
+	// The rise of the server's memory during each whole list, against
+	// the size of its answer (the server is this process).
+	for _, list := range []string{"list 600 whole", "list 600 whole, JSON", "list 600 whole, Table"} {
+		for _, when := range []string{"first", "again"} {
+			r, ok := got[list+", memory, "+when]
+			if !ok || !strings.Contains(r.Note, " MiB answer") || strings.Contains(r.Note, "over a 0.0 MiB") || r.Ratio < 0 {
+				t.Errorf("%s, memory, %s: %+v; want the rise over a sized answer", list, when, r)
+			}
+		}
+	}
 	for _, name := range []string{"rss idle", "rss peak during create", "rss peak during list", "rss peak during churn"} {
 		if r, ok := got[name]; !ok || !strings.HasSuffix(r.Note, " MiB") || strings.HasPrefix(r.Note, "0.0") {
 			t.Errorf("%s: %+v; want a sampled size", name, r)

@@ -28,6 +28,9 @@ type Result struct {
 	P50       time.Duration `json:"p50ns"`
 	P99       time.Duration `json:"p99ns"`
 	Note      string        `json:"note,omitempty"`
+	// Ratio, on a memory row, is how far the server's anonymous memory
+	// rose during a request over the size of its (uncompressed) answer.
+	Ratio float64 `json:"ratio,omitempty"`
 }
 
 type bench struct {
@@ -213,7 +216,18 @@ func (b *bench) list(ctx context.Context) error {
 		}
 		b.results = append(b.results, Result{Name: fmt.Sprintf("fill %d objects clients=32", size), Ops: size,
 			PerSecond: float64(size) / time.Since(fill).Seconds()})
+		// The typed list's answer, for its memory row: read once, not
+		// timed (client-go decodes what it reads).
+		typedAnswer := 0
+		if b.o.pid > 0 {
+			raw, err := b.cs.CoreV1().RESTClient().Get().Namespace(ns).Resource("configmaps").SetHeader("Accept", "application/vnd.kubernetes.protobuf").DoRaw(ctx)
+			if err != nil {
+				return err
+			}
+			typedAnswer = len(raw)
+		}
 		var whole, pages, page, selective, jsonWhole, tableWhole latencies
+		mem := map[*latencies]*listMemory{&whole: {}, &jsonWhole: {}, &tableWhole: {}}
 		for run := 0; run < 5; run++ {
 			// JSON and Table answers are read, not decoded: the figure is
 			// the server's and the transfer's, as a proxy or kubectl's
@@ -227,8 +241,12 @@ func (b *bench) list(ctx context.Context) error {
 				// Rows carry each object's metadata, not its data.
 				{"application/json;as=Table;v=v1;g=meta.k8s.io", &tableWhole, size * 100},
 			} {
+				var raw []byte
 				t := time.Now()
-				raw, err := b.cs.CoreV1().RESTClient().Get().Namespace(ns).Resource("configmaps").SetHeader("Accept", a.accept).DoRaw(ctx)
+				rise, err := memoryDuring(b.o.pid, func() (err error) {
+					raw, err = b.cs.CoreV1().RESTClient().Get().Namespace(ns).Resource("configmaps").SetHeader("Accept", a.accept).DoRaw(ctx)
+					return err
+				})
 				if err != nil {
 					return err
 				}
@@ -236,13 +254,19 @@ func (b *bench) list(ctx context.Context) error {
 				if len(raw) < a.least {
 					return fmt.Errorf("list as %s: %d bytes for %d objects", a.accept, len(raw), size)
 				}
+				mem[a.lat].add(rise, len(raw))
 			}
+			var l *corev1.ConfigMapList
 			t := time.Now()
-			l, err := b.cs.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{})
+			rise, err := memoryDuring(b.o.pid, func() (err error) {
+				l, err = b.cs.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{})
+				return err
+			})
 			if err != nil {
 				return err
 			}
 			whole.add(time.Since(t))
+			mem[&whole].add(rise, typedAnswer)
 			if len(l.Items) < size {
 				return fmt.Errorf("list returned %d items; want %d", len(l.Items), size)
 			}
@@ -273,8 +297,85 @@ func (b *bench) list(ctx context.Context) error {
 			selective.result(fmt.Sprintf("list %d selective 1%%", size), 0, "labelSelector"),
 			jsonWhole.result(fmt.Sprintf("list %d whole, JSON", size), 0, "read, not decoded"),
 			tableWhole.result(fmt.Sprintf("list %d whole, Table", size), 0, "JSON Table, read, not decoded"))
+		if b.o.pid > 0 {
+			for _, m := range []struct {
+				lat  *latencies
+				name string
+			}{{&whole, "list %d whole"}, {&jsonWhole, "list %d whole, JSON"}, {&tableWhole, "list %d whole, Table"}} {
+				b.results = append(b.results, mem[m.lat].results(fmt.Sprintf(m.name, size))...)
+			}
+		}
 	}
 	return nil
+}
+
+// listMemory follows how far a server's anonymous memory rises during
+// the same list, asked for again and again.
+type listMemory struct {
+	rises   []int64 // peak over the value before, per request
+	answers []int   // the answer's size, per request
+}
+
+func (m *listMemory) add(rise int64, answer int) {
+	m.rises = append(m.rises, rise)
+	m.answers = append(m.answers, answer)
+}
+
+// results are the first request's rise (the server had not been asked
+// for that list before: its caches are cold) and the median of the
+// others', each in MiB and over the answer's size.
+func (m *listMemory) results(name string) []Result {
+	if len(m.rises) == 0 {
+		return nil
+	}
+	row := func(suffix string, rise int64, answer int) Result {
+		r := Result{Name: name + ", memory, " + suffix, Ops: 1,
+			Note: fmt.Sprintf("+%s over a %s answer", mib(rise), mib(int64(answer)))}
+		if answer > 0 {
+			r.Ratio = float64(rise) / float64(answer)
+			r.Note += fmt.Sprintf(": %.2f×", r.Ratio)
+		}
+		return r
+	}
+	out := []Result{row("first", m.rises[0], m.answers[0])}
+	if n := len(m.rises) - 1; n > 0 {
+		again := append([]int64(nil), m.rises[1:]...)
+		sort.Slice(again, func(i, j int) bool { return again[i] < again[j] })
+		out = append(out, row("again", again[n/2], m.answers[1]))
+		out[1].Ops = n
+	}
+	return out
+}
+
+// memoryDuring runs fn while sampling pid's anonymous memory every 2 ms
+// and returns how far it rose above its value before fn (0 when pid is
+// not given). Anonymous memory is the heap and what the server allocates
+// besides: file-backed pages are its code and data, mapped once.
+func memoryDuring(pid int, fn func() error) (int64, error) {
+	if pid <= 0 {
+		return 0, fn()
+	}
+	before := readStatusBytes(pid, "RssAnon:")
+	peak := before
+	stop, stopped := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(stopped)
+		t := time.NewTicker(2 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+				peak = max(peak, readStatusBytes(pid, "RssAnon:"))
+			}
+		}
+	}()
+	err := fn()
+	close(stop)
+	<-stopped
+	peak = max(peak, readStatusBytes(pid, "RssAnon:"))
+	return max(0, peak-before), err
 }
 
 // watch opens W watchers on one namespace, then creates objects stamped
@@ -480,13 +581,17 @@ func (s *rssSampler) peakSince(workload string) (Result, bool) {
 
 func mib(b int64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }
 
-func readRSS(pid int) int64 {
+func readRSS(pid int) int64 { return readStatusBytes(pid, "VmRSS:") }
+
+// readStatusBytes reads one of a process's memory figures (field, as
+// "VmRSS:") from /proc/PID/status, in bytes; 0 if it cannot.
+func readStatusBytes(pid int, field string) int64 {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return 0
 	}
 	for _, line := range strings.Split(string(b), "\n") {
-		if strings.HasPrefix(line, "VmRSS:") {
+		if strings.HasPrefix(line, field) {
 			f := strings.Fields(line)
 			if len(f) >= 2 {
 				kb, _ := strconv.ParseInt(f[1], 10, 64)
