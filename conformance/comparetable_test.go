@@ -47,3 +47,36 @@ func TestCompareTableNoAPF(t *testing.T) {
 		t.Errorf("gets row %q; want it to end %q", row, want)
 	}
 }
+
+// TestCompareTableStrictBound: a goal of "under" a bound is not met at
+// the bound ("< 1 %" and an idle CPU of exactly 1.00 %), one of "at most"
+// is.
+func TestCompareTableStrictBound(t *testing.T) {
+	var servers []compareServerKind
+	for _, name := range []string{"tabula-sqlite", "kube-etcd"} {
+		servers = append(servers, compareServers[slices.IndexFunc(compareServers, func(s compareServerKind) bool { return s.name == name })])
+	}
+	row := func(table, name string) string {
+		for _, line := range strings.Split(table, "\n") {
+			if strings.HasPrefix(line, "| "+name+" (") {
+				return line
+			}
+		}
+		return ""
+	}
+	for _, c := range []struct {
+		idle, ready float64
+		idleMet     bool
+	}{{1, 300, false}, {0.9, 300, true}} {
+		table := compareTable(servers, map[string][]compareRun{
+			"tabula-sqlite": {{"idle CPU": c.idle, "ready": c.ready}},
+			"kube-etcd":     {{"idle CPU": 3, "ready": 2000}},
+		}, 1, nil)
+		if got := strings.HasSuffix(row(table, "idle CPU"), "< 1 %: met |"); got != c.idleMet {
+			t.Errorf("idle CPU %.2f %%: row %q; want met %v", c.idle, row(table, "idle CPU"), c.idleMet)
+		}
+		if r := row(table, "ready"); !strings.HasSuffix(r, "≤ 300 ms: met |") {
+			t.Errorf("ready at its bound: row %q; want met", r)
+		}
+	}
+}
