@@ -25,14 +25,7 @@ func TestProtobufListWriterMatchesSerializer(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var lw codecs.ProtobufListWriter
-		for i := range items {
-			b, err := items[i].Marshal()
-			if err != nil {
-				t.Fatal(err)
-			}
-			lw.AddEncoded(b)
-		}
+		lw := listWriterOf(t, items)
 		var got bytes.Buffer
 		if err := lw.WriteTo(&got, "v1", "ConfigMapList", &lm); err != nil {
 			t.Fatal(err)
@@ -78,14 +71,7 @@ func TestMetadataListWriterMatchesSerializer(t *testing.T) {
 	c := codecs.New(schema.NewScheme(), codecs.Options{})
 	for _, items := range [][]metav1.PartialObjectMetadata{nil, {meta("a")}, {meta("a"), meta("b"), meta("c")}} {
 		lm := metav1.ListMeta{ResourceVersion: "42", Continue: "tok"}
-		var lw codecs.ProtobufListWriter
-		for i := range items {
-			b, err := items[i].Marshal()
-			if err != nil {
-				t.Fatal(err)
-			}
-			lw.AddEncoded(b)
-		}
+		lw := listWriterOf(t, items)
 		for _, version := range []string{"v1", "v1beta1"} {
 			var list runtime.Object = &metav1.PartialObjectMetadataList{TypeMeta: metav1.TypeMeta{APIVersion: "meta.k8s.io/v1", Kind: "PartialObjectMetadataList"}, ListMeta: lm, Items: items}
 			var got bytes.Buffer
@@ -108,4 +94,21 @@ func TestMetadataListWriterMatchesSerializer(t *testing.T) {
 			}
 		}
 	}
+}
+
+// listWriterOf is a list writer given each item's own encoding.
+func listWriterOf[T any, PT interface {
+	*T
+	Marshal() ([]byte, error)
+}](t *testing.T, items []T) *codecs.ProtobufListWriter {
+	t.Helper()
+	var lw codecs.ProtobufListWriter
+	for i := range items {
+		b, err := PT(&items[i]).Marshal()
+		if err != nil {
+			t.Fatal(err)
+		}
+		lw.AddEncoded(b)
+	}
+	return &lw
 }
