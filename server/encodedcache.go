@@ -1,7 +1,10 @@
 package server
 
 import (
+	"strconv"
 	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/tabula-dev/tabula/schema"
 )
@@ -28,6 +31,9 @@ type encodedCache struct {
 	// order holds ready keys oldest first from head on.
 	order []encodedKey
 	head  int
+	// What it did, for the metrics: lookups answered from it, encodings
+	// made for it, and entries dropped for room.
+	hits, made, evicted uint64
 }
 
 type encodedKey struct {
@@ -89,11 +95,13 @@ func (c *encodedCache) get(k encodedKey, encode func() ([]byte, error)) ([]byte,
 	if !ok {
 		e = &encodedEntry{ready: make(chan struct{})}
 		c.items[k] = e
+		c.made++
 		c.mu.Unlock()
 		b, err := encode()
 		c.fill(k, e, b, err)
 		return b, err
 	}
+	c.hits++
 	c.mu.Unlock()
 	<-e.ready
 	if e.err != nil {
@@ -108,10 +116,11 @@ func (c *encodedCache) peek(k encodedKey) ([]byte, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e, ok := c.items[k]
-	if !ok || !e.done {
+	if !ok || !e.done || e.err != nil || e.b == nil {
 		return nil, false
 	}
-	return e.b, e.err == nil && e.b != nil
+	c.hits++
+	return e.b, true
 }
 
 // fill completes a pending entry; a failed or oversized one is forgotten.
@@ -131,9 +140,32 @@ func (c *encodedCache) fill(k encodedKey, e *encodedEntry, b []byte, err error) 
 		c.head++
 		c.size -= len(c.items[old].b)
 		delete(c.items, old)
+		c.evicted++
 	}
 	if c.head > len(c.order)/2 {
 		c.order = append(c.order[:0], c.order[c.head:]...)
 		c.head = 0
 	}
+}
+
+// register exposes what the cache holds and did as tabula_encoding_cache_*
+// metrics: whether a working set fits its budget shows in its evictions.
+func (c *encodedCache) register(reg prometheus.Registerer) {
+	read := func(f func() float64) func() float64 {
+		return func() float64 {
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			return f()
+		}
+	}
+	reg.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "tabula_encoding_cache_bytes", Help: "Bytes of encodings kept (of a budget of " + strconv.Itoa(c.limit) + ")."},
+			read(func() float64 { return float64(c.size) })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "tabula_encoding_cache_hits_total", Help: "Encodings served from the cache."},
+			read(func() float64 { return float64(c.hits) })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "tabula_encoding_cache_made_total", Help: "Encodings made for the cache (it had none)."},
+			read(func() float64 { return float64(c.made) })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "tabula_encoding_cache_evictions_total", Help: "Encodings dropped, oldest first, to stay within the budget."},
+			read(func() float64 { return float64(c.evicted) })),
+	)
 }

@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -14,7 +16,9 @@ import (
 
 	"github.com/tabula-dev/tabula/schema"
 	"github.com/tabula-dev/tabula/server"
+	"github.com/tabula-dev/tabula/server/servertest"
 	"github.com/tabula-dev/tabula/sqlstore"
+	"github.com/tabula-dev/tabula/sqlstore/storetest"
 )
 
 func TestMetrics(t *testing.T) {
@@ -47,6 +51,62 @@ func TestMetrics(t *testing.T) {
 		if !strings.Contains(body, want) {
 			t.Errorf("/metrics lacks %s", want)
 		}
+	}
+}
+
+// TestEncodingCacheMetrics: a Protobuf list makes its items' encodings,
+// the same list again is answered from them, and nothing is dropped; the
+// tabula_encoding_cache_* metrics say so.
+func TestEncodingCacheMetrics(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	srv := servertest.Server(t, server.Config{Store: storetest.Open(t, "sqlite://"+filepath.Join(t.TempDir(), "state.db")), Metrics: reg})
+	get := func(path string) *httptest.ResponseRecorder {
+		rec := httptest.NewRecorder()
+		srv.Handler().ServeHTTP(rec, httptest.NewRequest("GET", path, nil))
+		return rec
+	}
+	for _, name := range []string{"a", "b", "c"} {
+		rec := httptest.NewRecorder()
+		req := httptest.NewRequest("POST", "/api/v1/namespaces/default/configmaps", strings.NewReader(`{"metadata":{"name":"`+name+`"}}`))
+		req.Header.Set("Content-Type", "application/json")
+		srv.Handler().ServeHTTP(rec, req)
+		if rec.Code != http.StatusCreated {
+			t.Fatalf("create %s: %d %s", name, rec.Code, rec.Body)
+		}
+	}
+	cache := func() map[string]float64 {
+		t.Helper()
+		got := map[string]float64{}
+		for _, line := range strings.Split(get("/metrics").Body.String(), "\n") {
+			if name, v, ok := strings.Cut(line, " "); ok && strings.HasPrefix(name, "tabula_encoding_cache_") {
+				f, err := strconv.ParseFloat(v, 64)
+				if err != nil {
+					t.Fatalf("%s: %v", line, err)
+				}
+				got[name] = f
+			}
+		}
+		return got
+	}
+	list := func() {
+		t.Helper()
+		rec := httptest.NewRecorder()
+		req := httptest.NewRequest("GET", "/api/v1/namespaces/default/configmaps", nil)
+		req.Header.Set("Accept", "application/vnd.kubernetes.protobuf")
+		srv.Handler().ServeHTTP(rec, req)
+		if rec.Code != http.StatusOK {
+			t.Fatalf("list: %d", rec.Code)
+		}
+	}
+	before := cache()
+	list()
+	cold := cache()
+	list()
+	warm := cache()
+	made, hits := "tabula_encoding_cache_made_total", "tabula_encoding_cache_hits_total"
+	if cold[made]-before[made] < 3 || warm[made] != cold[made] || warm[hits]-cold[hits] < 3 ||
+		warm["tabula_encoding_cache_bytes"] <= 0 || warm["tabula_encoding_cache_evictions_total"] != 0 {
+		t.Errorf("encoding cache: before %v, after a list %v, after it again %v", before, cold, warm)
 	}
 }
 

@@ -241,6 +241,9 @@ func New(cfg Config) (*Server, error) {
 		reg = cfg.Metrics
 	}
 	s.metrics = newRequestMetrics(reg)
+	if reg != nil {
+		s.encoded.register(reg)
+	}
 	if s.authz, err = s.newAuthorizer(); err != nil {
 		return nil, err
 	}
