@@ -246,11 +246,8 @@ func ObjectMetaOf(a metav1.Object) metav1.ObjectMeta {
 // given): a quarter of a large Table's time, for JSON that is compact
 // already (rawJSON made it).
 func WriteTableJSON(w io.Writer, tbl *metav1.Table) error {
-	var row []byte
-	return writeTableJSON(w, tbl, len(tbl.Rows), func(i int) ([]byte, error) {
-		var err error
-		row, err = appendTableRow(row[:0], &tbl.Rows[i])
-		return row, err
+	return writeTableJSON(w, tbl, len(tbl.Rows), func(b []byte, i int) ([]byte, error) {
+		return appendTableRow(b, &tbl.Rows[i])
 	})
 }
 
@@ -261,12 +258,13 @@ func WriteTableRowsJSON(w io.Writer, out Output, t *schema.Type, lm metav1.ListM
 	tbl := tableEnvelope(out, t)
 	tbl.ListMeta = lm
 	tbl.Rows = []metav1.TableRow{} // "rows":[], as a Table of no objects is written
-	return writeTableJSON(w, tbl, n, func(i int) ([]byte, error) { return row(i), nil })
+	return writeTableJSON(w, tbl, n, func(b []byte, i int) ([]byte, error) { return append(b, row(i)...), nil })
 }
 
-// writeTableJSON writes tbl's envelope around n rows' JSON; tbl's own Rows
-// only say whether there are rows at all (nil: "rows":null).
-func writeTableJSON(w io.Writer, tbl *metav1.Table, n int, row func(i int) ([]byte, error)) error {
+// writeTableJSON writes tbl's envelope around n rows, each appended by
+// appendRow and written with its comma in one write; tbl's own Rows only
+// say whether there are rows at all (nil: "rows":null).
+func writeTableJSON(w io.Writer, tbl *metav1.Table, n int, appendRow func(b []byte, i int) ([]byte, error)) error {
 	envelope := *tbl
 	envelope.Rows = nil
 	head, err := json.Marshal(&envelope)
@@ -285,14 +283,13 @@ func writeTableJSON(w io.Writer, tbl *metav1.Table, n int, row func(i int) ([]by
 	if _, err := w.Write(head); err != nil {
 		return err
 	}
+	var b []byte
 	for i := range n {
+		b = b[:0]
 		if i > 0 {
-			if _, err := w.Write([]byte{','}); err != nil {
-				return err
-			}
+			b = append(b, ',')
 		}
-		b, err := row(i)
-		if err != nil {
+		if b, err = appendRow(b, i); err != nil {
 			return err
 		}
 		if _, err := w.Write(b); err != nil {

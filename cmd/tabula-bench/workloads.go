@@ -227,7 +227,7 @@ func (b *bench) list(ctx context.Context) error {
 			typedAnswer = len(raw)
 		}
 		var whole, pages, page, selective, jsonWhole, tableWhole latencies
-		mem := map[*latencies]*listMemory{&whole: {}, &jsonWhole: {}, &tableWhole: {}}
+		var wholeMem, jsonMem, tableMem listMemory
 		for run := 0; run < 5; run++ {
 			// JSON and Table answers are read, not decoded: the figure is
 			// the server's and the transfer's, as a proxy or kubectl's
@@ -235,11 +235,12 @@ func (b *bench) list(ctx context.Context) error {
 			for _, a := range []struct {
 				accept string
 				lat    *latencies
+				mem    *listMemory
 				least  int // bytes the answer must have at least
 			}{
-				{"application/json", &jsonWhole, size * 1024},
+				{"application/json", &jsonWhole, &jsonMem, size * 1024},
 				// Rows carry each object's metadata, not its data.
-				{"application/json;as=Table;v=v1;g=meta.k8s.io", &tableWhole, size * 100},
+				{"application/json;as=Table;v=v1;g=meta.k8s.io", &tableWhole, &tableMem, size * 100},
 			} {
 				var raw []byte
 				t := time.Now()
@@ -254,7 +255,7 @@ func (b *bench) list(ctx context.Context) error {
 				if len(raw) < a.least {
 					return fmt.Errorf("list as %s: %d bytes for %d objects", a.accept, len(raw), size)
 				}
-				mem[a.lat].add(rise, len(raw))
+				a.mem.add(rise, len(raw))
 			}
 			var l *corev1.ConfigMapList
 			t := time.Now()
@@ -266,7 +267,7 @@ func (b *bench) list(ctx context.Context) error {
 				return err
 			}
 			whole.add(time.Since(t))
-			mem[&whole].add(rise, typedAnswer)
+			wholeMem.add(rise, typedAnswer)
 			if len(l.Items) < size {
 				return fmt.Errorf("list returned %d items; want %d", len(l.Items), size)
 			}
@@ -298,12 +299,9 @@ func (b *bench) list(ctx context.Context) error {
 			jsonWhole.result(fmt.Sprintf("list %d whole, JSON", size), 0, "read, not decoded"),
 			tableWhole.result(fmt.Sprintf("list %d whole, Table", size), 0, "JSON Table, read, not decoded"))
 		if b.o.pid > 0 {
-			for _, m := range []struct {
-				lat  *latencies
-				name string
-			}{{&whole, "list %d whole"}, {&jsonWhole, "list %d whole, JSON"}, {&tableWhole, "list %d whole, Table"}} {
-				b.results = append(b.results, mem[m.lat].results(fmt.Sprintf(m.name, size))...)
-			}
+			b.results = append(b.results, wholeMem.results(fmt.Sprintf("list %d whole", size))...)
+			b.results = append(b.results, jsonMem.results(fmt.Sprintf("list %d whole, JSON", size))...)
+			b.results = append(b.results, tableMem.results(fmt.Sprintf("list %d whole, Table", size))...)
 		}
 	}
 	return nil
