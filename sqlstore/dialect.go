@@ -50,7 +50,8 @@ type dialect interface {
 
 // notifier is the optional power of databases that can wake other
 // replicas' pollers the moment a write commits (PostgreSQL LISTEN/NOTIFY).
-// Without it, other processes see commits at the next poll.
+// Without it (or a changeWatcher), other processes' commits are seen at
+// the next poll.
 type notifier interface {
 	// notifySQL takes one argument, the batch's newest revision, which
 	// listen passes to wake (0 when a notification carries none).
@@ -58,6 +59,17 @@ type notifier interface {
 	// listen calls listening once the subscription is in place (commits
 	// before it are not notified, so the caller polls then).
 	listen(ctx context.Context, db *sql.DB, listening func(), wake func(rev int64)) error
+}
+
+// changeWatcher is the optional power of databases whose files the
+// operating system can watch (SQLite on Linux): any process's commit
+// writes the file, and the watch wakes the poller without a notification
+// being sent.
+type changeWatcher interface {
+	// watchChanges calls watching once the watch is in place (changes
+	// before it were not seen, so the caller polls then) and changed
+	// after changes, until ctx ends or the watch fails.
+	watchChanges(ctx context.Context, db *sql.DB, watching func(), changed func()) error
 }
 
 func dialectFor(u *url.URL, opts Options) (dialect, error) {

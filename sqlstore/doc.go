@@ -62,7 +62,9 @@
 // batch whose first revision directly follows the newest delivered one is
 // handed over by the committer as it is: revisions are dense, so nothing
 // can lie between. Anything else (another process's commits) is read by
-// the hub's poller, woken by PostgreSQL's NOTIFY or its poll interval.
+// the hub's poller, woken by PostgreSQL's NOTIFY, by a watch of SQLite's
+// WAL file (Linux), or by its poll interval: 100 ms where nothing tells
+// it, 5 s while something does.
 //
 // # Standbys
 //

@@ -16,10 +16,17 @@ import (
 	"github.com/tabula-dev/tabula/sqlstore/kv"
 )
 
+// defaultPollInterval is Options.PollInterval's default.
+const defaultPollInterval = 100 * time.Millisecond
+
 // Options tune a Store; the zero value is usable.
 type Options struct {
 	// PollInterval is how often the watch poller looks for commits made by
-	// other processes. Local commits wake it at once. Default 100ms.
+	// other processes when nothing tells it of them (default 100ms).
+	// Local commits wake it at once; where the database notifies
+	// (PostgreSQL) or its file can be watched (SQLite on Linux), those
+	// wake it and it looks only every 5 s as well (or PollInterval, if
+	// longer).
 	PollInterval time.Duration
 	// WatchBuffer is the number of events a watcher may fall behind before
 	// it is closed. Default 1000.
@@ -159,7 +166,7 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Store, error) {
 		return nil, err
 	}
 	if opts.PollInterval <= 0 {
-		opts.PollInterval = 100 * time.Millisecond
+		opts.PollInterval = defaultPollInterval
 	}
 	if opts.WatchBuffer <= 0 {
 		opts.WatchBuffer = 1000
@@ -232,7 +239,19 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Store, error) {
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
-			s.hub.runListener(n)
+			s.hub.runTeller("watch listener", func(ctx context.Context, ready func()) error {
+				return n.listen(ctx, s.read, ready, s.hub.notifiedUpTo)
+			})
+		}()
+	}
+	// An in-memory database has no file, and no other process.
+	if cw, ok := d.(changeWatcher); ok && s.read != s.write {
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			s.hub.runTeller("database file watch", func(ctx context.Context, ready func()) error {
+				return cw.watchChanges(ctx, s.read, ready, s.hub.fileChanged)
+			})
 		}()
 	}
 	if opts.CompactInterval > 0 {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/tabula-dev/tabula/sqlstore/kv"
@@ -38,6 +39,14 @@ type logRow struct {
 type hub struct {
 	s    *Store
 	wake chan struct{}
+	// changed says a database file changed (a changeWatcher's news: any
+	// process's commit, this one's too); the log is read for it at most
+	// once per PollInterval (100 ms at most).
+	changed chan struct{}
+	// told counts the sources running that tell the poller of other
+	// processes' commits (a LISTEN connection, a file watch): while one
+	// does, the poller's own ticks are only a safety net.
+	told atomic.Int32
 
 	mu   sync.Mutex
 	last int64
@@ -51,7 +60,7 @@ type hub struct {
 }
 
 func newHub(s *Store, last int64) *hub {
-	return &hub{s: s, wake: make(chan struct{}, 1), last: last, watchers: map[string]map[*watcher]struct{}{}}
+	return &hub{s: s, wake: make(chan struct{}, 1), changed: make(chan struct{}, 1), last: last, watchers: map[string]map[*watcher]struct{}{}}
 }
 
 // add registers w; h.mu is held.
@@ -138,9 +147,20 @@ func (h *hub) notify() {
 	}
 }
 
-// runListener keeps a LISTEN connection open on databases that notify,
-// reconnecting after failures; notifications wake the poller.
-func (h *hub) runListener(n notifier) {
+// fileChanged tells the poller a database file changed.
+func (h *hub) fileChanged() {
+	select {
+	case h.changed <- struct{}{}:
+	default:
+	}
+}
+
+// runTeller keeps a source of news of other processes' commits running
+// (what: a LISTEN connection, a file watch), starting it again after
+// failures. run calls ready once it is in place; the poller then polls,
+// for commits made before it, and from then on ticks slowly while the
+// source lasts.
+func (h *hub) runTeller(what string, run func(ctx context.Context, ready func()) error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() {
 		<-h.s.closed
@@ -148,13 +168,20 @@ func (h *hub) runListener(n notifier) {
 	}()
 	backoff := 100 * time.Millisecond
 	for ctx.Err() == nil {
-		// Once subscribed, poll: a commit made before the LISTEN took
-		// effect (at start or while reconnecting) sent no notification.
-		err := n.listen(ctx, h.s.read, h.notify, h.notifiedUpTo)
+		told := false
+		err := run(ctx, func() {
+			told = true
+			h.told.Add(1)
+			h.notify()
+		})
+		if told {
+			h.told.Add(-1)
+			h.notify() // to tick at PollInterval again
+		}
 		if ctx.Err() != nil {
 			return
 		}
-		h.s.log.Warn("watch listener lost its connection; polling until it is back", "err", err, "retry_in", backoff)
+		h.s.log.Warn(what+" failed; polling until it is back", "err", err, "retry_in", backoff)
 		select {
 		case <-ctx.Done():
 			return
@@ -164,6 +191,19 @@ func (h *hub) runListener(n notifier) {
 	}
 }
 
+// quietPoll is how often the poller looks for other processes' commits
+// while a source tells it of them: a safety net, not their way in. (An
+// idle server's ticks were most of its idle CPU at 100 ms.)
+const quietPoll = 5 * time.Second
+
+// pollEvery is the time between the poller's ticks.
+func (h *hub) pollEvery() time.Duration {
+	if h.told.Load() > 0 {
+		return max(h.s.opts.PollInterval, quietPoll)
+	}
+	return h.s.opts.PollInterval
+}
+
 // changeProber is a dialect that can tell cheaply whether anything was
 // committed since it last asked (SQLite's data_version).
 type changeProber interface {
@@ -171,8 +211,8 @@ type changeProber interface {
 }
 
 func (h *hub) run() {
-	t := time.NewTicker(h.s.opts.PollInterval)
-	defer t.Stop()
+	tick := time.NewTimer(h.pollEvery())
+	defer tick.Stop()
 	defer h.closeAll()
 	var probe func(context.Context) (bool, error)
 	// An in-memory database has one connection, shared by reads and
@@ -188,6 +228,12 @@ func (h *hub) run() {
 	// primary is read instead.
 	var retry <-chan time.Time
 	var behindSince time.Time
+	// A changed file is read at once unless the log was read less than
+	// gap ago; then once that much time has passed (held). Under writes,
+	// this process's own commits change the file too.
+	gap := min(h.s.opts.PollInterval, defaultPollInterval)
+	var lastPoll time.Time
+	var held <-chan time.Time
 	for {
 		select {
 		case <-h.s.closed:
@@ -195,16 +241,28 @@ func (h *hub) run() {
 		case <-h.wake:
 		case <-retry:
 			retry = nil
-		case <-t.C:
+		case <-h.changed:
+			if wait := gap - time.Since(lastPoll); wait > 0 {
+				if held == nil {
+					held = time.After(wait)
+				}
+				continue
+			}
+		case <-held:
+			held = nil
+		case <-tick.C:
 			if probe != nil {
 				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 				changed, err := probe(ctx)
 				cancel()
 				if err == nil && !changed {
+					tick.Reset(h.pollEvery())
 					continue
 				}
 			}
 		}
+		lastPoll = time.Now()
+		tick.Reset(h.pollEvery())
 		db, st := h.s.pollDB()
 		if st != nil && !behindSince.IsZero() && time.Since(behindSince) > h.s.opts.StandbyWait {
 			db, st = h.s.read, nil
