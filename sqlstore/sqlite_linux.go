@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"os"
 	"syscall"
 )
@@ -21,11 +22,11 @@ func (sqliteDialect) watchChanges(ctx context.Context, db *sql.DB, watching func
 	wal := walPath(ctx, c)
 	_ = c.Close()
 	if wal == "" {
-		return errors.New("sqlstore: the database has no WAL file to watch")
+		return fmt.Errorf("%w: the database has no WAL file", errCannotTell)
 	}
 	fd, err := syscall.InotifyInit1(syscall.IN_CLOEXEC | syscall.IN_NONBLOCK)
 	if err != nil {
-		return os.NewSyscallError("inotify_init1", err)
+		return fmt.Errorf("%w: %w", errCannotTell, os.NewSyscallError("inotify_init1", err))
 	}
 	// Non-blocking, so reads wait in the runtime's poller, not a thread.
 	f := os.NewFile(uintptr(fd), "inotify")
@@ -34,7 +35,7 @@ func (sqliteDialect) watchChanges(ctx context.Context, db *sql.DB, watching func
 	// closes (not while this process has one) or by hand: then the watch
 	// ends with an error and is set up again.
 	if _, err := syscall.InotifyAddWatch(fd, wal, syscall.IN_MODIFY|syscall.IN_DELETE_SELF|syscall.IN_MOVE_SELF); err != nil {
-		return &os.PathError{Op: "inotify_add_watch", Path: wal, Err: err}
+		return fmt.Errorf("%w: %w", errCannotTell, &os.PathError{Op: "inotify_add_watch", Path: wal, Err: err})
 	}
 	stop := context.AfterFunc(ctx, func() { _ = f.Close() })
 	defer stop()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -47,6 +48,8 @@ type hub struct {
 	// processes' commits (a LISTEN connection, a file watch): while one
 	// does, the poller's own ticks are only a safety net.
 	told atomic.Int32
+	// localAt is when this process last committed (unix nanoseconds).
+	localAt atomic.Int64
 
 	mu   sync.Mutex
 	last int64
@@ -99,6 +102,7 @@ func (h *hub) stopAll(err error) {
 // poller need not read them back; otherwise (another replica wrote in
 // between) the poller is woken to read the log in order.
 func (h *hub) committed(first, last int64, rows func() []logRow) {
+	h.localAt.Store(time.Now().UnixNano())
 	h.mu.Lock()
 	if first != h.last+1 {
 		h.want = max(h.want, last)
@@ -181,6 +185,10 @@ func (h *hub) runTeller(what string, run func(ctx context.Context, ready func())
 		if ctx.Err() != nil {
 			return
 		}
+		if errors.Is(err, errCannotTell) {
+			h.s.log.Info(what+" is not available; polling for other processes' commits", "err", err, "every", h.s.opts.PollInterval)
+			return
+		}
 		h.s.log.Warn(what+" failed; polling until it is back", "err", err, "retry_in", backoff)
 		select {
 		case <-ctx.Done():
@@ -190,6 +198,11 @@ func (h *hub) runTeller(what string, run func(ctx context.Context, ready func())
 		backoff = min(2*backoff, 5*time.Second)
 	}
 }
+
+// errCannotTell marks a source's failure that trying again would not
+// mend (no inotify instance to spare, no file to watch): the poller polls
+// every PollInterval from then on.
+var errCannotTell = errors.New("cannot be set up")
 
 // quietPoll is how often the poller looks for other processes' commits
 // while a source tells it of them: a safety net, not their way in. (An
@@ -228,12 +241,18 @@ func (h *hub) run() {
 	// primary is read instead.
 	var retry <-chan time.Time
 	var behindSince time.Time
-	// A changed file is read at once unless the log was read less than
-	// gap ago; then once that much time has passed (held). Under writes,
-	// this process's own commits change the file too.
+	// A changed file is read once neither the poller read the log nor
+	// this process committed for gap (held until then). Under writes here
+	// the change is mostly this process's own commits, already delivered;
+	// another process's commit in between shows as a hole before this
+	// process's next commit, which wakes the poller at once (committed).
 	gap := min(h.s.opts.PollInterval, defaultPollInterval)
 	var lastPoll time.Time
 	var held <-chan time.Time
+	wait := func() time.Duration {
+		since := min(time.Since(lastPoll), time.Since(time.Unix(0, h.localAt.Load())))
+		return gap - since
+	}
 	for {
 		select {
 		case <-h.s.closed:
@@ -242,14 +261,18 @@ func (h *hub) run() {
 		case <-retry:
 			retry = nil
 		case <-h.changed:
-			if wait := gap - time.Since(lastPoll); wait > 0 {
+			if w := wait(); w > 0 {
 				if held == nil {
-					held = time.After(wait)
+					held = time.After(w)
 				}
 				continue
 			}
 		case <-held:
 			held = nil
+			if w := wait(); w > 0 {
+				held = time.After(w)
+				continue
+			}
 		case <-tick.C:
 			if probe != nil {
 				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
