@@ -41,8 +41,8 @@ type hub struct {
 	s    *Store
 	wake chan struct{}
 	// changed says a database file changed (a changeWatcher's news: any
-	// process's commit, this one's too); the log is read for it at most
-	// once per PollInterval (100 ms at most).
+	// process's commit, this one's too); run says when the log is read
+	// for it.
 	changed chan struct{}
 	// told counts the sources running that tell the poller of other
 	// processes' commits (a LISTEN connection, a file watch): while one
