@@ -19,6 +19,23 @@ const (
 	logChunkBytes = 4 << 20
 )
 
+// shapedRows is the most rows a statement takes where the dialect keeps
+// prepared statements (SQLite): a batch's rows go in statements of 16, 8,
+// 4, 2 and 1 rows, so each table's inserts and the key lookup have five
+// texts, each parsed once (see Store.keep) instead of one text per batch
+// size parsed every batch.
+const shapedRows = 16
+
+// shapedChunk is how many of n rows (n > 0) the next shaped statement
+// takes: the largest power of two up to n and shapedRows.
+func shapedChunk(n int) int {
+	c := shapedRows
+	for c > n {
+		c /= 2
+	}
+	return c
+}
+
 // liveRow is a key's live revision before the batch, with that row's
 // labels and fields as stored (JSON), which its watch event needs when the
 // batch changes the key.
@@ -39,9 +56,19 @@ func batchKeys(batch []*writeReq) []kv.Key {
 // liveRows reads the live revision of each key that has one.
 func (s *Store) liveRows(ctx context.Context, tx *sql.Tx, keys []kv.Key) (map[kv.Key]liveRow, error) {
 	out := make(map[kv.Key]liveRow, len(keys))
-	for start := 0; start < len(keys); start += chunkRows {
-		query, args := s.liveRowsQuery(keys[start:min(start+chunkRows, len(keys))])
-		rows, err := s.txQuery(ctx, tx, query, args...)
+	for start := 0; start < len(keys); {
+		var rows *sql.Rows
+		var err error
+		if s.d.cacheStatements() {
+			n := shapedChunk(len(keys) - start)
+			query, args := liveRowsShaped(keys[start : start+n])
+			rows, err = s.txQueryKept(ctx, tx, s.q(query), args...)
+			start += n
+		} else {
+			query, args := s.liveRowsQuery(keys[start:min(start+chunkRows, len(keys))])
+			rows, err = s.txQuery(ctx, tx, query, args...)
+			start += chunkRows
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -88,6 +115,25 @@ func scanLive(rows rowScanner, out map[kv.Key]liveRow) error {
 func liveRowsSQL(cond string) string {
 	return `SELECT c.resource, c.namespace, c.name, c.rev, l.created_rev, l.labels, l.fields
 		FROM tabula_current c JOIN tabula_log l ON l.rev = c.rev WHERE ` + cond
+}
+
+// liveRowsShaped is liveRowsQuery whose text depends only on the number
+// of keys: they go as a VALUES list joined to tabula_current, each a
+// primary-key lookup (SQLite's plan), where keysCondition's text also
+// depends on how the keys fall into resources and namespaces.
+func liveRowsShaped(keys []kv.Key) (string, []any) {
+	args := make([]any, 0, 3*len(keys))
+	for _, k := range keys {
+		args = append(args, k.Resource, k.Namespace, k.Name)
+	}
+	return liveRowsShapedSQL(len(keys)), args
+}
+
+func liveRowsShapedSQL(n int) string {
+	return `SELECT c.resource, c.namespace, c.name, c.rev, l.created_rev, l.labels, l.fields
+		FROM (VALUES ` + repeatRows("(?, ?, ?)", n) + `) k
+		JOIN tabula_current c ON c.resource = k.column1 AND c.namespace = k.column2 AND c.name = k.column3
+		JOIN tabula_log l ON l.rev = c.rev`
 }
 
 // arrayBinder is the optional power of databases that bind arrays
@@ -278,8 +324,11 @@ func (p batchPlan) events(live map[kv.Key]liveRow) []logRow {
 
 // execer runs a batch's write statements: at once inside a database/sql
 // transaction, or queued to go in one round trip (postgres.go).
+// execShaped is exec for a statement whose text is one of a fixed few
+// (shapedRows), worth preparing once.
 type execer interface {
 	exec(query string, args ...any) error
+	execShaped(query string, args ...any) error
 }
 
 // txExecer runs statements in a database/sql transaction.
@@ -291,6 +340,11 @@ type txExecer struct {
 
 func (x txExecer) exec(query string, args ...any) error {
 	_, err := x.s.txExec(x.ctx, x.tx, query, args...)
+	return err
+}
+
+func (x txExecer) execShaped(query string, args ...any) error {
+	_, err := x.s.txExecKept(x.ctx, x.tx, query, args...)
 	return err
 }
 
@@ -419,6 +473,20 @@ func (s *Store) insertRows(x execer, t tableRows, suffix string) error {
 		query := "INSERT INTO " + t.table + " (" + strings.Join(t.cols, ", ") + ") SELECT * FROM " + a.unnest(t.types) + " " + suffix
 		return x.exec(s.q(query), columnArrays(t.types, t.rows)...)
 	}
+	if s.d.cacheStatements() {
+		for start := 0; start < len(t.rows); {
+			n := shapedChunk(len(t.rows) - start)
+			args := make([]any, 0, len(t.cols)*n)
+			for _, r := range t.rows[start : start+n] {
+				args = append(args, r...)
+			}
+			if err := x.execShaped(s.q(insertValuesSQL(t.table, t.cols, n, suffix)), args...); err != nil {
+				return err
+			}
+			start += n
+		}
+		return nil
+	}
 	args := make([]any, 0, len(t.cols)*len(t.rows))
 	for _, r := range t.rows {
 		args = append(args, r...)
@@ -443,6 +511,21 @@ func (s *Store) supersede(x execer, pairs [][2]int64) error {
 		return x.exec(s.q("UPDATE tabula_log l SET next_rev = v.next FROM "+
 			a.unnest([]string{"bigint", "bigint"})+" AS v(rev, next) WHERE l.rev = v.rev"), revs, nexts)
 	}
+	if s.d.cacheStatements() {
+		for start := 0; start < len(pairs); {
+			n := shapedChunk(len(pairs) - start)
+			if err := x.execShaped(s.q(supersedeSQL(n)), supersedeArgs(pairs[start:start+n])...); err != nil {
+				return err
+			}
+			start += n
+		}
+		return nil
+	}
+	return x.exec(s.q(supersedeSQL(len(pairs))), supersedeArgs(pairs)...)
+}
+
+// supersedeArgs are supersedeSQL's arguments for pairs.
+func supersedeArgs(pairs [][2]int64) []any {
 	args := make([]any, 0, 3*len(pairs))
 	for _, p := range pairs {
 		args = append(args, p[0], p[1])
@@ -450,7 +533,7 @@ func (s *Store) supersede(x execer, pairs [][2]int64) error {
 	for _, p := range pairs {
 		args = append(args, p[0])
 	}
-	return x.exec(s.q(supersedeSQL(len(pairs))), args...)
+	return args
 }
 
 // supersedeSQL is supersede's statement for n pairs; its arguments are

@@ -320,3 +320,89 @@ func batchTotals(t *testing.T) (commits, writes uint64) {
 	}
 	return m.GetHistogram().GetSampleCount(), uint64(m.GetHistogram().GetSampleSum())
 }
+
+// TestShapedStatementsPreparedOnce: on SQLite a batch's inserts, updates
+// of superseded rows and key lookup run as statements of 16, 8, 4, 2 and
+// 1 rows, each prepared once, after the first transaction that ran it:
+// batches of every size up to 40 leave a bounded set of statements, after
+// which no batch runs one unprepared, and each batch's rows all land.
+func TestShapedStatementsPreparedOnce(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(ctx, "sqlite://"+filepath.Join(t.TempDir(), "db.sqlite"), Options{CompactInterval: -1, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	enc := func(v string) kv.Encoder {
+		return func(int64) (kv.Entry, error) {
+			return kv.Entry{Value: []byte(v), Labels: map[string]string{"v": v}}, nil
+		}
+	}
+	// batch writes n keys of round: created, or updated when they exist
+	// (superseding their rows).
+	batch := func(round, n int, update bool) {
+		t.Helper()
+		var reqs []*writeReq
+		for i := range n {
+			k := kv.Key{Resource: "configmaps", Namespace: fmt.Sprintf("ns%d", i%3), Name: fmt.Sprintf("r%d-%d", round, i)}
+			r := &writeReq{ctx: ctx, op: opCreate, key: k, enc: enc(fmt.Sprint(i))}
+			if update {
+				got, err := s.Get(ctx, k)
+				if err != nil {
+					t.Fatal(err)
+				}
+				r.op, r.expect = opUpdate, got.Rev
+			}
+			reqs = append(reqs, r)
+		}
+		results, err := s.runBatch(reqs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, res := range results {
+			if res.err != nil {
+				t.Fatalf("batch of %d, write %d: %v", n, i, res.err)
+			}
+		}
+	}
+	for n := 1; n <= 40; n++ {
+		batch(n, n, false)
+		batch(n, n, true)
+		s.prepareKept()
+	}
+	prepared := 0
+	s.stmts.Range(func(k, _ any) bool {
+		if k.(stmtKey).db == s.write {
+			prepared++
+		}
+		return true
+	})
+	// The one-write statements prepared at start, and five sizes of each
+	// shaped statement: the log's, the index's, the live rows', the
+	// superseded rows' and the key lookup.
+	if most := len(s.writeStatements()) + 5*5; prepared > most {
+		t.Fatalf("%d statements prepared on the write pool; want at most %d", prepared, most)
+	}
+	for _, n := range []int{13, 37} {
+		batch(100+n, n, false)
+		batch(100+n, n, true)
+		s.keptMu.Lock()
+		kept := s.kept
+		s.keptMu.Unlock()
+		if len(kept) > 0 {
+			t.Fatalf("a batch of %d ran %d statements unprepared after every size had run: %q", n, len(kept), kept)
+		}
+	}
+	l, err := s.List(ctx, kv.ListOptions{Resource: "configmaps", Namespace: "ns1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Keys i%3 == 1 of rounds 1..40 (sizes 1..40) and of 113 and 137.
+	want := (13+1)/3 + (37+1)/3
+	for n := 1; n <= 40; n++ {
+		want += (n + 1) / 3
+	}
+	if len(l.Items) != want {
+		t.Fatalf("ns1 holds %d objects; want %d", len(l.Items), want)
+	}
+}

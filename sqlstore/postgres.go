@@ -290,6 +290,9 @@ func (q *pgxQueue) exec(query string, args ...any) error {
 	return nil
 }
 
+// execShaped is exec: pgx prepares and caches every statement it runs.
+func (q *pgxQueue) execShaped(query string, args ...any) error { return q.exec(query, args...) }
+
 // rollback ends a pipelined transaction that failed (or wrote nothing)
 // and returns err. A connection that cannot roll back is dropped from the
 // pool rather than handed on mid-transaction.

@@ -52,6 +52,70 @@ func (s *Store) txExec(ctx context.Context, tx *sql.Tx, query string, args ...an
 	return tx.ExecContext(ctx, query, args...)
 }
 
+// txExecKept is txExec for a statement of a batch whose text is one of a
+// fixed few (shapedRows): one not prepared yet runs as text and is kept,
+// to be prepared once the transaction is over (prepareKept).
+func (s *Store) txExecKept(ctx context.Context, tx *sql.Tx, query string, args ...any) (sql.Result, error) {
+	if st := s.prepared(ctx, s.write, query, true); st != nil {
+		return tx.StmtContext(ctx, st).ExecContext(ctx, args...)
+	}
+	s.keep(query)
+	return tx.ExecContext(ctx, query, args...)
+}
+
+// txQueryKept is txQuery for a query kept like txExecKept's statements.
+func (s *Store) txQueryKept(ctx context.Context, tx *sql.Tx, query string, args ...any) (*sql.Rows, error) {
+	if st := s.prepared(ctx, s.write, query, true); st != nil {
+		return tx.StmtContext(ctx, st).QueryContext(ctx, args...)
+	}
+	s.keep(query)
+	return tx.QueryContext(ctx, query, args...)
+}
+
+// keep notes a statement to prepare on the write pool after the current
+// write transaction (see prepared's hazard).
+func (s *Store) keep(query string) {
+	if !s.d.cacheStatements() {
+		return
+	}
+	s.keptMu.Lock()
+	defer s.keptMu.Unlock()
+	for _, q := range s.kept {
+		if q == query {
+			return
+		}
+	}
+	s.kept = append(s.kept, query)
+}
+
+// prepareKept prepares the statements write transactions kept; the
+// committer calls it between transactions, when the write pool's
+// connection is free. One that fails to prepare runs as text again, and
+// is kept again.
+func (s *Store) prepareKept() {
+	s.keptMu.Lock()
+	kept := s.kept
+	s.kept = nil
+	s.keptMu.Unlock()
+	if len(kept) == 0 {
+		return
+	}
+	ctx, cancel := s.bound(context.Background())
+	defer cancel()
+	for _, q := range kept {
+		if _, ok := s.stmts.Load(stmtKey{s.write, q}); ok {
+			continue
+		}
+		st, err := s.write.PrepareContext(ctx, q)
+		if err != nil {
+			continue
+		}
+		if _, loaded := s.stmts.LoadOrStore(stmtKey{s.write, q}, st); loaded {
+			st.Close()
+		}
+	}
+}
+
 func (s *Store) txQueryRow(ctx context.Context, tx *sql.Tx, query string, args ...any) *sql.Row {
 	if st := s.prepared(ctx, s.write, query, true); st != nil {
 		return tx.StmtContext(ctx, st).QueryRowContext(ctx, args...)
@@ -77,12 +141,11 @@ func (s *Store) readQuery(ctx context.Context, query string, args ...any) (*sql.
 // common case worth preparing ahead.
 func (s *Store) writeStatements() []string {
 	oneKey, _ := keysCondition("", []kv.Key{{}})
-	oneKeyC, _ := keysCondition("c", []kv.Key{{}})
 	return []string{
 		"UPDATE tabula_rev SET rev = rev WHERE id = 1",
 		"SELECT rev FROM tabula_rev WHERE id = 1",
 		"UPDATE tabula_rev SET rev = ? WHERE id = 1",
-		liveRowsSQL(oneKeyC),
+		liveRowsShapedSQL(1),
 		insertValuesSQL("tabula_log", logColumns, 1, ""),
 		insertValuesSQL("tabula_index", indexColumns, 1, ""),
 		insertValuesSQL("tabula_current", currentColumns, 1, s.putCurrentSuffix()),

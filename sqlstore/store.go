@@ -135,7 +135,11 @@ type Store struct {
 	// stmts caches prepared statements by pool and query text, for
 	// dialects where preparing is the cost (see dialect.cacheStatements).
 	stmts sync.Map
-	once  sync.Once
+	// kept are statements write transactions ran unprepared, for the
+	// committer to prepare (prepareKept).
+	keptMu sync.Mutex
+	kept   []string
+	once   sync.Once
 	// indexMax is indexDrivenMax; tests lower it to compare both list paths.
 	indexMax int
 	// lookupCost is indexLookupCost, countMin indexCountMin; indexLists

@@ -104,6 +104,7 @@ func (s *Store) runCommitter() {
 			batch = s.fill(batch)
 		}
 		s.commitBatch(batch)
+		s.prepareKept()
 	}
 }
 
