@@ -3,6 +3,7 @@ package sqlstore
 import (
 	"context"
 	"crypto/sha256"
+	"database/sql"
 	"errors"
 	"fmt"
 	"io"
@@ -404,5 +405,73 @@ func TestShapedStatementsPreparedOnce(t *testing.T) {
 	}
 	if len(l.Items) != want {
 		t.Fatalf("ns1 holds %d objects; want %d", len(l.Items), want)
+	}
+}
+
+// TestRowBytesOwned: the dialects that say their driver gives each row's
+// bytes a buffer of their own (rowBytesOwner: lists keep the
+// sql.RawBytes they scan) do: every value kept from a query stays as it
+// was read after the rows that followed, their close, and another query.
+func TestRowBytesOwned(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(ctx, "sqlite://"+filepath.Join(t.TempDir(), "db.sqlite"), Options{CompactInterval: -1, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, ok := s.d.(rowBytesOwner); !ok {
+		t.Fatalf("the SQLite dialect does not say its rows' bytes are owned; this test holds it to that")
+	}
+	want := map[string]string{}
+	for i := range 50 {
+		name := fmt.Sprintf("o%02d", i)
+		// Sizes on both sides of SQLite's overflow pages.
+		v := strings.Repeat(string(rune('a'+i%26)), 100+i*200)
+		want[name] = v
+		if _, err := s.Create(ctx, kv.Key{Resource: "configmaps", Namespace: "ns", Name: name},
+			func(int64) (kv.Entry, error) { return kv.Entry{Value: []byte(v)}, nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	read := func() map[string][]byte {
+		rows, err := s.read.QueryContext(ctx, "SELECT name, value FROM tabula_log ORDER BY rev")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		kept := map[string][]byte{}
+		// One destination for every row, as listAt scans.
+		var name string
+		var value sql.RawBytes
+		for rows.Next() {
+			if err := rows.Scan(&name, &value); err != nil {
+				t.Fatal(err)
+			}
+			kept[name] = value
+		}
+		if err := rows.Err(); err != nil {
+			t.Fatal(err)
+		}
+		return kept
+	}
+	kept := read()
+	read()
+	if len(kept) != len(want) {
+		t.Fatalf("read %d values; want %d", len(kept), len(want))
+	}
+	for name, v := range want {
+		if string(kept[name]) != v {
+			t.Fatalf("%s's value changed after later rows: %.20q…, want %.20q…", name, kept[name], v)
+		}
+	}
+	// And a list, which keeps them, answers each object's own value.
+	l, err := s.List(ctx, kv.ListOptions{Resource: "configmaps", Namespace: "ns"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range l.Items {
+		if string(r.Value) != want[r.Name] {
+			t.Fatalf("listed %s with %.20q…; want %.20q…", r.Name, r.Value, want[r.Name])
+		}
 	}
 }

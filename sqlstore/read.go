@@ -156,7 +156,7 @@ func (s *Store) listAt(ctx context.Context, tx *sql.Tx, opts kv.ListOptions, atR
 		}
 		var r kv.Record
 		var labels, fields string
-		var value sql.RawBytes // copied or encoded below, not kept
+		var value sql.RawBytes // kept, copied or encoded below (openRow)
 		dest := cols.dest(&r, &labels, &fields, &value)
 		n := 0
 		for rows.Next() {
@@ -194,9 +194,10 @@ func (s *Store) listAt(ctx context.Context, tx *sql.Tx, opts kv.ListOptions, atR
 					misses = append(misses, len(res.Items))
 				}
 			default:
-				// Copied (the driver's bytes last until the next row),
-				// encoded with the rest of the batch.
-				if r.Value, err = s.open(r.Key, value); err != nil {
+				// Kept (openRow: copied where the driver's bytes last
+				// only until the next row), encoded with the rest of the
+				// batch.
+				if r.Value, err = s.openRow(r.Key, value); err != nil {
 					rows.Close()
 					return res, err
 				}

@@ -85,6 +85,16 @@ func (s *Store) open(key kv.Key, v []byte) ([]byte, error) {
 	return out, err
 }
 
+// openRow is open for a value scanned into sql.RawBytes, valid only until
+// the next row: copied, unless the driver gave it a buffer of its own
+// (rowBytesOwner) and it needs no opening.
+func (s *Store) openRow(key kv.Key, v []byte) ([]byte, error) {
+	if _, owned := s.d.(rowBytesOwner); owned && s.opts.Values == nil {
+		return v, nil
+	}
+	return s.open(key, v)
+}
+
 // openStale is open that also says whether the value is stale.
 func (s *Store) openStale(key kv.Key, v []byte) ([]byte, bool, error) {
 	if s.opts.Values == nil {
