@@ -28,6 +28,10 @@ func TestWriteTableJSONMatchesMarshal(t *testing.T) {
 		{Cells: []any{"a<b>&c", int64(3), 1.5, true, nil, "2026-11-27T10:00:00Z"}, Object: obj(cm)},
 		{Cells: []any{"plain"}, Conditions: []metav1.TableRowCondition{{Type: metav1.RowCompleted, Status: metav1.ConditionTrue, Reason: "Done", Message: "<ok>"}}, Object: obj(map[string]any{"k": "v"})},
 		{Cells: nil},
+		// Cells written without json.Marshal, and strings it escapes.
+		{Cells: []any{"cm-000123", int64(-1), int32(7), 12, false, nil, "5m12s"}},
+		{Cells: []any{"tab\there", int32(1)}},
+		{Cells: []any{"quote\"", "back\\slash", "del\x7f", "ü", "\u2028", "bad\xff"}},
 		{Cells: []any{}, Object: runtime.RawExtension{Object: cm}},
 	}
 	for _, tc := range []struct {
@@ -56,4 +60,27 @@ func TestWriteTableJSONMatchesMarshal(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A row's cells are written as json.Marshal writes them, whatever the
+// strings and numbers in them.
+func FuzzTableRowCells(f *testing.F) {
+	f.Add("cm-000123", int64(3), "5m", true)
+	f.Add("a<b>", int64(-9), "\u2028", false)
+	f.Add("ü\xff", int64(0), "\x7f\"\\", true)
+	f.Fuzz(func(t *testing.T, a string, n int64, b string, ok bool) {
+		row := metav1.TableRow{Cells: []any{a, n, int32(n), int(n), b, ok, nil}, Object: runtime.RawExtension{Raw: []byte(`{}`)}}
+		tbl := metav1.Table{TypeMeta: metav1.TypeMeta{Kind: "Table", APIVersion: "meta.k8s.io/v1"}, Rows: []metav1.TableRow{row}}
+		want, err := json.Marshal(&tbl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got bytes.Buffer
+		if err := codecs.WriteTableJSON(&got, &tbl); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got.Bytes(), append(want, '\n')) {
+			t.Fatalf("WriteTableJSON:\n%s\njson.Marshal:\n%s", got.Bytes(), want)
+		}
+	})
 }

@@ -307,11 +307,10 @@ func writeTableJSON(w io.Writer, tbl *metav1.Table, n int, appendRow func(b []by
 // appendTableRow appends r as json.Marshal writes a TableRow: cells,
 // conditions when there are any, and the object's JSON as it is.
 func appendTableRow(b []byte, r *metav1.TableRow) ([]byte, error) {
-	cells, err := json.Marshal(r.Cells)
+	b, err := appendCells(append(b, `{"cells":`...), r.Cells)
 	if err != nil {
 		return nil, err
 	}
-	b = append(append(b, `{"cells":`...), cells...)
 	if len(r.Conditions) > 0 {
 		conds, err := json.Marshal(r.Conditions)
 		if err != nil {
@@ -330,6 +329,64 @@ func appendTableRow(b []byte, r *metav1.TableRow) ([]byte, error) {
 		b = append(b, r.Object.Raw...)
 	}
 	return append(b, '}'), nil
+}
+
+// appendCells appends a row's cells as json.Marshal writes them. Most
+// cells are integers and strings that JSON takes as they are; those are
+// written here, and a row with any other cell (a float, a string
+// json.Marshal would escape) goes through json.Marshal, whose reflection
+// was most of a row's time.
+func appendCells(b []byte, cells []any) ([]byte, error) {
+	if cells == nil {
+		return append(b, "null"...), nil
+	}
+	start := len(b)
+	b = append(b, '[')
+	for i, c := range cells {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		switch v := c.(type) {
+		case string:
+			if !plainJSONString(v) {
+				return appendMarshaled(b[:start], cells)
+			}
+			b = append(append(append(b, '"'), v...), '"')
+		case int64:
+			b = strconv.AppendInt(b, v, 10)
+		case int32:
+			b = strconv.AppendInt(b, int64(v), 10)
+		case int:
+			b = strconv.AppendInt(b, int64(v), 10)
+		case bool:
+			b = strconv.AppendBool(b, v)
+		case nil:
+			b = append(b, "null"...)
+		default:
+			return appendMarshaled(b[:start], cells)
+		}
+	}
+	return append(b, ']'), nil
+}
+
+// plainJSONString says whether json.Marshal writes s as it is between
+// quotes: printable ASCII, without the characters it escapes.
+func plainJSONString(s string) bool {
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c < 0x20 || c > 0x7e, c == '"', c == '\\', c == '<', c == '>', c == '&':
+			return false
+		}
+	}
+	return true
+}
+
+func appendMarshaled(b []byte, v any) ([]byte, error) {
+	out, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	return append(b, out...), nil
 }
 
 // WriteJSONList writes {"kind":…,"apiVersion":…,"metadata":…,"items":[…]}
