@@ -58,13 +58,44 @@ func TestMetrics(t *testing.T) {
 // the same list again is answered from them, and nothing is dropped; the
 // tabula_encoding_cache_* metrics say so.
 func TestEncodingCacheMetrics(t *testing.T) {
-	reg := prometheus.NewRegistry()
-	srv := servertest.Server(t, server.Config{Store: storetest.Open(t, "sqlite://"+filepath.Join(t.TempDir(), "state.db")), Metrics: reg})
-	get := func(path string) *httptest.ResponseRecorder {
-		rec := httptest.NewRecorder()
-		srv.Handler().ServeHTTP(rec, httptest.NewRequest("GET", path, nil))
-		return rec
+	srv := cacheServer(t)
+	before := encodingCache(t, srv)
+	listAs(t, srv, "application/vnd.kubernetes.protobuf")
+	cold := encodingCache(t, srv)
+	listAs(t, srv, "application/vnd.kubernetes.protobuf")
+	warm := encodingCache(t, srv)
+	made, hits := "tabula_encoding_cache_made_total", "tabula_encoding_cache_hits_total"
+	if cold[made]-before[made] < 3 || warm[made] != cold[made] || warm[hits]-cold[hits] < 3 ||
+		warm["tabula_encoding_cache_bytes"] <= 0 || warm["tabula_encoding_cache_evictions_total"] != 0 {
+		t.Errorf("encoding cache: before %v, after a list %v, after it again %v", before, cold, warm)
 	}
+}
+
+// TestTableListKeepsProtobuf: a Table list of objects decoded from
+// storage keeps each one's Protobuf encoding, so the next Table (or a
+// Protobuf list) is made from it, not from the stored JSON again.
+func TestTableListKeepsProtobuf(t *testing.T) {
+	srv := cacheServer(t)
+	before := encodingCache(t, srv)
+	tbl := listAs(t, srv, "application/json;as=Table;v=v1;g=meta.k8s.io")
+	if !strings.Contains(tbl, `"cells":["b",0,`) {
+		t.Fatalf("Table list: %s", tbl)
+	}
+	afterTable := encodingCache(t, srv)
+	listAs(t, srv, "application/vnd.kubernetes.protobuf")
+	after := encodingCache(t, srv)
+	made, hits := "tabula_encoding_cache_made_total", "tabula_encoding_cache_hits_total"
+	// Three row objects (metadata) and three Protobuf encodings at least.
+	if afterTable[made]-before[made] < 6 || after[made] != afterTable[made] || after[hits]-afterTable[hits] < 3 {
+		t.Errorf("encoding cache: before %v, after a Table list %v, after a Protobuf list %v", before, afterTable, after)
+	}
+}
+
+// cacheServer is a server on SQLite holding ConfigMaps a, b and c in
+// namespace default, created in JSON (so no encoding of them is kept).
+func cacheServer(t *testing.T) *server.Server {
+	t.Helper()
+	srv := servertest.Server(t, server.Config{Store: storetest.Open(t, "sqlite://"+filepath.Join(t.TempDir(), "state.db")), Metrics: prometheus.NewRegistry()})
 	for _, name := range []string{"a", "b", "c"} {
 		rec := httptest.NewRecorder()
 		req := httptest.NewRequest("POST", "/api/v1/namespaces/default/configmaps", strings.NewReader(`{"metadata":{"name":"`+name+`"}}`))
@@ -74,40 +105,43 @@ func TestEncodingCacheMetrics(t *testing.T) {
 			t.Fatalf("create %s: %d %s", name, rec.Code, rec.Body)
 		}
 	}
-	cache := func() map[string]float64 {
-		t.Helper()
-		got := map[string]float64{}
-		for _, line := range strings.Split(get("/metrics").Body.String(), "\n") {
-			if name, v, ok := strings.Cut(line, " "); ok && strings.HasPrefix(name, "tabula_encoding_cache_") {
-				f, err := strconv.ParseFloat(v, 64)
-				if err != nil {
-					t.Fatalf("%s: %v", line, err)
-				}
-				got[name] = f
+	return srv
+}
+
+// encodingCache reads the tabula_encoding_cache_* metrics.
+func encodingCache(t *testing.T, srv *server.Server) map[string]float64 {
+	t.Helper()
+	got := map[string]float64{}
+	for _, line := range strings.Split(listPath(t, srv, "/metrics", ""), "\n") {
+		if name, v, ok := strings.Cut(line, " "); ok && strings.HasPrefix(name, "tabula_encoding_cache_") {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				t.Fatalf("%s: %v", line, err)
 			}
-		}
-		return got
-	}
-	list := func() {
-		t.Helper()
-		rec := httptest.NewRecorder()
-		req := httptest.NewRequest("GET", "/api/v1/namespaces/default/configmaps", nil)
-		req.Header.Set("Accept", "application/vnd.kubernetes.protobuf")
-		srv.Handler().ServeHTTP(rec, req)
-		if rec.Code != http.StatusOK {
-			t.Fatalf("list: %d", rec.Code)
+			got[name] = f
 		}
 	}
-	before := cache()
-	list()
-	cold := cache()
-	list()
-	warm := cache()
-	made, hits := "tabula_encoding_cache_made_total", "tabula_encoding_cache_hits_total"
-	if cold[made]-before[made] < 3 || warm[made] != cold[made] || warm[hits]-cold[hits] < 3 ||
-		warm["tabula_encoding_cache_bytes"] <= 0 || warm["tabula_encoding_cache_evictions_total"] != 0 {
-		t.Errorf("encoding cache: before %v, after a list %v, after it again %v", before, cold, warm)
+	return got
+}
+
+// listAs lists namespace default's ConfigMaps as accept.
+func listAs(t *testing.T, srv *server.Server, accept string) string {
+	t.Helper()
+	return listPath(t, srv, "/api/v1/namespaces/default/configmaps", accept)
+}
+
+func listPath(t *testing.T, srv *server.Server, path, accept string) string {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	req := httptest.NewRequest("GET", path, nil)
+	if accept != "" {
+		req.Header.Set("Accept", accept)
 	}
+	srv.Handler().ServeHTTP(rec, req)
+	if rec.Code != http.StatusOK {
+		t.Fatalf("GET %s as %q: %d %s", path, accept, rec.Code, rec.Body)
+	}
+	return rec.Body.String()
 }
 
 // TestProfiling: with Profiling set, Go's profiles are served under
