@@ -285,6 +285,7 @@ func (h *hub) run() {
 			}
 		}
 		lastPoll = time.Now()
+		held = nil // this read covers the changes it waited for
 		tick.Reset(h.pollEvery())
 		db, st := h.s.pollDB()
 		if st != nil && !behindSince.IsZero() && time.Since(behindSince) > h.s.opts.StandbyWait {
