@@ -84,10 +84,20 @@ func (l *ProtobufListWriter) writeTo(w io.Writer, apiVersion, kind string, lm *m
 // envelope from its own encoding (a ProtoMarshaler's output), byte for
 // byte what the apimachinery serializer writes for the object.
 func WriteProtobufObject(w io.Writer, apiVersion, kind string, raw []byte) error {
-	b := envelopeHead(apiVersion, kind, len(raw))
-	b = append(b, raw...)
-	_, err := w.Write(append(b, envelopeTail()...))
-	return err
+	head, tail := ProtobufObject(apiVersion, kind, raw)
+	for _, b := range [][]byte{head, raw, tail} {
+		if _, err := w.Write(b); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ProtobufObject is the envelope of one object around its own encoding
+// raw: head, raw and tail are the object as WriteProtobufObject writes
+// it, without a copy of raw.
+func ProtobufObject(apiVersion, kind string, raw []byte) (head, tail []byte) {
+	return envelopeHead(apiVersion, kind, len(raw)), envelopeTail()
 }
 
 // envelopeHead starts runtime.Unknown{TypeMeta, Raw} after the envelope

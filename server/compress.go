@@ -2,6 +2,7 @@ package server
 
 import (
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -86,6 +87,16 @@ func (w *gzipWriter) WriteHeader(code int) {
 }
 
 func (w *gzipWriter) Write(b []byte) (int, error) {
+	if w.gz == nil && !w.plain && len(w.buf) == 0 {
+		// A response whose length the handler declared (a single
+		// object) is decided at its first byte: holding a small one
+		// back would only copy it.
+		if n, ok := w.declaredLength(); ok {
+			if err := w.decide(n >= gzipMinLength); err != nil {
+				return 0, err
+			}
+		}
+	}
 	switch {
 	case w.gz != nil:
 		return w.gz.Write(b)
@@ -95,13 +106,30 @@ func (w *gzipWriter) Write(b []byte) (int, error) {
 		w.buf = append(w.buf, b...)
 		return len(b), nil
 	}
+	if err := w.decide(true); err != nil {
+		return 0, err
+	}
+	return w.Write(b)
+}
+
+// declaredLength is the response's Content-Length, if the handler set one.
+func (w *gzipWriter) declaredLength() (int64, bool) {
+	cl := w.Header().Get(echo.HeaderContentLength)
+	if cl == "" {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(cl, 10, 64)
+	return n, err == nil
+}
+
+// decide commits to a compressed response (large: it reaches
+// gzipMinLength) or a plain one, and sends what was held.
+func (w *gzipWriter) decide(large bool) error {
 	h := w.Header()
-	if h.Get(echo.HeaderContentEncoding) != "" {
-		// Already encoded by the handler: pass it through untouched.
-		if err := w.sendPlain(); err != nil {
-			return 0, err
-		}
-		return w.ResponseWriter.Write(b)
+	if !large || h.Get(echo.HeaderContentEncoding) != "" {
+		// Small, or already encoded by the handler: passed through
+		// untouched.
+		return w.sendPlain()
 	}
 	// Vary only on compressed answers, as kube-apiserver sends it.
 	h.Set(echo.HeaderContentEncoding, "gzip")
@@ -110,11 +138,9 @@ func (w *gzipWriter) Write(b []byte) (int, error) {
 	w.ResponseWriter.WriteHeader(w.status())
 	w.gz = gzipWriters.Get().(*gzip.Writer)
 	w.gz.Reset(w.ResponseWriter)
-	if _, err := w.gz.Write(w.buf); err != nil {
-		return 0, err
-	}
+	_, err := w.gz.Write(w.buf)
 	w.buf = nil
-	return w.gz.Write(b)
+	return err
 }
 
 func (w *gzipWriter) status() int {

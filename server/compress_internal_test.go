@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"testing"
 
 	"github.com/labstack/echo/v4"
@@ -89,6 +90,66 @@ func TestCompressLarge(t *testing.T) {
 			}
 			if !bytes.Equal(body, tc.wantBody) {
 				t.Fatalf("body of %d bytes differs from the %d written", len(body), len(tc.wantBody))
+			}
+		})
+	}
+}
+
+// TestCompressDeclaredLength: a handler that declares its answer's length
+// (single objects do) is decided at the first byte: a small answer goes
+// out as written, not held back and copied, and keeps its Content-Length;
+// a large one is gzipped from the start, its Content-Length dropped.
+func TestCompressDeclaredLength(t *testing.T) {
+	big := bytes.Repeat([]byte("0123456789abcdef"), gzipMinLength/16+1)
+	for _, tc := range []struct {
+		name    string
+		body    []byte
+		gzipped bool
+	}{
+		{"small", []byte("0123456789"), false},
+		{"large", big, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := httptest.NewRecorder()
+			e := echo.New()
+			e.Use(compressLarge)
+			e.GET("/", func(c echo.Context) error {
+				w := c.Response()
+				w.Header().Set(echo.HeaderContentLength, strconv.Itoa(len(tc.body)))
+				w.WriteHeader(http.StatusOK)
+				half := len(tc.body) / 2
+				w.Write(tc.body[:half])
+				// Already decided before the rest is written.
+				if rec.Header().Get("Content-Encoding") == "" && rec.Body.Len() == 0 {
+					t.Errorf("the first %d bytes were held back", half)
+				}
+				if got := rec.Header().Get("Content-Encoding") == "gzip"; got != tc.gzipped {
+					t.Errorf("after the first write, gzipped %v; want %v", got, tc.gzipped)
+				}
+				w.Write(tc.body[half:])
+				return nil
+			})
+			req := httptest.NewRequest(http.MethodGet, "/", nil)
+			req.Header.Set("Accept-Encoding", "gzip")
+			e.ServeHTTP(rec, req)
+			body := rec.Body.Bytes()
+			cl := rec.Header().Get(echo.HeaderContentLength)
+			if tc.gzipped {
+				if cl != "" {
+					t.Fatalf("gzipped answer kept Content-Length %s", cl)
+				}
+				zr, err := gzip.NewReader(bytes.NewReader(body))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if body, err = io.ReadAll(zr); err != nil {
+					t.Fatal(err)
+				}
+			} else if cl != strconv.Itoa(len(tc.body)) {
+				t.Fatalf("Content-Length %q; want %d", cl, len(tc.body))
+			}
+			if !bytes.Equal(body, tc.body) {
+				t.Fatalf("body of %d bytes differs from the %d written", len(body), len(tc.body))
 			}
 		})
 	}
