@@ -466,6 +466,24 @@ func TestRowBytesOwned(t *testing.T) {
 			t.Fatalf("listed %s with %.20q…; want %.20q…", r.Name, r.Value, want[r.Name])
 		}
 	}
+	// And gets, which keep them too: each value as it was after every
+	// other get.
+	got := map[string][]byte{}
+	for name := range want {
+		r, err := s.Get(ctx, kv.Key{Resource: "configmaps", Namespace: "ns", Name: name})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got[name] = r.Value
+	}
+	for name, v := range want {
+		if string(got[name]) != v {
+			t.Fatalf("got %s as %.20q… after later gets; want %.20q…", name, got[name], v)
+		}
+	}
+	if _, err := s.Get(ctx, kv.Key{Resource: "configmaps", Namespace: "ns", Name: "absent"}); !errors.Is(err, kv.ErrNotFound) {
+		t.Fatalf("get of an absent object: %v; want kv.ErrNotFound", err)
+	}
 }
 
 // openSQLiteFile opens a store on a new SQLite file, without compaction;

@@ -39,9 +39,13 @@ func (s *Store) Get(ctx context.Context, key kv.Key) (kv.Record, error) {
 			return r, unavailable(err)
 		}
 	}
-	err := s.readQueryRow(ctx, s.q(`SELECT l.rev, l.created_rev, l.value FROM tabula_current c
+	q := s.q(`SELECT l.rev, l.created_rev, l.value FROM tabula_current c
 		JOIN tabula_log l ON l.rev = c.rev
-		WHERE c.resource = ? AND c.namespace = ? AND c.name = ?`), key.Resource, key.Namespace, key.Name).
+		WHERE c.resource = ? AND c.namespace = ? AND c.name = ?`)
+	if _, owned := s.d.(rowBytesOwner); owned && s.opts.Values == nil {
+		return s.getOwned(ctx, q, r)
+	}
+	err := s.readQueryRow(ctx, q, key.Resource, key.Namespace, key.Name).
 		Scan(&r.Rev, &r.CreatedRev, &r.Value)
 	if errors.Is(err, sql.ErrNoRows) {
 		return r, kv.ErrNotFound
@@ -53,6 +57,32 @@ func (s *Store) Get(ctx context.Context, key kv.Key) (kv.Record, error) {
 		r.Value, r.Stale, err = s.openStale(key, r.Value)
 	}
 	return r, err
+}
+
+// getOwned is Get's read where the driver owns the bytes it scanned
+// (rowBytesOwner) and no provider has to open them: the value is kept as
+// the driver made it, where a Row's Scan would copy it once more.
+func (s *Store) getOwned(ctx context.Context, q string, r kv.Record) (kv.Record, error) {
+	rows, err := s.readQuery(ctx, q, r.Resource, r.Namespace, r.Name)
+	if err != nil {
+		return r, unavailable(err)
+	}
+	defer rows.Close()
+	if !rows.Next() {
+		if err := rows.Err(); err != nil {
+			return r, unavailable(err)
+		}
+		return r, kv.ErrNotFound
+	}
+	var v sql.RawBytes
+	if err := rows.Scan(&r.Rev, &r.CreatedRev, &v); err != nil {
+		return r, unavailable(err)
+	}
+	r.Value = v
+	if err := rows.Close(); err != nil {
+		return r, unavailable(err)
+	}
+	return r, nil
 }
 
 // listBatch is how many rows one query reads while filling a page; it
