@@ -61,9 +61,15 @@ func (x *Resource) encoder(obj runtime.Object) kv.Encoder {
 		e := entry
 		var err error
 		if b != nil {
+			// The placeholder is longer than any revision: the revision
+			// goes in its place within b and the rest moves up, with no
+			// copy of the object made. Only once: the encoders of a
+			// batch that failed are called again, one write at a time,
+			// and b is then no longer the placeholder's encoding.
 			start := at + len(rvPlaceholderJSON) - len(rvPlaceholder) - 1
-			e.Value = make([]byte, 0, len(b)-len(rvPlaceholder)+len(rv))
-			e.Value = append(append(append(e.Value, b[:start]...), rv...), b[start+len(rvPlaceholder):]...)
+			n := copy(b[start:], rv)
+			n += copy(b[start+n:], b[start+len(rvPlaceholder):])
+			e.Value, b = b[:start+n], nil
 		} else if e.Value, err = x.Encode(obj); err != nil {
 			return kv.Entry{}, err
 		}

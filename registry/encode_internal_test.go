@@ -2,6 +2,7 @@ package registry
 
 import (
 	"bytes"
+	"math"
 	"strconv"
 	"testing"
 
@@ -16,7 +17,8 @@ import (
 // what serializing the object with its revision gives, whether the
 // revision is spliced into bytes made ahead or (when the object's own
 // content holds the placeholder) the object is serialized in the writer;
-// an encoder called again for a retried write stamps the new revision.
+// an encoder called again for a retried write stamps the new revision and
+// leaves the bytes it gave before as they were.
 func TestEncoderSplicesTheRevision(t *testing.T) {
 	reg := schema.NewBuiltin()
 	r := mustNew(Config{Types: reg}).MustLookup("", "v1", "configmaps")
@@ -33,7 +35,8 @@ func TestEncoderSplicesTheRevision(t *testing.T) {
 			if cm.ResourceVersion != "3" {
 				t.Fatalf("making the encoder left resourceVersion %q; want the object's own 3", cm.ResourceVersion)
 			}
-			for _, rev := range []int64{7, 1234567} {
+			var earlier [][]byte // each call's bytes, and what they held then
+			for _, rev := range []int64{1234567, 7, math.MaxInt64} {
 				e, err := enc(rev)
 				if err != nil {
 					t.Fatal(err)
@@ -51,6 +54,12 @@ func TestEncoderSplicesTheRevision(t *testing.T) {
 				}
 				if e.Labels["l"] != "1" || e.Fields["metadata.name"] != "a" {
 					t.Fatalf("labels %v fields %v", e.Labels, e.Fields)
+				}
+				earlier = append(earlier, e.Value, bytes.Clone(e.Value))
+				for i := 0; i < len(earlier); i += 2 {
+					if !bytes.Equal(earlier[i], earlier[i+1]) {
+						t.Fatalf("the bytes of call %d changed by a later call:\n%s\nwere\n%s", i/2+1, earlier[i], earlier[i+1])
+					}
 				}
 			}
 		})

@@ -1,7 +1,6 @@
 package registry
 
 import (
-	"bytes"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -53,7 +52,10 @@ func (w *written) put(t *schema.Type, rec kv.Record, obj runtime.Object) {
 	if _, u := obj.(*unstructured.Unstructured); u || rec.Rev == 0 {
 		return
 	}
-	rec.Value, rec.Stale = bytes.Clone(rec.Value), false
+	// The value is shared, not copied: stored values are never changed
+	// in place (the store, its watchers and the answer read the same
+	// bytes).
+	rec.Stale = false
 	e := writtenEntry{t: t, rec: rec, obj: obj.DeepCopyObject()}
 	w.mu.Lock()
 	defer w.mu.Unlock()
