@@ -25,9 +25,14 @@ var sharedReadBytes = prometheus.NewCounter(prometheus.CounterOpts{
 	Help: "Bytes of values read from the database for shared reads (watches opening with a collection's state); reads of values already held cost none.",
 })
 
+var checkpoints = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Name: "tabula_sqlite_checkpoints_total",
+	Help: "Background checkpoints of SQLite's write-ahead log, by result (done: every page copied; partial: readers still used some; failed).",
+}, []string{"result"})
+
 // Collectors returns the store's metrics for registration by the binary.
 func Collectors() []prometheus.Collector {
-	return []prometheus.Collector{queryDuration, batchSize, sharedReadBytes, standbyReads}
+	return []prometheus.Collector{queryDuration, batchSize, sharedReadBytes, standbyReads, checkpoints}
 }
 
 // observe records one named query's latency and logs it when slow. Use as

@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 )
@@ -48,6 +49,14 @@ func (sqliteDialect) reclaim(ctx context.Context, db *sql.DB) error {
 	}
 	_, err := db.ExecContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)")
 	return err
+}
+
+// checkpoint runs a PASSIVE checkpoint: the pages no reader still needs
+// are copied and the file synced; neither readers nor the writer wait.
+func (sqliteDialect) checkpoint(ctx context.Context, db *sql.DB) (logPages, copied int64, err error) {
+	var busy int64
+	err = db.QueryRowContext(ctx, "PRAGMA wal_checkpoint(PASSIVE)").Scan(&busy, &logPages, &copied)
+	return logPages, copied, err
 }
 
 // backup copies the database at one snapshot into a new file with
@@ -107,7 +116,8 @@ func (d sqliteDialect) open(ctx context.Context, u *url.URL) (*sql.DB, *sql.DB, 
 		}
 	}
 	base := "file:" + path + "?" + sqlitePragmas
-	w, err := sql.Open("sqlite", base+"&_txlock=immediate")
+	// The writer checkpoints only as a backstop (checkpoint.go).
+	w, err := sql.Open("sqlite", base+"&_txlock=immediate&_pragma=wal_autocheckpoint("+strconv.Itoa(checkpointBackstopPages)+")")
 	if err != nil {
 		return nil, nil, err
 	}

@@ -165,6 +165,12 @@ type Store struct {
 	// lsnBarrier: the primary's WAL position after the newest in-place
 	// rewrite, which standbys must replay before answering (standby.go).
 	lsnBarrier atomic.Pointer[string]
+	// checkpointWake asks the background checkpointer to run (nil when
+	// there is none); logPages estimates the log written since it last
+	// did; checkpointed tells a test what a checkpoint did (checkpoint.go).
+	checkpointWake chan struct{}
+	logPages       atomic.Int64
+	checkpointed   chan checkpointResult
 }
 
 // Open connects to the database named by rawURL (sqlite:///path/file.db,
@@ -214,7 +220,7 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("sqlstore: open %s: %w", d.name(), err)
 	}
 	s := &Store{d: d, read: r, write: w, opts: opts, log: opts.Logger, closed: make(chan struct{}), writes: make(chan *writeReq, maxBatch), committerDone: make(chan struct{}), indexMax: indexDrivenMax, lookupCost: indexLookupCost, countMin: indexCountMin,
-		shared: newSharedValues(opts.SharedValueBytes)}
+		shared: newSharedValues(opts.SharedValueBytes), checkpointed: make(chan checkpointResult, 1)}
 	s.closedCtx, s.cancelClose = context.WithCancel(context.Background())
 	if err := s.ping(ctx); err != nil {
 		s.closeDBs()
@@ -273,6 +279,15 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Store, error) {
 		go func() {
 			defer s.wg.Done()
 			s.runCompactor()
+		}()
+	}
+	// An in-memory database has no log to checkpoint.
+	if c, ok := d.(checkpointer); ok && s.read != s.write {
+		s.checkpointWake = make(chan struct{}, 1)
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			s.runCheckpointer(c)
 		}()
 	}
 	return s, nil

@@ -218,6 +218,7 @@ func (s *Store) runBatch(batch []*writeReq) ([]writeResult, error) {
 		return nil, fmt.Errorf("sqlstore: commit: %w", unavailable(err))
 	}
 	s.hub.committed(p.log[0].rev, p.log[len(p.log)-1].rev, func() []logRow { return p.events(live) })
+	s.wroteLog(p)
 	return results, nil
 }
 
