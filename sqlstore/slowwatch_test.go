@@ -91,3 +91,98 @@ func TestSlowWatcherBoundedInBytes(t *testing.T) {
 		t.Fatalf("slow watcher delivered %d of %d events of 16 KiB with a 64 KiB budget and ended with %v; want it closed after a handful", got, n, err)
 	}
 }
+
+// TestWatchBehindAndCaughtUp: a watcher read one event at a time, then
+// left behind by bursts longer than its handoff, then caught up again,
+// gets every event once and in order throughout. (A caught-up watcher is
+// handed events by the hub itself; one that fell behind a handoff queues
+// them until it has read them all.) A second watch opened with the state
+// while the bursts are written starts after its state and skips nothing.
+func TestWatchBehindAndCaughtUp(t *testing.T) {
+	ctx := context.Background()
+	s, err := sqlstore.Open(ctx, "sqlite://:memory:", sqlstore.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	start, _ := s.CurrentRev(ctx)
+	w, err := s.Watch(ctx, kv.WatchOptions{Resource: "configmaps", After: start})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	n := 0
+	write := func() int64 {
+		t.Helper()
+		n++
+		r, err := s.Create(ctx, kv.Key{Resource: "configmaps", Namespace: "n", Name: fmt.Sprint(n)},
+			func(int64) (kv.Entry, error) { return kv.Entry{Value: []byte("v")}, nil })
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.Rev
+	}
+	want := start
+	read := func(w kv.Watcher, upTo int64) {
+		t.Helper()
+		for want < upTo {
+			select {
+			case ev, ok := <-w.Events():
+				if !ok {
+					t.Fatalf("watch closed at revision %d: %v", want, w.Err())
+				}
+				if ev.Rev != want+1 {
+					t.Fatalf("got revision %d after %d; want %d", ev.Rev, want, want+1)
+				}
+				want = ev.Rev
+			case <-time.After(20 * time.Second):
+				t.Fatalf("no event after revision %d (want up to %d)", want, upTo)
+			}
+		}
+	}
+	var last int64
+	for range 5 {
+		read(w, write())
+	}
+	var initial kv.Watcher
+	for round := range 3 {
+		for range 40 { // five handoffs' worth, unread
+			last = write()
+		}
+		if round == 1 {
+			if initial, err = s.Watch(ctx, kv.WatchOptions{Resource: "configmaps", Initial: true}); err != nil {
+				t.Fatal(err)
+			}
+			defer initial.Stop()
+		}
+		read(w, last)
+		for range 3 {
+			read(w, write())
+		}
+		last = want
+	}
+	// The watch with the state: its Added objects, then the end of the
+	// state, then each later event once, in order.
+	var stateAt int64
+	seen := map[string]bool{}
+	for stateAt == 0 {
+		select {
+		case ev := <-initial.Events():
+			if ev.Type == kv.InitialEnd {
+				stateAt = ev.Rev
+				break
+			}
+			if seen[ev.Name] {
+				t.Fatalf("the state holds %s twice", ev.Name)
+			}
+			seen[ev.Name] = true
+		case <-time.After(20 * time.Second):
+			t.Fatal("the state did not end")
+		}
+	}
+	if int64(len(seen)) != stateAt-start {
+		t.Fatalf("the state at revision %d holds %d objects; want %d", stateAt, len(seen), stateAt-start)
+	}
+	want = stateAt
+	read(initial, last)
+}

@@ -496,6 +496,7 @@ func (s *Store) Watch(ctx context.Context, opts kv.WatchOptions) (kv.Watcher, er
 	// A few events in hand let the reader see a burst coming and write
 	// it out in one go.
 	out := &Watch{events: make(chan kv.Event, watchHandoff), w: w}
+	w.out = out.events
 	h := s.hub
 	h.mu.Lock()
 	upTo := h.last
@@ -550,6 +551,19 @@ func (s *Store) Watch(ctx context.Context, opts kv.WatchOptions) (kv.Watcher, er
 			}
 		}
 		for {
+			// What was queued meanwhile goes out first; events at or
+			// below sent were in the history or state already. Then the
+			// hub hands events out until out is full.
+			for {
+				ev, newest, ok := w.take(sent)
+				if !ok {
+					break
+				}
+				if !send(ev) {
+					return
+				}
+				sent = max(newest, ev.Rev)
+			}
 			select {
 			case <-ctx.Done():
 				return
@@ -560,19 +574,6 @@ func (s *Store) Watch(ctx context.Context, opts kv.WatchOptions) (kv.Watcher, er
 				out.setErr(w.err)
 				return
 			case <-w.ready:
-			}
-			for {
-				ev, ok := w.next()
-				if !ok {
-					break
-				}
-				if ev.Rev <= sent {
-					continue // already sent from history
-				}
-				if !send(ev) {
-					return
-				}
-				sent = ev.Rev
 			}
 		}
 	}()
@@ -674,6 +675,15 @@ type watcher struct {
 	queue []kv.Event
 	head  int
 	bytes int
+	// direct: the watch's goroutine has handed out everything it had, so
+	// the hub gives events to out itself while out has room, and the
+	// goroutine is not woken per event (one fan-out of an event to 1,000
+	// watchers woke 1,000 goroutines more than it needed). sent is the
+	// newest revision given to out while direct: an event at or below it
+	// was part of the watch's initial state or history.
+	out    chan kv.Event
+	direct bool
+	sent   int64
 }
 
 // eventOverhead approximates what a queued event costs besides its value.
@@ -691,6 +701,22 @@ func (w *watcher) offer(r logRow) bool {
 	}
 	size := len(ev.Value) + eventOverhead
 	w.mu.Lock()
+	if w.direct {
+		if ev.Rev <= w.sent {
+			w.mu.Unlock()
+			return true
+		}
+		select {
+		case w.out <- ev:
+			w.sent = ev.Rev
+			w.mu.Unlock()
+			return true
+		default:
+			// The reader is a handoff behind: events queue from here
+			// on, in order, until the goroutine has handed them out.
+			w.direct = false
+		}
+	}
 	n := len(w.queue) - w.head
 	if n >= w.maxEvents || (n > 0 && w.bytes+size > w.maxBytes) {
 		w.mu.Unlock()
@@ -714,19 +740,26 @@ func (w *watcher) offer(r logRow) bool {
 	return true
 }
 
-// next takes the oldest pending event; false when there is none.
-func (w *watcher) next() (kv.Event, bool) {
+// take takes the oldest pending event after the newest revision handed
+// out (sent, or what the hub handed out since); when there is none the
+// hub hands events out directly from then on. It returns the newest
+// revision handed out.
+func (w *watcher) take(sent int64) (kv.Event, int64, bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.head == len(w.queue) {
-		w.resetLocked()
-		return kv.Event{}, false
+	sent = max(sent, w.sent)
+	for w.head < len(w.queue) {
+		ev := w.queue[w.head]
+		w.queue[w.head] = kv.Event{}
+		w.head++
+		w.bytes -= len(ev.Value) + eventOverhead
+		if ev.Rev > sent {
+			return ev, sent, true
+		}
 	}
-	ev := w.queue[w.head]
-	w.queue[w.head] = kv.Event{}
-	w.head++
-	w.bytes -= len(ev.Value) + eventOverhead
-	return ev, true
+	w.resetLocked()
+	w.direct, w.sent = true, sent
+	return kv.Event{}, sent, false
 }
 
 // drop lets go of every pending event.
