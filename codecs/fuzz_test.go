@@ -13,9 +13,13 @@ import (
 	"strings"
 	"testing"
 
+	"google.golang.org/protobuf/encoding/protowire"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kuberuntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
 
 	"github.com/tabula-dev/tabula/codecs"
 	"github.com/tabula-dev/tabula/schema"
@@ -435,4 +439,109 @@ func FuzzNegotiate(f *testing.F) {
 			t.Fatalf("Negotiate(%q) chose unknown view %v", accept, out.View)
 		}
 	})
+}
+
+// FuzzDecodeProtobufMatchesKube: a Protobuf body decodes to the object
+// kube's serializer makes of it, and fails where that fails. Decode takes
+// the common envelope apart itself (decodeProtobufInto) and leaves the
+// rest to kube's serializer; this holds the two to one answer, for each
+// of a few kinds, on their encodings and on envelopes bent every way the
+// shortcut looks at (another kind or version, none, a content encoding,
+// a field twice or unknown, cut short, trailing bytes).
+func FuzzDecodeProtobufMatchesKube(f *testing.F) {
+	reg := schema.NewBuiltin()
+	c := codecs.New(reg.Scheme, codecs.Options{})
+	type kind struct {
+		group, version, resource string
+		obj                      kuberuntime.Object
+	}
+	kinds := []kind{
+		{"", "v1", "configmaps", &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: "default", Labels: map[string]string{"app": "x"}}, Data: map[string]string{"k": strings.Repeat("v", 300)}}},
+		{"", "v1", "secrets", &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "s"}, Type: corev1.SecretTypeOpaque, Data: map[string][]byte{"b": {0, 1, 2}}}},
+		{"", "v1", "pods", &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p"}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "nginx", Ports: []corev1.ContainerPort{{ContainerPort: 80}}}}}}},
+		{"apps", "v1", "deployments", &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "d"}, Spec: appsv1.DeploymentSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"a": "b"}}}}},
+	}
+	types := make([]*schema.Type, len(kinds))
+	for i, k := range kinds {
+		t, ok := reg.Lookup(k.group, k.version, k.resource)
+		if !ok {
+			f.Fatalf("%s not registered", k.resource)
+		}
+		types[i] = t
+		k.obj.GetObjectKind().SetGroupVersionKind(t.GroupVersionKind())
+		b, err := c.ProtobufBytes(k.obj)
+		if err != nil {
+			f.Fatal(err)
+		}
+		for _, body := range protobufVariants(b) {
+			for j := range kinds {
+				f.Add(uint8(j), body)
+			}
+		}
+	}
+	info, ok := kuberuntime.SerializerInfoForMediaType(serializer.NewCodecFactory(reg.Scheme).SupportedMediaTypes(), codecs.Protobuf)
+	if !ok {
+		f.Fatal("no Protobuf serializer")
+	}
+	f.Fuzz(func(t *testing.T, which uint8, body []byte) {
+		ty := types[int(which)%len(types)]
+		into := ty.New()
+		gvk := ty.GroupVersionKind()
+		got, actual, kerr := info.Serializer.Decode(body, &gvk, into)
+		kubeOK := kerr == nil && got == into && actual != nil && *actual == gvk
+		obj, _, err := c.Decode(ty, codecs.Protobuf, body)
+		switch {
+		case kubeOK && err != nil:
+			t.Fatalf("%s: kube's serializer decodes %q, Decode refuses it: %v", ty.Kind, body, err)
+		case !kubeOK && err == nil:
+			t.Fatalf("%s: kube's serializer refuses %q (%v), Decode takes it", ty.Kind, body, kerr)
+		case kubeOK:
+			into.GetObjectKind().SetGroupVersionKind(gvk)
+			if !apiequality.Semantic.DeepEqual(obj, into) {
+				t.Fatalf("%s: %q decodes to\n%#v\nkube's serializer makes\n%#v", ty.Kind, body, obj, into)
+			}
+		}
+	})
+}
+
+// protobufVariants are body and the same envelope bent: without its
+// TypeMeta, with another version or a content encoding, with a field
+// twice or a field it does not have, cut short, with bytes after it.
+func protobufVariants(body []byte) [][]byte {
+	prefix, rest := body[:4], body[4:]
+	field := func(num protowire.Number, v []byte) []byte {
+		return protowire.AppendBytes(protowire.AppendTag(nil, num, protowire.BytesType), v)
+	}
+	var typeMeta, raw []byte
+	for b := rest; len(b) > 0; {
+		num, _, n := protowire.ConsumeTag(b)
+		v, m := protowire.ConsumeBytes(b[n:])
+		if n < 0 || m < 0 {
+			break
+		}
+		switch num {
+		case 1:
+			typeMeta = v
+		case 2:
+			raw = v
+		}
+		b = b[n+m:]
+	}
+	env := func(parts ...[]byte) []byte {
+		return append(append([]byte(nil), prefix...), bytes.Join(parts, nil)...)
+	}
+	otherVersion := bytes.Replace(typeMeta, []byte("v1"), []byte("v9"), 1)
+	return [][]byte{
+		body,
+		env(field(2, raw)),
+		env(field(1, otherVersion), field(2, raw)),
+		env(field(1, typeMeta), field(2, raw), field(3, []byte("gzip"))),
+		env(field(1, typeMeta), field(2, raw), field(2, raw[:len(raw)/2])),
+		env(field(1, typeMeta), field(1, typeMeta), field(2, raw)),
+		env(field(1, typeMeta), field(2, raw), field(5, []byte("x"))),
+		env(field(1, append(append([]byte(nil), typeMeta...), field(3, []byte("x"))...)), field(2, raw)),
+		body[:len(body)-3],
+		append(append([]byte(nil), body...), 0x00),
+		env(field(1, typeMeta), field(2, append(append([]byte(nil), raw...), 0xff))),
+	}
 }

@@ -168,6 +168,10 @@ func (c *Codec) decodeTyped(t *schema.Type, mediaType string, body []byte) (obj 
 	}
 	into := t.New()
 	gvk := t.GroupVersionKind()
+	if mediaType == Protobuf && decodeProtobufInto(body, gvk, into) {
+		into.GetObjectKind().SetGroupVersionKind(gvk)
+		return into, nil, nil
+	}
 	got, actual, err := dec.Decode(body, &gvk, into)
 	if err != nil && runtime.IsStrictDecodingError(err) {
 		if se, ok := runtime.AsStrictDecodingError(err); ok {
