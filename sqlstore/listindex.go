@@ -161,7 +161,7 @@ func (s *Store) listByIndex(ctx context.Context, tx *sql.Tx, opts kv.ListOptions
 			return err
 		}
 		if i, ok := at[rev]; ok {
-			v, err := s.openRow(res.Items[i].Key, value)
+			v, _, err := s.openRow(res.Items[i].Key, value)
 			res.Items[i].Value = v
 			return err
 		}

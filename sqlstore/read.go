@@ -39,31 +39,9 @@ func (s *Store) Get(ctx context.Context, key kv.Key) (kv.Record, error) {
 			return r, unavailable(err)
 		}
 	}
-	q := s.q(`SELECT l.rev, l.created_rev, l.value FROM tabula_current c
+	rows, err := s.readQuery(ctx, s.q(`SELECT l.rev, l.created_rev, l.value FROM tabula_current c
 		JOIN tabula_log l ON l.rev = c.rev
-		WHERE c.resource = ? AND c.namespace = ? AND c.name = ?`)
-	if _, owned := s.d.(rowBytesOwner); owned && s.opts.Values == nil {
-		return s.getOwned(ctx, q, r)
-	}
-	err := s.readQueryRow(ctx, q, key.Resource, key.Namespace, key.Name).
-		Scan(&r.Rev, &r.CreatedRev, &r.Value)
-	if errors.Is(err, sql.ErrNoRows) {
-		return r, kv.ErrNotFound
-	}
-	if err != nil {
-		return r, unavailable(err)
-	}
-	if s.opts.Values != nil { // else the scanned value is ours already
-		r.Value, r.Stale, err = s.openStale(key, r.Value)
-	}
-	return r, err
-}
-
-// getOwned is Get's read where the driver owns the bytes it scanned
-// (rowBytesOwner) and no provider has to open them: the value is kept as
-// the driver made it, where a Row's Scan would copy it once more.
-func (s *Store) getOwned(ctx context.Context, q string, r kv.Record) (kv.Record, error) {
-	rows, err := s.readQuery(ctx, q, r.Resource, r.Namespace, r.Name)
+		WHERE c.resource = ? AND c.namespace = ? AND c.name = ?`), key.Resource, key.Namespace, key.Name)
 	if err != nil {
 		return r, unavailable(err)
 	}
@@ -74,11 +52,15 @@ func (s *Store) getOwned(ctx context.Context, q string, r kv.Record) (kv.Record,
 		}
 		return r, kv.ErrNotFound
 	}
+	// Scanned without a copy and opened before the rows close (openRow:
+	// kept where the driver owns its rows' bytes, else copied).
 	var v sql.RawBytes
 	if err := rows.Scan(&r.Rev, &r.CreatedRev, &v); err != nil {
 		return r, unavailable(err)
 	}
-	r.Value = v
+	if r.Value, r.Stale, err = s.openRow(key, v); err != nil {
+		return r, err
+	}
 	if err := rows.Close(); err != nil {
 		return r, unavailable(err)
 	}
@@ -227,7 +209,7 @@ func (s *Store) listAt(ctx context.Context, tx *sql.Tx, opts kv.ListOptions, atR
 				// Kept (openRow: copied where the driver's bytes last
 				// only until the next row), encoded with the rest of the
 				// batch.
-				if r.Value, err = s.openRow(r.Key, value); err != nil {
+				if r.Value, _, err = s.openRow(r.Key, value); err != nil {
 					rows.Close()
 					return res, err
 				}

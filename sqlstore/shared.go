@@ -99,7 +99,7 @@ func (s *Store) fetchValues(ctx context.Context, tx *sql.Tx, revs []int64, keys 
 		if err := rows.Scan(&rev, &value); err != nil {
 			return err
 		}
-		v, err := s.openRow(keys[rev], value)
+		v, _, err := s.openRow(keys[rev], value)
 		if err != nil {
 			return err
 		}

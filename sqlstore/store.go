@@ -85,14 +85,14 @@ func (s *Store) open(key kv.Key, v []byte) ([]byte, error) {
 	return out, err
 }
 
-// openRow is open for a value scanned into sql.RawBytes, valid only until
-// the next row: copied, unless the driver gave it a buffer of its own
-// (rowBytesOwner) and it needs no opening.
-func (s *Store) openRow(key kv.Key, v []byte) ([]byte, error) {
+// openRow is openStale for a value scanned into sql.RawBytes, valid only
+// until the next row: copied, unless the driver gave it a buffer of its
+// own (rowBytesOwner) and it needs no opening.
+func (s *Store) openRow(key kv.Key, v []byte) ([]byte, bool, error) {
 	if _, owned := s.d.(rowBytesOwner); owned && s.opts.Values == nil {
-		return v, nil
+		return v, false, nil
 	}
-	return s.open(key, v)
+	return s.openStale(key, v)
 }
 
 // openStale is open that also says whether the value is stale.
