@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"k8s.io/apimachinery/pkg/labels"
 
@@ -191,6 +192,44 @@ func BenchmarkEncryptedSecrets(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
+		})
+	}
+}
+
+// BenchmarkGet measures point reads of 1 KiB objects on SQLite, one
+// reader and 8 concurrent ones, each with a deadline as a request's
+// context has.
+func BenchmarkGet(b *testing.B) {
+	s, err := sqlstore.Open(context.Background(), "sqlite://"+filepath.Join(b.TempDir(), "bench.db"), sqlstore.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	value := []byte(`{"data":{"k":"` + strings.Repeat("x", 1000) + `"}}`)
+	const objects = 1000
+	for i := 0; i < objects; i++ {
+		enc := func(rev int64) (kv.Entry, error) { return kv.Entry{Value: value}, nil }
+		if _, err := s.Create(context.Background(), kv.Key{Resource: "configmaps", Namespace: "b", Name: fmt.Sprint(i)}, enc); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for _, par := range []int{1, 8} {
+		b.Run(fmt.Sprintf("readers=%d", par), func(b *testing.B) {
+			var n atomic.Int64
+			b.SetParallelism(par)
+			b.ReportAllocs()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+					i := n.Add(1)
+					r, err := s.Get(ctx, kv.Key{Resource: "configmaps", Namespace: "b", Name: fmt.Sprint(i % objects)})
+					cancel()
+					if err != nil || len(r.Value) != len(value) {
+						b.Errorf("get: %v, %d bytes", err, len(r.Value))
+						return
+					}
+				}
+			})
 		})
 	}
 }

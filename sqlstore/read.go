@@ -39,9 +39,18 @@ func (s *Store) Get(ctx context.Context, key kv.Key) (kv.Record, error) {
 			return r, unavailable(err)
 		}
 	}
-	rows, err := s.readQuery(ctx, s.q(`SELECT l.rev, l.created_rev, l.value FROM tabula_current c
-		JOIN tabula_log l ON l.rev = c.rev
-		WHERE c.resource = ? AND c.namespace = ? AND c.name = ?`), key.Resource, key.Namespace, key.Name)
+	if s.directGets != nil {
+		found, err := s.getDirect(ctx, key, &r)
+		if err != nil {
+			return r, unavailable(err)
+		}
+		if !found {
+			return r, kv.ErrNotFound
+		}
+		r.Value, r.Stale, err = s.openRow(key, r.Value)
+		return r, err
+	}
+	rows, err := s.readQuery(ctx, s.q(getSQL), key.Resource, key.Namespace, key.Name)
 	if err != nil {
 		return r, unavailable(err)
 	}
@@ -66,6 +75,11 @@ func (s *Store) Get(ctx context.Context, key kv.Key) (kv.Record, error) {
 	}
 	return r, nil
 }
+
+// getSQL reads one key's live row.
+const getSQL = `SELECT l.rev, l.created_rev, l.value FROM tabula_current c
+		JOIN tabula_log l ON l.rev = c.rev
+		WHERE c.resource = ? AND c.namespace = ? AND c.name = ?`
 
 // listBatch is how many rows one query reads while filling a page; it
 // bounds memory when a selector skips most rows.

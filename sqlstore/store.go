@@ -171,6 +171,9 @@ type Store struct {
 	checkpointWake chan struct{}
 	logPages       atomic.Int64
 	checkpointed   chan checkpointResult
+	// directGets: point reads on the driver itself (directget.go), nil
+	// where the dialect's reads may wait.
+	directGets *directGets
 }
 
 // Open connects to the database named by rawURL (sqlite:///path/file.db,
@@ -222,6 +225,9 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Store, error) {
 	s := &Store{d: d, read: r, write: w, opts: opts, log: opts.Logger, closed: make(chan struct{}), writes: make(chan *writeReq, maxBatch), committerDone: make(chan struct{}), indexMax: indexDrivenMax, lookupCost: indexLookupCost, countMin: indexCountMin,
 		shared: newSharedValues(opts.SharedValueBytes), checkpointed: make(chan checkpointResult, 1)}
 	s.closedCtx, s.cancelClose = context.WithCancel(context.Background())
+	if _, ok := d.(directReads); ok {
+		s.directGets = &directGets{query: s.q(getSQL)}
+	}
 	if err := s.ping(ctx); err != nil {
 		s.closeDBs()
 		return nil, err
@@ -328,6 +334,9 @@ func (s *Store) closeDBs() error {
 		v.(*sql.Stmt).Close()
 		return true
 	})
+	if s.directGets != nil {
+		s.directGets.close()
+	}
 	s.closeStandbys()
 	err := s.read.Close()
 	if s.write != s.read {

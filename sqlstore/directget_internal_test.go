@@ -1,0 +1,141 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tabula-dev/tabula/sqlstore/kv"
+)
+
+// TestDirectGets: SQLite's gets run on the driver's connections
+// (directget.go). They read the live row, wait for a pooled connection
+// no longer than the store's bound, and leave no statement behind that
+// would keep the database file open after Close.
+func TestDirectGets(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.db")
+	s, err := Open(context.Background(), "sqlite://"+path, Options{QueryTimeout: 300 * time.Millisecond, CompactInterval: -1,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := false
+	defer func() {
+		if !closed {
+			s.Close()
+		}
+	}()
+	if s.directGets == nil {
+		t.Fatal("SQLite store reads without the direct path")
+	}
+	ctx := context.Background()
+	key := func(i int) kv.Key { return kv.Key{Resource: "configmaps", Namespace: "n", Name: fmt.Sprint("cm-", i)} }
+	value := func(s string) func(int64) (kv.Entry, error) {
+		return func(int64) (kv.Entry, error) { return kv.Entry{Value: []byte(s)}, nil }
+	}
+	created := map[int]int64{}
+	for i := 0; i < 3; i++ {
+		rec, err := s.Create(ctx, key(i), value(fmt.Sprint(`{"v":`, i, `}`)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		created[i] = rec.Rev
+	}
+	up, err := s.Update(ctx, key(1), created[1], value(`{"v":"updated"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	updated := up.Rev
+	if _, err := s.Delete(ctx, key(2), created[2], value(`{"v":2}`)); err != nil {
+		t.Fatal(err)
+	}
+	r, err := s.Get(ctx, key(0))
+	if err != nil || string(r.Value) != `{"v":0}` || r.Rev != created[0] || r.CreatedRev != created[0] {
+		t.Errorf("get of an untouched key: %+v, %v", r, err)
+	}
+	r, err = s.Get(ctx, key(1))
+	if err != nil || string(r.Value) != `{"v":"updated"}` || r.Rev != updated || r.CreatedRev != created[1] {
+		t.Errorf("get of an updated key: %+v, %v; want rev %d created %d", r, err, updated, created[1])
+	}
+	for _, k := range []kv.Key{key(2), key(3)} {
+		if _, err := s.Get(ctx, k); !errors.Is(err, kv.ErrNotFound) {
+			t.Errorf("get of %v (deleted or never written): %v, want ErrNotFound", k.Name, err)
+		}
+	}
+
+	// Every reader connection held: a get waits for one no longer than
+	// the store's bound.
+	var held []*sql.Conn
+	for i := 0; i < s.read.Stats().MaxOpenConnections; i++ {
+		c, err := s.read.Conn(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, c)
+	}
+	if _, err := s.Get(ctx, key(0)); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("get with every reader connection busy: %v, want DeadlineExceeded", err)
+	}
+	for _, c := range held {
+		c.Close()
+	}
+	if _, err := s.Get(ctx, key(0)); err != nil {
+		t.Errorf("get after the connections came back: %v", err)
+	}
+
+	// Gets at once, so several connections prepare the statement.
+	var wg sync.WaitGroup
+	for g := 0; g < 16; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 50; i++ {
+				if _, err := s.Get(ctx, key(i%2)); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	s.directGets.mu.Lock()
+	prepared := len(s.directGets.stmts)
+	s.directGets.mu.Unlock()
+	if prepared < 2 {
+		t.Errorf("%d connections prepared the get, want several", prepared)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	closed = true
+	if open := openFiles(t, path); len(open) != 0 {
+		t.Errorf("after Close the process still has %v open", open)
+	}
+}
+
+// openFiles lists this process's descriptors on path or its WAL and
+// shared-memory files.
+func openFiles(t *testing.T, path string) []string {
+	t.Helper()
+	fds, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatalf("this test reads /proc/self/fd: %v", err)
+	}
+	var open []string
+	for _, fd := range fds {
+		target, err := os.Readlink(filepath.Join("/proc/self/fd", fd.Name()))
+		if err == nil && strings.HasPrefix(target, path) {
+			open = append(open, target)
+		}
+	}
+	return open
+}
