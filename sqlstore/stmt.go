@@ -141,8 +141,11 @@ func (s *Store) readQuery(ctx context.Context, query string, args ...any) (*sql.
 // common case worth preparing ahead.
 func (s *Store) writeStatements() []string {
 	oneKey, _ := keysCondition("", []kv.Key{{}})
-	return []string{
-		"UPDATE tabula_rev SET rev = rev WHERE id = 1",
+	var lock []string
+	if _, locked := s.d.(writeLockedAtBegin); !locked {
+		lock = []string{"UPDATE tabula_rev SET rev = rev WHERE id = 1"}
+	}
+	return append(lock,
 		"SELECT rev FROM tabula_rev WHERE id = 1",
 		"UPDATE tabula_rev SET rev = ? WHERE id = 1",
 		liveRowsShapedSQL(1),
@@ -150,8 +153,8 @@ func (s *Store) writeStatements() []string {
 		insertValuesSQL("tabula_index", indexColumns, 1, ""),
 		insertValuesSQL("tabula_current", currentColumns, 1, s.putCurrentSuffix()),
 		supersedeSQL(1),
-		"DELETE FROM tabula_current WHERE " + oneKey,
-	}
+		"DELETE FROM tabula_current WHERE "+oneKey,
+	)
 }
 
 // prepareWrites fills the statement cache for the write pool before any

@@ -188,8 +188,11 @@ func (s *Store) runBatch(batch []*writeReq) ([]writeResult, error) {
 		return nil, unavailable(err)
 	}
 	defer tx.Rollback()
-	if _, err := s.txExec(ctx, tx, "UPDATE tabula_rev SET rev = rev WHERE id = 1"); err != nil {
-		return nil, unavailable(err)
+	if _, locked := s.d.(writeLockedAtBegin); !locked {
+		// Lock the counter row first, so writers queue on it.
+		if _, err := s.txExec(ctx, tx, "UPDATE tabula_rev SET rev = rev WHERE id = 1"); err != nil {
+			return nil, unavailable(err)
+		}
 	}
 	var rev int64
 	if err := s.txQueryRow(ctx, tx, "SELECT rev FROM tabula_rev WHERE id = 1").Scan(&rev); err != nil {
