@@ -27,6 +27,10 @@ type directReads interface{ readsNeverWait() }
 // and prepared again on next use.
 type directGets struct {
 	query string
+	// use is held shared while a statement runs and whole by close, so
+	// no statement is finalized under a running get (database/sql's Stmt
+	// counted its users for the same reason).
+	use   sync.RWMutex
 	mu    sync.Mutex
 	stmts map[any]driver.Stmt
 	done  bool
@@ -70,6 +74,8 @@ func (g *directGets) drop(dc any) {
 // close finalizes every statement before the pool closes its
 // connections (SQLite keeps a connection with live statements open).
 func (g *directGets) close() {
+	g.use.Lock()
+	defer g.use.Unlock()
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	for dc, st := range g.stmts {
@@ -88,6 +94,8 @@ func (s *Store) getDirect(ctx context.Context, key kv.Key, r *kv.Record) (found 
 	}
 	defer conn.Close()
 	err = conn.Raw(func(dc any) error {
+		s.directGets.use.RLock()
+		defer s.directGets.use.RUnlock()
 		st, err := s.directGets.stmt(ctx, dc)
 		if err != nil {
 			return err

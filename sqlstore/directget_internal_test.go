@@ -113,10 +113,33 @@ func TestDirectGets(t *testing.T) {
 	if prepared < 2 {
 		t.Errorf("%d connections prepared the get, want several", prepared)
 	}
+
+	// Gets still running while the store closes end with the value or
+	// an error; Close waits for those that hold a statement.
+	start := make(chan struct{})
+	for g := 0; g < 8; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			for i := 0; i < 200; i++ {
+				r, err := s.Get(ctx, key(0))
+				if err != nil {
+					return
+				}
+				if string(r.Value) != `{"v":0}` {
+					t.Errorf("get racing Close: %q", r.Value)
+					return
+				}
+			}
+		}()
+	}
+	close(start)
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
 	closed = true
+	wg.Wait()
 	if open := openFiles(t, path); len(open) != 0 {
 		t.Errorf("after Close the process still has %v open", open)
 	}
