@@ -68,6 +68,17 @@ type notifier interface {
 // needs no lock of its own (an UPDATE of it was ~17 µs a commit).
 type writeLockedAtBegin interface{ writeLockedAtBegin() }
 
+// directReads is the optional power of dialects whose point reads never
+// wait on another connection (SQLite in WAL mode: readers are not blocked
+// by the writer or by each other), so a get needs no cancellation once it
+// has a connection. Such gets run on the driver's connection and
+// statement directly (directget.go): database/sql's Stmt and Rows start a
+// goroutine per query to watch the context, and modernc's driver another;
+// with the pool wait still bounded by the request's context, a bounded
+// primary-key lookup needs neither (they were ~10 % of a get's CPU at 32
+// clients).
+type directReads interface{ readsNeverWait() }
+
 // rowBytesOwner is the optional power of drivers that give each row's
 // bytes a buffer of their own (modernc's SQLite copies every blob out of
 // SQLite's page): sql.RawBytes scanned from them stay valid after the

@@ -11,16 +11,6 @@ import (
 	"github.com/tabula-dev/tabula/sqlstore/kv"
 )
 
-// directReads is the optional power of dialects whose point reads never
-// wait on another connection (SQLite in WAL mode: readers are not blocked
-// by the writer or by each other), so a get needs no cancellation once it
-// has a connection. Such gets run on the driver's connection and statement
-// directly: database/sql's Stmt and Rows start a goroutine per query to
-// watch the context, and modernc's driver another; with the pool wait
-// still bounded by the request's context, a bounded primary-key lookup
-// needs neither (they were ~10 % of a get's CPU at 32 clients).
-type directReads interface{ readsNeverWait() }
-
 // directGets holds, for each driver connection of the read pool, its
 // prepared get statement. The pool keeps its connections (max idle =
 // max open), so the map stays small; a statement that fails is closed
