@@ -168,18 +168,64 @@ func (s *Store) listAt(ctx context.Context, tx *sql.Tx, opts kv.ListOptions, atR
 	// fetched only for the items the caller has no encoding of. It stays
 	// on while most of a batch was cached.
 	keysFirst := opts.Cached != nil && !opts.Shared
+	_, concat := s.d.(concatKeys)
 	for {
 		want := listBatch
 		if opts.Limit > 0 && opts.Pred.Empty() {
 			want = opts.Limit - len(res.Items) + 1
 		}
+		// A warm whole list reads its keys a batch to a row (concatKeys).
+		// The first batch is of the usual size: a cold list (most items
+		// not cached) goes on with values after it, as it does row by row.
+		joined := concat && keysFirst && atRev == cur && opts.Limit == 0 && opts.Pred.Empty()
+		if joined && len(res.Items) > 0 {
+			want = keyBatch
+		}
 		q, args, cols := s.listQuery(opts, atRev == cur, atRev, afterNS, afterName, started, want, false, keysFirst, probe)
 		var misses []int // items of this batch whose values are still to read
 		var raw []int    // items of this batch holding values still to encode
+		if joined {
+			start := len(res.Items)
+			n, ok, err := s.readKeyBatch(ctx, tx, opts, q, args, cols, &res.Items)
+			if err != nil {
+				return res, err
+			}
+			if !ok {
+				concat = false // this batch again, and the rest, row by row
+				continue
+			}
+			for i := start; i < len(res.Items); i++ {
+				r := &res.Items[i]
+				if r.Value, r.Cached = opts.Cached(*r); !r.Cached {
+					misses = append(misses, i)
+				}
+			}
+			if n > 0 {
+				last := res.Items[len(res.Items)-1]
+				afterNS, afterName, started = last.Namespace, last.Name, true
+			}
+			// Values are read and encoded a listBatch at a time, so a
+			// large batch holds no more of them at once than a small one.
+			for at := misses; len(at) > 0; {
+				part := at[:min(len(at), listBatch)]
+				at = at[len(part):]
+				if err := s.finishBatch(ctx, tx, opts, res.Items, part, nil); err != nil {
+					return res, err
+				}
+			}
+			if len(misses) > n/2 {
+				keysFirst = false
+			}
+			if n < want {
+				return res, nil
+			}
+			continue
+		}
 		rows, err := tx.QueryContext(ctx, q, args...)
 		if err != nil {
 			return res, unavailable(err)
 		}
+		res.Items = growItems(res.Items, want)
 		var r kv.Record
 		var labels, fields string
 		var value sql.RawBytes // kept, copied or encoded below (openRow)

@@ -25,6 +25,7 @@ func (sqliteDialect) name() string           { return "sqlite" }
 func (sqliteDialect) ownsRowBytes()          {}
 func (sqliteDialect) readsNeverWait()        {}
 func (sqliteDialect) writeLockedAtBegin()    {}
+func (sqliteDialect) concatKeys()            {}
 func (sqliteDialect) rebind(q string) string { return q }
 func (sqliteDialect) readTx() *sql.TxOptions { return &sql.TxOptions{ReadOnly: true} }
 
