@@ -385,7 +385,7 @@ func (s *Store) writePlan(x execer, p batchPlan) error {
 			continue
 		}
 		for _, row := range indexRows(r.e) {
-			if index.add(r.rev, row[0], row[1]); len(index.rows) == chunkRows {
+			if index.add(r.rev, row[0], row[1], r.key.Resource, r.key.Namespace); len(index.rows) == chunkRows {
 				if err := s.insertRows(x, index, ""); err != nil {
 					return err
 				}
@@ -436,8 +436,8 @@ func (s *Store) writePlan(x execer, p batchPlan) error {
 var (
 	logColumns     = []string{"rev", "resource", "namespace", "name", "op", "created_rev", "prev_rev", "next_rev", "labels", "fields", "expires_at", "value"}
 	logTypes       = []string{"bigint", "text", "text", "text", "bigint", "bigint", "bigint", "bigint", "text", "text", "bigint", "bytea"}
-	indexColumns   = []string{"rev", "name", "value"}
-	indexTypes     = []string{"bigint", "text", "text"}
+	indexColumns   = []string{"rev", "name", "value", "resource", "namespace"}
+	indexTypes     = []string{"bigint", "text", "text", "text", "text"}
 	currentColumns = []string{"resource", "namespace", "name", "rev", "expires_at"}
 	currentTypes   = []string{"text", "text", "text", "bigint", "bigint"}
 )

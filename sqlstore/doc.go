@@ -50,8 +50,9 @@
 // rev <= S AND (next_rev IS NULL OR next_rev > S), no GROUP BY over
 // history. Lists are keyset-paginated on (namespace, name).
 //
-// Label and field selectors use tabula_index, one (rev, name, value) row
-// per label and selectable field of each stored version. When a selector
+// Label and field selectors use tabula_index, one (rev, name, value,
+// resource, namespace) row per label and selectable field of each stored
+// version, looked up by (name, value, resource, namespace). When a selector
 // term matches few index rows (listindex.go), the list reads just those
 // rows and sorts them itself, whatever the planner would have chosen;
 // otherwise it walks the key range with the conditions pushed into SQL.

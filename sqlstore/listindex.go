@@ -15,12 +15,12 @@ import (
 // checked per row, while its M matches are sparse in the range the walk
 // would cover. The walk of an unlimited list reads every row of the range
 // (N); a page of L matches reads about L·N/M rows; the index reads the M
-// matches — from every namespace, and the history of updated objects —
-// each costing about indexLookupCost rows of the walk
-// (BenchmarkSparseSelector, 1% of 50,000 and 200,000 objects: 23 to 54
-// on SQLite, 45 to 116 on PostgreSQL). So the index drives while N
-// exceeds indexLookupCost·M·max(1, M/L), which a count of the range
-// stopped at that many rows tells. The garbage collector's lookup of an
+// matches in the range (with the history of updated objects), each
+// costing about indexLookupCost rows of the walk (BenchmarkSparseSelector,
+// 1% of 50,000 and 200,000 objects: 23 to 54 on SQLite, 45 to 116 on
+// PostgreSQL). So the index drives while N exceeds
+// indexLookupCost·M·max(1, M/L), which a count of the range stopped at
+// that many rows tells. The garbage collector's lookup of an
 // owner's dependents is the extreme case: nearly always no match, and no
 // count. A million objects with a 1% label (10,000 matches) is the other:
 // the walk of the million took 9 s on SQLite (`make bench-scale`).
@@ -56,7 +56,7 @@ func (s *Store) listByIndex(ctx context.Context, tx *sql.Tx, opts kv.ListOptions
 		if t.negate {
 			continue
 		}
-		got, err := s.termRevs(ctx, tx, t, s.indexMax+1)
+		got, err := s.termRevs(ctx, tx, t, opts, s.indexMax+1)
 		if err != nil {
 			return res, false, false, err
 		}
@@ -72,7 +72,7 @@ func (s *Store) listByIndex(ctx context.Context, tx *sql.Tx, opts kv.ListOptions
 				probe = probe || n < m
 				continue
 			}
-			if m, err = s.termCount(ctx, tx, t); err != nil {
+			if m, err = s.termCount(ctx, tx, t, opts); err != nil {
 				return res, false, false, err
 			}
 		}
@@ -87,7 +87,7 @@ func (s *Store) listByIndex(ctx context.Context, tx *sql.Tx, opts kv.ListOptions
 			continue
 		}
 		if len(got) > s.indexMax {
-			if got, err = s.termRevs(ctx, tx, t, indexScanMax+1); err != nil {
+			if got, err = s.termRevs(ctx, tx, t, opts, indexScanMax+1); err != nil {
 				return res, false, false, err
 			}
 		}
@@ -173,9 +173,10 @@ func (s *Store) listByIndex(ctx context.Context, tx *sql.Tx, opts kv.ListOptions
 	return res, true, false, encodeAll(opts, res.Items)
 }
 
-// termCount counts t's index entries, up to indexScanMax+1.
-func (s *Store) termCount(ctx context.Context, tx *sql.Tx, t indexTerm) (int, error) {
-	q, args := termQuery(t, "1", indexScanMax+1)
+// termCount counts t's index entries in the listed range, up to
+// indexScanMax+1.
+func (s *Store) termCount(ctx context.Context, tx *sql.Tx, t indexTerm, opts kv.ListOptions) (int, error) {
+	q, args := termQuery(t, opts, "1", indexScanMax+1)
 	var m int
 	if err := tx.QueryRowContext(ctx, s.q("SELECT count(*) FROM ("+q+") AS m"), args...).Scan(&m); err != nil {
 		return 0, unavailable(err)
@@ -210,9 +211,18 @@ func (s *Store) sparseIn(ctx context.Context, tx *sql.Tx, m int, opts kv.ListOpt
 	return n, n >= threshold, nil
 }
 
-// termQuery selects cols of up to limit index entries satisfying t.
-func termQuery(t indexTerm, cols string, limit int) (string, []any) {
-	q := "SELECT " + cols + " FROM tabula_index x WHERE x.name = ?"
+// termQuery selects cols of up to limit index entries satisfying t in the
+// range opts lists.
+func termQuery(t indexTerm, opts kv.ListOptions, cols string, limit int) (string, []any) {
+	cond, args := termCondition(t, opts.Resource, opts.Namespace)
+	return "SELECT " + cols + " FROM tabula_index x WHERE " + cond + " LIMIT ?", append(args, limit)
+}
+
+// termCondition is t as a condition on tabula_index x, within resource and,
+// if not empty, namespace. The lookup index holds (name, value, resource,
+// namespace, rev): with a value, it reads only the range's entries.
+func termCondition(t indexTerm, resource, namespace string) (string, []any) {
+	q := "x.name = ?"
 	args := []any{t.name}
 	if len(t.values) > 0 {
 		q += " AND x.value IN (" + placeholders(len(t.values)) + ")"
@@ -220,13 +230,19 @@ func termQuery(t indexTerm, cols string, limit int) (string, []any) {
 			args = append(args, truncateIndexValue(v))
 		}
 	}
-	return q + " LIMIT ?", append(args, limit)
+	q += " AND x.resource = ?"
+	args = append(args, resource)
+	if namespace != "" {
+		q += " AND x.namespace = ?"
+		args = append(args, namespace)
+	}
+	return q, args
 }
 
-// termRevs returns, in order, the revisions whose index entries satisfy t,
-// reading at most limit of them.
-func (s *Store) termRevs(ctx context.Context, tx *sql.Tx, t indexTerm, limit int) ([]int64, error) {
-	q, args := termQuery(t, "x.rev", limit)
+// termRevs returns, in order, the revisions whose index entries satisfy t
+// in the listed range, reading at most limit of them.
+func (s *Store) termRevs(ctx context.Context, tx *sql.Tx, t indexTerm, opts kv.ListOptions, limit int) ([]int64, error) {
+	q, args := termQuery(t, opts, "x.rev", limit)
 	revs, err := column[int64](tx.QueryContext(ctx, s.q(q), args...))
 	if err != nil {
 		return nil, err

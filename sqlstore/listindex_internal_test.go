@@ -165,6 +165,71 @@ func testListByIndexMatchesScan(t *testing.T, url string) {
 	}
 }
 
+// TestSelectorScopedToNamespace: a label common in one namespace and rare
+// in another is rare for a list of the other: the index answers that list
+// from the namespace's own entries (before 0005 it counted the label's
+// matches everywhere, and walked the namespace).
+func TestSelectorScopedToNamespace(t *testing.T) {
+	for name, url := range map[string]func(t *testing.T) string{
+		"sqlite":   func(t *testing.T) string { return "sqlite://" + filepath.Join(t.TempDir(), "state.db") },
+		"postgres": func(t *testing.T) string { return dbtest.Postgres(t) },
+		"mariadb":  func(t *testing.T) string { return dbtest.MariaDB(t) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			s, err := Open(ctx, url(t), Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			create := func(resource, ns string, i int, app string) {
+				t.Helper()
+				_, err := s.Create(ctx, kv.Key{Resource: resource, Namespace: ns, Name: fmt.Sprintf("o%03d", i)}, func(int64) (kv.Entry, error) {
+					return kv.Entry{Value: []byte("{}"), Labels: map[string]string{"app": app}}, nil
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			var wg sync.WaitGroup
+			for w := range 8 { // group commit keeps this quick on the servers
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for i := w; i < 2*indexCountMin; i += 8 {
+						create("configmaps", "busy", i, "web")
+					}
+				}()
+			}
+			wg.Wait()
+			for i := range 12 {
+				app := "db"
+				if i%4 == 0 {
+					app = "web"
+				}
+				create("configmaps", "quiet", i, app)
+			}
+			create("secrets", "quiet", 99, "web")
+			sel, _ := labels.Parse("app=web")
+			before := s.indexLists.Load()
+			res, err := s.List(ctx, kv.ListOptions{Resource: "configmaps", Namespace: "quiet", Pred: kv.Predicate{Label: sel}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, r := range res.Items {
+				got = append(got, r.Name)
+			}
+			if fmt.Sprint(got) != "[o000 o004 o008]" {
+				t.Fatalf("app=web in quiet = %v; want [o000 o004 o008]", got)
+			}
+			if s.indexLists.Load() != before+1 {
+				t.Fatal("the list of quiet was not answered from the index")
+			}
+		})
+	}
+}
+
 // TestResourcesWithField: only resources with a live object carrying the
 // field value are named; updated-away, deleted and other values are not.
 func TestResourcesWithField(t *testing.T) {
@@ -263,8 +328,9 @@ func BenchmarkSparseSelector(b *testing.B) {
 
 // BenchmarkNamespaceSelector: a 2% label in one namespace of 200 objects,
 // among 1,000 namespaces (200,000 objects, 4,000 matches in all): the
-// walk of that namespace must cost what its 200 rows cost, not what the
-// label's matches elsewhere cost.
+// list must cost what the namespace's 4 matches cost, not what its 200
+// rows or the label's matches elsewhere cost (1.49 ms on SQLite when it
+// walked the namespace, 0.17 ms from the namespace's index entries).
 func BenchmarkNamespaceSelector(b *testing.B) {
 	ctx := context.Background()
 	const namespaces, each = 1000, 200

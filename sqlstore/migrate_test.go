@@ -18,7 +18,9 @@ import (
 
 // TestSelectorIndexBackfill: a database written before migration 0003
 // gets its selector index filled from the stored labels and fields when
-// the migration runs, so selectors keep finding old objects.
+// the migrations run (0003 the entries, 0005 their resource and
+// namespace), so selectors keep finding old objects, in every namespace
+// and in one, and not another resource's.
 func TestSelectorIndexBackfill(t *testing.T) {
 	type backend struct {
 		url    func(t *testing.T) string
@@ -45,9 +47,16 @@ func TestSelectorIndexBackfill(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			url := b.url(t)
 			s := storetest.Open(t, url)
-			for i, app := range []string{"web", "db", "web"} {
+			for i, app := range []string{"web", "db", "web", "web", "web"} {
 				n := fmt.Sprintf("o%d", i)
-				if _, err := s.Create(context.Background(), kv.Key{Resource: "configmaps", Namespace: "ns", Name: n},
+				key := kv.Key{Resource: "configmaps", Namespace: "ns", Name: n}
+				switch i {
+				case 3:
+					key.Namespace = "other"
+				case 4:
+					key.Resource = "secrets"
+				}
+				if _, err := s.Create(context.Background(), key,
 					func(rev int64) (kv.Entry, error) {
 						return kv.Entry{Value: []byte(`{}`), Labels: map[string]string{"app": app},
 							Fields: map[string]string{"metadata.name": n}}, nil
@@ -61,7 +70,7 @@ func TestSelectorIndexBackfill(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, q := range []string{"DROP TABLE tabula_index", "DELETE FROM tabula_migrations WHERE version = 3"} {
+			for _, q := range []string{"DROP TABLE tabula_index", "DELETE FROM tabula_migrations WHERE version >= 3"} {
 				if _, err := db.Exec(q); err != nil {
 					t.Fatalf("%s: %v", q, err)
 				}
@@ -73,16 +82,18 @@ func TestSelectorIndexBackfill(t *testing.T) {
 			}
 			defer s2.Close()
 			sel, _ := labels.Parse("app=web")
-			res, err := s2.List(context.Background(), kv.ListOptions{Resource: "configmaps", Pred: kv.Predicate{Label: sel}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			var got []string
-			for _, r := range res.Items {
-				got = append(got, r.Name)
-			}
-			if fmt.Sprint(got) != "[o0 o2]" {
-				t.Fatalf("app=web after backfill = %v; want [o0 o2]", got)
+			for ns, want := range map[string]string{"": "[o0 o2 o3]", "ns": "[o0 o2]", "other": "[o3]"} {
+				res, err := s2.List(context.Background(), kv.ListOptions{Resource: "configmaps", Namespace: ns, Pred: kv.Predicate{Label: sel}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				var got []string
+				for _, r := range res.Items {
+					got = append(got, r.Name)
+				}
+				if fmt.Sprint(got) != want {
+					t.Fatalf("app=web in %q after backfill = %v; want %s", ns, got, want)
+				}
 			}
 		})
 	}

@@ -488,7 +488,7 @@ func (s *Store) listQuery(opts kv.ListOptions, latest bool, atRev int64, afterNS
 		args = append(args, afterNS, afterNS, afterName)
 	}
 	if !count && !opts.Pred.Empty() {
-		cond, cargs := predicateSQL(opts.Pred, t+".rev", probe)
+		cond, cargs := predicateSQL(opts.Pred, opts.Resource, opts.Namespace, t+".rev", probe)
 		b.WriteString(cond)
 		args = append(args, cargs...)
 	}

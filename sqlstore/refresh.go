@@ -103,7 +103,7 @@ func (s *Store) RefreshFields(ctx context.Context, resource string, stale func(s
 					return done, unavailable(err)
 				}
 				for _, ir := range indexRows(kv.Entry{Labels: r.labels, Fields: f}) {
-					index.add(r.rec.Rev, ir[0], ir[1])
+					index.add(r.rec.Rev, ir[0], ir[1], r.rec.Resource, r.rec.Namespace)
 				}
 			}
 			if err := s.insertRows(x, index, ""); err != nil {

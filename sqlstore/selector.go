@@ -120,9 +120,10 @@ func indexTerms(p kv.Predicate) []indexTerm {
 // little.
 //
 // Positive conditions are written as "<rev> IN (SELECT rev FROM
-// tabula_index …)"; revCol names the revision column to constrain (c.rev
-// for latest lists, l.rev for history).
-func predicateSQL(p kv.Predicate, revCol string, probe bool) (string, []any) {
+// tabula_index …)", within resource and namespace (if any) the list's;
+// revCol names the revision column to constrain (c.rev for latest lists,
+// l.rev for history).
+func predicateSQL(p kv.Predicate, resource, namespace, revCol string, probe bool) (string, []any) {
 	var b strings.Builder
 	var args []any
 	if p.Field != nil {
@@ -160,7 +161,11 @@ func predicateSQL(p kv.Predicate, revCol string, probe bool) (string, []any) {
 		case probe:
 			b.WriteString(" AND (SELECT 1 FROM tabula_index x WHERE x.rev = " + revCol + " AND x.name = ?")
 		default:
-			b.WriteString(" AND " + revCol + " IN (SELECT x.rev FROM tabula_index x WHERE x.name = ?")
+			// The matches gathered are the range's only.
+			cond, cargs := termCondition(t, resource, namespace)
+			b.WriteString(" AND " + revCol + " IN (SELECT x.rev FROM tabula_index x WHERE " + cond + ")")
+			args = append(args, cargs...)
+			continue
 		}
 		args = append(args, t.name)
 		if len(t.values) > 0 {
