@@ -9,8 +9,12 @@ import (
 	"github.com/tabula-dev/tabula/schema"
 )
 
-// encodedCacheBytes bounds the encodings kept in memory.
-const encodedCacheBytes = 32 << 20
+// encodedCacheBytes bounds the encodings kept in memory that reads made;
+// encodedWritesBytes those kept from writes' answers.
+const (
+	encodedCacheBytes  = 32 << 20
+	encodedWritesBytes = encodedCacheBytes / 8
+)
 
 // encodedCache keeps the encodings of stored objects by revision, served
 // type and form, as kube-apiserver's watch cache keeps each object's
@@ -23,17 +27,29 @@ const encodedCacheBytes = 32 << 20
 //
 // Callers asking at once for an encoding not yet made wait for the first
 // one's, so a burst of watchers sent the same object encodes it once.
+//
+// A write answered in Protobuf has its object's encoding in hand; it is
+// kept (keep) for the watchers sent that revision next and a watch or
+// read soon after. Those entries have a smaller budget of their own, so a
+// stream of writes neither holds a full cache of objects nobody reads
+// nor pushes out what lists made.
 type encodedCache struct {
 	mu    sync.Mutex
-	limit int
-	size  int
 	items map[encodedKey]*encodedEntry
-	// order holds ready keys oldest first from head on.
-	order []encodedKey
-	head  int
+	// reads holds the entries get made, writes those keep was given.
+	reads, writes encodedQueue
 	// What it did, for the metrics: lookups answered from it, encodings
 	// made for it, and entries dropped for room.
 	hits, made, evicted uint64
+}
+
+// encodedQueue is a budget of entries, dropped oldest first.
+type encodedQueue struct {
+	limit int
+	size  int
+	// keys holds ready keys oldest first from head on.
+	keys []encodedKey
+	head int
 }
 
 type encodedKey struct {
@@ -83,8 +99,9 @@ type encodedEntry struct {
 	err  error
 }
 
-func newEncodedCache(limit int) *encodedCache {
-	return &encodedCache{limit: limit, items: make(map[encodedKey]*encodedEntry)}
+func newEncodedCache(reads, writes int) *encodedCache {
+	return &encodedCache{items: make(map[encodedKey]*encodedEntry),
+		reads: encodedQueue{limit: reads}, writes: encodedQueue{limit: writes}}
 }
 
 // get returns the encoding of k, made by encode unless it is cached or
@@ -123,28 +140,47 @@ func (c *encodedCache) peek(k encodedKey) ([]byte, bool) {
 	return e.b, true
 }
 
+// keep adds the encoding a write made of revision k, unless one is there.
+func (c *encodedCache) keep(k encodedKey, b []byte) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.items[k]; ok || len(b) > c.writes.limit/16 {
+		return
+	}
+	e := &encodedEntry{ready: make(chan struct{}), done: true, b: b}
+	close(e.ready)
+	c.items[k] = e
+	c.admit(&c.writes, k, len(b))
+}
+
 // fill completes a pending entry; a failed or oversized one is forgotten.
 func (c *encodedCache) fill(k encodedKey, e *encodedEntry, b []byte, err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e.b, e.err, e.done = b, err, true
 	close(e.ready)
-	if err != nil || len(b) > c.limit/16 {
+	if err != nil || len(b) > c.reads.limit/16 {
 		delete(c.items, k) // one huge object would push out many small ones
 		return
 	}
-	c.order = append(c.order, k)
-	c.size += len(b)
-	for c.size > c.limit {
-		old := c.order[c.head]
-		c.head++
-		c.size -= len(c.items[old].b)
+	c.admit(&c.reads, k, len(b))
+}
+
+// admit counts the entry k of n bytes in q, dropping q's oldest ones
+// while it is over its budget.
+func (c *encodedCache) admit(q *encodedQueue, k encodedKey, n int) {
+	q.keys = append(q.keys, k)
+	q.size += n
+	for q.size > q.limit {
+		old := q.keys[q.head]
+		q.head++
+		q.size -= len(c.items[old].b)
 		delete(c.items, old)
 		c.evicted++
 	}
-	if c.head > len(c.order)/2 {
-		c.order = append(c.order[:0], c.order[c.head:]...)
-		c.head = 0
+	if q.head > len(q.keys)/2 {
+		q.keys = append(q.keys[:0], q.keys[q.head:]...)
+		q.head = 0
 	}
 }
 
@@ -159,8 +195,8 @@ func (c *encodedCache) register(reg prometheus.Registerer) {
 		}
 	}
 	reg.MustRegister(
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "tabula_encoding_cache_bytes", Help: "Bytes of encodings kept (of a budget of " + strconv.Itoa(c.limit) + ")."},
-			read(func() float64 { return float64(c.size) })),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "tabula_encoding_cache_bytes", Help: "Bytes of encodings kept (of a budget of " + strconv.Itoa(c.reads.limit) + " for those reads made and " + strconv.Itoa(c.writes.limit) + " for those kept from writes)."},
+			read(func() float64 { return float64(c.reads.size + c.writes.size) })),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "tabula_encoding_cache_hits_total", Help: "Encodings served from the cache."},
 			read(func() float64 { return float64(c.hits) })),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "tabula_encoding_cache_made_total", Help: "Encodings made for the cache (it had none)."},

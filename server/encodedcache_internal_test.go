@@ -12,7 +12,7 @@ import (
 
 func TestEncodedCacheEvictsOldestWithinBudget(t *testing.T) {
 	a, b := &schema.Type{Kind: "A"}, &schema.Type{Kind: "B"}
-	c := newEncodedCache(64)
+	c := newEncodedCache(64, 16)
 	put := func(k encodedKey, v []byte) {
 		t.Helper()
 		if _, err := c.get(k, func() ([]byte, error) { return v, nil }); err != nil {
@@ -39,8 +39,8 @@ func TestEncodedCacheEvictsOldestWithinBudget(t *testing.T) {
 	for rev := int64(2); rev <= 30; rev++ {
 		put(encodedKey{rev, a, formProtobuf}, bytes.Repeat([]byte{byte(rev)}, 3))
 	}
-	if c.size > c.limit {
-		t.Fatalf("size %d over the limit %d", c.size, c.limit)
+	if c.reads.size > c.reads.limit {
+		t.Fatalf("size %d over the limit %d", c.reads.size, c.reads.limit)
 	}
 	if _, ok := cached(encodedKey{1, a, formProtobuf}); ok {
 		t.Fatal("the oldest entry survived past the budget")
@@ -52,15 +52,59 @@ func TestEncodedCacheEvictsOldestWithinBudget(t *testing.T) {
 	if _, ok := cached(encodedKey{31, a, formProtobuf}); ok {
 		t.Fatal("an entry larger than a sixteenth of the budget was kept")
 	}
-	if len(c.items) != len(c.order)-c.head {
-		t.Fatalf("%d items but %d keys in order", len(c.items), len(c.order)-c.head)
+	if len(c.items) != len(c.reads.keys)-c.reads.head {
+		t.Fatalf("%d items but %d keys in order", len(c.items), len(c.reads.keys)-c.reads.head)
+	}
+}
+
+// TestEncodedCacheKeepsWritesWithinTheirBudget: encodings kept from
+// writes are served like made ones, never replace one already there, and
+// are dropped oldest first within a budget of their own, so a stream of
+// writes leaves what reads made in place.
+func TestEncodedCacheKeepsWritesWithinTheirBudget(t *testing.T) {
+	a := &schema.Type{Kind: "A"}
+	c := newEncodedCache(64, 32)
+	read := encodedKey{1, a, formProtobuf}
+	if _, err := c.get(read, func() ([]byte, error) { return []byte("read"), nil }); err != nil {
+		t.Fatal(err)
+	}
+	c.keep(read, []byte("write")) // already made: the made one stays
+	got, err := c.get(read, func() ([]byte, error) { return nil, errors.New("made again") })
+	if err != nil || string(got) != "read" {
+		t.Fatalf("get(1) after keep = %q, %v; want the read's encoding", got, err)
+	}
+	for rev := int64(2); rev <= 40; rev++ {
+		c.keep(encodedKey{rev, a, formProtobuf}, bytes.Repeat([]byte{byte(rev)}, 2))
+	}
+	if c.writes.size > c.writes.limit {
+		t.Fatalf("writes hold %d bytes, over their limit %d", c.writes.size, c.writes.limit)
+	}
+	made := c.made
+	if got, err := c.get(encodedKey{40, a, formProtobuf}, func() ([]byte, error) { return nil, errors.New("made") }); err != nil || got[0] != 40 {
+		t.Fatalf("get(40) = %v, %v; want the kept write", got, err)
+	}
+	if c.made != made {
+		t.Fatal("a kept write's encoding was made again")
+	}
+	if _, ok := c.peek(encodedKey{2, a, formProtobuf}); ok {
+		t.Fatal("the oldest kept write survived past the writes' budget")
+	}
+	if got, ok := c.peek(read); !ok || string(got) != "read" {
+		t.Fatalf("the writes pushed out the read's encoding: %q, %v", got, ok)
+	}
+	c.keep(encodedKey{41, a, formProtobuf}, make([]byte, 3)) // more than a sixteenth of the writes' budget
+	if _, ok := c.peek(encodedKey{41, a, formProtobuf}); ok {
+		t.Fatal("a write larger than a sixteenth of its budget was kept")
+	}
+	if len(c.items) != len(c.reads.keys)-c.reads.head+len(c.writes.keys)-c.writes.head {
+		t.Fatalf("%d items but %d and %d keys queued", len(c.items), len(c.reads.keys)-c.reads.head, len(c.writes.keys)-c.writes.head)
 	}
 }
 
 // TestEncodedCacheEncodesOnceForConcurrentCallers: callers asking at once
 // for the same encoding share one; a failed encoding is not kept.
 func TestEncodedCacheEncodesOnceForConcurrentCallers(t *testing.T) {
-	c := newEncodedCache(1 << 20)
+	c := newEncodedCache(1<<20, 1<<17)
 	k := encodedKey{7, &schema.Type{Kind: "A"}, formJSON}
 	var made atomic.Int32
 	release := make(chan struct{})

@@ -205,7 +205,12 @@ func (r *request) writeStored(code int, rec kv.Record, written runtime.Object) e
 	if out.View == codecs.ViewObject && out.MediaType == codecs.Protobuf {
 		var raw []byte
 		if pm, ok := written.(codecs.ProtoMarshaler); ok && r.t.ToStorage == nil {
-			raw, err = pm.Marshal()
+			// The written object is the stored one: its encoding is
+			// kept, so the watchers sent this revision next and the
+			// reads soon after do not decode and encode it again.
+			if raw, err = pm.Marshal(); err == nil {
+				r.s.encoded.keep(encodedKey{rec.Rev, r.t, formProtobuf}, raw)
+			}
 		} else {
 			raw, err = r.protobufItem(rec)
 		}

@@ -209,7 +209,7 @@ func New(cfg Config) (*Server, error) {
 		log:      cfg.Logger,
 		shutdown: make(chan struct{}),
 
-		encoded:    newEncodedCache(encodedCacheBytes),
+		encoded:    newEncodedCache(encodedCacheBytes, encodedWritesBytes),
 		readOnly:   newInflight(cfg.MaxRequestsInflight),
 		mutating:   newInflight(cfg.MaxMutatingRequestsInflight),
 		watchUsers: map[string]int{},
