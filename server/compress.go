@@ -6,7 +6,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/klauspost/compress/gzip"
+	"github.com/klauspost/compress/flate"
 	"github.com/labstack/echo/v4"
 )
 
@@ -23,12 +23,10 @@ const gzipMinLength = 128 * 1024
 // gzipLevel is kube-apiserver's (defaultGzipContentEncodingLevel in its
 // response writers, kubernetes#112296): the fastest, for answers at most
 // about a third larger than the default level's on API objects.
-const gzipLevel = gzip.BestSpeed
+const gzipLevel = flate.BestSpeed
 
-var gzipWriters = sync.Pool{New: func() any {
-	w, _ := gzip.NewWriterLevel(nil, gzipLevel)
-	return w
-}}
+// gzipStreams are segmented writers, kept with their run buffers.
+var gzipStreams sync.Pool
 
 // compressLarge gzips large responses. A compressor is taken only once a
 // response crosses the threshold: resetting one costs more than serving a
@@ -36,7 +34,15 @@ var gzipWriters = sync.Pool{New: func() any {
 // and proxied or upgraded connections are never compressed: each event or
 // line must reach the client when it is written, and a proxy passes the
 // backend's bytes as they are.
-func compressLarge(next echo.HandlerFunc) echo.HandlerFunc {
+// Compressed answers are made of segments kept in segments (see
+// segmentedGzip).
+func compressLarge(segments *segmentCache) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return compressWith(segments, next)
+	}
+}
+
+func compressWith(segments *segmentCache, next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		req := c.Request()
 		if longRunning(req) || queryBool(c.QueryParams(), "watch") {
@@ -46,7 +52,7 @@ func compressLarge(next echo.HandlerFunc) echo.HandlerFunc {
 		if !acceptsGzip(req.Header.Get(echo.HeaderAcceptEncoding)) {
 			return next(c)
 		}
-		w := &gzipWriter{ResponseWriter: res.Writer}
+		w := &gzipWriter{ResponseWriter: res.Writer, segments: segments}
 		res.Writer = w
 		defer func() {
 			w.finish()
@@ -72,9 +78,10 @@ func acceptsGzip(h string) bool {
 // it knows whether the body reaches gzipMinLength.
 type gzipWriter struct {
 	http.ResponseWriter
-	code int
-	buf  []byte
-	gz   *gzip.Writer
+	code     int
+	buf      []byte
+	segments *segmentCache
+	gz       *segmentedGzip
 	// plain is set once the response went out uncompressed (a flush came
 	// before the threshold): the rest follows it as is.
 	plain bool
@@ -136,8 +143,12 @@ func (w *gzipWriter) decide(large bool) error {
 	h.Add(echo.HeaderVary, echo.HeaderAcceptEncoding)
 	h.Del(echo.HeaderContentLength)
 	w.ResponseWriter.WriteHeader(w.status())
-	w.gz = gzipWriters.Get().(*gzip.Writer)
-	w.gz.Reset(w.ResponseWriter)
+	w.gz, _ = gzipStreams.Get().(*segmentedGzip)
+	if w.gz == nil || w.gz.cache != w.segments {
+		w.gz = newSegmentedGzip(w.ResponseWriter, w.segments)
+	} else {
+		w.gz.reset(w.ResponseWriter)
+	}
 	_, err := w.gz.Write(w.buf)
 	w.buf = nil
 	return err
@@ -183,8 +194,8 @@ func (w *gzipWriter) finish() {
 	switch {
 	case w.gz != nil:
 		w.gz.Close()
-		// Not reset here: a reset is the expensive part, done on reuse.
-		gzipWriters.Put(w.gz)
+		w.gz.out = nil
+		gzipStreams.Put(w.gz)
 		w.gz = nil
 	case !w.plain && (w.code != 0 || len(w.buf) > 0):
 		w.sendPlain()

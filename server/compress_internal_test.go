@@ -57,7 +57,7 @@ func TestCompressLarge(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			e := echo.New()
-			e.Use(compressLarge)
+			e.Use(compressLarge(newSegmentCache(segmentCacheBytes)))
 			e.GET("/", func(c echo.Context) error {
 				tc.handler(c.Response())
 				return nil
@@ -112,7 +112,7 @@ func TestCompressDeclaredLength(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			rec := httptest.NewRecorder()
 			e := echo.New()
-			e.Use(compressLarge)
+			e.Use(compressLarge(newSegmentCache(segmentCacheBytes)))
 			e.GET("/", func(c echo.Context) error {
 				w := c.Response()
 				w.Header().Set(echo.HeaderContentLength, strconv.Itoa(len(tc.body)))

@@ -111,9 +111,15 @@ func cacheServer(t *testing.T) *server.Server {
 // encodingCache reads the tabula_encoding_cache_* metrics.
 func encodingCache(t *testing.T, srv *server.Server) map[string]float64 {
 	t.Helper()
+	return metricsNamed(t, srv, "tabula_encoding_cache_")
+}
+
+// metricsNamed are srv's metrics whose names start with prefix.
+func metricsNamed(t *testing.T, srv *server.Server, prefix string) map[string]float64 {
+	t.Helper()
 	got := map[string]float64{}
 	for _, line := range strings.Split(listPath(t, srv, "/metrics", ""), "\n") {
-		if name, v, ok := strings.Cut(line, " "); ok && strings.HasPrefix(name, "tabula_encoding_cache_") {
+		if name, v, ok := strings.Cut(line, " "); ok && strings.HasPrefix(name, prefix) {
 			f, err := strconv.ParseFloat(v, 64)
 			if err != nil {
 				t.Fatalf("%s: %v", line, err)

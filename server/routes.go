@@ -23,7 +23,7 @@ func (s *Server) routes() *echo.Echo {
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.errorHandler
 	e.Use(s.recoverPanics)
-	e.Use(compressLarge)
+	e.Use(compressLarge(s.segments))
 	e.Use(s.measure)
 	// kube-apiserver's order: audit context and request info, then
 	// authentication, audit, impersonation, flow control, authorization.

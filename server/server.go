@@ -143,6 +143,8 @@ type Server struct {
 	metrics *requestMetrics
 	// encoded holds encodings of stored objects by revision.
 	encoded *encodedCache
+	// segments holds compressed runs of large answers (segmentedGzip).
+	segments *segmentCache
 	// api is the registry layer every write and read goes through.
 	api *registry.Registry
 	// kubelets finds a Node's kubelet and the transport to it;
@@ -210,6 +212,7 @@ func New(cfg Config) (*Server, error) {
 		shutdown: make(chan struct{}),
 
 		encoded:    newEncodedCache(encodedCacheBytes, encodedWritesBytes),
+		segments:   newSegmentCache(segmentCacheBytes),
 		readOnly:   newInflight(cfg.MaxRequestsInflight),
 		mutating:   newInflight(cfg.MaxMutatingRequestsInflight),
 		watchUsers: map[string]int{},
@@ -243,6 +246,7 @@ func New(cfg Config) (*Server, error) {
 	s.metrics = newRequestMetrics(reg)
 	if reg != nil {
 		s.encoded.register(reg)
+		s.segments.register(reg)
 	}
 	if s.authz, err = s.newAuthorizer(); err != nil {
 		return nil, err
