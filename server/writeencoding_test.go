@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"net/http"
 	"net/http/httptest"
+	"path"
 	"path/filepath"
 	"testing"
 	"time"
@@ -89,8 +90,8 @@ func TestProtobufWriteKeepsEncoding(t *testing.T) {
 		},
 	}
 	written := map[string][]byte{}
-	for path, obj := range paths {
-		written[path] = do(writer, "POST", filepath.Dir(path), obj, http.StatusCreated)
+	for objPath, obj := range paths {
+		written[objPath] = do(writer, "POST", path.Dir(objPath), obj, http.StatusCreated)
 	}
 	// An update's answer is kept as well.
 	var cm corev1.ConfigMap

@@ -25,22 +25,31 @@ import (
 // between. The scan is the oracle: it is forced by setting indexMax below
 // every term's match count.
 func TestListByIndexMatchesScan(t *testing.T) {
+	eachDialect(t, testListByIndexMatchesScan)
+}
+
+// eachDialect runs test on a new store of each dialect: SQLite in a
+// temporary directory, PostgreSQL and MariaDB on servers the harness
+// starts.
+func eachDialect(t *testing.T, test func(t *testing.T, s *Store)) {
 	for name, url := range map[string]func(t *testing.T) string{
 		"sqlite":   func(t *testing.T) string { return "sqlite://" + filepath.Join(t.TempDir(), "state.db") },
 		"postgres": func(t *testing.T) string { return dbtest.Postgres(t) },
 		"mariadb":  func(t *testing.T) string { return dbtest.MariaDB(t) },
 	} {
-		t.Run(name, func(t *testing.T) { testListByIndexMatchesScan(t, url(t)) })
+		t.Run(name, func(t *testing.T) {
+			s, err := Open(context.Background(), url(t), Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			test(t, s)
+		})
 	}
 }
 
-func testListByIndexMatchesScan(t *testing.T, url string) {
+func testListByIndexMatchesScan(t *testing.T, s *Store) {
 	ctx := context.Background()
-	s, err := Open(ctx, url, Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
 	// A collection this small is sparse for a term only at a lower cost.
 	s.lookupCost, s.countMin = 1, 0
 	entry := func(i int, tier string) kv.Encoder {
@@ -170,108 +179,86 @@ func testListByIndexMatchesScan(t *testing.T, url string) {
 // from the namespace's own entries (before 0005 it counted the label's
 // matches everywhere, and walked the namespace).
 func TestSelectorScopedToNamespace(t *testing.T) {
-	for name, url := range map[string]func(t *testing.T) string{
-		"sqlite":   func(t *testing.T) string { return "sqlite://" + filepath.Join(t.TempDir(), "state.db") },
-		"postgres": func(t *testing.T) string { return dbtest.Postgres(t) },
-		"mariadb":  func(t *testing.T) string { return dbtest.MariaDB(t) },
-	} {
-		t.Run(name, func(t *testing.T) {
-			ctx := context.Background()
-			s, err := Open(ctx, url(t), Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	eachDialect(t, func(t *testing.T, s *Store) {
+		ctx := context.Background()
+		create := func(resource, ns string, i int, app string) {
+			t.Helper()
+			_, err := s.Create(ctx, kv.Key{Resource: resource, Namespace: ns, Name: fmt.Sprintf("o%03d", i)}, func(int64) (kv.Entry, error) {
+				return kv.Entry{Value: []byte("{}"), Labels: map[string]string{"app": app}}, nil
+			})
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer s.Close()
-			create := func(resource, ns string, i int, app string) {
-				t.Helper()
-				_, err := s.Create(ctx, kv.Key{Resource: resource, Namespace: ns, Name: fmt.Sprintf("o%03d", i)}, func(int64) (kv.Entry, error) {
-					return kv.Entry{Value: []byte("{}"), Labels: map[string]string{"app": app}}, nil
-				})
-				if err != nil {
-					t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		for w := range 8 { // group commit keeps this quick on the servers
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := w; i < 2*indexCountMin; i += 8 {
+					create("configmaps", "busy", i, "web")
 				}
+			}()
+		}
+		wg.Wait()
+		for i := range 12 {
+			app := "db"
+			if i%4 == 0 {
+				app = "web"
 			}
-			var wg sync.WaitGroup
-			for w := range 8 { // group commit keeps this quick on the servers
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					for i := w; i < 2*indexCountMin; i += 8 {
-						create("configmaps", "busy", i, "web")
-					}
-				}()
-			}
-			wg.Wait()
-			for i := range 12 {
-				app := "db"
-				if i%4 == 0 {
-					app = "web"
-				}
-				create("configmaps", "quiet", i, app)
-			}
-			create("secrets", "quiet", 99, "web")
-			sel, _ := labels.Parse("app=web")
-			before := s.indexLists.Load()
-			res, err := s.List(ctx, kv.ListOptions{Resource: "configmaps", Namespace: "quiet", Pred: kv.Predicate{Label: sel}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			var got []string
-			for _, r := range res.Items {
-				got = append(got, r.Name)
-			}
-			if fmt.Sprint(got) != "[o000 o004 o008]" {
-				t.Fatalf("app=web in quiet = %v; want [o000 o004 o008]", got)
-			}
-			if s.indexLists.Load() != before+1 {
-				t.Fatal("the list of quiet was not answered from the index")
-			}
-		})
-	}
+			create("configmaps", "quiet", i, app)
+		}
+		create("secrets", "quiet", 99, "web")
+		sel, _ := labels.Parse("app=web")
+		before := s.indexLists.Load()
+		res, err := s.List(ctx, kv.ListOptions{Resource: "configmaps", Namespace: "quiet", Pred: kv.Predicate{Label: sel}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, r := range res.Items {
+			got = append(got, r.Name)
+		}
+		if fmt.Sprint(got) != "[o000 o004 o008]" {
+			t.Fatalf("app=web in quiet = %v; want [o000 o004 o008]", got)
+		}
+		if s.indexLists.Load() != before+1 {
+			t.Fatal("the list of quiet was not answered from the index")
+		}
+	})
 }
 
 // TestResourcesWithField: only resources with a live object carrying the
 // field value are named; updated-away, deleted and other values are not.
 func TestResourcesWithField(t *testing.T) {
-	for name, url := range map[string]func(t *testing.T) string{
-		"sqlite":   func(t *testing.T) string { return "sqlite://" + filepath.Join(t.TempDir(), "state.db") },
-		"postgres": func(t *testing.T) string { return dbtest.Postgres(t) },
-		"mariadb":  func(t *testing.T) string { return dbtest.MariaDB(t) },
-	} {
-		t.Run(name, func(t *testing.T) {
-			ctx := context.Background()
-			s, err := Open(ctx, url(t), Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	eachDialect(t, func(t *testing.T, s *Store) {
+		ctx := context.Background()
+		with := func(v string) kv.Encoder {
+			return func(int64) (kv.Entry, error) {
+				return kv.Entry{Value: []byte("{}"), Fields: map[string]string{"ownerref.u1": v}}, nil
+			}
+		}
+		mustRev := func(rec kv.Record, err error) int64 {
+			t.Helper()
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer s.Close()
-			with := func(v string) kv.Encoder {
-				return func(int64) (kv.Entry, error) {
-					return kv.Entry{Value: []byte("{}"), Fields: map[string]string{"ownerref.u1": v}}, nil
-				}
-			}
-			mustRev := func(rec kv.Record, err error) int64 {
-				t.Helper()
-				if err != nil {
-					t.Fatal(err)
-				}
-				return rec.Rev
-			}
-			mustRev(s.Create(ctx, kv.Key{Resource: "pods", Namespace: "a", Name: "p"}, with("1")))
-			mustRev(s.Create(ctx, kv.Key{Resource: "pods", Namespace: "b", Name: "p"}, with("1")))
-			r := mustRev(s.Create(ctx, kv.Key{Resource: "secrets", Namespace: "a", Name: "s"}, with("1")))
-			mustRev(s.Update(ctx, kv.Key{Resource: "secrets", Namespace: "a", Name: "s"}, r, with("0")))
-			r = mustRev(s.Create(ctx, kv.Key{Resource: "configmaps", Namespace: "a", Name: "c"}, with("1")))
-			mustRev(s.Delete(ctx, kv.Key{Resource: "configmaps", Namespace: "a", Name: "c"}, r, with("1")))
-			got, err := s.ResourcesWithField(ctx, "ownerref.u1", "1")
-			if err != nil || fmt.Sprint(got) != "[pods]" {
-				t.Fatalf("ResourcesWithField = %v, %v; want [pods]", got, err)
-			}
-			if got, err := s.ResourcesWithField(ctx, "ownerref.u2", "1"); err != nil || len(got) != 0 {
-				t.Fatalf("unknown uid: %v, %v; want none", got, err)
-			}
-		})
-	}
+			return rec.Rev
+		}
+		mustRev(s.Create(ctx, kv.Key{Resource: "pods", Namespace: "a", Name: "p"}, with("1")))
+		mustRev(s.Create(ctx, kv.Key{Resource: "pods", Namespace: "b", Name: "p"}, with("1")))
+		r := mustRev(s.Create(ctx, kv.Key{Resource: "secrets", Namespace: "a", Name: "s"}, with("1")))
+		mustRev(s.Update(ctx, kv.Key{Resource: "secrets", Namespace: "a", Name: "s"}, r, with("0")))
+		r = mustRev(s.Create(ctx, kv.Key{Resource: "configmaps", Namespace: "a", Name: "c"}, with("1")))
+		mustRev(s.Delete(ctx, kv.Key{Resource: "configmaps", Namespace: "a", Name: "c"}, r, with("1")))
+		got, err := s.ResourcesWithField(ctx, "ownerref.u1", "1")
+		if err != nil || fmt.Sprint(got) != "[pods]" {
+			t.Fatalf("ResourcesWithField = %v, %v; want [pods]", got, err)
+		}
+		if got, err := s.ResourcesWithField(ctx, "ownerref.u2", "1"); err != nil || len(got) != 0 {
+			t.Fatalf("unknown uid: %v, %v; want none", got, err)
+		}
+	})
 }
 
 // TestIndexRowsLeaveOutKeyColumns: name and namespace are queried on the
