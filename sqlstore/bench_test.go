@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/tabula-dev/tabula/sqlstore"
@@ -236,8 +237,8 @@ func BenchmarkGet(b *testing.B) {
 
 // BenchmarkWatchFromRevision measures a watch opened at a revision taken
 // before 100 creates (an informer's re-watch after a short break): from
-// opening it to receiving the 100 events, with no selector and with a
-// label selector that matches them all.
+// opening it to receiving the 100 events, with no selector, a label
+// selector and a field selector (a kubelet's) that match them all.
 func BenchmarkWatchFromRevision(b *testing.B) {
 	s, err := sqlstore.Open(context.Background(), "sqlite://"+filepath.Join(b.TempDir(), "bench.db"), sqlstore.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
@@ -264,7 +265,11 @@ func BenchmarkWatchFromRevision(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	for name, pred := range map[string]kv.Predicate{"all": {}, "selector": {Label: sel}} {
+	fsel, err := fields.ParseSelector("metadata.namespace=b")
+	if err != nil {
+		b.Fatal(err)
+	}
+	for name, pred := range map[string]kv.Predicate{"all": {}, "selector": {Label: sel}, "fieldSelector": {Field: fsel}} {
 		b.Run(name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {

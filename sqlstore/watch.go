@@ -333,7 +333,7 @@ func (h *hub) poll(db *sql.DB) (int, error) {
 	h.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	rows, err := h.s.readLogOn(ctx, db, kv.Key{}, last, 0, pollBatch, true)
+	rows, err := h.s.readLogOn(ctx, db, kv.Key{}, last, 0, pollBatch, logAll)
 	if err != nil {
 		return 0, err
 	}
@@ -394,24 +394,45 @@ func (h *hub) closeAll() {
 
 // readLog reads up to limit log rows with after < rev (<= upTo when upTo >
 // 0), optionally only those of one resource, namespace or name, in
-// revision order. Rows carry their labels and fields (and their previous
-// row's) only with selectors: a watch without a selector never looks at
-// them, and joining and decoding them was 40% of what a watch from a
-// recent revision took to deliver its first hundred events
-// (BenchmarkWatchFromRevision/all: 545 → 318 µs).
-func (s *Store) readLog(ctx context.Context, key kv.Key, after, upTo int64, limit int, selectors bool) ([]logRow, error) {
-	return s.readLogOn(ctx, s.read, key, after, upTo, limit, selectors)
+// revision order. Rows carry the labels and fields (and their previous
+// row's) that want asks for: a watch reads only what its selector looks
+// at. Joining and decoding them all was 40% of what a watch without a
+// selector took to deliver its first hundred events from a recent
+// revision, and a fifth with one (BenchmarkWatchFromRevision: all 545 →
+// 318 µs, label selector ~550 → 430).
+func (s *Store) readLog(ctx context.Context, key kv.Key, after, upTo int64, limit int, want logWants) ([]logRow, error) {
+	return s.readLogOn(ctx, s.read, key, after, upTo, limit, want)
+}
+
+// logWants says which selector inputs a log read decodes.
+type logWants struct{ labels, fields bool }
+
+// logAll is what the hub reads: its rows go to every watcher.
+var logAll = logWants{labels: true, fields: true}
+
+// wantsOf is what p looks at.
+func wantsOf(p kv.Predicate) logWants {
+	return logWants{labels: p.Label != nil && !p.Label.Empty(), fields: p.Field != nil && !p.Field.Empty()}
 }
 
 // readLogOn is readLog from db (the primary or a standby).
-func (s *Store) readLogOn(ctx context.Context, db *sql.DB, key kv.Key, after, upTo int64, limit int, selectors bool) ([]logRow, error) {
+func (s *Store) readLogOn(ctx context.Context, db *sql.DB, key kv.Key, after, upTo int64, limit int, want logWants) ([]logRow, error) {
 	defer s.observe("read_log", time.Now())
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
-	q := `SELECT l.rev, l.resource, l.namespace, l.name, l.op, l.created_rev, '', '', l.value, NULL, NULL
+	// Columns not wanted are constants, scanned without allocating.
+	col := func(wanted bool, c, otherwise string) string {
+		if wanted {
+			return c
+		}
+		return otherwise
+	}
+	q := `SELECT l.rev, l.resource, l.namespace, l.name, l.op, l.created_rev, '', '', l.value, NULL, NULL, NULL
 		FROM tabula_log l WHERE l.rev > ?`
-	if selectors {
-		q = `SELECT l.rev, l.resource, l.namespace, l.name, l.op, l.created_rev, l.labels, l.fields, l.value, p.labels, p.fields
+	if want.labels || want.fields {
+		q = `SELECT l.rev, l.resource, l.namespace, l.name, l.op, l.created_rev, ` +
+			col(want.labels, "l.labels", "''") + `, ` + col(want.fields, "l.fields", "''") + `, l.value, ` +
+			col(want.labels, "p.labels", "NULL") + `, ` + col(want.fields, "p.fields", "NULL") + `, p.rev
 		FROM tabula_log l LEFT JOIN tabula_log p ON p.rev = l.prev_rev WHERE l.rev > ?`
 	}
 	args := []any{after}
@@ -449,9 +470,10 @@ func (s *Store) readLogOn(ctx context.Context, db *sql.DB, key kv.Key, after, up
 	for rows.Next() {
 		var r logRow
 		var labels, fields string
-		var pl, pf *string
+		var pl, pf *string // NULL without a previous row
+		var prev *int64
 		if err := rows.Scan(&r.rev, &r.key.Resource, &r.key.Namespace, &r.key.Name, &r.op, &r.created,
-			&labels, &fields, &r.value, &pl, &pf); err != nil {
+			&labels, &fields, &r.value, &pl, &pf, &prev); err != nil {
 			return nil, err
 		}
 		if s.opts.Values != nil {
@@ -461,14 +483,18 @@ func (s *Store) readLogOn(ctx context.Context, db *sql.DB, key kv.Key, after, up
 			}
 			r.value = v
 		}
-		if selectors {
+		r.hasPrev = prev != nil
+		if want.labels {
 			_ = json.Unmarshal([]byte(labels), &r.labels)
-			_ = json.Unmarshal([]byte(fields), &r.fields)
+			if pl != nil {
+				_ = json.Unmarshal([]byte(*pl), &r.prevLabels)
+			}
 		}
-		if pl != nil && pf != nil {
-			r.hasPrev = true
-			_ = json.Unmarshal([]byte(*pl), &r.prevLabels)
-			_ = json.Unmarshal([]byte(*pf), &r.prevFs)
+		if want.fields {
+			_ = json.Unmarshal([]byte(fields), &r.fields)
+			if pf != nil {
+				_ = json.Unmarshal([]byte(*pf), &r.prevFs)
+			}
 		}
 		out = append(out, r)
 	}
@@ -545,7 +571,7 @@ func (s *Store) Watch(ctx context.Context, opts kv.WatchOptions) (kv.Watcher, er
 		for sent < upTo {
 			// Only this watch's rows: a busy neighbour namespace
 			// must not make every watch start read its writes.
-			rows, err := s.readLog(ctx, kv.Key{Resource: opts.Resource, Namespace: opts.Namespace, Name: opts.Name}, sent, upTo, pollBatch, !opts.Pred.Empty())
+			rows, err := s.readLog(ctx, kv.Key{Resource: opts.Resource, Namespace: opts.Namespace, Name: opts.Name}, sent, upTo, pollBatch, wantsOf(opts.Pred))
 			if err != nil {
 				out.setErr(err)
 				return

@@ -1,0 +1,82 @@
+package sqlstore
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/tabula-dev/tabula/sqlstore/kv"
+)
+
+// TestWatchHistorySelectors: a watch opened at an old revision reads its
+// history with only the labels or fields its selector looks at, and still
+// sees an object that starts matching as ADDED, one that stops matching
+// as DELETED, and a deletion of one that matched, as on the live path.
+func TestWatchHistorySelectors(t *testing.T) {
+	eachDialect(t, func(t *testing.T, s *Store) {
+		ctx := context.Background()
+		entry := func(app, node string) kv.Encoder {
+			return func(int64) (kv.Entry, error) {
+				return kv.Entry{Value: []byte("{}"), Labels: map[string]string{"app": app}, Fields: map[string]string{"spec.node": node}}, nil
+			}
+		}
+		key := func(name string) kv.Key { return kv.Key{Resource: "pods", Namespace: "ns", Name: name} }
+		must := func(rec kv.Record, err error) int64 {
+			t.Helper()
+			if err != nil {
+				t.Fatal(err)
+			}
+			return rec.Rev
+		}
+		a := must(s.Create(ctx, key("a"), entry("web", "n1")))
+		b := must(s.Create(ctx, key("b"), entry("db", "n2")))
+		a = must(s.Update(ctx, key("a"), a, entry("db", "n1"))) // a leaves app=web
+		must(s.Update(ctx, key("b"), b, entry("db", "n1")))     // b joins spec.node=n1
+		must(s.Delete(ctx, key("a"), a, entry("db", "n1")))
+		start := a - 3 // before a's create
+
+		web, err := labels.Parse("app=web")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for name, tc := range map[string]struct {
+			pred kv.Predicate
+			want []string
+		}{
+			"none":     {kv.Predicate{}, []string{"ADDED a", "ADDED b", "MODIFIED a", "MODIFIED b", "DELETED a"}},
+			"labels":   {kv.Predicate{Label: web}, []string{"ADDED a", "DELETED a"}},
+			"fields":   {kv.Predicate{Field: fields.OneTermEqualSelector("spec.node", "n1")}, []string{"ADDED a", "MODIFIED a", "ADDED b", "DELETED a"}},
+			"both set": {kv.Predicate{Label: web, Field: fields.OneTermEqualSelector("spec.node", "n1")}, []string{"ADDED a", "DELETED a"}},
+		} {
+			t.Run(name, func(t *testing.T) {
+				ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+				defer cancel()
+				w, err := s.Watch(ctx, kv.WatchOptions{Resource: "pods", Namespace: "ns", After: start, Pred: tc.pred})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer w.Stop()
+				var got []string
+				for len(got) < len(tc.want) {
+					select {
+					case ev, ok := <-w.Events():
+						if !ok {
+							t.Fatalf("watch ended after %v: %v", got, w.Err())
+						}
+						got = append(got, fmt.Sprintf("%s %s", ev.Type, ev.Name))
+					case <-ctx.Done():
+						t.Fatalf("got %v, waiting for %v", got, tc.want)
+					}
+				}
+				if !slices.Equal(got, tc.want) {
+					t.Fatalf("events %v, want %v", got, tc.want)
+				}
+			})
+		}
+	})
+}
