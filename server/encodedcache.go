@@ -184,16 +184,19 @@ func (c *encodedCache) admit(q *encodedQueue, k encodedKey, n int) {
 	}
 }
 
+// underLock is f read with mu held, for the metrics of what mu guards.
+func underLock(mu *sync.Mutex, f func() float64) func() float64 {
+	return func() float64 {
+		mu.Lock()
+		defer mu.Unlock()
+		return f()
+	}
+}
+
 // register exposes what the cache holds and did as tabula_encoding_cache_*
 // metrics: whether a working set fits its budget shows in its evictions.
 func (c *encodedCache) register(reg prometheus.Registerer) {
-	read := func(f func() float64) func() float64 {
-		return func() float64 {
-			c.mu.Lock()
-			defer c.mu.Unlock()
-			return f()
-		}
-	}
+	read := func(f func() float64) func() float64 { return underLock(&c.mu, f) }
 	reg.MustRegister(
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "tabula_encoding_cache_bytes", Help: "Bytes of encodings kept (of a budget of " + strconv.Itoa(c.reads.limit) + " for those reads made and " + strconv.Itoa(c.writes.limit) + " for those kept from writes)."},
 			read(func() float64 { return float64(c.reads.size + c.writes.size) })),

@@ -121,13 +121,7 @@ func (c *segmentCache) counts() (hits, made uint64) {
 
 // register exposes the cache as tabula_gzip_segments_* metrics.
 func (c *segmentCache) register(reg prometheus.Registerer) {
-	read := func(f func() float64) func() float64 {
-		return func() float64 {
-			c.mu.Lock()
-			defer c.mu.Unlock()
-			return f()
-		}
-	}
+	read := func(f func() float64) func() float64 { return underLock(&c.mu, f) }
 	reg.MustRegister(
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "tabula_gzip_segments_bytes", Help: "Bytes of compressed runs of large answers kept (of a budget of " + strconv.Itoa(c.limit) + ")."},
 			read(func() float64 { return float64(c.size) })),
