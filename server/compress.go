@@ -33,32 +33,27 @@ var gzipStreams sync.Pool
 // small request, and nearly every response is small. Watch streams, logs
 // and proxied or upgraded connections are never compressed: each event or
 // line must reach the client when it is written, and a proxy passes the
-// backend's bytes as they are.
-// Compressed answers are made of segments kept in segments (see
-// segmentedGzip).
+// backend's bytes as they are. A compressed answer is made of runs kept
+// in segments (see segmentedGzip).
 func compressLarge(segments *segmentCache) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
-		return compressWith(segments, next)
-	}
-}
-
-func compressWith(segments *segmentCache, next echo.HandlerFunc) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		req := c.Request()
-		if longRunning(req) || queryBool(c.QueryParams(), "watch") {
+		return func(c echo.Context) error {
+			req := c.Request()
+			if longRunning(req) || queryBool(c.QueryParams(), "watch") {
+				return next(c)
+			}
+			res := c.Response()
+			if !acceptsGzip(req.Header.Get(echo.HeaderAcceptEncoding)) {
+				return next(c)
+			}
+			w := &gzipWriter{ResponseWriter: res.Writer, segments: segments}
+			res.Writer = w
+			defer func() {
+				w.finish()
+				res.Writer = w.ResponseWriter
+			}()
 			return next(c)
 		}
-		res := c.Response()
-		if !acceptsGzip(req.Header.Get(echo.HeaderAcceptEncoding)) {
-			return next(c)
-		}
-		w := &gzipWriter{ResponseWriter: res.Writer, segments: segments}
-		res.Writer = w
-		defer func() {
-			w.finish()
-			res.Writer = w.ResponseWriter
-		}()
-		return next(c)
 	}
 }
 

@@ -69,7 +69,7 @@ type segmentKey struct {
 
 // segment is a run of an answer compressed: deflate blocks ending on a
 // byte boundary, with the CRC-32 of its n uncompressed bytes and the
-// operator that moves a CRC past them (see crc32Combine).
+// operator that moves a CRC past them (crc32Shift).
 type segment struct {
 	key   segmentKey
 	data  []byte
@@ -303,9 +303,4 @@ func crc32Shift(n int) uint32 {
 		}
 	}
 	return p
-}
-
-// crc32Combine is the CRC-32 of a‖b from a's and b's CRCs and b's length.
-func crc32Combine(crcA, crcB uint32, lenB int) uint32 {
-	return gfMul(crc32Shift(lenB), crcA) ^ crcB
 }

@@ -17,6 +17,12 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
+// crc32Combine is the CRC-32 of a‖b from a's and b's CRCs and b's length,
+// as segmentedGzip joins its runs'.
+func crc32Combine(crcA, crcB uint32, lenB int) uint32 {
+	return gfMul(crc32Shift(lenB), crcA) ^ crcB
+}
+
 func TestCRC32Combine(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	data := make([]byte, 300_000)
