@@ -22,14 +22,43 @@ type ProtoMarshaler interface {
 // serializer writes for the same list.
 type ProtobufListWriter struct {
 	items [][]byte
+	ids   []uint64
 	size  int
 }
 
 // AddEncoded appends one item's Protobuf encoding (a ProtoMarshaler's
 // output); b is not modified and must not change until WriteTo returns.
 func (l *ProtobufListWriter) AddEncoded(b []byte) {
+	l.AddKept(b, 0)
+}
+
+// AddKept is AddEncoded for bytes that never change and that id names
+// (see KeptWriter); id 0 names nothing.
+func (l *ProtobufListWriter) AddKept(b []byte, id uint64) {
 	l.items = append(l.items, b)
+	l.ids = append(l.ids, id)
 	l.size += protowire.SizeTag(2) + protowire.SizeBytes(len(b))
+}
+
+// KeptWriter is a writer that also takes bytes by reference: bytes that
+// never change once written (an encoding a cache holds), named by an id
+// that stands for those bytes among all the writer is given. The
+// server's compressor keeps such bytes without copying them and knows
+// them again by id.
+type KeptWriter interface {
+	io.Writer
+	WriteKept(p []byte, id uint64) (int, error)
+}
+
+// writeItem writes b, by reference where w takes it and id names it.
+func writeItem(w io.Writer, b []byte, id uint64) error {
+	var err error
+	if kw, ok := w.(KeptWriter); ok && id != 0 {
+		_, err = kw.WriteKept(b, id)
+	} else {
+		_, err = w.Write(b)
+	}
+	return err
 }
 
 // WriteTo writes runtime.Unknown{TypeMeta, Raw: <list>, "", ""} after the
@@ -62,13 +91,13 @@ func (l *ProtobufListWriter) writeTo(w io.Writer, apiVersion, kind string, lm *m
 		return err
 	}
 	var buf []byte
-	for _, it := range l.items {
+	for i, it := range l.items {
 		buf = protowire.AppendTag(buf[:0], itemsField, protowire.BytesType)
 		buf = protowire.AppendVarint(buf, uint64(len(it)))
 		if _, err := w.Write(buf); err != nil {
 			return err
 		}
-		if _, err := w.Write(it); err != nil {
+		if err := writeItem(w, it, l.ids[i]); err != nil {
 			return err
 		}
 	}

@@ -2,6 +2,8 @@ package codecs_test
 
 import (
 	"bytes"
+	"io"
+	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -111,4 +113,66 @@ func listWriterOf[T any, PT interface {
 		lw.AddEncoded(b)
 	}
 	return &lw
+}
+
+// keptRecorder is a codecs.KeptWriter that records its kept writes.
+type keptRecorder struct {
+	bytes.Buffer
+	kept []uint64
+	same []bool // whether each kept write passed the item's own slice
+	want map[uint64][]byte
+}
+
+func (k *keptRecorder) WriteKept(p []byte, id uint64) (int, error) {
+	k.kept = append(k.kept, id)
+	w := k.want[id]
+	k.same = append(k.same, len(p) > 0 && len(p) == len(w) && &p[0] == &w[0])
+	return k.Write(p)
+}
+
+// The list writers hand a KeptWriter each item that has an id by
+// reference, the others as ordinary writes, and write the same bytes as
+// to a plain writer.
+func TestListWritersPassKeptItems(t *testing.T) {
+	items := [][]byte{[]byte(`{"a":1}`), []byte(`{"b":2}`), []byte(`{"c":3}`)}
+	ids := []uint64{11, 0, 13}
+	want := map[uint64][]byte{11: items[0], 13: items[2]}
+	lm := metav1.ListMeta{ResourceVersion: "42"}
+	check := func(name string, write func(w io.Writer, kept bool) error) {
+		t.Helper()
+		var plain bytes.Buffer
+		if err := write(&plain, false); err != nil {
+			t.Fatal(err)
+		}
+		rec := &keptRecorder{want: want}
+		if err := write(rec, true); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(rec.Bytes(), plain.Bytes()) {
+			t.Fatalf("%s: written kept\n%q\nwant\n%q", name, rec.Bytes(), plain.Bytes())
+		}
+		if !slices.Equal(rec.kept, []uint64{11, 13}) || !slices.Equal(rec.same, []bool{true, true}) {
+			t.Fatalf("%s: kept writes %v (own slices %v); want ids [11 13], each the item's own slice", name, rec.kept, rec.same)
+		}
+	}
+	check("protobuf", func(w io.Writer, kept bool) error {
+		var lw codecs.ProtobufListWriter
+		for i, b := range items {
+			if kept {
+				lw.AddKept(b, ids[i])
+			} else {
+				lw.AddEncoded(b)
+			}
+		}
+		return lw.WriteTo(w, "v1", "ConfigMapList", &lm)
+	})
+	typ := &schema.Type{Kind: "ConfigMap", ListKind: "ConfigMapList", Version: "v1"}
+	check("json", func(w io.Writer, kept bool) error {
+		return codecs.WriteJSONList(w, typ, &lm, len(items), func(i int) ([]byte, uint64, error) {
+			if !kept {
+				return items[i], 0, nil
+			}
+			return items[i], ids[i], nil
+		})
+	})
 }

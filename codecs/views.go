@@ -391,8 +391,9 @@ func appendMarshaled(b []byte, v any) ([]byte, error) {
 
 // WriteJSONList writes {"kind":…,"apiVersion":…,"metadata":…,"items":[…]}
 // around n items that are JSON already (stored bytes), asking item for
-// each in turn so that a large list is never held twice.
-func WriteJSONList(w io.Writer, t *schema.Type, lm *metav1.ListMeta, n int, item func(i int) ([]byte, error)) error {
+// each in turn so that a large list is never held twice. An item's
+// nonzero id names its bytes for a KeptWriter.
+func WriteJSONList(w io.Writer, t *schema.Type, lm *metav1.ListMeta, n int, item func(i int) ([]byte, uint64, error)) error {
 	var meta any = lm
 	if t.Unstructured {
 		// An unstructured list always says continue, empty or not.
@@ -408,7 +409,7 @@ func WriteJSONList(w io.Writer, t *schema.Type, lm *metav1.ListMeta, n int, item
 // WriteMetadataListJSON writes a PartialObjectMetadataList of out's
 // version around n items, each its PartialObjectMetadata JSON
 // (MetadataJSON's), as WriteJSONList writes a list.
-func WriteMetadataListJSON(w io.Writer, out Output, lm *metav1.ListMeta, n int, item func(i int) ([]byte, error)) error {
+func WriteMetadataListJSON(w io.Writer, out Output, lm *metav1.ListMeta, n int, item func(i int) ([]byte, uint64, error)) error {
 	if n == 0 {
 		// Items is not omitted when empty: a list of none is null.
 		b, err := json.Marshal(&metav1.PartialObjectMetadataList{TypeMeta: metav1.TypeMeta{Kind: "PartialObjectMetadataList", APIVersion: "meta.k8s.io/" + out.ViewVersion}, ListMeta: *lm})
@@ -428,7 +429,7 @@ func MetadataProtobuf(obj runtime.Object) ([]byte, error) {
 	return PartialMetadata(obj, "v1").Marshal()
 }
 
-func writeJSONList(w io.Writer, kind, apiVersion string, meta any, n int, item func(i int) ([]byte, error)) error {
+func writeJSONList(w io.Writer, kind, apiVersion string, meta any, n int, item func(i int) ([]byte, uint64, error)) error {
 	head := []byte(`{"kind":` + strconv.Quote(kind) + `,"apiVersion":` + strconv.Quote(apiVersion) + `,"metadata":`)
 	m, err := json.Marshal(meta)
 	if err != nil {
@@ -439,7 +440,7 @@ func writeJSONList(w io.Writer, kind, apiVersion string, meta any, n int, item f
 		return err
 	}
 	for i := 0; i < n; i++ {
-		b, err := item(i)
+		b, id, err := item(i)
 		if err != nil {
 			return err
 		}
@@ -448,7 +449,7 @@ func writeJSONList(w io.Writer, kind, apiVersion string, meta any, n int, item f
 				return err
 			}
 		}
-		if _, err := w.Write(b); err != nil {
+		if err := writeItem(w, b, id); err != nil {
 			return err
 		}
 	}

@@ -8,6 +8,8 @@ import (
 
 	"github.com/klauspost/compress/flate"
 	"github.com/labstack/echo/v4"
+
+	"github.com/tabula-dev/tabula/codecs"
 )
 
 // gzipMinLength is kube-apiserver's threshold: responses of 128 KiB and more
@@ -198,3 +200,27 @@ func (w *gzipWriter) finish() {
 }
 
 func (w *gzipWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// WriteKept is Write for bytes that never change, named by id (see
+// segmentedGzip.WriteKept); it is codecs.KeptWriter's.
+func (w *gzipWriter) WriteKept(p []byte, id uint64) (int, error) {
+	if w.gz != nil {
+		return w.gz.WriteKept(p, id)
+	}
+	return w.Write(p)
+}
+
+// keptOut is echo's Response passing a list writer's kept writes
+// (codecs.KeptWriter) to the compressor under it, counted as Write
+// counts them.
+type keptOut struct{ *echo.Response }
+
+func (o keptOut) WriteKept(p []byte, id uint64) (int, error) {
+	kw, ok := o.Writer.(codecs.KeptWriter)
+	if !ok || !o.Committed {
+		return o.Write(p)
+	}
+	n, err := kw.WriteKept(p, id)
+	o.Size += int64(n)
+	return n, err
+}

@@ -1,8 +1,10 @@
 package server
 
 import (
+	"hash/maphash"
 	"strconv"
 	"sync"
+	"weak"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -41,6 +43,10 @@ type encodedCache struct {
 	// What it did, for the metrics: lookups answered from it, encodings
 	// made for it, and entries dropped for room.
 	hits, made, evicted uint64
+	// serials tell types apart in kept ids (keptIDs), from idSeed.
+	serials    map[weak.Pointer[schema.Type]]uint64
+	lastSerial uint64
+	idSeed     maphash.Seed
 }
 
 // encodedQueue is a budget of entries, dropped oldest first.
@@ -101,7 +107,30 @@ type encodedEntry struct {
 
 func newEncodedCache(reads, writes int) *encodedCache {
 	return &encodedCache{items: make(map[encodedKey]*encodedEntry),
-		reads: encodedQueue{limit: reads}, writes: encodedQueue{limit: writes}}
+		reads: encodedQueue{limit: reads}, writes: encodedQueue{limit: writes},
+		serials: map[weak.Pointer[schema.Type]]uint64{}, idSeed: maphash.MakeSeed()}
+}
+
+// keptIDs returns, by revision, the ids that name t's encodings in form
+// for a codecs.KeptWriter: the id stands for the bytes, which a revision,
+// type and form fix. A type is told apart by a serial, not by its
+// address, which a later type (a CRD's next definition, whose objects may
+// read differently at the same revision) could reuse once the old one is
+// gone; the weak key keeps its handle, so it is never reused either. The
+// map grows by one small entry per type ever listed.
+func (c *encodedCache) keptIDs(t *schema.Type, form encodedForm) func(rev int64) uint64 {
+	c.mu.Lock()
+	key := weak.Make(t)
+	serial, ok := c.serials[key]
+	if !ok {
+		c.lastSerial++
+		serial = c.lastSerial
+		c.serials[key] = serial
+	}
+	c.mu.Unlock()
+	return func(rev int64) uint64 {
+		return maphash.Comparable(c.idSeed, [3]uint64{uint64(rev), serial, uint64(form)}) | 1 // 0 names nothing
+	}
 }
 
 // get returns the encoding of k, made by encode unless it is cached or

@@ -84,17 +84,33 @@ func listItems(t testing.TB, start, n int) [][]byte {
 	return pieces
 }
 
+// itemIDs names listItems' item pieces (every second one) from first on,
+// as the server names its cached encodings; tag pieces get none.
+func itemIDs(pieces [][]byte, first uint64) []uint64 {
+	ids := make([]uint64, len(pieces))
+	for i := 1; i < len(pieces); i += 2 {
+		ids[i] = first + uint64(i/2)
+	}
+	return ids
+}
+
 func writeSegmented(t testing.TB, c *segmentCache, pieces [][]byte) []byte {
-	return writeSegmentedWith(t, newSegmentedGzip(nil, c), pieces)
+	return writeSegmentedWith(t, newSegmentedGzip(nil, c), pieces, nil)
 }
 
 // writeSegmentedWith writes pieces with z made new, as the server's
-// compressor is reused.
-func writeSegmentedWith(t testing.TB, z *segmentedGzip, pieces [][]byte) []byte {
+// compressor is reused; a piece with a nonzero ids[i] is written kept.
+func writeSegmentedWith(t testing.TB, z *segmentedGzip, pieces [][]byte, ids []uint64) []byte {
 	var out bytes.Buffer
 	z.reset(&out)
-	for _, p := range pieces {
-		if _, err := z.Write(p); err != nil {
+	for i, p := range pieces {
+		var err error
+		if i < len(ids) && ids[i] != 0 {
+			_, err = z.WriteKept(p, ids[i])
+		} else {
+			_, err = z.Write(p)
+		}
+		if err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -182,6 +198,53 @@ func TestSegmentedGzipReusesSegments(t *testing.T) {
 	}
 }
 
+// TestSegmentedGzipKept: items written kept arrive whole among ordinary
+// writes (one longer than a segment takes too); a list of kept items asked
+// for again is made of kept segments found by the items' ids alone, not
+// their bytes; the same bytes under other ids are compressed anew.
+func TestSegmentedGzipKept(t *testing.T) {
+	pieces := listItems(t, 0, 2000)
+	big := bytes.Repeat([]byte("0123456789abcdef"), segmentMax/8) // two segments' worth
+	mixed := append(append([][]byte(nil), pieces[:1001]...), big)
+	mixed = append(mixed, pieces[1001:]...)
+	mixedIDs := append(append(itemIDs(pieces[:1001], 1), 7_000_000), itemIDs(pieces[1001:], 1000)...)
+	got := unzipOne(t, writeSegmentedWith(t, newSegmentedGzip(nil, newSegmentCache(segmentCacheBytes)), mixed, mixedIDs))
+	if want := bytes.Join(mixed, nil); !bytes.Equal(got, want) {
+		t.Fatalf("kept and ordinary writes decompress to %d bytes, not the %d written", len(got), len(want))
+	}
+
+	c := newSegmentCache(segmentCacheBytes)
+	z := newSegmentedGzip(nil, c)
+	ids := itemIDs(pieces, 1)
+	first := append([]byte(nil), writeSegmentedWith(t, z, pieces, ids)...)
+	_, made := c.counts()
+	if made < 20 {
+		t.Fatalf("a kept list of %d KiB made %d segments; want it cut in many", len(bytes.Join(pieces, nil))>>10, made)
+	}
+	// The same ids over other bytes of the same lengths: the runs are
+	// found by id and sent as kept, so the answer is the first one's.
+	other := make([][]byte, len(pieces))
+	for i, p := range pieces {
+		other[i] = p
+		if ids[i] != 0 {
+			other[i] = bytes.Repeat([]byte{'#'}, len(p))
+		}
+	}
+	again := writeSegmentedWith(t, z, other, ids)
+	hits, made2 := c.counts()
+	if made2 != made || hits != made {
+		t.Fatalf("the same ids again: %d segments made, %d reused; want 0 made, %d reused", made2-made, hits, made)
+	}
+	if !bytes.Equal(first, again) {
+		t.Fatal("the same ids again were not answered with the kept segments")
+	}
+	// The same bytes under new ids share no segment with them.
+	writeSegmentedWith(t, z, pieces, itemIDs(pieces, 1_000_000))
+	if hits3, made3 := c.counts(); hits3 != hits || made3-made2 < made {
+		t.Fatalf("new ids over the same bytes: %d segments reused, %d made; want none reused, %d made", hits3-hits, made3-made2, made)
+	}
+}
+
 // TestSegmentedGzipSize: cutting a list into segments costs little of
 // one stream's compression.
 func TestSegmentedGzipSize(t *testing.T) {
@@ -216,20 +279,28 @@ func BenchmarkSegmentedGzip(b *testing.B) {
 			zw.Close()
 		}
 	})
-	b.Run("cold", func(b *testing.B) {
-		b.SetBytes(size)
-		z := newSegmentedGzip(nil, newSegmentCache(segmentCacheBytes))
-		for b.Loop() {
-			z.cache = newSegmentCache(segmentCacheBytes)
-			writeSegmentedWith(b, z, pieces)
+	// The items written kept, as the server's lists write their cached
+	// encodings, or copied and hashed.
+	for _, kept := range []bool{false, true} {
+		var ids []uint64
+		if kept {
+			ids = itemIDs(pieces, 1)
 		}
-	})
-	b.Run("warm", func(b *testing.B) {
-		b.SetBytes(size)
-		z := newSegmentedGzip(nil, newSegmentCache(segmentCacheBytes))
-		writeSegmentedWith(b, z, pieces)
-		for b.Loop() {
-			writeSegmentedWith(b, z, pieces)
-		}
-	})
+		b.Run(fmt.Sprintf("cold/kept=%v", kept), func(b *testing.B) {
+			b.SetBytes(size)
+			z := newSegmentedGzip(nil, newSegmentCache(segmentCacheBytes))
+			for b.Loop() {
+				z.cache = newSegmentCache(segmentCacheBytes)
+				writeSegmentedWith(b, z, pieces, ids)
+			}
+		})
+		b.Run(fmt.Sprintf("warm/kept=%v", kept), func(b *testing.B) {
+			b.SetBytes(size)
+			z := newSegmentedGzip(nil, newSegmentCache(segmentCacheBytes))
+			writeSegmentedWith(b, z, pieces, ids)
+			for b.Loop() {
+				writeSegmentedWith(b, z, pieces, ids)
+			}
+		})
+	}
 }

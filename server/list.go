@@ -281,22 +281,23 @@ func (r *request) writeMetadataList(out codecs.Output, lm metav1.ListMeta, items
 	resp := r.c.Response()
 	resp.Header().Set(echo.HeaderContentType, out.ContentType())
 	resp.WriteHeader(http.StatusOK)
+	id := r.s.encoded.keptIDs(r.t, metadataForm(out))
 	if out.MediaType == codecs.Protobuf {
 		var lw codecs.ProtobufListWriter
 		for _, it := range items {
-			lw.AddEncoded(it.Value)
+			lw.AddKept(it.Value, id(it.Rev))
 		}
 		if out.ViewVersion == "v1beta1" {
-			abortIfCut(lw.WriteMetadataListV1beta1To(resp, &lm))
+			abortIfCut(lw.WriteMetadataListV1beta1To(keptOut{resp}, &lm))
 		} else {
-			abortIfCut(lw.WriteTo(resp, "meta.k8s.io/v1", "PartialObjectMetadataList", &lm))
+			abortIfCut(lw.WriteTo(keptOut{resp}, "meta.k8s.io/v1", "PartialObjectMetadataList", &lm))
 		}
 		return nil
 	}
-	abortIfCut(codecs.WriteMetadataListJSON(resp, out, &lm, len(items), func(i int) ([]byte, error) {
+	abortIfCut(codecs.WriteMetadataListJSON(keptOut{resp}, out, &lm, len(items), func(i int) ([]byte, uint64, error) {
 		b := items[i].Value
 		items[i].Value = nil
-		return b, nil
+		return b, id(items[i].Rev), nil
 	}))
 	return nil
 }
@@ -447,10 +448,16 @@ func (r *request) streamJSONList(w *echo.Response, lm metav1.ListMeta, items []k
 	}
 	w.Header().Set(echo.HeaderContentType, codecs.JSON)
 	w.WriteHeader(http.StatusOK)
-	err := codecs.WriteJSONList(w, r.t, &lm, len(items), func(i int) ([]byte, error) {
+	// Encoded items are the cache's (jsonListItem): their bytes are
+	// passed by reference to the compressor.
+	id := func(int64) uint64 { return 0 }
+	if encoded {
+		id = r.s.encoded.keptIDs(r.t, formJSONItem)
+	}
+	err := codecs.WriteJSONList(keptOut{w}, r.t, &lm, len(items), func(i int) ([]byte, uint64, error) {
 		b := items[i].Value
 		items[i].Value = nil
-		return b, nil
+		return b, id(items[i].Rev), nil
 	})
 	abortIfCut(err)
 	return nil
@@ -550,6 +557,9 @@ func (r *request) writeCBORList(w *echo.Response, lm metav1.ListMeta, items []kv
 // (the envelope needs every item's size before it is written).
 func (r *request) writeProtobufList(w *echo.Response, lm metav1.ListMeta, items []kv.Record, encoded bool) error {
 	var lw codecs.ProtobufListWriter
+	// Every item's bytes are the cache's (protobufItem): they are passed
+	// by reference to the compressor.
+	id := r.s.encoded.keptIDs(r.t, formProtobuf)
 	for i, rec := range items {
 		b := rec.Value
 		if !encoded {
@@ -559,10 +569,10 @@ func (r *request) writeProtobufList(w *echo.Response, lm metav1.ListMeta, items 
 			}
 			items[i].Value = nil
 		}
-		lw.AddEncoded(b)
+		lw.AddKept(b, id(rec.Rev))
 	}
 	w.Header().Set(echo.HeaderContentType, codecs.Protobuf)
 	w.WriteHeader(http.StatusOK)
-	abortIfCut(lw.WriteTo(w, r.t.APIVersion(), r.t.ListKind, &lm))
+	abortIfCut(lw.WriteTo(keptOut{w}, r.t.APIVersion(), r.t.ListKind, &lm))
 	return nil
 }
