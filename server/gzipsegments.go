@@ -191,7 +191,8 @@ func newSegmentedGzip(out io.Writer, cache *segmentCache) *segmentedGzip {
 
 // reset makes z a new member written to out, keeping its buffer.
 func (z *segmentedGzip) reset(out io.Writer) {
-	*z = segmentedGzip{out: out, cache: z.cache, pieces: z.pieces[:0], scratch: z.scratch[:0], zbuf: segmentBuffer{z.zbuf.b[:0]}}
+	z.dropRun()
+	*z = segmentedGzip{out: out, cache: z.cache, pieces: z.pieces, scratch: z.scratch, zbuf: segmentBuffer{z.zbuf.b[:0]}}
 	z.sum.SetSeed(z.cache.seed)
 }
 
@@ -225,11 +226,18 @@ func (z *segmentedGzip) Write(p []byte) (int, error) {
 // byte. The bytes of a run found kept are not read at all. In a warm list
 // that copy and hash were a third of the server's CPU.
 func (z *segmentedGzip) WriteKept(p []byte, id uint64) (int, error) {
-	if len(p) == 0 || len(p) > segmentMax-z.runLen {
+	if len(p) == 0 || len(p) > segmentMax {
 		return z.Write(p)
 	}
 	if z.err != nil {
 		return 0, z.err
+	}
+	if z.runLen+len(p) > segmentMax {
+		// Cut before it rather than inside it: a run of kept items is
+		// then named by their ids alone, whatever their bytes.
+		if err := z.endRun(); err != nil {
+			return 0, err
+		}
 	}
 	z.pieces = append(z.pieces, runPiece{kept: p})
 	var word [8]byte
@@ -285,11 +293,17 @@ func (z *segmentedGzip) endRun() error {
 	}
 	z.crc = gfMul(s.shift, z.crc) ^ s.crc
 	z.size += uint32(z.runLen)
-	clear(z.pieces) // drop the references to kept bytes
-	z.pieces, z.scratch, z.runLen = z.pieces[:0], z.scratch[:0], 0
-	z.sum.Reset()
+	z.dropRun()
 	_, z.err = z.out.Write(s.data)
 	return z.err
+}
+
+// dropRun empties the run, letting go of the kept bytes it referred to:
+// a compressor waiting in the pool must not hold a list's items.
+func (z *segmentedGzip) dropRun() {
+	clear(z.pieces)
+	z.pieces, z.scratch, z.runLen = z.pieces[:0], z.scratch[:0], 0
+	z.sum.Reset()
 }
 
 // header writes the member's header: deflate, no name or time, the
@@ -315,6 +329,7 @@ func (z *segmentedGzip) Flush() error {
 // member's trailer.
 func (z *segmentedGzip) Close() error {
 	if err := z.Flush(); err != nil {
+		z.dropRun() // a failed stream keeps no kept bytes either
 		return err
 	}
 	var tail [10]byte

@@ -83,8 +83,13 @@ func TestListGzipReusesSegments(t *testing.T) {
 			t.Fatalf("%s after an update: the compressed list decompresses to other bytes than the plain one's", accept)
 		}
 		// The list's own metadata (its resourceVersion) changed too: the
-		// first run and the one holding c200.
-		if remade := after[made] - before[made]; remade > 3 || after[hits] == before[hits] {
+		// first run and the one holding c200, and a following run or
+		// two whose cuts moved with it (a run is cut only past a least
+		// length, so a shorter c200 can shift the next cuts until one
+		// falls where it fell before). Over 1,500 seeds of the
+		// segments' hash, one item changed in 400 remade 2 runs 98% of
+		// the time, 3 in 2%, 4 in 0.3%, 5 once; never more.
+		if remade := after[made] - before[made]; remade > 5 || after[hits] == before[hits] {
 			t.Fatalf("%s after one object changed: %v runs compressed again, %v reused; want the few around it only", accept, remade, after[hits]-before[hits])
 		}
 	}
