@@ -98,6 +98,41 @@ func startMember(t testing.TB, dir, name, bin string, env []string, args ...stri
 	return m
 }
 
+// startServing starts a member serving on a --secure-port of its own and
+// waits until it says it serves there. freePort's port was free when
+// chosen, not necessarily when the member binds it: another process can
+// take it in between (kube-controller-manager once exited with "bind:
+// address already in use" and the suite's rollouts then waited for a
+// controller that never ran). Such a member is started again on a new
+// port.
+func startServing(t testing.TB, dir, name, bin string, env []string, args ...string) *member {
+	t.Helper()
+	for attempt := 1; ; attempt++ {
+		port := freePortArg(t)
+		m := startMember(t, dir, name, bin, env, append(append([]string(nil), args...), "--secure-port", port)...)
+		serving := "Serving securely on 127.0.0.1:" + port
+		exited := false
+		waitFor(t, name+" serving on "+port, clusterWait, func() (bool, string) {
+			select {
+			case <-m.exited:
+				exited = true
+				return true, ""
+			default:
+			}
+			b, _ := os.ReadFile(m.log)
+			return strings.Contains(string(b), serving), "not serving yet"
+		})
+		if !exited {
+			return m
+		}
+		b, _ := os.ReadFile(m.log)
+		if attempt == 3 || !strings.Contains(string(b), "address already in use") {
+			t.Fatalf("%s exited before serving:\n%s", name, tailFile(m.log, 30))
+		}
+		t.Logf("%s lost port %s to another process; starting it on another", name, port)
+	}
+}
+
 func tailFile(path string, lines int) string {
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -177,17 +212,17 @@ func startCluster(t *testing.T, b backend, bins string) *cluster {
 	// and scheduler.conf) and only kube's bootstrap policy; kcm's
 	// controllers each act as their own ServiceAccount.
 	kc := filepath.Join(first.Options.DataDir, "controller-manager.kubeconfig")
-	startMember(t, dir, "kube-controller-manager", filepath.Join(bins, "kube-controller-manager"), nil,
+	startServing(t, dir, "kube-controller-manager", filepath.Join(bins, "kube-controller-manager"), nil,
 		"--kubeconfig", kc, "--authentication-kubeconfig", kc, "--authorization-kubeconfig", kc,
-		"--bind-address", "127.0.0.1", "--secure-port", freePortArg(t), "--use-service-account-credentials=true",
+		"--bind-address", "127.0.0.1", "--use-service-account-credentials=true",
 		"--service-account-private-key-file", filepath.Join(pki, "sa.key"), "--root-ca-file", filepath.Join(pki, "ca.crt"),
 		"--cluster-signing-cert-file", filepath.Join(pki, "ca.crt"), "--cluster-signing-key-file", filepath.Join(pki, "ca.key"),
 		// Quick to notice a silent node, so the test need not wait kcm's 50s.
 		"--node-monitor-period", "2s", "--node-monitor-grace-period", "10s")
 	kc = filepath.Join(last.Options.DataDir, "scheduler.kubeconfig")
-	startMember(t, dir, "kube-scheduler", filepath.Join(bins, "kube-scheduler"), nil,
+	startServing(t, dir, "kube-scheduler", filepath.Join(bins, "kube-scheduler"), nil,
 		"--kubeconfig", kc, "--authentication-kubeconfig", kc, "--authorization-kubeconfig", kc,
-		"--bind-address", "127.0.0.1", "--secure-port", freePortArg(t))
+		"--bind-address", "127.0.0.1")
 
 	// kwok serves kubelets' logs and exec for its nodes at --node-ip and
 	// --node-port, over TLS (the replica's serving certificate names

@@ -214,9 +214,9 @@ func compareOnce(b *testing.B, bins string, s compareServerKind, run int, args [
 		// process. kcm's own memory and CPU are not counted.
 		kc := filepath.Join(dir, "admin.kubeconfig")
 		writeInsecureKubeconfig(b, kc, srv.config.Host, srv.config.CertData, srv.config.KeyData)
-		kcm := startMember(b, dir, "kube-controller-manager", filepath.Join(bins, "kube-controller-manager"), nil,
+		kcm := startServing(b, dir, "kube-controller-manager", filepath.Join(bins, "kube-controller-manager"), nil,
 			"--kubeconfig", kc, "--authentication-kubeconfig", kc, "--authorization-kubeconfig", kc,
-			"--bind-address", "127.0.0.1", "--secure-port", freePortArg(b), "--use-service-account-credentials=false",
+			"--bind-address", "127.0.0.1", "--use-service-account-credentials=false",
 			"--service-account-private-key-file", filepath.Join(srv.pki, "sa.key"), "--root-ca-file", filepath.Join(srv.pki, "ca.crt"),
 			"--kube-api-qps", "500", "--kube-api-burst", "1000")
 		pins.server(b, kcm.cmd.Process.Pid)

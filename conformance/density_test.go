@@ -211,14 +211,14 @@ func densityRun(b *testing.B, bins, dir string, srv densityServer) densityResult
 	ctx := context.Background()
 	proxy := newLatencyProxy(b, srv.config)
 	kc := proxy.kubeconfig(b, dir)
-	startMember(b, dir, "kube-controller-manager", filepath.Join(bins, "kube-controller-manager"), nil,
+	startServing(b, dir, "kube-controller-manager", filepath.Join(bins, "kube-controller-manager"), nil,
 		"--kubeconfig", kc, "--authentication-kubeconfig", kc, "--authorization-kubeconfig", kc,
-		"--bind-address", "127.0.0.1", "--secure-port", freePortArg(b), "--use-service-account-credentials=false",
+		"--bind-address", "127.0.0.1", "--use-service-account-credentials=false",
 		"--service-account-private-key-file", filepath.Join(srv.pki, "sa.key"), "--root-ca-file", filepath.Join(srv.pki, "ca.crt"),
 		"--kube-api-qps", "500", "--kube-api-burst", "1000")
-	startMember(b, dir, "kube-scheduler", filepath.Join(bins, "kube-scheduler"), nil,
+	startServing(b, dir, "kube-scheduler", filepath.Join(bins, "kube-scheduler"), nil,
 		"--kubeconfig", kc, "--authentication-kubeconfig", kc, "--authorization-kubeconfig", kc,
-		"--bind-address", "127.0.0.1", "--secure-port", freePortArg(b), "--kube-api-qps", "500", "--kube-api-burst", "1000")
+		"--bind-address", "127.0.0.1", "--kube-api-qps", "500", "--kube-api-burst", "1000")
 	startMember(b, dir, "kwok", filepath.Join(bins, "kwok"), []string{"HOME=" + dir},
 		"--kubeconfig", kc, "--manage-all-nodes=true", "--node-lease-duration-seconds", "40", "--cidr", "10.0.0.1/8")
 

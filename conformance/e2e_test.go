@@ -105,9 +105,9 @@ func BenchmarkE2E(b *testing.B) {
 		dir := b.TempDir()
 		kubeconfig, pki := startE2EServer(b, server, dbName, dir)
 		// kcm uses the admin kubeconfig on both servers alike.
-		startMember(b, dir, "kube-controller-manager", filepath.Join(cluster, "kube-controller-manager"), nil,
+		startServing(b, dir, "kube-controller-manager", filepath.Join(cluster, "kube-controller-manager"), nil,
 			"--kubeconfig", kubeconfig, "--authentication-kubeconfig", kubeconfig, "--authorization-kubeconfig", kubeconfig,
-			"--bind-address", "127.0.0.1", "--secure-port", freePortArg(b), "--use-service-account-credentials=true",
+			"--bind-address", "127.0.0.1", "--use-service-account-credentials=true",
 			"--service-account-private-key-file", filepath.Join(pki, "sa.key"), "--root-ca-file", filepath.Join(pki, "ca.crt"),
 			"--cluster-signing-cert-file", filepath.Join(pki, "ca.crt"), "--cluster-signing-key-file", filepath.Join(pki, "ca.key"))
 
