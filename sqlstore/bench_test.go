@@ -19,6 +19,7 @@ import (
 	"github.com/tabula-dev/tabula/sqlstore/dbtest"
 	"github.com/tabula-dev/tabula/sqlstore/encrypt"
 	"github.com/tabula-dev/tabula/sqlstore/kv"
+	"github.com/tabula-dev/tabula/sqlstore/storetest"
 )
 
 // BenchmarkCreate measures creates of 1 KiB objects, sequentially and from
@@ -201,11 +202,7 @@ func BenchmarkEncryptedSecrets(b *testing.B) {
 // reader and 8 concurrent ones, each with a deadline as a request's
 // context has.
 func BenchmarkGet(b *testing.B) {
-	s, err := sqlstore.Open(context.Background(), "sqlite://"+filepath.Join(b.TempDir(), "bench.db"), sqlstore.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
+	s := storetest.Open(b, "sqlite://"+filepath.Join(b.TempDir(), "bench.db"))
 	value := []byte(`{"data":{"k":"` + strings.Repeat("x", 1000) + `"}}`)
 	const objects = 1000
 	for i := 0; i < objects; i++ {
@@ -240,11 +237,7 @@ func BenchmarkGet(b *testing.B) {
 // opening it to receiving the 100 events, with no selector, a label
 // selector and a field selector (a kubelet's) that match them all.
 func BenchmarkWatchFromRevision(b *testing.B) {
-	s, err := sqlstore.Open(context.Background(), "sqlite://"+filepath.Join(b.TempDir(), "bench.db"), sqlstore.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
+	s := storetest.Open(b, "sqlite://"+filepath.Join(b.TempDir(), "bench.db"))
 	value := []byte(`{"data":{"k":"` + strings.Repeat("x", 1000) + `"}}`)
 	var before int64
 	for i := 0; i < 100; i++ {
