@@ -141,7 +141,7 @@ func (s *Store) listOn(ctx context.Context, db *sql.DB, opts kv.ListOptions, nee
 	} else if atRev < compacted {
 		return res, &kv.CompactedError{Requested: atRev, Compacted: compacted}
 	}
-	if res, err = s.listAt(ctx, tx, opts, atRev, cur); err != nil || !opts.Shared {
+	if res, err = s.listAt(ctx, tx, opts, atRev, cur, compacted); err != nil || !opts.Shared {
 		return res, err
 	}
 	if err := s.resolveShared(ctx, tx, res.Items); err != nil {
@@ -152,7 +152,25 @@ func (s *Store) listOn(ctx context.Context, db *sql.DB, opts kv.ListOptions, nee
 
 // listAt reads one page at atRev in tx; with opts.Shared the items come
 // without values (resolveShared adds them).
-func (s *Store) listAt(ctx context.Context, tx *sql.Tx, opts kv.ListOptions, atRev, cur int64) (kv.ListResult, error) {
+func (s *Store) listAt(ctx context.Context, tx *sql.Tx, opts kv.ListOptions, atRev, cur, compacted int64) (kv.ListResult, error) {
+	// A warm whole list at the latest revision: from its kept keys if
+	// they can be brought forward (keptlists.go), else read and kept.
+	if opts.Cached != nil && !opts.Shared && atRev == cur && opts.Limit == 0 && opts.Pred.Empty() &&
+		opts.AfterNamespace == "" && opts.AfterName == "" {
+		res, ok, err := s.listKept(ctx, tx, opts, cur, compacted)
+		if ok || err != nil {
+			return res, err
+		}
+		if res, err = s.walk(ctx, tx, opts, atRev, cur); err == nil {
+			s.keptKeys.keepItems(keptListID{opts.Resource, opts.Namespace}, cur, res.Items)
+		}
+		return res, err
+	}
+	return s.walk(ctx, tx, opts, atRev, cur)
+}
+
+// walk reads one page at atRev in tx from the database.
+func (s *Store) walk(ctx context.Context, tx *sql.Tx, opts kv.ListOptions, atRev, cur int64) (kv.ListResult, error) {
 	res := kv.ListResult{Rev: atRev}
 	afterNS, afterName, started := opts.AfterNamespace, opts.AfterName, opts.AfterNamespace != "" || opts.AfterName != ""
 	probe := false

@@ -157,6 +157,10 @@ type Store struct {
 	lookupCost int
 	countMin   int
 	indexLists atomic.Int64
+	// keptKeys holds the keys of recent whole lists (keptlists.go);
+	// keptListed counts the lists answered from them (for tests).
+	keptKeys   keptLists
+	keptListed atomic.Int64
 	// standbys are the read replicas (standby.go); fence coalesces the
 	// primary revision reads that consistent reads on them wait for.
 	standbys    []*standby
@@ -222,7 +226,7 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sqlstore: open %s: %w", d.name(), err)
 	}
-	s := &Store{d: d, read: r, write: w, opts: opts, log: opts.Logger, closed: make(chan struct{}), writes: make(chan *writeReq, maxBatch), committerDone: make(chan struct{}), indexMax: indexDrivenMax, lookupCost: indexLookupCost, countMin: indexCountMin,
+	s := &Store{d: d, read: r, write: w, opts: opts, log: opts.Logger, closed: make(chan struct{}), writes: make(chan *writeReq, maxBatch), committerDone: make(chan struct{}), indexMax: indexDrivenMax, lookupCost: indexLookupCost, countMin: indexCountMin, keptKeys: keptLists{min: keptListMin},
 		shared: newSharedValues(opts.SharedValueBytes), checkpointed: make(chan checkpointResult, 1)}
 	s.closedCtx, s.cancelClose = context.WithCancel(context.Background())
 	if _, ok := d.(directReads); ok {
