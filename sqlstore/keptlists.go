@@ -94,6 +94,7 @@ func (k *keptLists) keep(id keptListID, l *keptList) {
 	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
+	before := k.bytes
 	if old := k.lists[id]; old != nil {
 		if old.rev >= l.rev {
 			return
@@ -118,6 +119,15 @@ func (k *keptLists) keep(id keptListID, l *keptList) {
 		k.bytes -= k.lists[oldest].bytes
 		delete(k.lists, oldest)
 	}
+	listKeysBytes.Add(float64(k.bytes - before))
+}
+
+// drop lets every kept list go (the store closes).
+func (k *keptLists) drop() {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	listKeysBytes.Sub(float64(k.bytes))
+	k.lists, k.bytes = nil, 0
 }
 
 // keepItems keeps the keys of a whole list just read at rev.
@@ -220,6 +230,7 @@ func (s *Store) listKept(ctx context.Context, tx *sql.Tx, opts kv.ListOptions, c
 	if l == nil || l.rev > cur || l.rev < compacted {
 		return res, false, nil
 	}
+	result := "kept"
 	if l.rev < cur {
 		changes, ok, err := s.changesSince(ctx, tx, id, l.rev, cur, min(len(l.keys)/keptChangeShare, keptChangeMax))
 		if err != nil || !ok {
@@ -227,8 +238,10 @@ func (s *Store) listKept(ctx context.Context, tx *sql.Tx, opts kv.ListOptions, c
 		}
 		l = l.forward(cur, changes)
 		s.keptKeys.keep(id, l)
+		result = "forwarded"
 	}
 	s.keptListed.Add(1)
+	listKeys.WithLabelValues(result).Inc()
 	res.Items = make([]kv.Record, len(l.keys))
 	var misses []int
 	for i, k := range l.keys {

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
 	"github.com/tabula-dev/tabula/sqlstore/kv"
 )
 
@@ -71,6 +73,7 @@ func testKeptLists(t *testing.T, s *Store) {
 			t.Fatal(err)
 		}
 		before := s.keptListed.Load()
+		read := testutil.ToFloat64(listKeys.WithLabelValues("read"))
 		warm, err := s.List(ctx, kv.ListOptions{Resource: "configmaps", Namespace: ns,
 			Cached: func(r kv.Record) ([]byte, bool) { return cached, r.Rev%2 == 0 }})
 		if err != nil {
@@ -78,6 +81,9 @@ func testKeptLists(t *testing.T, s *Store) {
 		}
 		if got := s.keptListed.Load() > before; got != fromKept {
 			t.Errorf("list of %q from kept keys: %v, want %v", ns, got, fromKept)
+		}
+		if got := testutil.ToFloat64(listKeys.WithLabelValues("read")) - read; got != map[bool]float64{false: 1, true: 0}[fromKept] {
+			t.Errorf("list of %q: tabula_sql_list_keys_total{result=\"read\"} rose by %v", ns, got)
 		}
 		if warm.Rev != plain.Rev || len(warm.Items) != len(plain.Items) {
 			t.Fatalf("list of %q: %d items at %d; the plain one %d at %d", ns, len(warm.Items), warm.Rev, len(plain.Items), plain.Rev)

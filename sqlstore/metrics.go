@@ -30,9 +30,19 @@ var checkpoints = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Help: "Background checkpoints of SQLite's write-ahead log, by result (done: every page copied; partial: readers still used some; failed).",
 }, []string{"result"})
 
+var listKeys = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Name: "tabula_sql_list_keys_total",
+	Help: "Warm whole lists at the latest revision, by where their keys came from (kept: the last such list's, nothing of theirs written since; forwarded: the last list's with the log rows written since applied; read: the database's, then kept).",
+}, []string{"result"})
+
+var listKeysBytes = prometheus.NewGauge(prometheus.GaugeOpts{
+	Name: "tabula_sql_list_keys_kept_bytes",
+	Help: "Estimated bytes of the keys kept from warm whole lists (8 MiB at most per store).",
+})
+
 // Collectors returns the store's metrics for registration by the binary.
 func Collectors() []prometheus.Collector {
-	return []prometheus.Collector{queryDuration, batchSize, sharedReadBytes, standbyReads, checkpoints}
+	return []prometheus.Collector{queryDuration, batchSize, sharedReadBytes, standbyReads, checkpoints, listKeys, listKeysBytes}
 }
 
 // observe records one named query's latency and logs it when slow. Use as

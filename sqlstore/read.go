@@ -162,6 +162,7 @@ func (s *Store) listAt(ctx context.Context, tx *sql.Tx, opts kv.ListOptions, atR
 			return res, err
 		}
 		if res, err = s.walk(ctx, tx, opts, atRev, cur); err == nil {
+			listKeys.WithLabelValues("read").Inc()
 			s.keptKeys.keepItems(keptListID{opts.Resource, opts.Namespace}, cur, res.Items)
 		}
 		return res, err

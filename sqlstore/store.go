@@ -330,6 +330,7 @@ func (s *Store) Close() error {
 		s.cancelClose()
 	})
 	s.wg.Wait()
+	s.keptKeys.drop()
 	return s.closeDBs()
 }
 
