@@ -2,8 +2,10 @@ package codecs_test
 
 import (
 	"fmt"
+	"runtime"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/tabula-dev/tabula/codecs"
 )
@@ -31,5 +33,36 @@ func TestEach(t *testing.T) {
 	})
 	if err == nil || err.Error() != "item 4321" {
 		t.Fatalf("err = %v; want item 4321's", err)
+	}
+}
+
+// TestEachLeavesABusyWorkersShare: a worker held up (here by its first
+// item, until most of the others are done) does not hold up the items it
+// would have been given in a fixed share: the other workers take them.
+func TestEachLeavesABusyWorkersShare(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
+	const n = 10_000
+	var visited atomic.Int32
+	others := make(chan struct{})
+	err := codecs.Each(n, func(i int) error {
+		if i == 0 {
+			// With halves, the other worker has only n/2 items.
+			select {
+			case <-others:
+				return nil
+			case <-time.After(time.Minute):
+				return fmt.Errorf("item 0 waited a minute: %d others visited", visited.Load())
+			}
+		}
+		if visited.Add(1) == n/2+1 {
+			close(others)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := visited.Load(); got != n-1 {
+		t.Fatalf("%d items visited besides the first; want %d", got, n-1)
 	}
 }
