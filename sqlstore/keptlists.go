@@ -252,13 +252,8 @@ func (s *Store) listKept(ctx context.Context, tx *sql.Tx, opts kv.ListOptions, c
 			misses = append(misses, i)
 		}
 	}
-	// As in listAt: values are read and encoded a listBatch at a time.
-	for at := misses; len(at) > 0; {
-		part := at[:min(len(at), listBatch)]
-		at = at[len(part):]
-		if err := s.finishBatch(ctx, tx, opts, res.Items, part, nil); err != nil {
-			return res, false, err
-		}
+	if err := s.finishMisses(ctx, tx, opts, res.Items, misses); err != nil {
+		return res, false, err
 	}
 	return res, true, nil
 }

@@ -223,14 +223,8 @@ func (s *Store) walk(ctx context.Context, tx *sql.Tx, opts kv.ListOptions, atRev
 				last := res.Items[len(res.Items)-1]
 				afterNS, afterName, started = last.Namespace, last.Name, true
 			}
-			// Values are read and encoded a listBatch at a time, so a
-			// large batch holds no more of them at once than a small one.
-			for at := misses; len(at) > 0; {
-				part := at[:min(len(at), listBatch)]
-				at = at[len(part):]
-				if err := s.finishBatch(ctx, tx, opts, res.Items, part, nil); err != nil {
-					return res, err
-				}
+			if err := s.finishMisses(ctx, tx, opts, res.Items, misses); err != nil {
+				return res, err
 			}
 			if len(misses) > n/2 {
 				keysFirst = false
@@ -325,6 +319,20 @@ func (s *Store) finishBatch(ctx context.Context, tx *sql.Tx, opts kv.ListOptions
 		return err
 	}
 	return encodeEach(opts, items, append(misses, raw...))
+}
+
+// finishMisses reads and encodes the values of items at misses (listed
+// keys first) a listBatch at a time, so a large batch of keys holds no
+// more values at once than a small one.
+func (s *Store) finishMisses(ctx context.Context, tx *sql.Tx, opts kv.ListOptions, items []kv.Record, misses []int) error {
+	for at := misses; len(at) > 0; {
+		part := at[:min(len(at), listBatch)]
+		at = at[len(part):]
+		if err := s.finishBatch(ctx, tx, opts, items, part, nil); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // encodeParallelMin is the fewest items per core worth encoding on
