@@ -252,13 +252,13 @@ func WriteTableJSON(w io.Writer, tbl *metav1.Table) error {
 }
 
 // WriteTableRowsJSON writes, as WriteTableJSON, a Table of t in out's
-// version with list metadata lm around n rows made by TableRowJSON; each
-// row is asked for once, when it is written.
-func WriteTableRowsJSON(w io.Writer, out Output, t *schema.Type, lm metav1.ListMeta, n int, row func(i int) []byte) error {
+// version with list metadata lm around n rows, each appended by row when
+// it is written (a row of TableRowJSON, or AppendKeptRow's).
+func WriteTableRowsJSON(w io.Writer, out Output, t *schema.Type, lm metav1.ListMeta, n int, row func(b []byte, i int) ([]byte, error)) error {
 	tbl := tableEnvelope(out, t)
 	tbl.ListMeta = lm
 	tbl.Rows = []metav1.TableRow{} // "rows":[], as a Table of no objects is written
-	return writeTableJSON(w, tbl, n, func(b []byte, i int) ([]byte, error) { return append(b, row(i)...), nil })
+	return writeTableJSON(w, tbl, n, row)
 }
 
 // writeTableJSON writes tbl's envelope around n rows, each appended by
@@ -331,42 +331,46 @@ func appendTableRow(b []byte, r *metav1.TableRow) ([]byte, error) {
 	return append(b, '}'), nil
 }
 
-// appendCells appends a row's cells as json.Marshal writes them. Most
-// cells are integers and strings that JSON takes as they are; those are
-// written here, and a row with any other cell (a float, a string
-// json.Marshal would escape) goes through json.Marshal, whose reflection
-// was most of a row's time.
+// appendCells appends a row's cells as json.Marshal writes them.
 func appendCells(b []byte, cells []any) ([]byte, error) {
 	if cells == nil {
 		return append(b, "null"...), nil
 	}
-	start := len(b)
 	b = append(b, '[')
 	for i, c := range cells {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		switch v := c.(type) {
-		case string:
-			if !plainJSONString(v) {
-				return appendMarshaled(b[:start], cells)
-			}
-			b = append(append(append(b, '"'), v...), '"')
-		case int64:
-			b = strconv.AppendInt(b, v, 10)
-		case int32:
-			b = strconv.AppendInt(b, int64(v), 10)
-		case int:
-			b = strconv.AppendInt(b, int64(v), 10)
-		case bool:
-			b = strconv.AppendBool(b, v)
-		case nil:
-			b = append(b, "null"...)
-		default:
-			return appendMarshaled(b[:start], cells)
+		var err error
+		if b, err = appendCell(b, c); err != nil {
+			return nil, err
 		}
 	}
 	return append(b, ']'), nil
+}
+
+// appendCell appends a cell as json.Marshal writes it. Most cells are
+// integers and strings that JSON takes as they are; those are written
+// here, and any other (a float, a string json.Marshal would escape) goes
+// through json.Marshal, whose reflection was most of a row's time.
+func appendCell(b []byte, c any) ([]byte, error) {
+	switch v := c.(type) {
+	case string:
+		if plainJSONString(v) {
+			return append(append(append(b, '"'), v...), '"'), nil
+		}
+	case int64:
+		return strconv.AppendInt(b, v, 10), nil
+	case int32:
+		return strconv.AppendInt(b, int64(v), 10), nil
+	case int:
+		return strconv.AppendInt(b, int64(v), 10), nil
+	case bool:
+		return strconv.AppendBool(b, v), nil
+	case nil:
+		return append(b, "null"...), nil
+	}
+	return appendMarshaled(b, c)
 }
 
 // plainJSONString says whether json.Marshal writes s as it is between

@@ -184,6 +184,9 @@ func decorate(t *Type) {
 	if t.StorageResource == "" {
 		t.StorageResource = t.GroupResource().String()
 	}
-	t.Columns, t.Row = builtinColumns(t)
+	t.Columns, t.Cells = builtinColumns(t)
+	if t.Cells != nil {
+		t.Row = withAges(t.Cells)
+	}
 	t.PrepareForCreate, t.PrepareForUpdate, t.Validate = builtinStrategy(t)
 }

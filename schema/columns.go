@@ -51,7 +51,8 @@ func nameColumn(priority int32) metav1.TableColumnDefinition {
 func ageColumn() metav1.TableColumnDefinition { return column("Age", "", descAge, 0) }
 
 // builtinColumns returns the Table columns kube-apiserver prints for a
-// built-in kind and the function computing one row's cells. The server
+// built-in kind and the function computing one row's cells, with Since
+// for its ages (Type.Cells). The server
 // always prints the wide form, so priority-1 columns have cells too.
 func builtinColumns(t *Type) ([]metav1.TableColumnDefinition, func(runtime.Object) ([]interface{}, error)) {
 	switch t.GroupVersionKind() {
@@ -125,6 +126,27 @@ func age(ts time.Time) string {
 	return duration.HumanDuration(now().Sub(ts))
 }
 
+// Age is a Since cell as a row shows it now.
+func Age(s Since) string { return age(time.Time(s)) }
+
+// Since is a cell of a kind's Cells that shows the time elapsed since it,
+// Age-style: such a row's text changes with the clock and nothing else,
+// so it can be kept by revision and its ages filled in when it is served.
+type Since time.Time
+
+// withAges is cells's row as a Table shows it now: each Since rendered.
+func withAges(cells func(runtime.Object) ([]interface{}, error)) func(runtime.Object) ([]interface{}, error) {
+	return func(obj runtime.Object) ([]interface{}, error) {
+		row, err := cells(obj)
+		for i, c := range row {
+			if s, ok := c.(Since); ok {
+				row[i] = Age(s)
+			}
+		}
+		return row, err
+	}
+}
+
 func wrongType(obj runtime.Object, want string) error {
 	return fmt.Errorf("table row: expected %s, got %T", want, obj)
 }
@@ -134,7 +156,7 @@ func configMapRow(obj runtime.Object) ([]interface{}, error) {
 	if !ok || cm == nil {
 		return nil, wrongType(obj, "*v1.ConfigMap")
 	}
-	return []interface{}{cm.Name, int64(len(cm.Data) + len(cm.BinaryData)), age(cm.CreationTimestamp.Time)}, nil
+	return []interface{}{cm.Name, int64(len(cm.Data) + len(cm.BinaryData)), Since(cm.CreationTimestamp.Time)}, nil
 }
 
 func secretRow(obj runtime.Object) ([]interface{}, error) {
@@ -142,7 +164,7 @@ func secretRow(obj runtime.Object) ([]interface{}, error) {
 	if !ok || s == nil {
 		return nil, wrongType(obj, "*v1.Secret")
 	}
-	return []interface{}{s.Name, string(s.Type), int64(len(s.Data)), age(s.CreationTimestamp.Time)}, nil
+	return []interface{}{s.Name, string(s.Type), int64(len(s.Data)), Since(s.CreationTimestamp.Time)}, nil
 }
 
 func namespaceRow(obj runtime.Object) ([]interface{}, error) {
@@ -150,7 +172,7 @@ func namespaceRow(obj runtime.Object) ([]interface{}, error) {
 	if !ok || ns == nil {
 		return nil, wrongType(obj, "*v1.Namespace")
 	}
-	return []interface{}{ns.Name, string(ns.Status.Phase), age(ns.CreationTimestamp.Time)}, nil
+	return []interface{}{ns.Name, string(ns.Status.Phase), Since(ns.CreationTimestamp.Time)}, nil
 }
 
 func serviceAccountRow(obj runtime.Object) ([]interface{}, error) {
@@ -158,7 +180,7 @@ func serviceAccountRow(obj runtime.Object) ([]interface{}, error) {
 	if !ok || sa == nil {
 		return nil, wrongType(obj, "*v1.ServiceAccount")
 	}
-	return []interface{}{sa.Name, age(sa.CreationTimestamp.Time)}, nil
+	return []interface{}{sa.Name, Since(sa.CreationTimestamp.Time)}, nil
 }
 
 func leaseRow(obj runtime.Object) ([]interface{}, error) {
@@ -170,7 +192,7 @@ func leaseRow(obj runtime.Object) ([]interface{}, error) {
 	if l.Spec.HolderIdentity != nil {
 		holder = *l.Spec.HolderIdentity
 	}
-	return []interface{}{l.Name, holder, age(l.CreationTimestamp.Time)}, nil
+	return []interface{}{l.Name, holder, Since(l.CreationTimestamp.Time)}, nil
 }
 
 // eventRow prints a core/v1 or events.k8s.io/v1 Event.
@@ -190,17 +212,17 @@ func eventRow(obj runtime.Object) ([]interface{}, error) {
 		return nil, wrongType(obj, "*v1.Event")
 	}
 
-	firstSeen := age(e.FirstTimestamp.Time)
+	firstSeen := Since(e.FirstTimestamp.Time)
 	if e.FirstTimestamp.IsZero() {
-		firstSeen = age(e.EventTime.Time)
+		firstSeen = Since(e.EventTime.Time)
 	}
-	lastSeen := age(e.LastTimestamp.Time)
+	lastSeen := Since(e.LastTimestamp.Time)
 	if e.LastTimestamp.IsZero() {
 		lastSeen = firstSeen
 	}
 	count := e.Count
 	if e.Series != nil {
-		lastSeen = age(e.Series.LastObservedTime.Time)
+		lastSeen = Since(e.Series.LastObservedTime.Time)
 		count = e.Series.Count
 	} else if count == 0 {
 		count = 1

@@ -101,7 +101,7 @@ func endpointsRow(obj runtime.Object) ([]interface{}, error) {
 	if !ok || ep == nil {
 		return nil, wrongType(obj, "*v1.Endpoints")
 	}
-	return []interface{}{ep.Name, endpointsCell(ep), age(ep.CreationTimestamp.Time)}, nil
+	return []interface{}{ep.Name, endpointsCell(ep), Since(ep.CreationTimestamp.Time)}, nil
 }
 
 func endpointsCell(ep *corev1.Endpoints) string {

@@ -138,6 +138,11 @@ type Type struct {
 	// the default Name / Created At columns.
 	Columns []metav1.TableColumnDefinition
 	Row     func(obj runtime.Object) ([]interface{}, error)
+	// Cells, when set, are Row's cells with each Age-style one a Since,
+	// unrendered: the row depends on the clock only there, so a server
+	// can keep it by revision (kinds printed by kube's printers, which
+	// read the clock themselves, have none).
+	Cells func(obj runtime.Object) ([]interface{}, error)
 	// NoTable: kube-apiserver's storage of the kind converts nothing to a
 	// Table (reviews, bindings), so asking for one is not acceptable (406).
 	NoTable bool

@@ -92,6 +92,11 @@ const (
 	// Protobuf, an item of a PartialObjectMetadataList (the JSON forms
 	// above are those of its JSON).
 	formMetadataProtobuf
+	// formKeptRow is a meta.k8s.io/v1 Table row with
+	// includeObject=Metadata of a kind with Cells, its ages open
+	// (codecs.KeptRow); formKeptRowV1beta1 the same in a v1beta1 Table.
+	formKeptRow
+	formKeptRowV1beta1
 )
 
 type encodedEntry struct {

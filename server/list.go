@@ -29,6 +29,7 @@ func (r *request) list() error {
 	}
 	var encode func(kv.Record) ([]byte, error)
 	var cached func(kv.Record) ([]byte, bool)
+	keptRows, fromProtobuf := false, map[int64]bool(nil)
 	// A list audited with its response body records the objects decoded
 	// from storage (writeList): it keeps the plain path.
 	if !r.s.auditAt(r.c, auditinternal.LevelRequestResponse) {
@@ -55,6 +56,33 @@ func (r *request) list() error {
 				return err
 			}
 			typed := r.t.New != nil && !r.t.Unstructured
+			if r.t.Cells != nil && (includeObject == "" || includeObject == "Metadata") {
+				// A row that depends on the clock only through its ages
+				// is kept whole, by revision, instead (keptRow); an item
+				// without one comes with its Protobuf encoding if that is
+				// cached, and is made into its row after (fromProtobuf
+				// holds those items' revisions; the store asks one item
+				// at a time).
+				keptRows = true
+				encode = func(rec kv.Record) ([]byte, error) { return r.keptRow(out, rec, nil) }
+				cached = func(rec kv.Record) ([]byte, bool) {
+					if b, ok := r.s.encoded.peek(encodedKey{rec.Rev, r.t, keptRowForm(out)}); ok {
+						return b, true
+					}
+					if !typed {
+						return nil, false
+					}
+					b, ok := r.cachedProtobuf(rec)
+					if ok {
+						if fromProtobuf == nil {
+							fromProtobuf = map[int64]bool{}
+						}
+						fromProtobuf[rec.Rev] = true
+					}
+					return b, ok
+				}
+				break
+			}
 			encode = func(rec kv.Record) ([]byte, error) {
 				obj, err := r.decodeStored(rec)
 				if err != nil {
@@ -90,6 +118,8 @@ func (r *request) list() error {
 	switch {
 	case encode == nil:
 		return r.writeList(out, res, p)
+	case keptRows:
+		return r.writeKeptRows(out, r.listMeta(res, p), res.Items, fromProtobuf)
 	case tableJSON(r.c, out):
 		return r.streamTableJSON(out, r.listMeta(res, p), res.Items)
 	case metadataList(r.c, out):
@@ -330,10 +360,74 @@ func (r *request) streamTableJSON(out codecs.Output, lm metav1.ListMeta, items [
 	resp := r.c.Response()
 	resp.Header().Set(echo.HeaderContentType, out.ContentType())
 	resp.WriteHeader(http.StatusOK)
-	abortIfCut(codecs.WriteTableRowsJSON(resp, out, r.t, lm, len(items), func(i int) []byte {
-		b := items[i].Value
+	abortIfCut(codecs.WriteTableRowsJSON(resp, out, r.t, lm, len(items), func(b []byte, i int) ([]byte, error) {
+		b = append(b, items[i].Value...)
 		items[i].Value = nil
-		return b
+		return b, nil
+	}))
+	return nil
+}
+
+// keptRowForm is the kept form of a Table row of out's version.
+func keptRowForm(out codecs.Output) encodedForm {
+	if out.ViewVersion == "v1beta1" {
+		return formKeptRowV1beta1
+	}
+	return formKeptRow
+}
+
+// keptRow is rec's Table row with includeObject=Metadata, kept by
+// revision with its ages open (codecs.KeptRow); obj is rec decoded, or nil
+// to decode its stored value. Nothing else is kept on the way, so a first
+// Table of many objects holds little more than its rows: their Protobuf
+// encodings and metadata would be as much again.
+func (r *request) keptRow(out codecs.Output, rec kv.Record, obj runtime.Object) ([]byte, error) {
+	return r.s.encoded.get(encodedKey{rec.Rev, r.t, keptRowForm(out)}, func() (_ []byte, err error) {
+		if obj == nil {
+			if obj, err = r.decodeStored(rec); err != nil {
+				return nil, err
+			}
+		}
+		form := formRowMetadata
+		if out.ViewVersion == "v1beta1" {
+			form = formRowMetadataV1beta1
+		}
+		meta, ok := r.s.encoded.peek(encodedKey{rec.Rev, r.t, form})
+		if !ok {
+			meta = codecs.MetadataJSON(out, obj)
+		}
+		return codecs.KeptRow(r.t, obj, meta)
+	})
+}
+
+// writeKeptRows writes a Table of items whose values are their kept rows,
+// but for those listed with their Protobuf encodings (the revisions in
+// fromProtobuf), which are made into their rows first, on every core (see
+// list). Each row is filled in with its ages as it is written.
+func (r *request) writeKeptRows(out codecs.Output, lm metav1.ListMeta, items []kv.Record, fromProtobuf map[int64]bool) error {
+	if len(fromProtobuf) > 0 {
+		err := codecs.Each(len(items), func(i int) error {
+			if !items[i].Cached || !fromProtobuf[items[i].Rev] {
+				return nil
+			}
+			obj, err := r.fromProtobuf(items[i].Value)
+			if err != nil {
+				return fmt.Errorf("server: cached encoding of %s/%s: %w", items[i].Namespace, items[i].Name, err)
+			}
+			items[i].Value, err = r.keptRow(out, items[i], obj)
+			return err
+		})
+		if err != nil {
+			return err
+		}
+	}
+	resp := r.c.Response()
+	resp.Header().Set(echo.HeaderContentType, out.ContentType())
+	resp.WriteHeader(http.StatusOK)
+	abortIfCut(codecs.WriteTableRowsJSON(resp, out, r.t, lm, len(items), func(b []byte, i int) ([]byte, error) {
+		b, err := codecs.AppendKeptRow(b, items[i].Value)
+		items[i].Value = nil
+		return b, err
 	}))
 	return nil
 }

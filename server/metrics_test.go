@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -72,22 +73,60 @@ func TestEncodingCacheMetrics(t *testing.T) {
 }
 
 // TestTableListKeepsProtobuf: a Table list of objects decoded from
-// storage keeps each one's Protobuf encoding, so the next Table (or a
-// Protobuf list) is made from it, not from the stored JSON again.
+// storage, of a kind printed by kube's printers, keeps each one's Protobuf
+// encoding, so the next Table (or a Protobuf list) is made from it, not
+// from the stored JSON again.
 func TestTableListKeepsProtobuf(t *testing.T) {
 	srv := cacheServer(t)
+	const roles = "/apis/rbac.authorization.k8s.io/v1/namespaces/default/roles"
+	for _, name := range []string{"a", "b", "c"} {
+		create(t, srv, roles, `{"metadata":{"name":"`+name+`"}}`)
+	}
 	before := encodingCache(t, srv)
-	tbl := listAs(t, srv, "application/json;as=Table;v=v1;g=meta.k8s.io")
-	if !strings.Contains(tbl, `"cells":["b",0,`) {
+	tbl := listPath(t, srv, roles, "application/json;as=Table;v=v1;g=meta.k8s.io")
+	if !strings.Contains(tbl, `"cells":["b",`) {
 		t.Fatalf("Table list: %s", tbl)
 	}
 	afterTable := encodingCache(t, srv)
-	listAs(t, srv, "application/vnd.kubernetes.protobuf")
+	listPath(t, srv, roles, "application/vnd.kubernetes.protobuf")
 	after := encodingCache(t, srv)
 	made, hits := "tabula_encoding_cache_made_total", "tabula_encoding_cache_hits_total"
 	// Three row objects (metadata) and three Protobuf encodings at least.
 	if afterTable[made]-before[made] < 6 || after[made] != afterTable[made] || after[hits]-afterTable[hits] < 3 {
 		t.Errorf("encoding cache: before %v, after a Table list %v, after a Protobuf list %v", before, afterTable, after)
+	}
+}
+
+// TestTableListKeepsRows: a Table list of a kind whose rows depend on the
+// clock only through their ages (ConfigMaps) keeps each row, and only
+// that; the next Table is made of the kept rows, and reads as the first,
+// in either Table version.
+func TestTableListKeepsRows(t *testing.T) {
+	srv := cacheServer(t)
+	made, hits := "tabula_encoding_cache_made_total", "tabula_encoding_cache_hits_total"
+	for _, accept := range []string{"application/json;as=Table;v=v1;g=meta.k8s.io", "application/json;as=Table;v=v1beta1;g=meta.k8s.io"} {
+		before := encodingCache(t, srv)
+		first := listAs(t, srv, accept)
+		afterFirst := encodingCache(t, srv)
+		again := listAs(t, srv, accept)
+		afterAgain := encodingCache(t, srv)
+		// A row made for each ConfigMap (a, b, c and the namespace's
+		// kube-root-ca.crt), nothing else (no Protobuf, no metadata);
+		// none made again, and each found.
+		rows := float64(strings.Count(first, `{"cells":[`))
+		if rows != 4 || afterFirst[made]-before[made] != rows || afterAgain[made] != afterFirst[made] || afterAgain[hits]-afterFirst[hits] != rows {
+			t.Errorf("%s: encoding cache before %v, after a Table list %v, after it again %v", accept, before, afterFirst, afterAgain)
+		}
+		// The ConfigMaps were made a moment ago: their ages are seconds,
+		// the same or one more in the second list.
+		age := regexp.MustCompile(`"cells":\["([abc])",0,"([0-9]+)s"\],"object":\{"kind":"PartialObjectMetadata"`)
+		a, b := age.FindAllStringSubmatch(first, -1), age.FindAllStringSubmatch(again, -1)
+		if len(a) != 3 || len(b) != 3 {
+			t.Fatalf("%s: rows\n%s\nthen\n%s", accept, first, again)
+		}
+		if age.ReplaceAllString(first, "$1") != age.ReplaceAllString(again, "$1") {
+			t.Errorf("%s: the lists differ beyond their ages:\n%s\n%s", accept, first, again)
+		}
 	}
 }
 
@@ -97,15 +136,21 @@ func cacheServer(t *testing.T) *server.Server {
 	t.Helper()
 	srv := servertest.Server(t, server.Config{Store: storetest.Open(t, "sqlite://"+filepath.Join(t.TempDir(), "state.db")), Metrics: prometheus.NewRegistry()})
 	for _, name := range []string{"a", "b", "c"} {
-		rec := httptest.NewRecorder()
-		req := httptest.NewRequest("POST", "/api/v1/namespaces/default/configmaps", strings.NewReader(`{"metadata":{"name":"`+name+`"}}`))
-		req.Header.Set("Content-Type", "application/json")
-		srv.Handler().ServeHTTP(rec, req)
-		if rec.Code != http.StatusCreated {
-			t.Fatalf("create %s: %d %s", name, rec.Code, rec.Body)
-		}
+		create(t, srv, "/api/v1/namespaces/default/configmaps", `{"metadata":{"name":"`+name+`"}}`)
 	}
 	return srv
+}
+
+// create posts body, JSON, to the collection at path.
+func create(t *testing.T, srv *server.Server, path, body string) {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	req := httptest.NewRequest("POST", path, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	srv.Handler().ServeHTTP(rec, req)
+	if rec.Code != http.StatusCreated {
+		t.Fatalf("create in %s: %d %s", path, rec.Code, rec.Body)
+	}
 }
 
 // encodingCache reads the tabula_encoding_cache_* metrics.

@@ -1,0 +1,122 @@
+package codecs_test
+
+import (
+	"bytes"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/tabula-dev/tabula/codecs"
+	"github.com/tabula-dev/tabula/schema"
+)
+
+// A kept row, its ages filled in, is the row a Table made from the object
+// has, byte for byte, for every kind with Cells; the row keeps its times,
+// not their text.
+func TestKeptRowReadsAsRow(t *testing.T) {
+	reg := schema.NewBuiltin()
+	// Each age is half an interval of its text away from the next, so
+	// the two renderings compared read the same.
+	ago := func(d time.Duration) metav1.Time { return metav1.NewTime(time.Now().Add(-d).Truncate(time.Second)) }
+	holder := `a"b<c>ü`
+	count := int32(7)
+	objs := []struct {
+		resource, group, version string
+		obj                      runtime.Object
+		age                      string // a text the kept row must not hold
+	}{
+		{"configmaps", "", "v1", &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cm-1", Namespace: "ns", ResourceVersion: "12", CreationTimestamp: ago(90*time.Minute + 30*time.Second)},
+			Data: map[string]string{"a": "1", "b": "2"}, BinaryData: map[string][]byte{"c": {1}}}, "90m"},
+		{"configmaps", "", "v1", &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "never-created", Namespace: "ns"}}, ""},
+		{"secrets", "", "v1", &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "tls", Namespace: "ns", CreationTimestamp: ago(10*24*time.Hour + 12*time.Hour)},
+			Type: corev1.SecretTypeTLS, Data: map[string][]byte{"tls.crt": {1}, "tls.key": {2}}}, "10d"},
+		{"namespaces", "", "v1", &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team", CreationTimestamp: ago(3*time.Hour + 20*time.Minute + 30*time.Second)},
+			Status: corev1.NamespaceStatus{Phase: corev1.NamespaceActive}}, "3h20m"},
+		{"serviceaccounts", "", "v1", &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default", Namespace: "ns", CreationTimestamp: ago(45*time.Second + 500*time.Millisecond)}}, ""},
+		{"leases", "coordination.k8s.io", "v1", &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "l", Namespace: "ns", CreationTimestamp: ago(30 * time.Minute)},
+			Spec: coordinationv1.LeaseSpec{HolderIdentity: &holder}}, "30m"},
+		{"events", "", "v1", &corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: "e.1", Namespace: "ns", CreationTimestamp: ago(time.Hour)},
+			InvolvedObject: corev1.ObjectReference{Kind: "Pod", Name: "p", FieldPath: "spec.containers{c}"}, Reason: "Pulled", Message: " <done>\n", Type: "Normal",
+			Source: corev1.EventSource{Component: "kubelet", Host: "node-1"}, FirstTimestamp: ago(10*24*time.Hour + 12*time.Hour), LastTimestamp: ago(2*24*time.Hour + 30*time.Minute), Count: 4}, "10d"},
+		{"events", "", "v1", &corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: "e.2", Namespace: "ns"},
+			EventTime: metav1.NewMicroTime(time.Now().Add(-5*time.Minute - 30*time.Second)), ReportingController: "ctl", ReportingInstance: "ctl-1",
+			Series: &corev1.EventSeries{Count: 3, LastObservedTime: metav1.NewMicroTime(time.Now().Add(-90 * time.Second))}}, "5m30s"},
+		{"events", "events.k8s.io", "v1", &eventsv1.Event{ObjectMeta: metav1.ObjectMeta{Name: "e.3", Namespace: "ns"},
+			EventTime: metav1.NewMicroTime(time.Now().Add(-20*time.Minute - 30*time.Second)), ReportingController: "ctl", ReportingInstance: "ctl-1",
+			Regarding: corev1.ObjectReference{Kind: "Node", Name: "n"}, Note: "note", DeprecatedCount: count}, "20m"},
+		{"endpoints", "", "v1", &corev1.Endpoints{ObjectMeta: metav1.ObjectMeta{Name: "svc", Namespace: "ns", CreationTimestamp: ago(4 * 24 * time.Hour)},
+			Subsets: []corev1.EndpointSubset{{Addresses: []corev1.EndpointAddress{{IP: "10.0.0.1"}, {IP: "10.0.0.2"}}, Ports: []corev1.EndpointPort{{Port: 80}}}}}, "4d"},
+	}
+	covered := map[*schema.Type]bool{}
+	for _, version := range []string{"v1", "v1beta1"} {
+		out := codecs.Output{View: codecs.ViewTable, MediaType: codecs.JSON, ViewVersion: version}
+		for _, o := range objs {
+			typ, ok := reg.Lookup(o.group, o.version, o.resource)
+			if !ok || typ.Cells == nil {
+				t.Fatalf("%s/%s %s: no type with Cells", o.group, o.version, o.resource)
+			}
+			covered[typ] = true
+			view, err := codecs.ObjectView(out, typ, o.obj.DeepCopyObject(), "Metadata")
+			if err != nil {
+				t.Fatal(err)
+			}
+			tbl := view.(*metav1.Table)
+			var want bytes.Buffer
+			if err := codecs.WriteTableJSON(&want, tbl); err != nil {
+				t.Fatal(err)
+			}
+			kept, err := codecs.KeptRow(typ, o.obj, codecs.MetadataJSON(out, o.obj))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if o.age != "" && bytes.Contains(kept, []byte(`"`+o.age+`"`)) {
+				t.Errorf("%s %s: kept row %q holds the age %q", o.resource, version, kept, o.age)
+			}
+			var got bytes.Buffer
+			err = codecs.WriteTableRowsJSON(&got, out, typ, tbl.ListMeta, 1, func(b []byte, _ int) ([]byte, error) { return codecs.AppendKeptRow(b, kept) })
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(got.Bytes(), want.Bytes()) {
+				t.Errorf("%s %s:\nkept row   %s\nTable's row %s", o.resource, version, got.Bytes(), want.Bytes())
+			}
+			if o.age != "" && !bytes.Contains(got.Bytes(), []byte(`"`+o.age+`"`)) {
+				t.Errorf("%s %s: row %s without the age %q", o.resource, version, got.Bytes(), o.age)
+			}
+		}
+	}
+	for _, typ := range reg.Types() {
+		if typ.Cells != nil && !covered[typ] {
+			t.Errorf("%s %s has Cells and no object here", typ.GroupVersion(), typ.Resource)
+		}
+	}
+}
+
+// A kept row cut short is refused, not read past its end.
+func TestKeptRowCutShort(t *testing.T) {
+	typ, _ := schema.NewBuiltin().Lookup("", "v1", "events")
+	ev := &corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: "e", CreationTimestamp: metav1.Now()}, FirstTimestamp: metav1.Now(), LastTimestamp: metav1.Now()}
+	kept, err := codecs.KeptRow(typ, ev, []byte(`{}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused := 0
+	for n := range len(kept) {
+		if _, err := codecs.AppendKeptRow(nil, kept[:n]); err != nil {
+			refused++
+		}
+	}
+	// Every cut before the JSON's last open cell (First Seen) is refused;
+	// the cuts after it only shorten what follows: Count, Name, the object.
+	if tail := `,1,"e"],"object":{}}`; refused != len(kept)-len(tail) {
+		t.Errorf("%d of %d cuts refused; want all but the %d in %s", refused, len(kept), len(tail), tail)
+	}
+	if _, err := codecs.AppendKeptRow(nil, []byte{0xff, 0xff}); err == nil {
+		t.Error("a count without its end was read")
+	}
+}
