@@ -103,7 +103,7 @@ type ListOptions struct {
 	// holds one of (by its revision): the item then comes with those
 	// bytes, marked Record.Cached, and the store does not read its value
 	// at all (nor pass it to Encode). Items listed so may lack their
-	// CreatedRev.
+	// CreatedRev. It is called on one goroutine, an item at a time.
 	Cached func(Record) ([]byte, bool)
 	// Shared: the items' values may be shared with other readers of the
 	// same revisions (the store reads each once for all of them, as when
