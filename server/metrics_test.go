@@ -1,7 +1,9 @@
 package server_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"log/slog"
 	"net/http"
@@ -126,6 +128,60 @@ func TestTableListKeepsRows(t *testing.T) {
 		}
 		if age.ReplaceAllString(first, "$1") != age.ReplaceAllString(again, "$1") {
 			t.Errorf("%s: the lists differ beyond their ages:\n%s\n%s", accept, first, again)
+		}
+		rowsAsGets(t, srv, accept, first)
+	}
+}
+
+// TestTableRowsFromProtobuf: a Table list of ConfigMaps whose Protobuf
+// encodings a Protobuf list left makes its rows from those, not from the
+// stored JSON, and they read as the rows of each object's own Table.
+func TestTableRowsFromProtobuf(t *testing.T) {
+	srv := cacheServer(t)
+	listAs(t, srv, "application/vnd.kubernetes.protobuf")
+	made, hits := "tabula_encoding_cache_made_total", "tabula_encoding_cache_hits_total"
+	before := encodingCache(t, srv)
+	const accept = "application/json;as=Table;v=v1;g=meta.k8s.io"
+	tbl := listAs(t, srv, accept)
+	after := encodingCache(t, srv)
+	// Each of the four rows made, from its Protobuf encoding (a hit).
+	if after[made]-before[made] != 4 || after[hits]-before[hits] != 4 {
+		t.Errorf("encoding cache before a Table list %v, after it %v", before, after)
+	}
+	rowsAsGets(t, srv, accept, tbl)
+}
+
+// rowsAsGets checks that each row of a Table list of namespace default's
+// ConfigMaps (as accept) is the row of that ConfigMap's own Table, which a
+// Table of one object makes from the object (schema.Type.Row), its age
+// aside.
+func rowsAsGets(t *testing.T, srv *server.Server, accept, list string) {
+	t.Helper()
+	type table struct {
+		Rows []json.RawMessage `json:"rows"`
+	}
+	var l table
+	if err := json.Unmarshal([]byte(list), &l); err != nil || len(l.Rows) == 0 {
+		t.Fatalf("Table list: %v\n%s", err, list)
+	}
+	age := regexp.MustCompile(`^(\{"cells":\["[^"]*",[0-9]+,)"[0-9]+s"\]`)
+	for _, row := range l.Rows {
+		var r struct {
+			Object struct {
+				Metadata struct{ Name string } `json:"metadata"`
+			} `json:"object"`
+		}
+		if err := json.Unmarshal(row, &r); err != nil {
+			t.Fatal(err)
+		}
+		var one table
+		body := listPath(t, srv, "/api/v1/namespaces/default/configmaps/"+r.Object.Metadata.Name, accept)
+		if err := json.Unmarshal([]byte(body), &one); err != nil || len(one.Rows) != 1 {
+			t.Fatalf("Table of %s: %v\n%s", r.Object.Metadata.Name, err, body)
+		}
+		got, want := age.ReplaceAll(row, []byte("${1}AGE]")), age.ReplaceAll(one.Rows[0], []byte("${1}AGE]"))
+		if !bytes.Contains(got, []byte("AGE]")) || !bytes.Equal(got, want) {
+			t.Errorf("%s: list's row\n%s\nthe object's Table's row\n%s", accept, row, one.Rows[0])
 		}
 	}
 }
