@@ -2,6 +2,7 @@ package server
 
 import (
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 
@@ -139,7 +140,7 @@ func longRunning(r *http.Request) bool {
 	if !ok {
 		return false
 	}
-	if ri.WatchPath || (r.Method == http.MethodGet || r.Method == http.MethodHead) && queryBool(r.URL.Query(), "watch") {
+	if ri.WatchPath || (r.Method == http.MethodGet || r.Method == http.MethodHead) && watchQuery(r.URL.RawQuery) {
 		return true
 	}
 	switch ri.Subresource {
@@ -147,4 +148,15 @@ func longRunning(r *http.Request) bool {
 		return true
 	}
 	return false
+}
+
+// watchQuery says whether a query asks for a watch. It is read on every
+// request, several times: a query that cannot name watch (nor spell it
+// escaped) is not parsed, which allocated a map each time.
+func watchQuery(raw string) bool {
+	if !strings.Contains(raw, "watch") && !strings.Contains(raw, "%") {
+		return false
+	}
+	q, _ := url.ParseQuery(raw)
+	return queryBool(q, "watch")
 }

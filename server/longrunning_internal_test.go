@@ -17,6 +17,11 @@ func TestLongRunning(t *testing.T) {
 		"/api/v1/namespaces/default/pods/p/exec":               true,
 		"/api/v1/namespaces/default/services/s/proxy/a/b":      true,
 		"/api/v1/namespaces/default/configmaps?watch=false":    false,
+		"/api/v1/namespaces/default/configmaps?w%61tch=1":      true,
+		"/api/v1/namespaces/default/configmaps?limit=5&watch=": true, // as apimachinery reads a bool
+		"/api/v1/namespaces/default/configmaps?limit=5":        false,
+		"/api/v1/namespaces/default/configmaps?watch":          true,
+		"/api/v1/namespaces/default/configmaps?%zz&watch=1":    true,
 		"/api/v1/namespaces/default/configmaps/log":            false,
 		"/api/v1/namespaces/proxy/configmaps/c":                false,
 		"/apis/example.com/v1/namespaces/watch/widgets/w":      false,
