@@ -31,7 +31,12 @@ func KeptRow(t *schema.Type, obj runtime.Object, object []byte) ([]byte, error) 
 	var open [4]int
 	var times [4]schema.Since
 	var buf [256]byte
-	row, n := append(buf[:0], `{"cells":[`...), 0
+	row, n := append(buf[:0], `{"cells":`...), 0
+	if cells == nil {
+		row = append(row, "null"...)
+	} else {
+		row = append(row, '[')
+	}
 	for i, c := range cells {
 		if i > 0 {
 			row = append(row, ',')
@@ -48,7 +53,13 @@ func KeptRow(t *schema.Type, obj runtime.Object, object []byte) ([]byte, error) 
 			return nil, err
 		}
 	}
-	row = append(row, `],"object":`...)
+	if cells != nil {
+		row = append(row, ']')
+	}
+	row = append(row, `,"object":`...)
+	if object == nil {
+		object = []byte("null")
+	}
 
 	var hbuf [binary.MaxVarintLen64 * (1 + 3*len(open))]byte
 	head := binary.AppendUvarint(hbuf[:0], uint64(n))
@@ -62,8 +73,9 @@ func KeptRow(t *schema.Type, obj runtime.Object, object []byte) ([]byte, error) 
 	return append(append(append(append(k, head...), row...), object...), '}'), nil
 }
 
-// AppendKeptRow appends the row kept in k (KeptRow) as it reads now.
-func AppendKeptRow(b, k []byte) ([]byte, error) {
+// AppendKeptRow appends the row kept in k (KeptRow) as it reads at the
+// time at.
+func AppendKeptRow(b, k []byte, at time.Time) ([]byte, error) {
 	n, w := binary.Uvarint(k)
 	if w <= 0 || n > uint64(len(k)) {
 		return nil, errKeptRow
@@ -81,20 +93,20 @@ func AppendKeptRow(b, k []byte) ([]byte, error) {
 	}
 	last := uint64(0)
 	for range n {
-		at, w := binary.Uvarint(open)
+		off, w := binary.Uvarint(open)
 		open = open[w:]
 		sec, w := binary.Varint(open)
 		open = open[w:]
 		nsec, w := binary.Uvarint(open)
 		open = open[w:]
-		if at < last || at > uint64(len(json)) {
+		if off < last || off > uint64(len(json)) {
 			return nil, errKeptRow
 		}
-		b = append(b, json[last:at]...)
+		b = append(b, json[last:off]...)
 		// An age is a plain string but "<unknown>", which appendCell
 		// escapes as json.Marshal does.
-		b, _ = appendCell(b, schema.Age(schema.Since(time.Unix(sec, int64(nsec)))))
-		last = at
+		b, _ = appendCell(b, schema.AgeAt(schema.Since(time.Unix(sec, int64(nsec))), at))
+		last = off
 	}
 	return append(b, json[last:]...), nil
 }

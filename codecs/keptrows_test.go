@@ -20,7 +20,7 @@ import (
 // not their text.
 func TestKeptRowReadsAsRow(t *testing.T) {
 	reg := schema.NewBuiltin()
-	// Each age is half an interval of its text away from the next, so
+	// Each age is half a minute or more from its text's next change, so
 	// the two renderings compared read the same.
 	ago := func(d time.Duration) metav1.Time { return metav1.NewTime(time.Now().Add(-d).Truncate(time.Second)) }
 	holder := `a"b<c>ü`
@@ -37,15 +37,15 @@ func TestKeptRowReadsAsRow(t *testing.T) {
 			Type: corev1.SecretTypeTLS, Data: map[string][]byte{"tls.crt": {1}, "tls.key": {2}}}, "10d"},
 		{"namespaces", "", "v1", &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team", CreationTimestamp: ago(3*time.Hour + 20*time.Minute + 30*time.Second)},
 			Status: corev1.NamespaceStatus{Phase: corev1.NamespaceActive}}, "3h20m"},
-		{"serviceaccounts", "", "v1", &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default", Namespace: "ns", CreationTimestamp: ago(45*time.Second + 500*time.Millisecond)}}, ""},
+		{"serviceaccounts", "", "v1", &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default", Namespace: "ns", CreationTimestamp: ago(45*time.Minute + 30*time.Second)}}, ""},
 		{"leases", "coordination.k8s.io", "v1", &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "l", Namespace: "ns", CreationTimestamp: ago(30 * time.Minute)},
 			Spec: coordinationv1.LeaseSpec{HolderIdentity: &holder}}, "30m"},
 		{"events", "", "v1", &corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: "e.1", Namespace: "ns", CreationTimestamp: ago(time.Hour)},
 			InvolvedObject: corev1.ObjectReference{Kind: "Pod", Name: "p", FieldPath: "spec.containers{c}"}, Reason: "Pulled", Message: " <done>\n", Type: "Normal",
 			Source: corev1.EventSource{Component: "kubelet", Host: "node-1"}, FirstTimestamp: ago(10*24*time.Hour + 12*time.Hour), LastTimestamp: ago(2*24*time.Hour + 30*time.Minute), Count: 4}, "10d"},
 		{"events", "", "v1", &corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: "e.2", Namespace: "ns"},
-			EventTime: metav1.NewMicroTime(time.Now().Add(-5*time.Minute - 30*time.Second)), ReportingController: "ctl", ReportingInstance: "ctl-1",
-			Series: &corev1.EventSeries{Count: 3, LastObservedTime: metav1.NewMicroTime(time.Now().Add(-90 * time.Second))}}, "5m30s"},
+			EventTime: metav1.NewMicroTime(time.Now().Add(-25*time.Minute - 30*time.Second)), ReportingController: "ctl", ReportingInstance: "ctl-1",
+			Series: &corev1.EventSeries{Count: 3, LastObservedTime: metav1.NewMicroTime(time.Now().Add(-15*time.Minute - 30*time.Second))}}, "25m"},
 		{"events", "events.k8s.io", "v1", &eventsv1.Event{ObjectMeta: metav1.ObjectMeta{Name: "e.3", Namespace: "ns"},
 			EventTime: metav1.NewMicroTime(time.Now().Add(-20*time.Minute - 30*time.Second)), ReportingController: "ctl", ReportingInstance: "ctl-1",
 			Regarding: corev1.ObjectReference{Kind: "Node", Name: "n"}, Note: "note", DeprecatedCount: count}, "20m"},
@@ -78,7 +78,7 @@ func TestKeptRowReadsAsRow(t *testing.T) {
 				t.Errorf("%s %s: kept row %q holds the age %q", o.resource, version, kept, o.age)
 			}
 			var got bytes.Buffer
-			err = codecs.WriteTableRowsJSON(&got, out, typ, tbl.ListMeta, 1, func(b []byte, _ int) ([]byte, error) { return codecs.AppendKeptRow(b, kept) })
+			err = codecs.WriteTableRowsJSON(&got, out, typ, tbl.ListMeta, 1, func(b []byte, _ int) ([]byte, error) { return codecs.AppendKeptRow(b, kept, time.Now()) })
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -107,7 +107,7 @@ func TestKeptRowCutShort(t *testing.T) {
 	}
 	refused := 0
 	for n := range len(kept) {
-		if _, err := codecs.AppendKeptRow(nil, kept[:n]); err != nil {
+		if _, err := codecs.AppendKeptRow(nil, kept[:n], time.Now()); err != nil {
 			refused++
 		}
 	}
@@ -116,7 +116,37 @@ func TestKeptRowCutShort(t *testing.T) {
 	if tail := `,1,"e"],"object":{}}`; refused != len(kept)-len(tail) {
 		t.Errorf("%d of %d cuts refused; want all but the %d in %s", refused, len(kept), len(tail), tail)
 	}
-	if _, err := codecs.AppendKeptRow(nil, []byte{0xff, 0xff}); err == nil {
+	if _, err := codecs.AppendKeptRow(nil, []byte{0xff, 0xff}, time.Now()); err == nil {
 		t.Error("a count without its end was read")
+	}
+}
+
+// A kept row's ages are those at the time it is served, not when it was
+// made; a row without an object or cells reads as appendTableRow writes it.
+func TestKeptRowAgesWhenServed(t *testing.T) {
+	typ, _ := schema.NewBuiltin().Lookup("", "v1", "configmaps")
+	made := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "a", CreationTimestamp: metav1.NewTime(made)}}
+	kept, err := codecs.KeptRow(typ, cm, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for after, want := range map[time.Duration]string{
+		90 * time.Second: `{"cells":["a",0,"90s"],"object":null}`,
+		25 * time.Minute: `{"cells":["a",0,"25m"],"object":null}`,
+		50 * time.Hour:   `{"cells":["a",0,"2d2h"],"object":null}`,
+	} {
+		got, err := codecs.AppendKeptRow(nil, kept, made.Add(after))
+		if err != nil || string(got) != want {
+			t.Errorf("%v after: %s, %v; want %s", after, got, err, want)
+		}
+	}
+	none := &schema.Type{Cells: func(runtime.Object) ([]any, error) { return nil, nil }}
+	kept, err = codecs.KeptRow(none, cm, []byte(`{}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := codecs.AppendKeptRow(nil, kept, made); err != nil || string(got) != `{"cells":null,"object":{}}` {
+		t.Errorf("a row of no cells: %s, %v", got, err)
 	}
 }

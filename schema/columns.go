@@ -119,15 +119,15 @@ func eventColumns() []metav1.TableColumnDefinition {
 
 // age renders the time elapsed since ts the way kubectl and kube-apiserver
 // do ("5m", "3d4h"), or "<unknown>" for a zero time.
-func age(ts time.Time) string {
-	if ts.IsZero() {
-		return "<unknown>"
-	}
-	return duration.HumanDuration(now().Sub(ts))
-}
+func age(ts time.Time) string { return AgeAt(Since(ts), now()) }
 
-// Age is a Since cell as a row shows it now.
-func Age(s Since) string { return age(time.Time(s)) }
+// AgeAt is a Since cell as a row shows it at the time at.
+func AgeAt(s Since, at time.Time) string {
+	if ts := time.Time(s); !ts.IsZero() {
+		return duration.HumanDuration(at.Sub(ts))
+	}
+	return "<unknown>"
+}
 
 // Since is a cell of a kind's Cells that shows the time elapsed since it,
 // Age-style: such a row's text changes with the clock and nothing else,
@@ -140,7 +140,7 @@ func withAges(cells func(runtime.Object) ([]interface{}, error)) func(runtime.Ob
 		row, err := cells(obj)
 		for i, c := range row {
 			if s, ok := c.(Since); ok {
-				row[i] = Age(s)
+				row[i] = age(time.Time(s))
 			}
 		}
 		return row, err

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/labstack/echo/v4"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -67,6 +68,10 @@ func (r *request) list() error {
 				encode = func(rec kv.Record) ([]byte, error) { return r.keptRow(out, rec, nil) }
 				cached = func(rec kv.Record) ([]byte, bool) {
 					if b, ok := r.s.encoded.peek(encodedKey{rec.Rev, r.t, keptRowForm(out)}); ok {
+						// A store that reads the list again (a standby
+						// failing halfway) asks again: an item seen with
+						// its Protobuf before may have its row now.
+						delete(fromProtobuf, rec.Rev)
 						return b, true
 					}
 					if !typed {
@@ -424,8 +429,9 @@ func (r *request) writeKeptRows(out codecs.Output, lm metav1.ListMeta, items []k
 	resp := r.c.Response()
 	resp.Header().Set(echo.HeaderContentType, out.ContentType())
 	resp.WriteHeader(http.StatusOK)
+	at := time.Now() // one clock reading: the list's ages agree
 	abortIfCut(codecs.WriteTableRowsJSON(resp, out, r.t, lm, len(items), func(b []byte, i int) ([]byte, error) {
-		b, err := codecs.AppendKeptRow(b, items[i].Value)
+		b, err := codecs.AppendKeptRow(b, items[i].Value, at)
 		items[i].Value = nil
 		return b, err
 	}))

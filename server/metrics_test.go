@@ -120,13 +120,20 @@ func TestTableListKeepsRows(t *testing.T) {
 			t.Errorf("%s: encoding cache before %v, after a Table list %v, after it again %v", accept, before, afterFirst, afterAgain)
 		}
 		// The ConfigMaps were made a moment ago: their ages are seconds,
-		// the same or one more in the second list.
-		age := regexp.MustCompile(`"cells":\["([abc])",0,"([0-9]+)s"\],"object":\{"kind":"PartialObjectMetadata"`)
+		// as many or more in the second list.
+		age := regexp.MustCompile(`"cells":\["([a-z.-]+)",([01]),"([0-9]+)s"\],"object":\{"kind":"PartialObjectMetadata"`)
 		a, b := age.FindAllStringSubmatch(first, -1), age.FindAllStringSubmatch(again, -1)
-		if len(a) != 3 || len(b) != 3 {
+		if len(a) != 4 || len(b) != 4 {
 			t.Fatalf("%s: rows\n%s\nthen\n%s", accept, first, again)
 		}
-		if age.ReplaceAllString(first, "$1") != age.ReplaceAllString(again, "$1") {
+		for i := range a {
+			was, _ := strconv.Atoi(a[i][3])
+			is, _ := strconv.Atoi(b[i][3])
+			if a[i][1] != b[i][1] || is < was {
+				t.Errorf("%s: %s was %ds old, then %s %ds", accept, a[i][1], was, b[i][1], is)
+			}
+		}
+		if age.ReplaceAllString(first, "$1$2") != age.ReplaceAllString(again, "$1$2") {
 			t.Errorf("%s: the lists differ beyond their ages:\n%s\n%s", accept, first, again)
 		}
 		rowsAsGets(t, srv, accept, first)
