@@ -348,16 +348,8 @@ func (r *request) tableRowJSON(out codecs.Output, rec kv.Record, obj runtime.Obj
 // Every row is made before the 200 is sent (see streamJSONList).
 func (r *request) streamTableJSON(out codecs.Output, lm metav1.ListMeta, items []kv.Record) error {
 	includeObject := r.c.QueryParam("includeObject")
-	err := codecs.Each(len(items), func(i int) error {
-		if !items[i].Cached {
-			return nil
-		}
-		obj, err := r.fromProtobuf(items[i].Value)
-		if err != nil {
-			return fmt.Errorf("server: cached encoding of %s/%s: %w", items[i].Namespace, items[i].Name, err)
-		}
-		items[i].Value, err = r.tableRowJSON(out, items[i], obj, includeObject)
-		return err
+	err := r.rowsFromProtobuf(items, func(kv.Record) bool { return true }, func(rec kv.Record, obj runtime.Object) ([]byte, error) {
+		return r.tableRowJSON(out, rec, obj, includeObject)
 	})
 	if err != nil {
 		return err
@@ -371,6 +363,23 @@ func (r *request) streamTableJSON(out codecs.Output, lm metav1.ListMeta, items [
 		return b, nil
 	}))
 	return nil
+}
+
+// rowsFromProtobuf replaces, on every core, the value of each item listed
+// with its cached Protobuf encoding (Cached, and protobuf says so) with
+// row's for the object it decodes to.
+func (r *request) rowsFromProtobuf(items []kv.Record, protobuf func(kv.Record) bool, row func(kv.Record, runtime.Object) ([]byte, error)) error {
+	return codecs.Each(len(items), func(i int) error {
+		if !items[i].Cached || !protobuf(items[i]) {
+			return nil
+		}
+		obj, err := r.fromProtobuf(items[i].Value)
+		if err != nil {
+			return fmt.Errorf("server: cached encoding of %s/%s: %w", items[i].Namespace, items[i].Name, err)
+		}
+		items[i].Value, err = row(items[i], obj)
+		return err
+	})
 }
 
 // keptRowForm is the kept form of a Table row of out's version.
@@ -411,16 +420,8 @@ func (r *request) keptRow(out codecs.Output, rec kv.Record, obj runtime.Object) 
 // list). Each row is filled in with its ages as it is written.
 func (r *request) writeKeptRows(out codecs.Output, lm metav1.ListMeta, items []kv.Record, fromProtobuf map[int64]bool) error {
 	if len(fromProtobuf) > 0 {
-		err := codecs.Each(len(items), func(i int) error {
-			if !items[i].Cached || !fromProtobuf[items[i].Rev] {
-				return nil
-			}
-			obj, err := r.fromProtobuf(items[i].Value)
-			if err != nil {
-				return fmt.Errorf("server: cached encoding of %s/%s: %w", items[i].Namespace, items[i].Name, err)
-			}
-			items[i].Value, err = r.keptRow(out, items[i], obj)
-			return err
+		err := r.rowsFromProtobuf(items, func(rec kv.Record) bool { return fromProtobuf[rec.Rev] }, func(rec kv.Record, obj runtime.Object) ([]byte, error) {
+			return r.keptRow(out, rec, obj)
 		})
 		if err != nil {
 			return err
