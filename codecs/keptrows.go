@@ -28,10 +28,10 @@ func KeptRow(t *schema.Type, obj runtime.Object, object []byte) ([]byte, error) 
 	}
 	// The cells are written first, then the kept row in one piece: the
 	// object is most of it.
-	var open [4]int
-	var times [4]schema.Since
-	var buf [256]byte
-	row, n := append(buf[:0], `{"cells":`...), 0
+	var open []int
+	var times []schema.Since
+	row := make([]byte, 0, 256)
+	row = append(row, `{"cells":`...)
 	if cells == nil {
 		row = append(row, "null"...)
 	} else {
@@ -42,11 +42,7 @@ func KeptRow(t *schema.Type, obj runtime.Object, object []byte) ([]byte, error) 
 			row = append(row, ',')
 		}
 		if s, ok := c.(schema.Since); ok {
-			if n == len(open) {
-				return nil, errors.New("codecs: more ages in a row than a kept row holds")
-			}
-			open[n], times[n] = len(row), s
-			n++
+			open, times = append(open, len(row)), append(times, s)
 			continue
 		}
 		if row, err = appendCell(row, c); err != nil {
@@ -61,9 +57,8 @@ func KeptRow(t *schema.Type, obj runtime.Object, object []byte) ([]byte, error) 
 		object = []byte("null")
 	}
 
-	var hbuf [binary.MaxVarintLen64 * (1 + 3*len(open))]byte
-	head := binary.AppendUvarint(hbuf[:0], uint64(n))
-	for i, at := range open[:n] {
+	head := binary.AppendUvarint(make([]byte, 0, 64), uint64(len(open)))
+	for i, at := range open {
 		ts := time.Time(times[i])
 		head = binary.AppendUvarint(head, uint64(at))
 		head = binary.AppendVarint(head, ts.Unix())

@@ -283,11 +283,7 @@ func (r *request) writeList(out codecs.Output, res kv.ListResult, p *listParams)
 // includeObject=Metadata, kept like the items' encodings: making its JSON
 // was a quarter of a large Table's time.
 func (r *request) rowMetadata(out codecs.Output, rec kv.Record, obj runtime.Object) ([]byte, error) {
-	form := formRowMetadata
-	if out.ViewVersion == "v1beta1" {
-		form = formRowMetadataV1beta1
-	}
-	return r.metadataOf(rec, form, obj)
+	return r.metadataOf(rec, metadataForm(out), obj)
 }
 
 // metadataOf is rec's PartialObjectMetadata in form (formRowMetadata,
@@ -402,11 +398,7 @@ func (r *request) keptRow(out codecs.Output, rec kv.Record, obj runtime.Object) 
 				return nil, err
 			}
 		}
-		form := formRowMetadata
-		if out.ViewVersion == "v1beta1" {
-			form = formRowMetadataV1beta1
-		}
-		meta, ok := r.s.encoded.peek(encodedKey{rec.Rev, r.t, form})
+		meta, ok := r.s.encoded.peek(encodedKey{rec.Rev, r.t, metadataForm(out)})
 		if !ok {
 			meta = codecs.MetadataJSON(out, obj)
 		}
