@@ -240,6 +240,14 @@ func admissionWebhookScenario(t *testing.T, tg *target) {
 	if _, err := cs.CoreV1().Namespaces().Update(ctx, nsObj, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	// The root CA publisher creates kube-root-ca.crt in every new
+	// namespace on its own time; made after the webhooks, it would reach
+	// them among the test's requests (a flake seen once on PostgreSQL:
+	// the last /deny call was not the test's).
+	waitFor(t, "kube-root-ca.crt in "+ns, time.Minute, func() (bool, string) {
+		_, err := cs.CoreV1().ConfigMaps(ns).Get(ctx, "kube-root-ca.crt", metav1.GetOptions{})
+		return err == nil, fmt.Sprint(err)
+	})
 	h := startHookServer(t, "hooks."+ns+".svc")
 	inNS := &metav1.LabelSelector{MatchLabels: map[string]string{"webhook-test": ns}}
 	labelled := func(k, v string) *metav1.LabelSelector {
