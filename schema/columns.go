@@ -2,11 +2,13 @@ package schema
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/duration"
@@ -144,6 +146,38 @@ func withAges(cells func(runtime.Object) ([]interface{}, error)) func(runtime.Ob
 			}
 		}
 		return row, err
+	}
+}
+
+// ageOpen is the Cells of a kind whose printer, row, reads the clock
+// only for its Age column: row's cells with that one the Since of the
+// object's creationTimestamp, which is what the printer renders there. A
+// kind without an Age column has row for its Cells. It is nil when row
+// prints empty, an empty object, with other than a cell per column: such
+// a row's cells cannot be told apart by column (v1.35's IPAddress printer
+// adds an age its columns do not name).
+func ageOpen(columns []metav1.TableColumnDefinition, row func(runtime.Object) ([]interface{}, error), empty runtime.Object) func(runtime.Object) ([]interface{}, error) {
+	if cells, err := row(empty); err != nil || len(cells) != len(columns) {
+		return nil
+	}
+	at := slices.IndexFunc(columns, func(c metav1.TableColumnDefinition) bool { return c.Name == "Age" })
+	if at < 0 {
+		return row
+	}
+	return func(obj runtime.Object) ([]interface{}, error) {
+		cells, err := row(obj)
+		if err != nil {
+			return nil, err
+		}
+		m, err := meta.Accessor(obj)
+		if err != nil {
+			return nil, err
+		}
+		if len(cells) != len(columns) {
+			return nil, fmt.Errorf("table row: %d cells for %d columns", len(cells), len(columns))
+		}
+		cells[at] = Since(m.GetCreationTimestamp().Time)
+		return cells, nil
 	}
 }
 

@@ -160,6 +160,7 @@ func coreKinds() []*kubeKind {
 		"attach", "binding", "ephemeralcontainers", "eviction", "exec", "log", "portforward", "proxy", "resize", "status").
 		with(podSubresources).statusWritesMetadata("ownerReferences"), generation: generationOnChange}
 	pod.fields = podFields
+	pod.printsClock = true
 	pod.validate, pod.validateUpdate = validator(
 		func(p *core.Pod) field.ErrorList {
 			return corevalidation.ValidatePodCreate(p, podutil.GetValidationOptionsFromPodSpecAndMeta(&p.Spec, nil, &p.ObjectMeta, nil))
@@ -270,6 +271,7 @@ func appsKinds() []*kubeKind {
 func batchKinds() []*kubeKind {
 	job := &kubeKind{Type: namespaced("batch", "v1", "Job", "jobs", nil, all, "status").statusWritesMetadata(), generation: generationOnChange}
 	job.fields = jobFields
+	job.printsClock = true
 	job.OrphanByDefault = true
 	job.OrphanWarning = "child pods are preserved by default when jobs are deleted; set propagationPolicy=Background to remove them or set propagationPolicy=Orphan to suppress this warning"
 	job.validate, job.validateUpdate = validator(
@@ -282,6 +284,7 @@ func batchKinds() []*kubeKind {
 	job.prepareCreate = jobPrepareForCreate
 
 	cj := &kubeKind{Type: namespaced("batch", "v1", "CronJob", "cronjobs", []string{"cj"}, all, "status").statusWritesMetadata(), generation: generationOnChange}
+	cj.printsClock = true
 	cj.validate, cj.validateUpdate = podTemplated(func(c *batch.CronJob) *core.PodTemplateSpec { return &c.Spec.JobTemplate.Spec.Template },
 		batchvalidation.ValidateCronJobCreate, batchvalidation.ValidateCronJobUpdate)
 

@@ -81,6 +81,13 @@ type kubeKind struct {
 	// receives kube's internal object).
 	columns []metav1.TableColumnDefinition
 	row     func(obj runtime.Object) []interface{}
+	// printsClock: kube's printer shows the clock in a cell besides Age
+	// (Pods' restarts "3 (5m ago)", Jobs' duration, CronJobs' last
+	// schedule), so the kind's rows are not kept by revision. Every
+	// other printer in pkg/printers/internalversion reads the clock only
+	// for Age, the age of metadata.creationTimestamp (checked against
+	// v1.35.4's printers.go): their rows have Cells.
+	printsClock bool
 
 	// fields gives the selectable fields of an object of the served
 	// version besides metadata.name and metadata.namespace, as the
@@ -361,6 +368,11 @@ func (k *kubeKind) build(scheme *runtime.Scheme) *Type {
 				return tbl.Rows[0].Cells, nil
 			}
 		}
+	}
+	// A virtual kind's objects are made on read: their revision does not
+	// name their content.
+	if t.Row != nil && !k.printsClock && !t.Virtual {
+		t.Cells = ageOpen(t.Columns, t.Row, t.New())
 	}
 	return &t
 }

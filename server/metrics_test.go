@@ -158,6 +158,70 @@ func TestTableRowsFromProtobuf(t *testing.T) {
 	rowsAsGets(t, srv, accept, tbl)
 }
 
+// TestTableListKeepsPrintedRows: kinds kube's printers print whose only
+// clock cell is Age (Deployments, Services) keep their Table rows by
+// revision too: a second Table list makes none, and each of its rows is
+// the row of the object's own Table (printed by kube's printer), its age
+// aside. Pods, whose restarts cell reads the clock, keep each one's
+// Protobuf encoding and row metadata instead, and print it again.
+func TestTableListKeepsPrintedRows(t *testing.T) {
+	srv := servertest.Server(t, server.Config{Store: storetest.Open(t, "sqlite://"+filepath.Join(t.TempDir(), "state.db")), Metrics: prometheus.NewRegistry()})
+	const accept = "application/json;as=Table;v=v1;g=meta.k8s.io"
+	made, hits := "tabula_encoding_cache_made_total", "tabula_encoding_cache_hits_total"
+	create(t, srv, "/api/v1/namespaces", `{"metadata":{"name":"apps"}}`)
+	for _, name := range []string{"web", "api"} {
+		create(t, srv, "/apis/apps/v1/namespaces/apps/deployments", `{"metadata":{"name":"`+name+`"},"spec":{"replicas":2,"selector":{"matchLabels":{"app":"`+name+
+			`"}},"template":{"metadata":{"labels":{"app":"`+name+`"}},"spec":{"containers":[{"name":"c","image":"nginx:1.27"}]}}}}`)
+		create(t, srv, "/api/v1/namespaces/apps/services", `{"metadata":{"name":"`+name+`"},"spec":{"selector":{"app":"`+name+`"},"ports":[{"port":80}]}}`)
+		create(t, srv, "/api/v1/namespaces/apps/pods", `{"metadata":{"name":"`+name+`"},"spec":{"containers":[{"name":"c","image":"nginx:1.27"}]}}`)
+	}
+	// An age in seconds, the Age column's cell in these rows.
+	age := regexp.MustCompile(`"[0-9]+s"`)
+	for _, c := range []struct {
+		path string
+		made float64 // encodings the first list makes, the second finds
+	}{
+		{"/apis/apps/v1/namespaces/apps/deployments", 2},
+		{"/api/v1/namespaces/apps/services", 2},
+		{"/api/v1/namespaces/apps/pods", 4},
+	} {
+		before := encodingCache(t, srv)
+		first := listPath(t, srv, c.path, accept)
+		afterFirst := encodingCache(t, srv)
+		again := listPath(t, srv, c.path, accept)
+		afterAgain := encodingCache(t, srv)
+		if n := strings.Count(first, `{"cells":[`); n != 2 {
+			t.Fatalf("%s: %d rows\n%s", c.path, n, first)
+		}
+		if afterFirst[made]-before[made] != c.made || afterAgain[made] != afterFirst[made] || afterAgain[hits]-afterFirst[hits] != c.made {
+			t.Errorf("%s: encoding cache before %v, after a Table list %v, after it again %v", c.path, before, afterFirst, afterAgain)
+		}
+		if age.ReplaceAllString(first, "AGE") != age.ReplaceAllString(again, "AGE") {
+			t.Errorf("%s: the lists differ beyond their ages:\n%s\n%s", c.path, first, again)
+		}
+		// Each row is the one the object's own Table has.
+		var list struct{ Rows []json.RawMessage }
+		if err := json.Unmarshal([]byte(again), &list); err != nil {
+			t.Fatal(err)
+		}
+		for _, row := range list.Rows {
+			var r struct {
+				Object struct{ Metadata struct{ Name string } }
+			}
+			if err := json.Unmarshal(row, &r); err != nil {
+				t.Fatal(err)
+			}
+			var one struct{ Rows []json.RawMessage }
+			if err := json.Unmarshal([]byte(listPath(t, srv, c.path+"/"+r.Object.Metadata.Name, accept)), &one); err != nil || len(one.Rows) != 1 {
+				t.Fatalf("%s/%s: Table of one: %v", c.path, r.Object.Metadata.Name, err)
+			}
+			if got, want := age.ReplaceAll(row, []byte("AGE")), age.ReplaceAll(one.Rows[0], []byte("AGE")); !bytes.Equal(got, want) {
+				t.Errorf("%s: listed row\n%s\nthe object's own\n%s", c.path, got, want)
+			}
+		}
+	}
+}
+
 // rowsAsGets checks that each row of a Table list of namespace default's
 // ConfigMaps (as accept) is the row of that ConfigMap's own Table, which a
 // Table of one object makes from the object (schema.Type.Row), its age
