@@ -11,13 +11,15 @@ import (
 )
 
 // A kept row is a Table row's JSON, made once for a revision of an object
-// whose kind has Cells, with its Age-style cells left out and the times
-// they show beside it: serving it fills them in (AppendKeptRow), so a
-// Table of such objects is made without decoding any of them again.
+// whose kind has Cells, with the ages of its Age-style cells (Since, Ago)
+// left out and the times they show beside it: serving it fills them in
+// (AppendKeptRow), so a Table of such objects is made without decoding
+// any of them again.
 //
-// Its bytes: the number of open cells (uvarint); for each, where it goes
-// in the JSON (uvarint) and its time (Unix seconds, varint; nanoseconds,
-// uvarint); then the row's JSON without those cells.
+// Its bytes: the number of open ages (uvarint); for each, where it goes
+// in the JSON (uvarint, inside its cell's string) and its time (Unix
+// seconds, varint; nanoseconds, uvarint); then the row's JSON without
+// those ages.
 
 // KeptRow is obj's row for a Table of t, object being the row's object
 // (its PartialObjectMetadata for includeObject=Metadata).
@@ -41,8 +43,19 @@ func KeptRow(t *schema.Type, obj runtime.Object, object []byte) ([]byte, error) 
 		if i > 0 {
 			row = append(row, ',')
 		}
-		if s, ok := c.(schema.Since); ok {
+		// An age goes between the quotes of its string, after the text
+		// before it: JSON escapes a string a character at a time, so the
+		// parts' escapes are the whole's.
+		switch s := c.(type) {
+		case schema.Since:
+			row = append(row, '"')
 			open, times = append(open, len(row)), append(times, s)
+			row = append(row, '"')
+			continue
+		case schema.Ago:
+			row = appendStringContent(append(row, '"'), s.Before)
+			open, times = append(open, len(row)), append(times, s.At)
+			row = append(appendStringContent(row, s.After), '"')
 			continue
 		}
 		if row, err = appendCell(row, c); err != nil {
@@ -98,12 +111,20 @@ func AppendKeptRow(b, k []byte, at time.Time) ([]byte, error) {
 			return nil, errKeptRow
 		}
 		b = append(b, json[last:off]...)
-		// An age is a plain string but "<unknown>", which appendCell
-		// escapes as json.Marshal does.
-		b, _ = appendCell(b, schema.AgeAt(schema.Since(time.Unix(sec, int64(nsec))), at))
+		b = appendStringContent(b, schema.AgeAt(schema.Since(time.Unix(sec, int64(nsec))), at))
 		last = off
 	}
 	return append(b, json[last:]...), nil
+}
+
+// appendStringContent appends s escaped as in a JSON string, without its
+// quotes. An age is plain but "<unknown>" and "<invalid>", which are
+// escaped as json.Marshal does.
+func appendStringContent(b []byte, s string) []byte {
+	start := len(b)
+	b, _ = appendCell(b, s) // a string always encodes
+	copy(b[start:], b[start+1:len(b)-1])
+	return b[:len(b)-2]
 }
 
 var errKeptRow = errors.New("codecs: malformed kept Table row")

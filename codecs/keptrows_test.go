@@ -58,6 +58,15 @@ func TestKeptRowReadsAsRow(t *testing.T) {
 		{"endpoints", "", "v1", &corev1.Endpoints{ObjectMeta: metav1.ObjectMeta{Name: "svc", Namespace: "ns", CreationTimestamp: ago(4 * 24 * time.Hour)},
 			Subsets: []corev1.EndpointSubset{{Addresses: []corev1.EndpointAddress{{IP: "10.0.0.1"}, {IP: "10.0.0.2"}}, Ports: []corev1.EndpointPort{{Port: 80}}}}}, "4d"},
 	}
+	// Pods whose Restarts cells show an age, or only a count, each as
+	// kube's printer chooses the containers it counts.
+	for _, p := range restartedPods(ago) {
+		objs = append(objs, struct {
+			resource, group, version string
+			obj                      runtime.Object
+			age                      string
+		}{"pods", "", "v1", p, "120m"})
+	}
 	// The objects kube-apiserver v1.35 answered creates of built-in kinds
 	// with (testdata/reference/types), where their kind has Cells.
 	files, err := filepath.Glob("../testdata/reference/types/*-create-*.json")
@@ -175,14 +184,78 @@ func TestKeptRowReadsAsRow(t *testing.T) {
 		}
 	}
 	// kube's printers print most built-in kinds; those whose printer
-	// shows the clock beyond Age (Pods, Jobs, CronJobs) have no Cells.
+	// shows the clock beyond Age and Pods' restarts (Jobs, CronJobs) have
+	// no Cells.
 	if n < 2*50 {
 		t.Errorf("%d rows compared; want every kind with Cells, more than 50", n/2)
 	}
 	// Nor does IPAddress, whose printer adds an age cell without a column.
-	for _, gr := range [][2]string{{"", "pods"}, {"batch", "jobs"}, {"batch", "cronjobs"}, {"networking.k8s.io", "ipaddresses"}} {
+	for _, gr := range [][2]string{{"batch", "jobs"}, {"batch", "cronjobs"}, {"networking.k8s.io", "ipaddresses"}} {
 		if typ, _ := reg.Lookup(gr[0], "v1", gr[1]); typ == nil || typ.Row == nil || typ.Cells != nil {
 			t.Errorf("%s: want a Row and no Cells", gr[1])
+		}
+	}
+}
+
+// restartedPods are Pods created two hours ago whose Restarts cells
+// kube's printer makes in each of its ways: a container's restarts and
+// when it last finished; restarts without a finish (a count alone); an
+// init container still failing, whose restarts alone count; one done,
+// whose restarts do not count once the Pod has started; and a
+// started sidecar (a restartable init container) of an initialized Pod,
+// counted with the containers.
+func restartedPods(ago func(time.Duration) metav1.Time) []*corev1.Pod {
+	finished := func(d time.Duration) corev1.ContainerState {
+		return corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1, FinishedAt: ago(d)}}
+	}
+	running := corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: ago(time.Minute)}}
+	always, yes := corev1.ContainerRestartPolicyAlways, true
+	pod := func(name string, init []corev1.Container, initSt, st []corev1.ContainerStatus, conds ...corev1.PodCondition) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", CreationTimestamp: ago(2*time.Hour + 30*time.Second)},
+			Spec:   corev1.PodSpec{InitContainers: init, Containers: []corev1.Container{{Name: "app", Image: "app:1"}}},
+			Status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: conds, InitContainerStatuses: initSt, ContainerStatuses: st}}
+	}
+	return []*corev1.Pod{
+		pod("restarted", nil, nil, []corev1.ContainerStatus{{Name: "app", RestartCount: 3, Ready: true, State: running, LastTerminationState: finished(25*time.Minute + 30*time.Second)}}),
+		pod("counted", nil, nil, []corev1.ContainerStatus{{Name: "app", RestartCount: 2, Ready: true, State: running}}),
+		pod("init-failing", []corev1.Container{{Name: "setup", Image: "setup:1"}},
+			[]corev1.ContainerStatus{{Name: "setup", RestartCount: 4, State: finished(time.Minute), LastTerminationState: finished(7*time.Minute + 30*time.Second)}},
+			[]corev1.ContainerStatus{{Name: "app", RestartCount: 9, State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "PodInitializing"}}, LastTerminationState: finished(time.Hour + 30*time.Second)}}),
+		pod("init-done", []corev1.Container{{Name: "setup", Image: "setup:1"}},
+			[]corev1.ContainerStatus{{Name: "setup", RestartCount: 5, State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0, FinishedAt: ago(time.Hour)}}, LastTerminationState: finished(10*time.Minute + 30*time.Second)}},
+			[]corev1.ContainerStatus{{Name: "app", RestartCount: 1, Ready: true, State: running, LastTerminationState: finished(50*time.Minute + 30*time.Second)}}),
+		pod("sidecar", []corev1.Container{{Name: "proxy", Image: "proxy:1", RestartPolicy: &always}},
+			[]corev1.ContainerStatus{{Name: "proxy", RestartCount: 1, Started: &yes, Ready: true, State: running, LastTerminationState: finished(40*time.Minute + 30*time.Second)}},
+			[]corev1.ContainerStatus{{Name: "app", RestartCount: 2, Ready: true, State: running, LastTerminationState: finished(3*time.Hour + 30*time.Second)}},
+			corev1.PodCondition{Type: corev1.PodInitialized, Status: corev1.ConditionTrue}),
+	}
+}
+
+// A kept Pod row's restarts age, like its Age, is the one at the time the
+// row is served.
+func TestKeptPodRowRestartsAge(t *testing.T) {
+	typ, _ := schema.NewBuiltin().Lookup("", "v1", "pods")
+	now := time.Now()
+	ago := func(d time.Duration) metav1.Time { return metav1.NewTime(now.Add(-d).Truncate(time.Second)) }
+	want := map[string]string{
+		"restarted":    `"Running","3 (85m ago)","3h"`,
+		"counted":      `"Running","2","3h"`,
+		"init-failing": `"Init:ExitCode:1","4 (67m ago)","3h"`,
+		"init-done":    `"Running","1 (110m ago)","3h"`,
+		"sidecar":      `"Running","3 (100m ago)","3h"`,
+	}
+	for _, p := range restartedPods(ago) {
+		kept, err := codecs.KeptRow(typ, p, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		row, err := codecs.AppendKeptRow(nil, kept, now.Add(time.Hour))
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The printer's cells: Name, Ready, Status, Restarts, Age, ...
+		if !bytes.Contains(row, []byte(want[p.Name])) {
+			t.Errorf("%s: an hour later the row reads %s; want %s in it", p.Name, row, want[p.Name])
 		}
 	}
 }
@@ -201,9 +274,10 @@ func TestKeptRowCutShort(t *testing.T) {
 			refused++
 		}
 	}
-	// Every cut before the JSON's last open cell (First Seen) is refused;
-	// the cuts after it only shorten what follows: Count, Name, the object.
-	if tail := `,1,"e"],"object":{}}`; refused != len(kept)-len(tail) {
+	// Every cut before the JSON's last open age (First Seen's) is
+	// refused; the cuts after it only shorten what follows: that cell's
+	// closing quote, Count, Name, the object.
+	if tail := `",1,"e"],"object":{}}`; refused != len(kept)-len(tail) {
 		t.Errorf("%d of %d cuts refused; want all but the %d in %s", refused, len(kept), len(tail), tail)
 	}
 	if _, err := codecs.AppendKeptRow(nil, []byte{0xff, 0xff}, time.Now()); err == nil {

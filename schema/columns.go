@@ -136,13 +136,26 @@ func AgeAt(s Since, at time.Time) string {
 // so it can be kept by revision and its ages filled in when it is served.
 type Since time.Time
 
-// withAges is cells's row as a Table shows it now: each Since rendered.
+// Ago is a cell of a kind's Cells that shows the time elapsed since At
+// Age-style between the texts Before and After: Pods' restarts, "3 (5m
+// ago)".
+type Ago struct {
+	Before string
+	At     Since
+	After  string
+}
+
+// withAges is cells's row as a Table shows it now: each Since and Ago
+// rendered.
 func withAges(cells func(runtime.Object) ([]interface{}, error)) func(runtime.Object) ([]interface{}, error) {
 	return func(obj runtime.Object) ([]interface{}, error) {
 		row, err := cells(obj)
 		for i, c := range row {
-			if s, ok := c.(Since); ok {
-				row[i] = age(time.Time(s))
+			switch c := c.(type) {
+			case Since:
+				row[i] = age(time.Time(c))
+			case Ago:
+				row[i] = c.Before + age(time.Time(c.At)) + c.After
 			}
 		}
 		return row, err

@@ -160,7 +160,7 @@ func coreKinds() []*kubeKind {
 		"attach", "binding", "ephemeralcontainers", "eviction", "exec", "log", "portforward", "proxy", "resize", "status").
 		with(podSubresources).statusWritesMetadata("ownerReferences"), generation: generationOnChange}
 	pod.fields = podFields
-	pod.printsClock = true
+	pod.clockCells = openPodRestarts
 	pod.validate, pod.validateUpdate = validator(
 		func(p *core.Pod) field.ErrorList {
 			return corevalidation.ValidatePodCreate(p, podutil.GetValidationOptionsFromPodSpecAndMeta(&p.Spec, nil, &p.ObjectMeta, nil))

@@ -82,12 +82,14 @@ type kubeKind struct {
 	columns []metav1.TableColumnDefinition
 	row     func(obj runtime.Object) []interface{}
 	// printsClock: kube's printer shows the clock in a cell besides Age
-	// (Pods' restarts "3 (5m ago)", Jobs' duration, CronJobs' last
-	// schedule), so the kind's rows are not kept by revision. Every
-	// other printer in pkg/printers/internalversion reads the clock only
-	// for Age, the age of metadata.creationTimestamp (checked against
+	// (Jobs' duration, CronJobs' last schedule), so the kind's rows are
+	// not kept by revision; clockCells, instead, opens such cells in a
+	// printed row (Pods' restarts, "3 (5m ago)"), given the served object.
+	// Every other printer in pkg/printers/internalversion reads the clock
+	// only for Age, the age of metadata.creationTimestamp (checked against
 	// v1.35.4's printers.go): their rows have Cells.
 	printsClock bool
+	clockCells  func(obj runtime.Object, cells []interface{}) error
 
 	// fields gives the selectable fields of an object of the served
 	// version besides metadata.name and metadata.namespace, as the
@@ -373,6 +375,15 @@ func (k *kubeKind) build(scheme *runtime.Scheme) *Type {
 	// name their content.
 	if t.Row != nil && !k.printsClock && !t.Virtual {
 		t.Cells = ageOpen(t.Columns, t.Row, t.New())
+		if cells, open := t.Cells, k.clockCells; cells != nil && open != nil {
+			t.Cells = func(obj runtime.Object) ([]interface{}, error) {
+				row, err := cells(obj)
+				if err != nil {
+					return nil, err
+				}
+				return row, open(obj, row)
+			}
+		}
 	}
 	return &t
 }

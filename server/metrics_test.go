@@ -158,12 +158,10 @@ func TestTableRowsFromProtobuf(t *testing.T) {
 	rowsAsGets(t, srv, accept, tbl)
 }
 
-// TestTableListKeepsPrintedRows: kinds kube's printers print whose only
-// clock cell is Age (Deployments, Services) keep their Table rows by
-// revision too: a second Table list makes none, and each of its rows is
-// the row of the object's own Table (printed by kube's printer), its age
-// aside. Pods, whose restarts cell reads the clock, keep each one's
-// Protobuf encoding and row metadata instead, and print it again.
+// TestTableListKeepsPrintedRows: kinds kube's printers print (Deployments,
+// Services, Pods) keep their Table rows by revision too: a second Table
+// list makes none, and each of its rows is the row of the object's own
+// Table (printed by kube's printer), its age aside.
 func TestTableListKeepsPrintedRows(t *testing.T) {
 	srv := servertest.Server(t, server.Config{Store: storetest.Open(t, "sqlite://"+filepath.Join(t.TempDir(), "state.db")), Metrics: prometheus.NewRegistry()})
 	const accept = "application/json;as=Table;v=v1;g=meta.k8s.io"
@@ -183,7 +181,7 @@ func TestTableListKeepsPrintedRows(t *testing.T) {
 	}{
 		{"/apis/apps/v1/namespaces/apps/deployments", 2},
 		{"/api/v1/namespaces/apps/services", 2},
-		{"/api/v1/namespaces/apps/pods", 4},
+		{"/api/v1/namespaces/apps/pods", 2},
 	} {
 		before := encodingCache(t, srv)
 		first := listPath(t, srv, c.path, accept)

@@ -1,0 +1,90 @@
+package schema
+
+import (
+	"fmt"
+	"strconv"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	podutil "k8s.io/kubernetes/pkg/api/v1/pod"
+)
+
+// podRestartsCell is the Restarts column of kube's Pod printer.
+const podRestartsCell = 3
+
+// openPodRestarts makes the Restarts cell of a Pod's printed row an Ago
+// when it shows how long ago a container last restarted ("3 (5m ago)"),
+// so the row can be kept with its ages open.
+func openPodRestarts(obj runtime.Object, cells []interface{}) error {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok || pod == nil {
+		return wrongType(obj, "*v1.Pod")
+	}
+	if len(cells) <= podRestartsCell {
+		return fmt.Errorf("table row: %d cells, Restarts is %d", len(cells), podRestartsCell)
+	}
+	if ago, ok := podRestartsAgo(pod); ok {
+		cells[podRestartsCell] = ago
+	}
+	return nil
+}
+
+// podRestartsAgo is a Pod's Restarts cell as kube's printer (printPod in
+// pkg/printers/internalversion) makes it, when the cell shows an age: the
+// restarts it counts and the latest time one of the containers it counts
+// last finished. Like the printer, it reads the init containers' statuses
+// up to the first one not done, and, once the Pod is initialized (or
+// none is pending), counts the sidecars (restartable init containers)
+// and the containers instead.
+func podRestartsAgo(pod *corev1.Pod) (Ago, bool) {
+	restartable := map[string]bool{}
+	for i := range pod.Spec.InitContainers {
+		if podutil.IsRestartableInitContainer(&pod.Spec.InitContainers[i]) {
+			restartable[pod.Spec.InitContainers[i].Name] = true
+		}
+	}
+	var restarts, sidecarRestarts int
+	var last, sidecarLast time.Time
+	latest := func(at *time.Time, st corev1.ContainerStatus) {
+		if t := st.LastTerminationState.Terminated; t != nil && at.Before(t.FinishedAt.Time) {
+			*at = t.FinishedAt.Time
+		}
+	}
+	initializing := false
+	for _, st := range pod.Status.InitContainerStatuses {
+		restarts += int(st.RestartCount)
+		latest(&last, st)
+		if restartable[st.Name] {
+			sidecarRestarts += int(st.RestartCount)
+			latest(&sidecarLast, st)
+		}
+		if st.State.Terminated != nil && st.State.Terminated.ExitCode == 0 ||
+			restartable[st.Name] && st.Started != nil && *st.Started {
+			continue
+		}
+		initializing = true
+		break
+	}
+	if !initializing || podInitialized(pod) {
+		restarts, last = sidecarRestarts, sidecarLast
+		for _, st := range pod.Status.ContainerStatuses {
+			restarts += int(st.RestartCount)
+			latest(&last, st)
+		}
+	}
+	if restarts == 0 || last.IsZero() {
+		return Ago{}, false
+	}
+	return Ago{Before: strconv.Itoa(restarts) + " (", At: Since(last), After: " ago)"}, true
+}
+
+// podInitialized: the Pod's Initialized condition is True.
+func podInitialized(pod *corev1.Pod) bool {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodInitialized {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
