@@ -2,6 +2,7 @@ package codecs
 
 import (
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"time"
 
@@ -64,6 +65,15 @@ func KeptRow(t *schema.Type, obj runtime.Object, object []byte) ([]byte, error) 
 	}
 	if cells != nil {
 		row = append(row, ']')
+	}
+	if t.RowConditions != nil {
+		if conds := t.RowConditions(obj); len(conds) > 0 {
+			b, err := json.Marshal(conds)
+			if err != nil {
+				return nil, err
+			}
+			row = append(append(row, `,"conditions":`...), b...)
+		}
 	}
 	row = append(row, `,"object":`...)
 	if object == nil {

@@ -59,8 +59,11 @@ func TestKeptRowReadsAsRow(t *testing.T) {
 			Subsets: []corev1.EndpointSubset{{Addresses: []corev1.EndpointAddress{{IP: "10.0.0.1"}, {IP: "10.0.0.2"}}, Ports: []corev1.EndpointPort{{Port: 80}}}}}, "4d"},
 	}
 	// Pods whose Restarts cells show an age, or only a count, each as
-	// kube's printer chooses the containers it counts.
-	for _, p := range restartedPods(ago) {
+	// kube's printer chooses the containers it counts; one that succeeded,
+	// whose row has a condition.
+	done := restartedPods(ago)[0].DeepCopy()
+	done.Name, done.Status.Phase = "done", corev1.PodSucceeded
+	for _, p := range append(restartedPods(ago), done) {
 		objs = append(objs, struct {
 			resource, group, version string
 			obj                      runtime.Object
@@ -232,7 +235,7 @@ func restartedPods(ago func(time.Duration) metav1.Time) []*corev1.Pod {
 }
 
 // A kept Pod row's restarts age, like its Age, is the one at the time the
-// row is served.
+// row is served; a Pod's that succeeded has its Completed condition.
 func TestKeptPodRowRestartsAge(t *testing.T) {
 	typ, _ := schema.NewBuiltin().Lookup("", "v1", "pods")
 	now := time.Now()
@@ -244,7 +247,12 @@ func TestKeptPodRowRestartsAge(t *testing.T) {
 		"init-done":    `"Running","1 (110m ago)","3h"`,
 		"sidecar":      `"Running","3 (100m ago)","3h"`,
 	}
-	for _, p := range restartedPods(ago) {
+	// A Pod that succeeded: kube's printer marks its row Completed.
+	done := restartedPods(ago)[1].DeepCopy()
+	done.Name, done.Status.Phase = "done", corev1.PodSucceeded
+	want["done"] = `"Succeeded","2","3h","\u003cnone\u003e","\u003cnone\u003e","\u003cnone\u003e","\u003cnone\u003e"],` +
+		`"conditions":[{"type":"Completed","status":"True","reason":"Succeeded","message":"The pod has completed successfully."}],"object":null}`
+	for _, p := range append(restartedPods(ago), done) {
 		kept, err := codecs.KeptRow(typ, p, nil)
 		if err != nil {
 			t.Fatal(err)

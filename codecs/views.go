@@ -168,6 +168,9 @@ func tableRow(t *schema.Type, obj runtime.Object, includeObject string, rowMeta 
 		cells = []interface{}{acc.GetName(), acc.GetCreationTimestamp().UTC().Format(time.RFC3339)}
 	}
 	row := metav1.TableRow{Cells: cells}
+	if t.RowConditions != nil {
+		row.Conditions = t.RowConditions(obj)
+	}
 	switch includeObject {
 	case "", "Metadata":
 		b, err := rowMeta()

@@ -161,6 +161,7 @@ func coreKinds() []*kubeKind {
 		with(podSubresources).statusWritesMetadata("ownerReferences"), generation: generationOnChange}
 	pod.fields = podFields
 	pod.clockCells = openPodRestarts
+	pod.RowConditions = podRowConditions
 	pod.validate, pod.validateUpdate = validator(
 		func(p *core.Pod) field.ErrorList {
 			return corevalidation.ValidatePodCreate(p, podutil.GetValidationOptionsFromPodSpecAndMeta(&p.Spec, nil, &p.ObjectMeta, nil))

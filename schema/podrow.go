@@ -6,6 +6,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	podutil "k8s.io/kubernetes/pkg/api/v1/pod"
 )
@@ -87,4 +88,20 @@ func podInitialized(pod *corev1.Pod) bool {
 		}
 	}
 	return false
+}
+
+// podRowConditions are the conditions of a Pod's Table row: kube's printer
+// marks the row of a Pod that succeeded or failed Completed.
+func podRowConditions(obj runtime.Object) []metav1.TableRowCondition {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok || pod == nil {
+		return nil
+	}
+	switch pod.Status.Phase {
+	case corev1.PodSucceeded:
+		return []metav1.TableRowCondition{{Type: metav1.RowCompleted, Status: metav1.ConditionTrue, Reason: string(corev1.PodSucceeded), Message: "The pod has completed successfully."}}
+	case corev1.PodFailed:
+		return []metav1.TableRowCondition{{Type: metav1.RowCompleted, Status: metav1.ConditionTrue, Reason: string(corev1.PodFailed), Message: "The pod failed."}}
+	}
+	return nil
 }

@@ -138,6 +138,10 @@ type Type struct {
 	// the default Name / Created At columns.
 	Columns []metav1.TableColumnDefinition
 	Row     func(obj runtime.Object) ([]interface{}, error)
+	// RowConditions, when set, are the conditions of an object's row, as
+	// kube's printer sets them (Pods: Completed once they succeeded or
+	// failed).
+	RowConditions func(obj runtime.Object) []metav1.TableRowCondition
 	// Cells, when set, are Row's cells with each Age-style one a Since,
 	// unrendered: the row depends on the clock only there, so a server
 	// can keep it by revision (kinds printed by kube's printers, which
