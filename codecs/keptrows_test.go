@@ -13,8 +13,10 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/tabula-dev/tabula/codecs"
@@ -267,6 +269,74 @@ func TestKeptPodRowRestartsAge(t *testing.T) {
 		}
 	}
 }
+
+// A custom resource's kept row shows each date column's age at the time
+// it is served, and reads as the convertor's row: the default Age, a date
+// in the spec, one that does not parse ("<invalid>") and one missing
+// (null), among string and integer columns.
+func TestKeptCustomResourceRow(t *testing.T) {
+	cols := []apiextensionsv1.CustomResourceColumnDefinition{
+		{Name: "Phase", Type: "string", JSONPath: ".status.phase"},
+		{Name: "Replicas", Type: "integer", JSONPath: ".spec.replicas"},
+		{Name: "Renewed", Type: "date", JSONPath: ".status.renewed"},
+		{Name: "Broken", Type: "date", JSONPath: ".status.broken"},
+		{Name: "Missing", Type: "date", JSONPath: ".status.missing"},
+		{Name: "Age", Type: "date", JSONPath: ".metadata.creationTimestamp"},
+	}
+	crd := &apiextensionsv1.CustomResourceDefinition{
+		ObjectMeta: metav1.ObjectMeta{Name: "certs.kept.tabula.test"},
+		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
+			Group: "kept.tabula.test", Scope: apiextensionsv1.NamespaceScoped,
+			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "certs", Kind: "Cert"},
+			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{Name: "v1", Served: true, Storage: true, AdditionalPrinterColumns: cols,
+				Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{Type: "object", XPreserveUnknownFields: ptrTo(true)}}}},
+		},
+		Status: apiextensionsv1.CustomResourceDefinitionStatus{AcceptedNames: apiextensionsv1.CustomResourceDefinitionNames{Plural: "certs", Kind: "Cert", ListKind: "CertList"}},
+	}
+	types, err := schema.CustomResourceTypes(crd, nil)
+	if err != nil || len(types) != 1 || types[0].Cells == nil {
+		t.Fatalf("CustomResourceTypes: %v (%d types)", err, len(types))
+	}
+	typ := types[0]
+	now := time.Now()
+	ts := func(d time.Duration) string { return now.Add(-d).UTC().Format(time.RFC3339) }
+	obj := &unstructured.Unstructured{Object: map[string]interface{}{
+		"apiVersion": "kept.tabula.test/v1", "kind": "Cert",
+		"metadata": map[string]interface{}{"name": "web", "namespace": "ns", "creationTimestamp": ts(26*time.Hour + 30*time.Second)},
+		"spec":     map[string]interface{}{"replicas": int64(3)},
+		"status":   map[string]interface{}{"phase": "Ready", "renewed": ts(50*time.Minute + 30*time.Second), "broken": "yesterday"},
+	}}
+	out := codecs.Output{View: codecs.ViewTable, MediaType: codecs.JSON, ViewVersion: "v1"}
+	view, err := codecs.ObjectView(out, typ, obj.DeepCopyObject(), "None")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want bytes.Buffer
+	if err := codecs.WriteTableJSON(&want, view.(*metav1.Table)); err != nil {
+		t.Fatal(err)
+	}
+	kept, err := codecs.KeptRow(typ, obj, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got bytes.Buffer
+	err = codecs.WriteTableRowsJSON(&got, out, typ, metav1.ListMeta{}, 1, func(b []byte, _ int) ([]byte, error) { return codecs.AppendKeptRow(b, kept, now) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got.Bytes(), want.Bytes()) {
+		t.Errorf("kept row\n%s\nthe convertor's\n%s", got.Bytes(), want.Bytes())
+	}
+	later, err := codecs.AppendKeptRow(nil, kept, now.Add(2*time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := `{"cells":["web","Ready",3,"170m","\u003cinvalid\u003e",null,"28h"],"object":null}`; string(later) != w {
+		t.Errorf("two hours later the row reads\n%s\nwant\n%s", later, w)
+	}
+}
+
+func ptrTo[T any](v T) *T { return &v }
 
 // A kept row cut short is refused, not read past its end.
 func TestKeptRowCutShort(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"k8s.io/apiextensions-apiserver/pkg/apihelpers"
 	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
@@ -30,6 +31,7 @@ import (
 	"k8s.io/apimachinery/pkg/version"
 	celconfig "k8s.io/apiserver/pkg/apis/cel"
 	"k8s.io/apiserver/pkg/cel/common"
+	"k8s.io/client-go/util/jsonpath"
 	"k8s.io/kube-openapi/pkg/spec3"
 	"k8s.io/kube-openapi/pkg/validation/spec"
 )
@@ -518,7 +520,7 @@ func crColumns(t *Type, v apiextensionsv1.CustomResourceDefinitionVersion) error
 		return err
 	}
 	t.Columns = empty.ColumnDefinitions
-	t.Row = func(obj runtime.Object) ([]interface{}, error) {
+	row := func(obj runtime.Object) ([]interface{}, error) {
 		tbl, err := conv.ConvertToTable(context.Background(), obj, nil)
 		if err != nil {
 			return nil, err
@@ -528,7 +530,65 @@ func crColumns(t *Type, v apiextensionsv1.CustomResourceDefinitionVersion) error
 		}
 		return tbl.Rows[0].Cells, nil
 	}
+	t.Row = row
+	// A date column shows its time's age ("date" cells the convertor
+	// writes at the clock): the rest of the row depends only on the object.
+	// The convertor puts Name first, then a cell per column.
+	var dates []int
+	for i, c := range cols {
+		if c.Type == "date" {
+			dates = append(dates, i)
+		}
+	}
+	if len(dates) == 0 {
+		t.Cells = row
+		return nil
+	}
+	t.Cells = func(obj runtime.Object) ([]interface{}, error) {
+		cells, err := row(obj)
+		if err != nil {
+			return nil, err
+		}
+		u, ok := obj.(runtime.Unstructured)
+		if !ok || len(cells) != len(cols)+1 {
+			return nil, fmt.Errorf("custom resource table: %d cells for %d columns of %T", len(cells), len(cols)+1, obj)
+		}
+		for _, i := range dates {
+			if at, ok := crDate(u.UnstructuredContent(), cols[i].JSONPath, cells[i+1]); ok {
+				cells[i+1] = Since(at)
+			}
+		}
+		return cells, nil
+	}
 	return nil
+}
+
+// crDate is the time a date column's cell shows the age of: the string
+// at path in content that the convertor parsed (its cell a string other
+// than "<invalid>"; nil when there is no value).
+func crDate(content map[string]interface{}, path string, cell interface{}) (time.Time, bool) {
+	if s, ok := cell.(string); !ok || s == "<invalid>" {
+		return time.Time{}, false
+	}
+	// A JSONPath evaluates with state of its own: one per use.
+	jp := jsonpath.New("date")
+	if err := jp.Parse("{" + path + "}"); err != nil {
+		return time.Time{}, false
+	}
+	jp.AllowMissingKeys(true)
+	res, err := jp.FindResults(content)
+	if err != nil || len(res) == 0 || len(res[0]) == 0 {
+		return time.Time{}, false
+	}
+	v, ok := res[0][0].Interface().(string)
+	if !ok {
+		return time.Time{}, false
+	}
+	var ts metav1.Time
+	if err := ts.UnmarshalQueryParameter(v); err != nil {
+		return time.Time{}, false
+	}
+	return ts.Time, true
 }
 
 // crSelectableFields makes the version's selectableFields usable in field
