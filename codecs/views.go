@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"strconv"
-	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -154,18 +153,13 @@ func tableEnvelope(out Output, t *schema.Type) *metav1.Table {
 // tableRow is obj's row; rowMeta gives its object for
 // includeObject=Metadata (MetadataJSON of obj).
 func tableRow(t *schema.Type, obj runtime.Object, includeObject string, rowMeta func() ([]byte, error)) (metav1.TableRow, error) {
-	var cells []interface{}
-	if t.Row != nil {
-		var err error
-		if cells, err = t.Row(obj); err != nil {
-			return metav1.TableRow{}, err
-		}
-	} else {
-		acc, err := meta.Accessor(obj)
-		if err != nil {
-			return metav1.TableRow{}, err
-		}
-		cells = []interface{}{acc.GetName(), acc.GetCreationTimestamp().UTC().Format(time.RFC3339)}
+	cellsOf := t.Row
+	if cellsOf == nil {
+		cellsOf = schema.DefaultRow
+	}
+	cells, err := cellsOf(obj)
+	if err != nil {
+		return metav1.TableRow{}, err
 	}
 	row := metav1.TableRow{Cells: cells}
 	if t.RowConditions != nil {

@@ -70,6 +70,7 @@ func NewBuiltin(enable ...schema.GroupVersion) *Registry {
 	for _, t := range builtinTypes() {
 		decorate(t)
 		t.ManagedFields = builtinManagedFields(t)
+		defaultCells(t)
 		r.Add(t)
 	}
 	for _, k := range kubeKinds() {
@@ -80,9 +81,19 @@ func NewBuiltin(enable ...schema.GroupVersion) *Registry {
 		if !t.Virtual {
 			t.ManagedFields = builtinManagedFields(t)
 		}
+		defaultCells(t)
 		r.Add(t)
 	}
 	return r
+}
+
+// defaultCells gives a stored kind no printer prints (Roles, ClusterRoles,
+// LimitRanges, CustomResourceDefinitions) the default row for its Cells:
+// it reads no clock, so it can be kept by revision too.
+func defaultCells(t *Type) {
+	if t.Row == nil && t.Cells == nil && !t.Virtual && !t.NoTable {
+		t.Cells = DefaultRow
+	}
 }
 
 func builtinTypes() []*Type {

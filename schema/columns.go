@@ -194,6 +194,17 @@ func ageOpen(columns []metav1.TableColumnDefinition, row func(runtime.Object) ([
 	}
 }
 
+// DefaultRow is the row of a kind without Row, as kube-apiserver's default
+// Table convertor prints it: the object's name and when it was created
+// (a time, not an age), under the columns Name and Created At.
+func DefaultRow(obj runtime.Object) ([]interface{}, error) {
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return nil, err
+	}
+	return []interface{}{m.GetName(), m.GetCreationTimestamp().UTC().Format(time.RFC3339)}, nil
+}
+
 func wrongType(obj runtime.Object, want string) error {
 	return fmt.Errorf("table row: expected %s, got %T", want, obj)
 }

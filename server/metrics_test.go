@@ -75,22 +75,23 @@ func TestEncodingCacheMetrics(t *testing.T) {
 }
 
 // TestTableListKeepsProtobuf: a Table list of objects decoded from
-// storage, of a kind printed by kube's printers, keeps each one's Protobuf
-// encoding, so the next Table (or a Protobuf list) is made from it, not
-// from the stored JSON again.
+// storage, of a kind whose rows are not kept (Jobs: their printer shows
+// the clock beyond Age), keeps each one's Protobuf encoding, so the next
+// Table (or a Protobuf list) is made from it, not from the stored JSON
+// again.
 func TestTableListKeepsProtobuf(t *testing.T) {
 	srv := cacheServer(t)
-	const roles = "/apis/rbac.authorization.k8s.io/v1/namespaces/default/roles"
+	const jobs = "/apis/batch/v1/namespaces/default/jobs"
 	for _, name := range []string{"a", "b", "c"} {
-		create(t, srv, roles, `{"metadata":{"name":"`+name+`"}}`)
+		create(t, srv, jobs, `{"metadata":{"name":"`+name+`"},"spec":{"template":{"spec":{"restartPolicy":"Never","containers":[{"name":"c","image":"busybox:1.36"}]}}}}`)
 	}
 	before := encodingCache(t, srv)
-	tbl := listPath(t, srv, roles, "application/json;as=Table;v=v1;g=meta.k8s.io")
+	tbl := listPath(t, srv, jobs, "application/json;as=Table;v=v1;g=meta.k8s.io")
 	if !strings.Contains(tbl, `"cells":["b",`) {
 		t.Fatalf("Table list: %s", tbl)
 	}
 	afterTable := encodingCache(t, srv)
-	listPath(t, srv, roles, "application/vnd.kubernetes.protobuf")
+	listPath(t, srv, jobs, "application/vnd.kubernetes.protobuf")
 	after := encodingCache(t, srv)
 	made, hits := "tabula_encoding_cache_made_total", "tabula_encoding_cache_hits_total"
 	// Three row objects (metadata) and three Protobuf encodings at least.
