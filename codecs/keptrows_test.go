@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
@@ -71,6 +72,18 @@ func TestKeptRowReadsAsRow(t *testing.T) {
 			obj                      runtime.Object
 			age                      string
 		}{"pods", "", "v1", p, "120m"})
+	}
+	// Jobs running, finished and not started; CronJobs scheduled and not.
+	for _, j := range clockedJobs(ago) {
+		resource := "jobs"
+		if _, ok := j.(*batchv1.CronJob); ok {
+			resource = "cronjobs"
+		}
+		objs = append(objs, struct {
+			resource, group, version string
+			obj                      runtime.Object
+			age                      string
+		}{resource, "batch", "v1", j, "120m"})
 	}
 	// The objects kube-apiserver v1.35 answered creates of built-in kinds
 	// with (testdata/reference/types), where their kind has Cells.
@@ -192,17 +205,13 @@ func TestKeptRowReadsAsRow(t *testing.T) {
 			n++
 		}
 	}
-	// kube's printers print most built-in kinds; those whose printer
-	// shows the clock beyond Age and Pods' restarts (Jobs, CronJobs) have
-	// no Cells.
+	// Every built-in kind a Table is made of but IPAddress has Cells.
 	if n < 2*50 {
 		t.Errorf("%d rows compared; want every kind with Cells, more than 50", n/2)
 	}
-	// Nor does IPAddress, whose printer adds an age cell without a column.
-	for _, gr := range [][2]string{{"batch", "jobs"}, {"batch", "cronjobs"}, {"networking.k8s.io", "ipaddresses"}} {
-		if typ, _ := reg.Lookup(gr[0], "v1", gr[1]); typ == nil || typ.Row == nil || typ.Cells != nil {
-			t.Errorf("%s: want a Row and no Cells", gr[1])
-		}
+	// IPAddress, whose printer adds an age cell without a column, has none.
+	if typ, _ := reg.Lookup("networking.k8s.io", "v1", "ipaddresses"); typ == nil || typ.Row == nil || typ.Cells != nil {
+		t.Error("ipaddresses: want a Row and no Cells")
 	}
 }
 
@@ -237,6 +246,62 @@ func restartedPods(ago func(time.Duration) metav1.Time) []*corev1.Pod {
 			[]corev1.ContainerStatus{{Name: "proxy", RestartCount: 1, Started: &yes, Ready: true, State: running, LastTerminationState: finished(40*time.Minute + 30*time.Second)}},
 			[]corev1.ContainerStatus{{Name: "app", RestartCount: 2, Ready: true, State: running, LastTerminationState: finished(3*time.Hour + 30*time.Second)}},
 			corev1.PodCondition{Type: corev1.PodInitialized, Status: corev1.ConditionTrue}),
+	}
+}
+
+// clockedJobs are Jobs and CronJobs created two hours ago whose printed
+// rows show the clock beyond Age, or do not: a Job running for 12
+// minutes, one that ran for 3 and finished, one not started; a CronJob
+// last scheduled 45 minutes ago, one never scheduled.
+func clockedJobs(ago func(time.Duration) metav1.Time) []runtime.Object {
+	meta := func(name string) metav1.ObjectMeta {
+		return metav1.ObjectMeta{Name: name, Namespace: "ns", CreationTimestamp: ago(2*time.Hour + 30*time.Second)}
+	}
+	at := func(d time.Duration) *metav1.Time { t := ago(d); return &t }
+	tmpl := corev1.PodTemplateSpec{Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{{Name: "c", Image: "busybox:1.36"}}}}
+	return []runtime.Object{
+		&batchv1.Job{ObjectMeta: meta("running"), Spec: batchv1.JobSpec{Template: tmpl}, Status: batchv1.JobStatus{StartTime: at(12*time.Minute + 30*time.Second), Active: 1}},
+		&batchv1.Job{ObjectMeta: meta("finished"), Spec: batchv1.JobSpec{Template: tmpl}, Status: batchv1.JobStatus{StartTime: at(time.Hour), CompletionTime: at(57 * time.Minute), Succeeded: 1,
+			Conditions: []batchv1.JobCondition{{Type: batchv1.JobComplete, Status: corev1.ConditionTrue}}}},
+		&batchv1.Job{ObjectMeta: meta("waiting"), Spec: batchv1.JobSpec{Template: tmpl}},
+		&batchv1.CronJob{ObjectMeta: meta("nightly"), Spec: batchv1.CronJobSpec{Schedule: "0 3 * * *", JobTemplate: batchv1.JobTemplateSpec{Spec: batchv1.JobSpec{Template: tmpl}}},
+			Status: batchv1.CronJobStatus{LastScheduleTime: at(45*time.Minute + 30*time.Second)}},
+		&batchv1.CronJob{ObjectMeta: meta("never"), Spec: batchv1.CronJobSpec{Schedule: "0 3 * * *", JobTemplate: batchv1.JobTemplateSpec{Spec: batchv1.JobSpec{Template: tmpl}}}},
+	}
+}
+
+// A kept Job or CronJob row's clock cells read at the time it is served:
+// a running Job's duration and a CronJob's last schedule move with the
+// clock, a finished Job's duration does not.
+func TestKeptJobRowsLater(t *testing.T) {
+	reg := schema.NewBuiltin()
+	now := time.Now()
+	ago := func(d time.Duration) metav1.Time { return metav1.NewTime(now.Add(-d).Truncate(time.Second)) }
+	want := map[string]string{
+		"running":  `["running","Running","0/1","72m","3h",`,
+		"finished": `["finished","Complete","1/1","3m","3h",`,
+		"waiting":  `["waiting","Running","0/1","","3h",`,
+		"nightly":  `["nightly","0 3 * * *","\u003cnone\u003e","\u003cunset\u003e",0,"105m","3h",`,
+		"never":    `["never","0 3 * * *","\u003cnone\u003e","\u003cunset\u003e",0,"\u003cnone\u003e","3h",`,
+	}
+	for _, obj := range clockedJobs(ago) {
+		resource := "jobs"
+		if _, ok := obj.(*batchv1.CronJob); ok {
+			resource = "cronjobs"
+		}
+		typ, _ := reg.Lookup("batch", "v1", resource)
+		kept, err := codecs.KeptRow(typ, obj, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		row, err := codecs.AppendKeptRow(nil, kept, now.Add(time.Hour))
+		if err != nil {
+			t.Fatal(err)
+		}
+		name := obj.(metav1.Object).GetName()
+		if !bytes.Contains(row, []byte(want[name])) {
+			t.Errorf("%s: an hour later the row reads %s; want %s in it", name, row, want[name])
+		}
 	}
 }
 

@@ -272,7 +272,7 @@ func appsKinds() []*kubeKind {
 func batchKinds() []*kubeKind {
 	job := &kubeKind{Type: namespaced("batch", "v1", "Job", "jobs", nil, all, "status").statusWritesMetadata(), generation: generationOnChange}
 	job.fields = jobFields
-	job.printsClock = true
+	job.clockCells = openJobDuration
 	job.OrphanByDefault = true
 	job.OrphanWarning = "child pods are preserved by default when jobs are deleted; set propagationPolicy=Background to remove them or set propagationPolicy=Orphan to suppress this warning"
 	job.validate, job.validateUpdate = validator(
@@ -285,7 +285,7 @@ func batchKinds() []*kubeKind {
 	job.prepareCreate = jobPrepareForCreate
 
 	cj := &kubeKind{Type: namespaced("batch", "v1", "CronJob", "cronjobs", []string{"cj"}, all, "status").statusWritesMetadata(), generation: generationOnChange}
-	cj.printsClock = true
+	cj.clockCells = openCronJobLastSchedule
 	cj.validate, cj.validateUpdate = podTemplated(func(c *batch.CronJob) *core.PodTemplateSpec { return &c.Spec.JobTemplate.Spec.Template },
 		batchvalidation.ValidateCronJobCreate, batchvalidation.ValidateCronJobUpdate)
 

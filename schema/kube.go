@@ -81,15 +81,13 @@ type kubeKind struct {
 	// receives kube's internal object).
 	columns []metav1.TableColumnDefinition
 	row     func(obj runtime.Object) []interface{}
-	// printsClock: kube's printer shows the clock in a cell besides Age
-	// (Jobs' duration, CronJobs' last schedule), so the kind's rows are
-	// not kept by revision; clockCells, instead, opens such cells in a
-	// printed row (Pods' restarts, "3 (5m ago)"), given the served object.
+	// clockCells opens the cells of a printed row, besides Age, that
+	// show the clock (Pods' restarts "3 (5m ago)", a running Job's
+	// duration, a CronJob's last schedule), given the served object.
 	// Every other printer in pkg/printers/internalversion reads the clock
 	// only for Age, the age of metadata.creationTimestamp (checked against
-	// v1.35.4's printers.go): their rows have Cells.
-	printsClock bool
-	clockCells  func(obj runtime.Object, cells []interface{}) error
+	// v1.35.4's printers.go): their rows' Cells open only that.
+	clockCells func(obj runtime.Object, cells []interface{}) error
 
 	// fields gives the selectable fields of an object of the served
 	// version besides metadata.name and metadata.namespace, as the
@@ -373,7 +371,7 @@ func (k *kubeKind) build(scheme *runtime.Scheme) *Type {
 	}
 	// A virtual kind's objects are made on read: their revision does not
 	// name their content.
-	if t.Row != nil && !k.printsClock && !t.Virtual {
+	if t.Row != nil && !t.Virtual {
 		t.Cells = ageOpen(t.Columns, t.Row, t.New())
 		if cells, open := t.Cells, k.clockCells; cells != nil && open != nil {
 			t.Cells = func(obj runtime.Object) ([]interface{}, error) {

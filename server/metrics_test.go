@@ -75,23 +75,23 @@ func TestEncodingCacheMetrics(t *testing.T) {
 }
 
 // TestTableListKeepsProtobuf: a Table list of objects decoded from
-// storage, of a kind whose rows are not kept (Jobs: their printer shows
-// the clock beyond Age), keeps each one's Protobuf encoding, so the next
-// Table (or a Protobuf list) is made from it, not from the stored JSON
-// again.
+// storage, of a kind whose rows are not kept (IPAddresses: their printer
+// adds a cell no column names), keeps each one's Protobuf encoding, so
+// the next Table (or a Protobuf list) is made from it, not from the
+// stored JSON again.
 func TestTableListKeepsProtobuf(t *testing.T) {
 	srv := cacheServer(t)
-	const jobs = "/apis/batch/v1/namespaces/default/jobs"
-	for _, name := range []string{"a", "b", "c"} {
-		create(t, srv, jobs, `{"metadata":{"name":"`+name+`"},"spec":{"template":{"spec":{"restartPolicy":"Never","containers":[{"name":"c","image":"busybox:1.36"}]}}}}`)
+	const ips = "/apis/networking.k8s.io/v1/ipaddresses"
+	for _, name := range []string{"10.0.0.7", "10.0.0.8", "10.0.0.9"} {
+		create(t, srv, ips, `{"metadata":{"name":"`+name+`"},"spec":{"parentRef":{"group":"","resource":"services","namespace":"default","name":"web"}}}`)
 	}
 	before := encodingCache(t, srv)
-	tbl := listPath(t, srv, jobs, "application/json;as=Table;v=v1;g=meta.k8s.io")
-	if !strings.Contains(tbl, `"cells":["b",`) {
+	tbl := listPath(t, srv, ips, "application/json;as=Table;v=v1;g=meta.k8s.io")
+	if !strings.Contains(tbl, `"cells":["10.0.0.8",`) {
 		t.Fatalf("Table list: %s", tbl)
 	}
 	afterTable := encodingCache(t, srv)
-	listPath(t, srv, jobs, "application/vnd.kubernetes.protobuf")
+	listPath(t, srv, ips, "application/vnd.kubernetes.protobuf")
 	after := encodingCache(t, srv)
 	made, hits := "tabula_encoding_cache_made_total", "tabula_encoding_cache_hits_total"
 	// Three row objects (metadata) and three Protobuf encodings at least.

@@ -5,14 +5,20 @@ import (
 	"strconv"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	podutil "k8s.io/kubernetes/pkg/api/v1/pod"
 )
 
-// podRestartsCell is the Restarts column of kube's Pod printer.
-const podRestartsCell = 3
+// The cells of kube's printed rows, besides Age, that show the clock:
+// Pods' Restarts, Jobs' Duration, CronJobs' Last Schedule.
+const (
+	podRestartsCell         = 3
+	jobDurationCell         = 3
+	cronJobLastScheduleCell = 5
+)
 
 // openPodRestarts makes the Restarts cell of a Pod's printed row an Ago
 // when it shows how long ago a container last restarted ("3 (5m ago)"),
@@ -102,6 +108,41 @@ func podRowConditions(obj runtime.Object) []metav1.TableRowCondition {
 		return []metav1.TableRowCondition{{Type: metav1.RowCompleted, Status: metav1.ConditionTrue, Reason: string(corev1.PodSucceeded), Message: "The pod has completed successfully."}}
 	case corev1.PodFailed:
 		return []metav1.TableRowCondition{{Type: metav1.RowCompleted, Status: metav1.ConditionTrue, Reason: string(corev1.PodFailed), Message: "The pod failed."}}
+	}
+	return nil
+}
+
+// openJobDuration makes the Duration cell of a running Job's printed row
+// (started, not completed) the Since of its start: kube's printer shows
+// the time since then; a completed Job's is fixed.
+func openJobDuration(obj runtime.Object, cells []interface{}) error {
+	job, ok := obj.(*batchv1.Job)
+	if !ok || job == nil {
+		return wrongType(obj, "*v1.Job")
+	}
+	if len(cells) <= jobDurationCell {
+		return fmt.Errorf("table row: %d cells, Duration is %d", len(cells), jobDurationCell)
+	}
+	// A start at the zero time prints as the longest duration there is,
+	// which the clock does not change: it stays as printed.
+	if st := job.Status.StartTime; st != nil && !st.IsZero() && job.Status.CompletionTime == nil {
+		cells[jobDurationCell] = Since(st.Time)
+	}
+	return nil
+}
+
+// openCronJobLastSchedule makes the Last Schedule cell of a CronJob's
+// printed row the Since of its last schedule, when it has one.
+func openCronJobLastSchedule(obj runtime.Object, cells []interface{}) error {
+	cj, ok := obj.(*batchv1.CronJob)
+	if !ok || cj == nil {
+		return wrongType(obj, "*v1.CronJob")
+	}
+	if len(cells) <= cronJobLastScheduleCell {
+		return fmt.Errorf("table row: %d cells, Last Schedule is %d", len(cells), cronJobLastScheduleCell)
+	}
+	if last := cj.Status.LastScheduleTime; last != nil {
+		cells[cronJobLastScheduleCell] = Since(last.Time)
 	}
 	return nil
 }
