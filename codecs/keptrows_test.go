@@ -290,14 +290,7 @@ func TestKeptJobRowsLater(t *testing.T) {
 			resource = "cronjobs"
 		}
 		typ, _ := reg.Lookup("batch", "v1", resource)
-		kept, err := codecs.KeptRow(typ, obj, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		row, err := codecs.AppendKeptRow(nil, kept, now.Add(time.Hour))
-		if err != nil {
-			t.Fatal(err)
-		}
+		row := keptRowAt(t, typ, obj, now.Add(time.Hour))
 		name := obj.(metav1.Object).GetName()
 		if !bytes.Contains(row, []byte(want[name])) {
 			t.Errorf("%s: an hour later the row reads %s; want %s in it", name, row, want[name])
@@ -324,14 +317,7 @@ func TestKeptPodRowRestartsAge(t *testing.T) {
 	want["done"] = `"Succeeded","2","3h","\u003cnone\u003e","\u003cnone\u003e","\u003cnone\u003e","\u003cnone\u003e"],` +
 		`"conditions":[{"type":"Completed","status":"True","reason":"Succeeded","message":"The pod has completed successfully."}],"object":null}`
 	for _, p := range append(restartedPods(ago), done) {
-		kept, err := codecs.KeptRow(typ, p, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		row, err := codecs.AppendKeptRow(nil, kept, now.Add(time.Hour))
-		if err != nil {
-			t.Fatal(err)
-		}
+		row := keptRowAt(t, typ, p, now.Add(time.Hour))
 		// The printer's cells: Name, Ready, Status, Restarts, Age, ...
 		if !bytes.Contains(row, []byte(want[p.Name])) {
 			t.Errorf("%s: an hour later the row reads %s; want %s in it", p.Name, row, want[p.Name])
@@ -406,6 +392,20 @@ func TestKeptCustomResourceRow(t *testing.T) {
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+// keptRowAt is obj's kept row (without an object) served at the time at.
+func keptRowAt(t *testing.T, typ *schema.Type, obj runtime.Object, at time.Time) []byte {
+	t.Helper()
+	kept, err := codecs.KeptRow(typ, obj, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	row, err := codecs.AppendKeptRow(nil, kept, at)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return row
+}
 
 // hasAge: a Table of typ has an Age column.
 func hasAge(typ *schema.Type) bool {

@@ -20,22 +20,48 @@ const (
 	cronJobLastScheduleCell = 5
 )
 
-// openPodRestarts makes the Restarts cell of a Pod's printed row an Ago
-// when it shows how long ago a container last restarted ("3 (5m ago)"),
-// so the row can be kept with its ages open.
-func openPodRestarts(obj runtime.Object, cells []interface{}) error {
-	pod, ok := obj.(*corev1.Pod)
-	if !ok || pod == nil {
-		return wrongType(obj, "*v1.Pod")
+// clockCell is a kind's clockCells (see kubeKind) for the one cell, at
+// index cell of the printed row, that open makes an Ago or a Since of an
+// object of the served type T, when it shows the clock.
+func clockCell[T runtime.Object](cell int, open func(T) (interface{}, bool)) func(runtime.Object, []interface{}) error {
+	return func(obj runtime.Object, cells []interface{}) error {
+		o, ok := obj.(T)
+		if !ok {
+			return wrongType(obj, fmt.Sprintf("%T", *new(T)))
+		}
+		if len(cells) <= cell {
+			return fmt.Errorf("table row: %d cells, the clock's is %d", len(cells), cell)
+		}
+		if c, ok := open(o); ok {
+			cells[cell] = c
+		}
+		return nil
 	}
-	if len(cells) <= podRestartsCell {
-		return fmt.Errorf("table row: %d cells, Restarts is %d", len(cells), podRestartsCell)
-	}
-	if ago, ok := podRestartsAgo(pod); ok {
-		cells[podRestartsCell] = ago
-	}
-	return nil
 }
+
+// The clockCells of Pods (Restarts: "3 (5m ago)"), Jobs (a running one's
+// Duration) and CronJobs (Last Schedule).
+var (
+	openPodRestarts = clockCell(podRestartsCell, func(pod *corev1.Pod) (interface{}, bool) {
+		return podRestartsAgo(pod)
+	})
+	// A Job's start at the zero time prints as the longest duration
+	// there is, which the clock does not change: it stays as printed; a
+	// completed Job's duration is fixed.
+	openJobDuration = clockCell(jobDurationCell, func(job *batchv1.Job) (interface{}, bool) {
+		st := job.Status.StartTime
+		if st == nil || st.IsZero() || job.Status.CompletionTime != nil {
+			return nil, false
+		}
+		return Since(st.Time), true
+	})
+	openCronJobLastSchedule = clockCell(cronJobLastScheduleCell, func(cj *batchv1.CronJob) (interface{}, bool) {
+		if last := cj.Status.LastScheduleTime; last != nil {
+			return Since(last.Time), true
+		}
+		return nil, false
+	})
+)
 
 // podRestartsAgo is a Pod's Restarts cell as kube's printer (printPod in
 // pkg/printers/internalversion) makes it, when the cell shows an age: the
@@ -108,41 +134,6 @@ func podRowConditions(obj runtime.Object) []metav1.TableRowCondition {
 		return []metav1.TableRowCondition{{Type: metav1.RowCompleted, Status: metav1.ConditionTrue, Reason: string(corev1.PodSucceeded), Message: "The pod has completed successfully."}}
 	case corev1.PodFailed:
 		return []metav1.TableRowCondition{{Type: metav1.RowCompleted, Status: metav1.ConditionTrue, Reason: string(corev1.PodFailed), Message: "The pod failed."}}
-	}
-	return nil
-}
-
-// openJobDuration makes the Duration cell of a running Job's printed row
-// (started, not completed) the Since of its start: kube's printer shows
-// the time since then; a completed Job's is fixed.
-func openJobDuration(obj runtime.Object, cells []interface{}) error {
-	job, ok := obj.(*batchv1.Job)
-	if !ok || job == nil {
-		return wrongType(obj, "*v1.Job")
-	}
-	if len(cells) <= jobDurationCell {
-		return fmt.Errorf("table row: %d cells, Duration is %d", len(cells), jobDurationCell)
-	}
-	// A start at the zero time prints as the longest duration there is,
-	// which the clock does not change: it stays as printed.
-	if st := job.Status.StartTime; st != nil && !st.IsZero() && job.Status.CompletionTime == nil {
-		cells[jobDurationCell] = Since(st.Time)
-	}
-	return nil
-}
-
-// openCronJobLastSchedule makes the Last Schedule cell of a CronJob's
-// printed row the Since of its last schedule, when it has one.
-func openCronJobLastSchedule(obj runtime.Object, cells []interface{}) error {
-	cj, ok := obj.(*batchv1.CronJob)
-	if !ok || cj == nil {
-		return wrongType(obj, "*v1.CronJob")
-	}
-	if len(cells) <= cronJobLastScheduleCell {
-		return fmt.Errorf("table row: %d cells, Last Schedule is %d", len(cells), cronJobLastScheduleCell)
-	}
-	if last := cj.Status.LastScheduleTime; last != nil {
-		cells[cronJobLastScheduleCell] = Since(last.Time)
 	}
 	return nil
 }
