@@ -79,6 +79,16 @@ type writeLockedAtBegin interface{ writeLockedAtBegin() }
 // clients).
 type directReads interface{ readsNeverWait() }
 
+// uncancelledWrites is the optional power of dialects whose write
+// transaction waits for nothing once it has begun (SQLite: BEGIN
+// IMMEDIATE takes the file's write lock, the only thing a writer waits
+// for, bounded by the query timeout as before; WAL readers never block
+// it), so its statements need no context to watch: modernc's driver
+// starts a goroutine per statement to watch one and database/sql another
+// per query result, ~9 a commit, each woken when its statement ends. The
+// transaction itself stays bound to the query timeout.
+type uncancelledWrites interface{ writesNeverWait() }
+
 // rowBytesOwner is the optional power of drivers that give each row's
 // bytes a buffer of their own (modernc's SQLite copies every blob out of
 // SQLite's page): sql.RawBytes scanned from them stay valid after the

@@ -2,6 +2,7 @@ package sqlstore
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"io"
 	"log/slog"
@@ -98,5 +99,52 @@ func testQueryTimeout(t *testing.T, url string) {
 	}
 	if _, err := s.Create(ctx, key, put); err != nil {
 		t.Errorf("create after the obstruction: %v", err)
+	}
+}
+
+// TestQueryTimeoutFileLock: on SQLite a write's statements run without a
+// context (uncancelledWrites), so what bounds a write kept waiting by
+// another process's write lock on the same file is the transaction's
+// begin. Held past QueryTimeout (well under busy_timeout's 10 s), the
+// write fails with DeadlineExceeded, nothing of it is stored, and the
+// store writes once the lock is gone.
+func TestQueryTimeoutFileLock(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.db")
+	s, err := Open(context.Background(), "sqlite://"+path, Options{QueryTimeout: time.Second, CompactInterval: -1,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	// A connection of its own, as another process sharing the file has.
+	other, err := sql.Open("sqlite", "file:"+path+"?"+sqlitePragmas+"&_txlock=immediate")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	ctx := context.Background()
+	lock, err := other.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := kv.Key{Resource: "configmaps", Namespace: "n", Name: "a"}
+	put := func(int64) (kv.Entry, error) { return kv.Entry{Value: []byte(`{}`)}, nil }
+	start := time.Now()
+	_, err = s.Create(ctx, key, put)
+	waited := time.Since(start)
+	if err := lock.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("create while another connection holds the write lock: %v, want DeadlineExceeded", err)
+	}
+	if waited >= 10*time.Second {
+		t.Errorf("create waited %v: busy_timeout ended it, not the query timeout", waited)
+	}
+	if _, err := s.Get(ctx, key); !errors.Is(err, kv.ErrNotFound) {
+		t.Errorf("get after the failed create: %v, want ErrNotFound", err)
+	}
+	if _, err := s.Create(ctx, key, put); err != nil {
+		t.Errorf("create after the lock: %v", err)
 	}
 }

@@ -24,6 +24,7 @@ type sqliteDialect struct {
 func (sqliteDialect) name() string           { return "sqlite" }
 func (sqliteDialect) ownsRowBytes()          {}
 func (sqliteDialect) readsNeverWait()        {}
+func (sqliteDialect) writesNeverWait()       {}
 func (sqliteDialect) writeLockedAtBegin()    {}
 func (sqliteDialect) concatKeys()            {}
 func (sqliteDialect) rebind(q string) string { return q }

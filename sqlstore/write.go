@@ -183,7 +183,7 @@ func (s *Store) runBatch(batch []*writeReq) ([]writeResult, error) {
 	if _, ok := s.d.(*postgresDialect); ok {
 		return s.runBatchPipelined(ctx, batch)
 	}
-	tx, err := s.write.BeginTx(ctx, s.d.writeTx())
+	tx, ctx, err := s.beginWrite(ctx)
 	if err != nil {
 		return nil, unavailable(err)
 	}
@@ -223,6 +223,18 @@ func (s *Store) runBatch(batch []*writeReq) ([]writeResult, error) {
 	s.hub.committed(p.log[0].rev, p.log[len(p.log)-1].rev, func() []logRow { return p.events(live) })
 	s.wroteLog(p)
 	return results, nil
+}
+
+// beginWrite starts a write transaction bounded by ctx and returns the
+// context its statements run with: ctx, or none where the dialect's
+// statements never wait once the transaction has begun
+// (uncancelledWrites).
+func (s *Store) beginWrite(ctx context.Context) (*sql.Tx, context.Context, error) {
+	tx, err := s.write.BeginTx(ctx, s.d.writeTx())
+	if _, ok := s.d.(uncancelledWrites); ok {
+		return tx, context.Background(), err
+	}
+	return tx, ctx, err
 }
 
 // encode calls a write's encoder; a panicking encoder fails its own
