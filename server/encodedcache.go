@@ -100,14 +100,16 @@ const (
 )
 
 type encodedEntry struct {
-	// ready closes once b or err is set.
-	ready chan struct{}
-	// done is set, under the cache's lock, when ready closes: peek reads
-	// it there instead of the channel, whose receive takes a lock of its
-	// own on every item of a warm list.
-	done bool
-	b    []byte
-	err  error
+	b []byte
+	// wait is made, under the cache's lock, by the first caller to wait
+	// for the entry while it is being made, and closed once it is done.
+	// Most entries are never waited for (a list's items, a write's
+	// answer): a channel each was 96 of the ~240 bytes an entry cost
+	// beside its encoding.
+	wait chan struct{}
+	// done is set, under the cache's lock, once b or failed is; a waiter
+	// seeing failed makes the encoding itself, for its own error.
+	done, failed bool
 }
 
 func newEncodedCache(reads, writes int) *encodedCache {
@@ -144,7 +146,7 @@ func (c *encodedCache) get(k encodedKey, encode func() ([]byte, error)) ([]byte,
 	c.mu.Lock()
 	e, ok := c.items[k]
 	if !ok {
-		e = &encodedEntry{ready: make(chan struct{})}
+		e = &encodedEntry{}
 		c.items[k] = e
 		c.made++
 		c.mu.Unlock()
@@ -153,9 +155,17 @@ func (c *encodedCache) get(k encodedKey, encode func() ([]byte, error)) ([]byte,
 		return b, err
 	}
 	c.hits++
-	c.mu.Unlock()
-	<-e.ready
-	if e.err != nil {
+	if !e.done {
+		if e.wait == nil {
+			e.wait = make(chan struct{})
+		}
+		wait := e.wait
+		c.mu.Unlock()
+		<-wait // b and failed were set before it closed
+	} else {
+		c.mu.Unlock()
+	}
+	if e.failed {
 		return encode()
 	}
 	return e.b, nil
@@ -167,7 +177,7 @@ func (c *encodedCache) peek(k encodedKey) ([]byte, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e, ok := c.items[k]
-	if !ok || !e.done || e.err != nil || e.b == nil {
+	if !ok || !e.done || e.failed || e.b == nil {
 		return nil, false
 	}
 	c.hits++
@@ -181,9 +191,7 @@ func (c *encodedCache) keep(k encodedKey, b []byte) {
 	if _, ok := c.items[k]; ok || len(b) > c.writes.limit/16 {
 		return
 	}
-	e := &encodedEntry{ready: make(chan struct{}), done: true, b: b}
-	close(e.ready)
-	c.items[k] = e
+	c.items[k] = &encodedEntry{done: true, b: b}
 	c.admit(&c.writes, k, len(b))
 }
 
@@ -191,8 +199,10 @@ func (c *encodedCache) keep(k encodedKey, b []byte) {
 func (c *encodedCache) fill(k encodedKey, e *encodedEntry, b []byte, err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	e.b, e.err, e.done = b, err, true
-	close(e.ready)
+	e.b, e.failed, e.done = b, err != nil, true
+	if e.wait != nil {
+		close(e.wait)
+	}
 	if err != nil || len(b) > c.reads.limit/16 {
 		delete(c.items, k) // one huge object would push out many small ones
 		return

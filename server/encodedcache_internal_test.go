@@ -3,6 +3,7 @@ package server
 import (
 	"bytes"
 	"errors"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -139,5 +140,71 @@ func TestEncodedCacheEncodesOnceForConcurrentCallers(t *testing.T) {
 	}
 	if got, err := c.get(bad, func() ([]byte, error) { return []byte("ok"), nil }); err != nil || string(got) != "ok" {
 		t.Fatalf("after a failure: %q, %v; want a new encoding", got, err)
+	}
+}
+
+// TestEncodedCacheWaitersShareTheFirstEncoding: callers that come while
+// an encoding is being made wait for it and get its bytes; when it fails,
+// each makes its own instead, and nothing is kept.
+func TestEncodedCacheWaitersShareTheFirstEncoding(t *testing.T) {
+	for _, fail := range []bool{false, true} {
+		c := newEncodedCache(1<<20, 1<<17)
+		k := encodedKey{9, &schema.Type{Kind: "A"}, formJSON}
+		started, release := make(chan struct{}), make(chan struct{})
+		first := make(chan []byte, 1)
+		go func() {
+			b, _ := c.get(k, func() ([]byte, error) {
+				close(started)
+				<-release
+				if fail {
+					return nil, errors.New("boom")
+				}
+				return []byte("first"), nil
+			})
+			first <- b
+		}()
+		<-started
+		const waiters = 10
+		var own atomic.Int32
+		got := make(chan []byte, waiters)
+		for range waiters {
+			go func() {
+				b, _ := c.get(k, func() ([]byte, error) {
+					own.Add(1)
+					return []byte("own"), nil
+				})
+				got <- b
+			}()
+		}
+		// Each waiter counts a hit, under the lock, before it waits.
+		for {
+			c.mu.Lock()
+			hits := c.hits
+			c.mu.Unlock()
+			if hits == waiters {
+				break
+			}
+			runtime.Gosched()
+		}
+		close(release)
+		<-first
+		want, wantOwn := "first", int32(0)
+		if fail {
+			want, wantOwn = "own", waiters
+		}
+		for range waiters {
+			if b := <-got; string(b) != want {
+				t.Errorf("fail=%v: a waiter got %q; want %q", fail, b, want)
+			}
+		}
+		if n := own.Load(); n != wantOwn {
+			t.Errorf("fail=%v: waiters encoded %d times; want %d", fail, n, wantOwn)
+		}
+		c.mu.Lock()
+		_, kept := c.items[k]
+		c.mu.Unlock()
+		if kept == fail {
+			t.Errorf("fail=%v: entry kept = %v", fail, kept)
+		}
 	}
 }
