@@ -148,3 +148,44 @@ func TestQueryTimeoutFileLock(t *testing.T) {
 		t.Errorf("create after the lock: %v", err)
 	}
 }
+
+// TestDirectGetWaitsOnlyAsLongAsItsContext: on SQLite a get runs no query
+// that could wait (directReads) and takes no query timeout of its own;
+// what it can wait for, a read connection while every one is taken, ends
+// with the caller's context.
+func TestDirectGetWaitsOnlyAsLongAsItsContext(t *testing.T) {
+	s, err := Open(context.Background(), "sqlite://"+filepath.Join(t.TempDir(), "state.db"), Options{CompactInterval: -1,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if s.directGets == nil {
+		t.Fatal("SQLite gets are not direct")
+	}
+	ctx := context.Background()
+	key := kv.Key{Resource: "configmaps", Namespace: "n", Name: "a"}
+	if _, err := s.Create(ctx, key, func(int64) (kv.Entry, error) { return kv.Entry{Value: []byte(`{}`)}, nil }); err != nil {
+		t.Fatal(err)
+	}
+	var held []*sql.Conn
+	for range s.read.Stats().MaxOpenConnections {
+		c, err := s.read.Conn(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, c)
+	}
+	short, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	_, err = s.Get(short, key)
+	cancel()
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("get while every read connection is taken: %v, want DeadlineExceeded", err)
+	}
+	for _, c := range held {
+		c.Close()
+	}
+	if r, err := s.Get(ctx, key); err != nil || string(r.Value) != `{}` {
+		t.Errorf("get once a connection is free: %q, %v", r.Value, err)
+	}
+}
