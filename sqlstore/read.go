@@ -17,15 +17,9 @@ import (
 // Get returns the live object at key; kv.ErrNotFound if there is none.
 func (s *Store) Get(ctx context.Context, key kv.Key) (kv.Record, error) {
 	defer s.observe("get", time.Now())
-	r := kv.Record{Key: key}
-	if s.directGets != nil && len(s.standbys) == 0 {
-		// A direct get waits only for a connection of the pool, bound
-		// by ctx; it has no query to time out (see directReads), so it
-		// goes without the bound's timer and context.
-		return s.getNow(ctx, key, r)
-	}
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
+	r := kv.Record{Key: key}
 	if len(s.standbys) > 0 {
 		need, err := s.primaryRev(ctx)
 		if err != nil {
@@ -46,7 +40,15 @@ func (s *Store) Get(ctx context.Context, key kv.Key) (kv.Record, error) {
 		}
 	}
 	if s.directGets != nil {
-		return s.getNow(ctx, key, r)
+		found, err := s.getDirect(ctx, key, &r)
+		if err != nil {
+			return r, unavailable(err)
+		}
+		if !found {
+			return r, kv.ErrNotFound
+		}
+		r.Value, r.Stale, err = s.openRow(key, r.Value)
+		return r, err
 	}
 	rows, err := s.readQuery(ctx, s.q(getSQL), key.Resource, key.Namespace, key.Name)
 	if err != nil {
@@ -72,19 +74,6 @@ func (s *Store) Get(ctx context.Context, key kv.Key) (kv.Record, error) {
 		return r, unavailable(err)
 	}
 	return r, nil
-}
-
-// getNow is a get on the driver's connection (getDirect).
-func (s *Store) getNow(ctx context.Context, key kv.Key, r kv.Record) (kv.Record, error) {
-	found, err := s.getDirect(ctx, key, &r)
-	if err != nil {
-		return r, unavailable(err)
-	}
-	if !found {
-		return r, kv.ErrNotFound
-	}
-	r.Value, r.Stale, err = s.openRow(key, r.Value)
-	return r, err
 }
 
 // getSQL reads one key's live row.
