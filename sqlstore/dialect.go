@@ -80,13 +80,14 @@ type writeLockedAtBegin interface{ writeLockedAtBegin() }
 type directReads interface{ readsNeverWait() }
 
 // uncancelledWrites is the optional power of dialects whose write
-// transaction waits for nothing once it has begun (SQLite: BEGIN
-// IMMEDIATE takes the file's write lock, the only thing a writer waits
-// for, bounded by the query timeout as before; WAL readers never block
-// it), so its statements need no context to watch: modernc's driver
-// starts a goroutine per statement to watch one and database/sql another
-// per query result, ~9 a commit, each woken when its statement ends. The
-// transaction itself stays bound to the query timeout.
+// transaction waits for nothing between its BEGIN and its COMMIT (SQLite:
+// BEGIN IMMEDIATE takes the file's write lock, the only thing a writer
+// waits for; WAL readers never block it), so the statements in between
+// need no context to watch: modernc's driver starts a goroutine per
+// statement to watch one, ~5 a commit, each woken when its statement
+// ends. BEGIN and COMMIT stay bound to the query timeout through the
+// transaction's context, which database/sql also watches (itself and its
+// query results) as before.
 type uncancelledWrites interface{ writesNeverWait() }
 
 // rowBytesOwner is the optional power of drivers that give each row's
