@@ -5,6 +5,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 )
 
 // Wire media types.
@@ -84,6 +86,39 @@ type accepted struct {
 	order  int
 }
 
+// A client sends the same Accept header on every request (client-go's is
+// fixed per client, kubectl's per command), and parsing one took four
+// allocations of every get. So the parses of the first acceptCacheMax
+// distinct headers of at most acceptCacheLen bytes are kept, read-only;
+// others are parsed each time.
+const (
+	acceptCacheMax = 128
+	acceptCacheLen = 256
+)
+
+var (
+	acceptCache     sync.Map // header → []accepted
+	acceptCacheSize atomic.Int32
+)
+
+// parsedAccept is parseAccept, kept (see acceptCache). Callers must not
+// change what it returns.
+func parsedAccept(h string) []accepted {
+	if len(h) > acceptCacheLen {
+		return parseAccept(h)
+	}
+	if a, ok := acceptCache.Load(h); ok {
+		return a.([]accepted)
+	}
+	a := parseAccept(h)
+	if acceptCacheSize.Load() < acceptCacheMax {
+		if _, loaded := acceptCache.LoadOrStore(strings.Clone(h), a); !loaded {
+			acceptCacheSize.Add(1)
+		}
+	}
+	return a
+}
+
 func parseAccept(h string) []accepted {
 	var out []accepted
 	for i, part := range strings.Split(h, ",") {
@@ -124,7 +159,7 @@ func NegotiateWhy(accept string, offer Offer) (Output, string) {
 		return Output{MediaType: JSON}, ""
 	}
 	viewProblem := ""
-	for _, a := range parseAccept(accept) {
+	for _, a := range parsedAccept(accept) {
 		if a.q <= 0 {
 			continue
 		}

@@ -23,6 +23,7 @@ import (
 	"k8s.io/apiserver/pkg/audit/policy"
 	"k8s.io/apiserver/pkg/endpoints/filters"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
+	"k8s.io/apiserver/pkg/warning"
 	auditbuffered "k8s.io/apiserver/plugin/pkg/audit/buffered"
 	auditlog "k8s.io/apiserver/plugin/pkg/audit/log"
 	auditwebhook "k8s.io/apiserver/plugin/pkg/audit/webhook"
@@ -127,10 +128,12 @@ func (s *Server) StopAuditing() {
 	}
 }
 
-// auditInit gives every request what kube's WithAuditInit and
-// WithRequestInfo filters give it: an audit context with its Audit-Id
-// (the request's own header, else a new UUID, echoed in the response) and
-// kube's request info, which the audit filters and the authorizer read.
+// auditInit gives every request what kube's WithAuditInit,
+// WithRequestInfo and WithWarningRecorder filters give it: an audit
+// context with its Audit-Id (the request's own header, else a new UUID,
+// echoed in the response), kube's request info, which the audit filters
+// and the authorizer read, and the recorder through which kube's code
+// adds Warning headers (see warningRecorder).
 // Done in place rather than by wrapping kube's filters: every request
 // passes here.
 func (s *Server) auditInit(next echo.HandlerFunc) echo.HandlerFunc {
@@ -146,9 +149,13 @@ func (s *Server) auditInit(next echo.HandlerFunc) echo.HandlerFunc {
 			id = uuid.NewString()
 		}
 		audit.WithAuditID(ctx, types.UID(id))
-		if c.Response().Header().Get(auditinternal.HeaderAuditID) == "" {
-			c.Response().Header().Set(auditinternal.HeaderAuditID, id)
+		h := c.Response().Header()
+		if h.Get(auditinternal.HeaderAuditID) == "" {
+			h.Set(auditinternal.HeaderAuditID, id)
 		}
+		// The warning recorder joins the same context: each context
+		// added here used to cost the request a copy of itself.
+		ctx = warning.WithWarningRecorder(ctx, &warningRecorder{h: h})
 		c.SetRequest(r.WithContext(ctx))
 		return next(c)
 	}

@@ -29,7 +29,6 @@ func (s *Server) routes() *echo.Echo {
 	// authentication, audit, impersonation, flow control, authorization.
 	e.Use(s.auditInit)
 	e.Use(s.checkTimeout)
-	e.Use(recordWarnings)
 	if s.cfg.Authenticator != nil {
 		e.Use(auth.Middleware(s.cfg.Authenticator, s.auditUnauthorized(auth.UnauthorizedStatus), s.anonymousAuth()))
 	} else {
@@ -274,7 +273,8 @@ func (s *Server) checkTimeout(next echo.HandlerFunc) echo.HandlerFunc {
 		if !strings.Contains(r.URL.RawQuery, "timeout") {
 			return next(c) // most requests: no query map parsed here
 		}
-		if v := r.URL.Query().Get("timeout"); v != "" && !longRunning(r) {
+		// Echo's parsed query, kept for the handlers' reads of it.
+		if v := c.QueryParams().Get("timeout"); v != "" && !longRunning(r) {
 			if _, err := requestTimeout(v, s.cfg.RequestTimeout); err != nil {
 				return err
 			}

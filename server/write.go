@@ -9,14 +9,12 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/labstack/echo/v4"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/runtime"
 	runtimeschema "k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	"k8s.io/apiserver/pkg/warning"
 
 	"github.com/tabula-dev/tabula/codecs"
 	"github.com/tabula-dev/tabula/schema"
@@ -144,19 +142,11 @@ func (r *request) warn(text string) {
 	addWarning(r.c.Response().Header(), text)
 }
 
-// recordWarnings lets k8s.io/apiserver code that warns through the
+// warningRecorder lets k8s.io/apiserver code that warns through the
 // request context (kube's warning.AddWarning: the legacy token
 // authenticator, for one) add Warning headers, once per text, as
-// kube-apiserver's WithWarningRecorder filter does.
-func recordWarnings(next echo.HandlerFunc) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		rec := &warningRecorder{h: c.Response().Header()}
-		r := c.Request()
-		c.SetRequest(r.WithContext(warning.WithWarningRecorder(r.Context(), rec)))
-		return next(c)
-	}
-}
-
+// kube-apiserver's WithWarningRecorder filter does. auditInit puts one in
+// every request's context.
 type warningRecorder struct {
 	mu   sync.Mutex
 	h    http.Header
