@@ -1,0 +1,66 @@
+package codecs
+
+import (
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// The kept parses of Accept headers answer as a fresh parse does, are not
+// changed by negotiating with them, and stop growing at acceptCacheMax.
+func TestKeptAcceptParses(t *testing.T) {
+	headers := []string{
+		"application/vnd.kubernetes.protobuf,application/json",
+		"application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json",
+		"application/json;q=0.5, application/yaml",
+		"application/vnd.kubernetes.protobuf;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1",
+	}
+	offers := []Offer{{Protobuf: true, Views: true, List: true}, {}, {CBOR: true, Views: true, NoTable: true}}
+	for _, h := range headers {
+		for _, o := range offers {
+			want, wantWhy := negotiateFresh(h, o)
+			for range 3 { // the first parses and keeps, the others read the kept parse
+				got, why := NegotiateWhy(h, o)
+				if got != want || why != wantWhy {
+					t.Fatalf("Accept %q, offer %+v: %+v %q; a fresh parse gives %+v %q", h, o, got, why, want, wantWhy)
+				}
+			}
+			if kept, ok := acceptCache.Load(h); !ok || !reflect.DeepEqual(kept, parseAccept(h)) {
+				t.Fatalf("Accept %q: kept %v, %v; want its parse", h, kept, ok)
+			}
+		}
+	}
+
+	long := "application/json;x=" + strings.Repeat("a", acceptCacheLen)
+	NegotiateWhy(long, Offer{})
+	if _, ok := acceptCache.Load(long); ok {
+		t.Fatalf("a header of %d bytes was kept", len(long))
+	}
+	for i := range 2 * acceptCacheMax {
+		NegotiateWhy(fmt.Sprintf("application/json;v%d=1", i), Offer{})
+	}
+	n := 0
+	acceptCache.Range(func(any, any) bool { n++; return true })
+	if n > acceptCacheMax {
+		t.Fatalf("%d headers kept; at most %d may be", n, acceptCacheMax)
+	}
+	if got, _ := NegotiateWhy("application/yaml;v999=1", Offer{}); got.MediaType != "" {
+		t.Fatalf("an unkept header with an unknown parameter negotiated %+v; want none", got)
+	}
+}
+
+// negotiateFresh is NegotiateWhy on a parse of its own, not a kept one.
+func negotiateFresh(accept string, offer Offer) (Output, string) {
+	saved := map[any]any{}
+	acceptCache.Range(func(k, v any) bool { saved[k] = v; return true })
+	acceptCache.Clear()
+	defer func() {
+		acceptCache.Clear()
+		for k, v := range saved {
+			acceptCache.Store(k, v)
+		}
+	}()
+	// With the cache empty, the parse is fresh; it is dropped again above.
+	return NegotiateWhy(accept, offer)
+}
