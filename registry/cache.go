@@ -337,6 +337,16 @@ func (s cachedStore) settle(ctx context.Context, key kv.Key, rec kv.Record, err 
 	return rec, nil
 }
 
+// GetKnown is the store's GetKnown, where it has one (an embedded
+// interface hides it), else its Get.
+func (s cachedStore) GetKnown(ctx context.Context, key kv.Key, known func(rev int64) bool) (kv.Record, bool, error) {
+	if g, ok := s.Storage.(knownGetter); ok {
+		return g.GetKnown(ctx, key, known)
+	}
+	rec, err := s.Storage.Get(ctx, key)
+	return rec, false, err
+}
+
 func (s cachedStore) Create(ctx context.Context, key kv.Key, enc kv.Encoder) (kv.Record, error) {
 	rec, err := s.Storage.Create(ctx, key, enc)
 	return s.settle(ctx, key, rec, err)

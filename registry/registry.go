@@ -234,6 +234,27 @@ func (x *Resource) GetRecord(ctx context.Context, namespace, name string) (kv.Re
 	return rec, x.storeError(err, name)
 }
 
+// knownGetter is a Storage that can leave out the value of a revision its
+// caller holds an encoding of (sqlstore's GetKnown).
+type knownGetter interface {
+	GetKnown(ctx context.Context, key kv.Key, known func(rev int64) bool) (kv.Record, bool, error)
+}
+
+// GetRecordKnown is GetRecord for a caller holding encodings of some
+// revisions: known is asked with the live revision, and when it says the
+// caller has what it needs, the record carries the revision alone and
+// skipped is true (the store read none of the object). A store that
+// cannot tell returns the whole record.
+func (x *Resource) GetRecordKnown(ctx context.Context, namespace, name string, known func(rev int64) bool) (rec kv.Record, skipped bool, err error) {
+	g, ok := x.g.store.(knownGetter)
+	if !ok {
+		rec, err = x.GetRecord(ctx, namespace, name)
+		return rec, false, err
+	}
+	rec, skipped, err = g.GetKnown(ctx, x.Key(namespace, name), known)
+	return rec, skipped, x.storeError(err, name)
+}
+
 // Get reads and decodes one object; 404 when it does not exist.
 func (x *Resource) Get(ctx context.Context, namespace, name string) (runtime.Object, kv.Record, error) {
 	rec, err := x.GetRecord(ctx, namespace, name)

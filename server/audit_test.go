@@ -67,6 +67,16 @@ func TestAudit(t *testing.T) {
 		}
 		viewIDs = append(viewIDs, rec.Header().Get("Audit-Id"))
 	}
+	// Protobuf gets at RequestResponse carry the object answered, the
+	// second too, though its encoding is kept from the first.
+	var getIDs []string
+	for range 2 {
+		rec := h.do("GET", "/api/v1/namespaces/default/configmaps/c", as("tok-root", "Accept", "application/vnd.kubernetes.protobuf"), nil)
+		if rec.Code != http.StatusOK {
+			t.Fatalf("Protobuf get: %d %s", rec.Code, rec.Body)
+		}
+		getIDs = append(getIDs, rec.Header().Get("Audit-Id"))
+	}
 	// An audited list is written from its decoded objects, not streamed:
 	// a v1beta1 metadata list in Protobuf has that version's field
 	// numbers there too (items 1, metadata 2).
@@ -113,6 +123,14 @@ func TestAudit(t *testing.T) {
 		})
 		if e.ResponseObject == nil || i < 2 && !strings.Contains(string(e.ResponseObject.Raw), `"k":"v"`) {
 			t.Errorf("list %d in another form: no response object with the data: %+v", i, e)
+		}
+	}
+	for i, id := range getIDs {
+		e := find("a Protobuf get", func(e auditv1.Event) bool {
+			return string(e.AuditID) == id && e.Stage == auditv1.StageResponseComplete
+		})
+		if e.Verb != "get" || e.ResponseObject == nil || !strings.Contains(string(e.ResponseObject.Raw), `"k":"v"`) {
+			t.Errorf("Protobuf get %d: no response object with the data: %+v", i, e)
 		}
 	}
 	secret := find("the secret create", func(e auditv1.Event) bool {

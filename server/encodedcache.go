@@ -4,6 +4,7 @@ import (
 	"hash/maphash"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"weak"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -182,6 +183,35 @@ func (c *encodedCache) peek(k encodedKey) ([]byte, bool) {
 	}
 	c.hits++
 	return e.b, true
+}
+
+// holds says whether an encoding of k is kept, without counting a hit.
+func (c *encodedCache) holds(k encodedKey) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.items[k]
+	return ok && e.done && !e.failed && e.b != nil
+}
+
+// heldRate follows how often a get's live revision had its answer kept.
+// Asking the store for the revision alone (GetKnown) saves reading the
+// object when the answer is kept and costs a statement more when it is
+// not (SQLite, 1 KiB objects: 4.2 and 7.4 µs against a get's 5.6), so
+// gets ask only while at least about half of the recent ones were held;
+// a workload of cold objects gets as before. It counts the misses, an
+// average over about the last 16 gets in 1/1024ths, so that it starts
+// (zero) expecting hits. Updates race and may be lost: it is a hint.
+type heldRate struct{ missed atomic.Int64 }
+
+func (h *heldRate) likely() bool { return h.missed.Load() < 512 }
+
+func (h *heldRate) saw(held bool) {
+	sample := int64(1024)
+	if held {
+		sample = 0
+	}
+	v := h.missed.Load()
+	h.missed.Store(v + (sample-v)/16)
 }
 
 // keep adds the encoding a write made of revision k, unless one is there.

@@ -208,3 +208,33 @@ func TestEncodedCacheWaitersShareTheFirstEncoding(t *testing.T) {
 		}
 	}
 }
+
+// TestHeldRate: gets ask for the revision alone from the start, stop
+// once most recent gets missed, and start again once most were held.
+func TestHeldRate(t *testing.T) {
+	var h heldRate
+	if !h.likely() {
+		t.Fatal("a fresh server does not expect held answers")
+	}
+	misses := 0
+	for h.likely() {
+		h.saw(false)
+		if misses++; misses > 16 {
+			t.Fatalf("still expecting held answers after %d misses", misses)
+		}
+	}
+	for range 8 {
+		h.saw(true)
+		h.saw(false)
+	}
+	if h.likely() {
+		t.Fatal("expecting held answers after half held, half missed, from mostly missed")
+	}
+	hits := 0
+	for !h.likely() {
+		h.saw(true)
+		if hits++; hits > 16 {
+			t.Fatalf("still not expecting held answers after %d held", hits)
+		}
+	}
+}

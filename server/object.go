@@ -217,15 +217,45 @@ func (r *request) writeStored(code int, rec kv.Record, written runtime.Object) e
 		if err != nil {
 			return err
 		}
-		gvk := r.t.GroupVersionKind()
-		head, tail := codecs.ProtobufObject(gvk.GroupVersion().String(), gvk.Kind, raw)
-		return r.writeWhole(code, out.ContentType(), head, raw, tail)
+		return r.writeProtobufObject(code, out, raw)
 	}
 	obj, err := r.decodeStored(rec)
 	if err != nil {
 		return err
 	}
 	return r.writeObject(code, out, obj)
+}
+
+// writeProtobufObject answers with raw, an object's Protobuf encoding
+// (protobufItem's), in its Unknown envelope.
+func (r *request) writeProtobufObject(code int, out codecs.Output, raw []byte) error {
+	gvk := r.t.GroupVersionKind()
+	head, tail := codecs.ProtobufObject(gvk.GroupVersion().String(), gvk.Kind, raw)
+	return r.writeWhole(code, out.ContentType(), head, raw, tail)
+}
+
+// keptForm is the encoded cache's form that is the whole answer in out
+// (an object in Protobuf or CBOR), when the answer may be sent from it
+// without the object: not when the audit policy records the response.
+func (r *request) keptForm(out codecs.Output) (encodedForm, bool) {
+	if out.View != codecs.ViewObject || r.s.auditAt(r.c, auditinternal.LevelRequestResponse) {
+		return 0, false
+	}
+	switch out.MediaType {
+	case codecs.Protobuf:
+		return formProtobuf, true
+	case codecs.CBOR:
+		return formCBOR, true
+	}
+	return 0, false
+}
+
+// writeKept answers with b, the kept encoding of form keptForm gave.
+func (r *request) writeKept(code int, out codecs.Output, form encodedForm, b []byte) error {
+	if form == formProtobuf {
+		return r.writeProtobufObject(code, out, b)
+	}
+	return r.writeWhole(code, out.ContentType(), b)
 }
 
 // writeObject answers with a decoded object in the negotiated form.

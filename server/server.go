@@ -141,8 +141,10 @@ type Server struct {
 	audit *auditing
 
 	metrics *requestMetrics
-	// encoded holds encodings of stored objects by revision.
+	// encoded holds encodings of stored objects by revision; held is
+	// how often gets found theirs there.
 	encoded *encodedCache
+	held    heldRate
 	// segments holds compressed runs of large answers (segmentedGzip).
 	segments *segmentCache
 	// api is the registry layer every write and read goes through.

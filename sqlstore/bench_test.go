@@ -230,6 +230,28 @@ func BenchmarkGet(b *testing.B) {
 			})
 		})
 	}
+	// GetKnown, its caller holding every revision (the value is not
+	// read), none (the revision is read, then its row) or asking nothing
+	// (Get).
+	for _, c := range []struct {
+		name  string
+		known func(int64) bool
+	}{
+		{"known=held", func(int64) bool { return true }},
+		{"known=not-held", func(int64) bool { return false }},
+		{"known=nil", nil},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			held := c.known != nil && c.known(0)
+			for i := 0; b.Loop(); i++ {
+				r, skipped, err := s.GetKnown(context.Background(), kv.Key{Resource: "configmaps", Namespace: "b", Name: fmt.Sprint(i % objects)}, c.known)
+				if err != nil || skipped != held || !held && len(r.Value) != len(value) {
+					b.Fatalf("get: %v, skipped %v, %d bytes", err, skipped, len(r.Value))
+				}
+			}
+		})
+	}
 }
 
 // BenchmarkWatchFromRevision measures a watch opened at a revision taken

@@ -71,6 +71,11 @@ func TestDirectGets(t *testing.T) {
 			t.Errorf("get of %v (deleted or never written): %v, want ErrNotFound", k.Name, err)
 		}
 	}
+	// A caller holding the live revision gets it alone, the value unread.
+	r, skipped, err := s.GetKnown(ctx, key(1), func(rev int64) bool { return rev == updated })
+	if err != nil || !skipped || r.Rev != updated || r.Value != nil {
+		t.Errorf("get of a held revision: %+v skipped %v, %v; want revision %d alone", r, skipped, err, updated)
+	}
 
 	// Every reader connection held: a get waits for one no longer than
 	// the store's bound.

@@ -40,9 +40,14 @@ var listKeysBytes = prometheus.NewGauge(prometheus.GaugeOpts{
 	Help: "Estimated bytes of the keys kept from warm whole lists (8 MiB at most per store).",
 })
 
+var getsHeld = prometheus.NewCounter(prometheus.CounterOpts{
+	Name: "tabula_sql_gets_held_total",
+	Help: "Gets of a revision the server held an encoding of (GetKnown): the store read the live revision alone, none of the object.",
+})
+
 // Collectors returns the store's metrics for registration by the binary.
 func Collectors() []prometheus.Collector {
-	return []prometheus.Collector{queryDuration, batchSize, sharedReadBytes, standbyReads, checkpoints, listKeys, listKeysBytes}
+	return []prometheus.Collector{queryDuration, batchSize, sharedReadBytes, standbyReads, checkpoints, listKeys, listKeysBytes, getsHeld}
 }
 
 // observe records one named query's latency and logs it when slow. Use as

@@ -16,6 +16,29 @@ import (
 
 // Get returns the live object at key; kv.ErrNotFound if there is none.
 func (s *Store) Get(ctx context.Context, key kv.Key) (kv.Record, error) {
+	r, _, err := s.get(ctx, key, nil)
+	return r, err
+}
+
+// GetKnown is Get for a caller that may hold what it needs of the live
+// revision already (an encoding of it): known is asked with the live
+// revision, and when it says so the record carries the revision alone
+// (no Value, no CreatedRev) and skipped is true. A get of a large object
+// then reads and copies none of it. Only stores that read a key's
+// revision apart from its row (SQLite's direct gets) ask; the others
+// return the whole record, as Get.
+func (s *Store) GetKnown(ctx context.Context, key kv.Key, known func(rev int64) bool) (r kv.Record, skipped bool, err error) {
+	return s.get(ctx, key, known)
+}
+
+// liveRevSQL reads one key's live revision, and logRowSQL a revision's
+// row (getDirect's two steps when the caller may hold the revision).
+const (
+	liveRevSQL = `SELECT rev FROM tabula_current WHERE resource = ? AND namespace = ? AND name = ?`
+	logRowSQL  = `SELECT created_rev, value FROM tabula_log WHERE rev = ?`
+)
+
+func (s *Store) get(ctx context.Context, key kv.Key, known func(rev int64) bool) (kv.Record, bool, error) {
 	defer s.observe("get", time.Now())
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
@@ -23,7 +46,7 @@ func (s *Store) Get(ctx context.Context, key kv.Key) (kv.Record, error) {
 	if len(s.standbys) > 0 {
 		need, err := s.primaryRev(ctx)
 		if err != nil {
-			return r, err
+			return r, false, err
 		}
 		var found bool
 		served, err := s.onStandby(ctx, need, func(ctx context.Context, db *sql.DB) error {
@@ -36,44 +59,48 @@ func (s *Store) Get(ctx context.Context, key kv.Key) (kv.Record, error) {
 			if err == nil && s.opts.Values != nil {
 				r.Value, r.Stale, err = s.openStale(key, r.Value)
 			}
-			return r, unavailable(err)
+			return r, false, unavailable(err)
 		}
 	}
 	if s.directGets != nil {
-		found, err := s.getDirect(ctx, key, &r)
+		found, skipped, err := s.getDirect(ctx, key, &r, known)
 		if err != nil {
-			return r, unavailable(err)
+			return r, false, unavailable(err)
 		}
 		if !found {
-			return r, kv.ErrNotFound
+			return r, false, kv.ErrNotFound
+		}
+		if skipped {
+			getsHeld.Inc()
+			return r, true, nil
 		}
 		r.Value, r.Stale, err = s.openRow(key, r.Value)
-		return r, err
+		return r, false, err
 	}
 	rows, err := s.readQuery(ctx, s.q(getSQL), key.Resource, key.Namespace, key.Name)
 	if err != nil {
-		return r, unavailable(err)
+		return r, false, unavailable(err)
 	}
 	defer rows.Close()
 	if !rows.Next() {
 		if err := rows.Err(); err != nil {
-			return r, unavailable(err)
+			return r, false, unavailable(err)
 		}
-		return r, kv.ErrNotFound
+		return r, false, kv.ErrNotFound
 	}
 	// Scanned without a copy and opened before the rows close (openRow:
 	// kept where the driver owns its rows' bytes, else copied).
 	var v sql.RawBytes
 	if err := rows.Scan(&r.Rev, &r.CreatedRev, &v); err != nil {
-		return r, unavailable(err)
+		return r, false, unavailable(err)
 	}
 	if r.Value, r.Stale, err = s.openRow(key, v); err != nil {
-		return r, err
+		return r, false, err
 	}
 	if err := rows.Close(); err != nil {
-		return r, unavailable(err)
+		return r, false, unavailable(err)
 	}
-	return r, nil
+	return r, false, nil
 }
 
 // getSQL reads one key's live row.

@@ -230,7 +230,7 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Store, error) {
 		shared: newSharedValues(opts.SharedValueBytes), checkpointed: make(chan checkpointResult, 1)}
 	s.closedCtx, s.cancelClose = context.WithCancel(context.Background())
 	if _, ok := d.(directReads); ok {
-		s.directGets = &directGets{query: s.q(getSQL)}
+		s.directGets = newDirectGets(s.q)
 	}
 	if err := s.ping(ctx); err != nil {
 		s.closeDBs()

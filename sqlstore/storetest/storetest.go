@@ -48,6 +48,7 @@ func Run(t *testing.T, open Factory) {
 		fn   func(t *testing.T, s *sqlstore.Store)
 	}{
 		{"CreateGet", testCreateGet},
+		{"GetKnown", testGetKnown},
 		{"CreateExists", testCreateExists},
 		{"UpdateCAS", testUpdateCAS},
 		{"DeleteAndRecreate", testDeleteAndRecreate},
@@ -129,6 +130,65 @@ func testCreateGet(t *testing.T, s *sqlstore.Store) {
 	cur, err := s.CurrentRev(ctx(t))
 	if err != nil || cur != r.Rev {
 		t.Fatalf("CurrentRev = %d, %v; want %d", cur, err, r.Rev)
+	}
+}
+
+// testGetKnown: GetKnown asks only with the live revision, answers as
+// Get when the caller does not hold it, and when the caller does, either
+// leaves the value out (stores that read the revision apart) or answers
+// as Get; missing and deleted keys are not found, with nothing asked.
+func testGetKnown(t *testing.T, s *sqlstore.Store) {
+	c := mustCreate(t, s, key("a"), nil)
+	u, err := s.Update(ctx(t), key("a"), c.Rev, enc("a", nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var asked []int64
+	ask := func(holds bool) func(int64) bool {
+		return func(rev int64) bool { asked = append(asked, rev); return holds }
+	}
+	whole, err := s.Get(ctx(t), key("a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	r, skipped, err := s.GetKnown(ctx(t), key("a"), ask(false))
+	if err != nil || skipped || r.Rev != u.Rev || r.CreatedRev != c.Rev || string(r.Value) != string(whole.Value) {
+		t.Fatalf("GetKnown, revision not held: %+v skipped %v, %v; want Get's %+v", r, skipped, err, whole)
+	}
+	for _, rev := range asked {
+		if rev != u.Rev {
+			t.Fatalf("asked about revision %d; the live one is %d", rev, u.Rev)
+		}
+	}
+
+	asked = nil
+	r, skipped, err = s.GetKnown(ctx(t), key("a"), ask(true))
+	switch {
+	case err != nil:
+		t.Fatal(err)
+	case skipped && (r.Rev != u.Rev || r.Value != nil || len(asked) != 1):
+		t.Fatalf("GetKnown, revision held: %+v after asking about %v; want revision %d alone, asked once", r, asked, u.Rev)
+	case !skipped && (r.Rev != u.Rev || string(r.Value) != string(whole.Value)):
+		t.Fatalf("GetKnown, revision held, not skipped: %+v; want Get's %+v", r, whole)
+	}
+
+	mustCreate(t, s, key("b"), nil)
+	b, err := s.Get(ctx(t), key("b"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Delete(ctx(t), key("b"), b.Rev, enc("b", nil)); err != nil {
+		t.Fatal(err)
+	}
+	asked = nil
+	for _, k := range []kv.Key{key("b"), key("missing")} {
+		if _, _, err := s.GetKnown(ctx(t), k, ask(true)); !errors.Is(err, kv.ErrNotFound) {
+			t.Fatalf("GetKnown of %s: %v; want ErrNotFound", k.Name, err)
+		}
+	}
+	if len(asked) != 0 {
+		t.Fatalf("asked about %v for keys without a live object", asked)
 	}
 }
 
