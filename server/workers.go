@@ -67,12 +67,22 @@ func (p *workerPool) wrap(h http.Handler) http.Handler {
 // http.ErrAbortHandler, which cuts the stream) is raised again here, on
 // the goroutine net/http recovers it on.
 func (p *workerPool) serve(h http.Handler, w http.ResponseWriter, r *http.Request) {
-	job := &workerJob{h: h, w: w, r: r, done: make(chan any, 1)}
+	job := workerJobs.Get().(*workerJob)
+	job.h, job.w, job.r = h, w, r
 	p.take().jobs <- job
-	if v := <-job.done; v != nil {
+	v := <-job.done
+	// The worker is done with the job once it has answered: the job and
+	// its channel serve another request.
+	*job = workerJob{done: job.done}
+	workerJobs.Put(job)
+	if v != nil {
 		panic(v)
 	}
 }
+
+// workerJobs keeps jobs, each with its answer channel, from one request
+// to the next (two allocations of every HTTP/2 request).
+var workerJobs = sync.Pool{New: func() any { return &workerJob{done: make(chan any, 1)} }}
 
 // take returns the most recently idle worker, or a new one.
 func (p *workerPool) take() *worker {

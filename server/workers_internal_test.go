@@ -166,3 +166,20 @@ func TestWorkerPoolLeavesHTTP1(t *testing.T) {
 		t.Fatalf("%d idle workers after an HTTP/1.1 request", n)
 	}
 }
+
+// TestWorkerPoolServeAllocates: a request handed to an idle worker
+// costs the pool no allocation (its job and answer channel are reused).
+func TestWorkerPoolServeAllocates(t *testing.T) {
+	stop := make(chan struct{})
+	defer close(stop)
+	p := newWorkerPool(4, stop)
+	h := http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})
+	w, r := httptest.NewRecorder(), httptest.NewRequest("GET", "/", nil)
+	p.serve(h, w, r) // starts the worker
+	if n := testing.AllocsPerRun(200, func() { p.serve(h, w, r) }); n >= 1 {
+		t.Errorf("%v allocations per request served on an idle worker; want none", n)
+	}
+	if p.idleWorkers() != 1 {
+		t.Errorf("%d idle workers after requests one at a time; want 1", p.idleWorkers())
+	}
+}
