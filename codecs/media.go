@@ -87,8 +87,8 @@ type accepted struct {
 }
 
 // A client sends the same Accept header on every request (client-go's is
-// fixed per client, kubectl's per command), and parsing one took four
-// allocations of every get. So the parses of the first acceptCacheMax
+// fixed per client, kubectl's per command), and parsing one took several
+// allocations of every request that names one. So the parses of the first acceptCacheMax
 // distinct headers of at most acceptCacheLen bytes are kept, read-only;
 // others are parsed each time.
 const (

@@ -81,7 +81,8 @@ func (p *workerPool) serve(h http.Handler, w http.ResponseWriter, r *http.Reques
 }
 
 // workerJobs keeps jobs, each with its answer channel, from one request
-// to the next (two allocations of every HTTP/2 request).
+// to the next (three allocations of every HTTP/2 request: the job, the
+// channel and its buffer).
 var workerJobs = sync.Pool{New: func() any { return &workerJob{done: make(chan any, 1)} }}
 
 // take returns the most recently idle worker, or a new one.
