@@ -288,24 +288,39 @@ func FromStorage(newObj func() runtime.Object, gvk runtimeschema.GroupVersionKin
 // WithTypeMeta prefixes stored object bytes with kind and apiVersion, the
 // way a single object is written on the wire.
 func WithTypeMeta(stored []byte, apiVersion, kind string) []byte {
-	head := `{"kind":` + quote(kind) + `,"apiVersion":` + quote(apiVersion)
-	if len(stored) < 2 || stored[0] != '{' {
-		return append([]byte(head+"}"), stored[len(stored):]...)
+	head, rest := TypeMetaParts(stored, apiVersion, kind)
+	if rest == nil {
+		return head
 	}
-	rest := bytes.TrimSpace(stored[1:])
-	if len(rest) == 1 && rest[0] == '}' {
-		return []byte(head + "}")
-	}
-	out := make([]byte, 0, len(head)+len(stored)+1)
-	out = append(out, head...)
-	out = append(out, ',')
-	out = append(out, stored[1:]...)
-	return out
+	out := make([]byte, 0, len(head)+len(rest))
+	return append(append(out, head...), rest...)
 }
 
+// TypeMetaParts is WithTypeMeta's answer in two parts, head then rest,
+// with rest the stored bytes themselves (nil when head is the whole
+// answer): an answer written part by part copies none of the object.
+func TypeMetaParts(stored []byte, apiVersion, kind string) (head, rest []byte) {
+	h := `{"kind":` + quote(kind) + `,"apiVersion":` + quote(apiVersion)
+	if len(stored) < 2 || stored[0] != '{' {
+		return []byte(h + "}"), nil
+	}
+	trimmed := bytes.TrimSpace(stored[1:])
+	if len(trimmed) == 1 && trimmed[0] == '}' {
+		return []byte(h + "}"), nil
+	}
+	return []byte(h + ","), stored[1:]
+}
+
+// quote is s as a JSON string. API versions and kinds are plain names,
+// written as they are; anything else goes through the encoder.
 func quote(s string) string {
-	b, _ := json.Marshal(s)
-	return string(b)
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			b, _ := json.Marshal(s)
+			return string(b)
+		}
+	}
+	return `"` + s + `"`
 }
 
 // Encode writes obj (TypeMeta set) in mediaType.

@@ -181,6 +181,12 @@ func (r *request) writeStored(code int, rec kv.Record, written runtime.Object) e
 		}
 		r.auditResponse(obj)
 	}
+	if out.View == codecs.ViewObject && out.MediaType == codecs.JSON && r.t.FromStorage == nil && !wantsPretty(r.c) {
+		// The stored object is the answer: written after its kind and
+		// apiVersion, not copied behind them.
+		head, rest := codecs.TypeMetaParts(rec.Value, r.t.APIVersion(), r.t.Kind)
+		return r.writeWhole(code, out.ContentType(), head, rest, newline)
+	}
 	if out.View == codecs.ViewObject && (out.MediaType == codecs.JSON || out.MediaType == codecs.YAML) {
 		j, err := r.objectJSON(rec)
 		if err != nil {
