@@ -59,7 +59,7 @@ type Config struct {
 
 // Registry serves the objects of every registered Type.
 type Registry struct {
-	store    Storage
+	store    cachedStore
 	types    *schema.Registry
 	eventTTL time.Duration
 	observer Observer
@@ -245,13 +245,8 @@ type knownGetter interface {
 // caller has what it needs, the record carries the revision alone and
 // skipped is true (the store read none of the object). A store that
 // cannot tell returns the whole record.
-func (x *Resource) GetRecordKnown(ctx context.Context, namespace, name string, known func(rev int64) bool) (rec kv.Record, skipped bool, err error) {
-	g, ok := x.g.store.(knownGetter)
-	if !ok {
-		rec, err = x.GetRecord(ctx, namespace, name)
-		return rec, false, err
-	}
-	rec, skipped, err = g.GetKnown(ctx, x.Key(namespace, name), known)
+func (x *Resource) GetRecordKnown(ctx context.Context, namespace, name string, known func(rev int64) bool) (kv.Record, bool, error) {
+	rec, skipped, err := x.g.store.GetKnown(ctx, x.Key(namespace, name), known)
 	return rec, skipped, x.storeError(err, name)
 }
 

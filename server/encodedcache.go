@@ -178,7 +178,7 @@ func (c *encodedCache) peek(k encodedKey) ([]byte, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e, ok := c.items[k]
-	if !ok || !e.done || e.failed || e.b == nil {
+	if !ok || !e.usable() {
 		return nil, false
 	}
 	c.hits++
@@ -190,8 +190,11 @@ func (c *encodedCache) holds(k encodedKey) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e, ok := c.items[k]
-	return ok && e.done && !e.failed && e.b != nil
+	return ok && e.usable()
 }
+
+// usable says the entry holds an encoding (under the cache's lock).
+func (e *encodedEntry) usable() bool { return e.done && !e.failed && e.b != nil }
 
 // heldRate follows how often a get's live revision had its answer kept.
 // Asking the store for the revision alone (GetKnown) saves reading the
