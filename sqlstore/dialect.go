@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+	"time"
 )
 
 // dialect holds what differs between the databases. Each implementation
@@ -104,8 +105,10 @@ type rowBytesOwner interface{ ownsRowBytes() }
 type changeWatcher interface {
 	// watchChanges calls watching once the watch is in place (changes
 	// before it were not seen, so the caller polls then) and changed
-	// after changes, until ctx ends or the watch fails.
-	watchChanges(ctx context.Context, db *sql.DB, watching func(), changed func()) error
+	// after changes, until ctx ends or the watch fails. changed returns
+	// how long news of further changes can wait: the watch may collect
+	// them meanwhile and tell them once.
+	watchChanges(ctx context.Context, db *sql.DB, watching func(), changed func() time.Duration) error
 }
 
 func dialectFor(u *url.URL, opts Options) (dialect, error) {

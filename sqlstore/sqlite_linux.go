@@ -8,13 +8,14 @@ import (
 	"fmt"
 	"os"
 	"syscall"
+	"time"
 )
 
 // watchChanges watches the database's WAL file with inotify. In WAL mode
 // every commit, whichever process makes it, is a write to that file, so
 // the watch tells the poller of other processes' commits as they happen
 // and it need not look every 100 ms.
-func (sqliteDialect) watchChanges(ctx context.Context, db *sql.DB, watching func(), changed func()) error {
+func (sqliteDialect) watchChanges(ctx context.Context, db *sql.DB, watching func(), changed func() time.Duration) error {
 	c, err := db.Conn(ctx)
 	if err != nil {
 		return err
@@ -41,6 +42,9 @@ func (sqliteDialect) watchChanges(ctx context.Context, db *sql.DB, watching func
 	defer stop()
 	watching()
 	buf := make([]byte, 64*(syscall.SizeofInotifyEvent+syscall.NAME_MAX+1))
+	wait := time.NewTimer(time.Hour)
+	wait.Stop()
+	defer wait.Stop()
 	for {
 		n, err := f.Read(buf)
 		if ctx.Err() != nil {
@@ -51,13 +55,25 @@ func (sqliteDialect) watchChanges(ctx context.Context, db *sql.DB, watching func
 		}
 		// One read holds every event queued since the last (identical
 		// ones are merged by the kernel): one change to report.
-		changed()
+		quiet := changed()
 		for off := 0; off+syscall.SizeofInotifyEvent <= n; {
 			mask := binary.NativeEndian.Uint32(buf[off+4:])
 			if mask&(syscall.IN_DELETE_SELF|syscall.IN_MOVE_SELF|syscall.IN_IGNORED) != 0 {
 				return errors.New("sqlstore: the WAL file was removed or moved")
 			}
 			off += syscall.SizeofInotifyEvent + int(binary.NativeEndian.Uint32(buf[off+12:]))
+		}
+		// Every write of a commit to the log is an event, and read as
+		// they come a commit of this process's woke this loop and the
+		// poller ~a dozen times. While the news can wait, the events
+		// queue and merge, and the next read tells them once.
+		if quiet > 0 {
+			wait.Reset(quiet)
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-wait.C:
+			}
 		}
 	}
 }

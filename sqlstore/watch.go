@@ -151,12 +151,23 @@ func (h *hub) notify() {
 	}
 }
 
-// fileChanged tells the poller a database file changed.
-func (h *hub) fileChanged() {
+// fileChanged tells the poller a database file changed and returns how
+// long more news of changes can wait. While this process commits, the
+// changes are mostly its own, already delivered, and the poller holds
+// such news until it has not committed for holdGap (run): more of it
+// before then would only wake the poller to hold it again.
+func (h *hub) fileChanged() time.Duration {
 	select {
 	case h.changed <- struct{}{}:
 	default:
 	}
+	return h.holdGap() - time.Since(time.Unix(0, h.localAt.Load()))
+}
+
+// holdGap is how long after this process's last commit (or its last read
+// of the log) the poller reads the log for a changed file (run).
+func (h *hub) holdGap() time.Duration {
+	return min(h.s.opts.PollInterval, defaultPollInterval)
 }
 
 // runTeller keeps a source of news of other processes' commits running
@@ -246,7 +257,7 @@ func (h *hub) run() {
 	// the change is mostly this process's own commits, already delivered;
 	// another process's commit in between shows as a hole before this
 	// process's next commit, which wakes the poller at once (committed).
-	gap := min(h.s.opts.PollInterval, defaultPollInterval)
+	gap := h.holdGap()
 	var lastPoll time.Time
 	var held <-chan time.Time
 	wait := func() time.Duration {

@@ -1,0 +1,141 @@
+//go:build linux
+
+package sqlstore
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/tabula-dev/tabula/sqlstore/kv"
+)
+
+// TestFileWatchWaitsWhileTold: the WAL file's watch tells a change at
+// once when the news cannot wait: a commit made after the last change was
+// told is told. When the news can wait (changed says for how long), the
+// commits made meanwhile are not told until it is over, then they are; a
+// watch waiting so ends with its context.
+func TestFileWatchWaitsWhileTold(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "state.db")
+	open := func() *Store {
+		s, err := Open(ctx, "sqlite://"+path, Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = s.Close() })
+		return s
+	}
+	// The watch under test is another store's on the same file: that
+	// store's own watch and poller play no part.
+	writer, watched := open(), open()
+	n := 0
+	create := func() {
+		t.Helper()
+		n++
+		if _, err := writer.Create(ctx, kv.Key{Resource: "configmaps", Namespace: "ns", Name: fmt.Sprint("c", n)}, func(int64) (kv.Entry, error) {
+			return kv.Entry{Value: []byte(`{}`)}, nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// watch runs a watch whose changed reports each call on told and
+	// answers quiet(the call's number, from 1); it returns the watch's
+	// end.
+	watch := func(ctx context.Context, quiet func(call int) time.Duration, told chan<- struct{}) <-chan error {
+		ready, done := make(chan struct{}), make(chan error, 1)
+		calls := 0
+		go func() {
+			done <- sqliteDialect{}.watchChanges(ctx, watched.read, func() { close(ready) }, func() time.Duration {
+				calls++
+				told <- struct{}{}
+				return quiet(calls)
+			})
+		}()
+		select {
+		case <-ready:
+		case err := <-done:
+			t.Fatalf("watch: %v", err)
+		}
+		return done
+	}
+
+	// The news cannot wait: every commit is told.
+	ctx1, cancel1 := context.WithCancel(ctx)
+	told := make(chan struct{}, 1000)
+	done := watch(ctx1, func(int) time.Duration { return 0 }, told)
+	for range 5 {
+		create()
+		<-told // a commit made after the last change was told is told
+	}
+	cancel1()
+	<-done
+
+	// The news can wait an hour: after the first commit is told, the
+	// next twenty are not while the watch waits, and the waiting watch
+	// ends with its context.
+	ctx2, cancel2 := context.WithCancel(ctx)
+	told = make(chan struct{}, 1000)
+	done = watch(ctx2, func(int) time.Duration { return time.Hour }, told)
+	create()
+	<-told
+	for range 20 {
+		create()
+	}
+	if got := len(told); got != 0 {
+		t.Errorf("while the news could wait: told %d more times; want none", got)
+	}
+	cancel2()
+	if err := <-done; err != context.Canceled {
+		t.Errorf("waiting watch ended with %v; want context.Canceled", err)
+	}
+
+	// The news can wait a moment: the commits made meanwhile are told
+	// after it.
+	ctx3, cancel3 := context.WithCancel(ctx)
+	told = make(chan struct{}, 1000)
+	done = watch(ctx3, func(call int) time.Duration {
+		if call == 1 {
+			return 20 * time.Millisecond
+		}
+		return 0
+	}, told)
+	create()
+	<-told
+	for range 20 {
+		create()
+	}
+	<-told
+	cancel3()
+	<-done
+}
+
+// TestFileChangedHolds: the poller's answer to a changed file is how long
+// until it reads the log for it: the rest of holdGap after this process's
+// last commit, and nothing to wait for when it has not committed lately.
+func TestFileChangedHolds(t *testing.T) {
+	s, err := Open(context.Background(), "sqlite://"+filepath.Join(t.TempDir(), "state.db"), Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	h := s.hub
+	if q := h.fileChanged(); q > 0 {
+		t.Errorf("no commit here yet: news can wait %v; want none", q)
+	}
+	at := time.Now()
+	h.localAt.Store(at.UnixNano())
+	q := h.fileChanged()
+	since := time.Since(at)
+	if gap := h.holdGap(); q > gap || q < gap-since {
+		t.Errorf("just after a commit here: news can wait %v; want between %v and %v", q, gap-since, gap)
+	}
+	h.localAt.Store(at.Add(-h.holdGap()).UnixNano())
+	if q := h.fileChanged(); q > 0 {
+		t.Errorf("holdGap after the last commit here: news can wait %v; want none", q)
+	}
+}
