@@ -5,13 +5,9 @@ package sqlstore
 import (
 	"context"
 	"fmt"
-	"io"
-	"log/slog"
 	"path/filepath"
 	"testing"
 	"time"
-
-	"github.com/tabula-dev/tabula/sqlstore/kv"
 )
 
 // TestFileWatchWaitsWhileTold: the WAL file's watch tells a change at
@@ -22,26 +18,13 @@ import (
 func TestFileWatchWaitsWhileTold(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "state.db")
-	open := func() *Store {
-		s, err := Open(ctx, "sqlite://"+path, Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = s.Close() })
-		return s
-	}
 	// The watch under test is another store's on the same file: that
 	// store's own watch and poller play no part.
-	writer, watched := open(), open()
+	writer, watched := openSharedFile(t, path), openSharedFile(t, path)
 	n := 0
 	create := func() {
-		t.Helper()
 		n++
-		if _, err := writer.Create(ctx, kv.Key{Resource: "configmaps", Namespace: "ns", Name: fmt.Sprint("c", n)}, func(int64) (kv.Entry, error) {
-			return kv.Entry{Value: []byte(`{}`)}, nil
-		}); err != nil {
-			t.Fatal(err)
-		}
+		createEmpty(t, writer, fmt.Sprint("c", n))
 	}
 	// watch runs a watch whose changed reports each call on told and
 	// answers quiet(the call's number, from 1); it returns the watch's
@@ -118,12 +101,7 @@ func TestFileWatchWaitsWhileTold(t *testing.T) {
 // until it reads the log for it: the rest of holdGap after this process's
 // last commit, and nothing to wait for when it has not committed lately.
 func TestFileChangedHolds(t *testing.T) {
-	s, err := Open(context.Background(), "sqlite://"+filepath.Join(t.TempDir(), "state.db"), Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
-	h := s.hub
+	h := openSharedFile(t, filepath.Join(t.TempDir(), "state.db")).hub
 	if q := h.fileChanged(); q > 0 {
 		t.Errorf("no commit here yet: news can wait %v; want none", q)
 	}

@@ -3,13 +3,9 @@ package sqlstore
 import (
 	"context"
 	"fmt"
-	"io"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"testing"
-
-	"github.com/tabula-dev/tabula/sqlstore/kv"
 )
 
 // TestSQLiteChangeProbe: the probe the watch poller asks on its idle ticks
@@ -21,15 +17,7 @@ import (
 func TestSQLiteChangeProbe(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "state.db")
-	open := func() *Store {
-		s, err := Open(ctx, "sqlite://"+path, Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = s.Close() })
-		return s
-	}
-	a, b := open(), open()
+	a, b := openSharedFile(t, path), openSharedFile(t, path)
 	probe, release := sqliteDialect{}.changeProbe(a.read)
 	defer release()
 	ask := func(want bool, after string) {
@@ -45,14 +33,7 @@ func TestSQLiteChangeProbe(t *testing.T) {
 	ask(true, "the first question") // nothing to compare with yet
 	ask(false, "nothing")
 	ask(false, "nothing, again")
-	create := func(s *Store, name string) {
-		t.Helper()
-		if _, err := s.Create(ctx, kv.Key{Resource: "configmaps", Namespace: "ns", Name: name}, func(int64) (kv.Entry, error) {
-			return kv.Entry{Value: []byte(`{}`)}, nil
-		}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	create := func(s *Store, name string) { createEmpty(t, s, name) }
 	create(b, "by-the-other-store")
 	ask(true, "a commit by another store on the file")
 	ask(false, "nothing since")
