@@ -329,7 +329,7 @@ func batchTotals(t *testing.T) (commits, writes uint64) {
 // which no batch runs one unprepared, and each batch's rows all land.
 func TestShapedStatementsPreparedOnce(t *testing.T) {
 	ctx := context.Background()
-	s := openSQLiteFile(t)
+	s := openSQLiteFile(t, filepath.Join(t.TempDir(), "db.sqlite"))
 	enc := func(v string) kv.Encoder {
 		return func(int64) (kv.Entry, error) {
 			return kv.Entry{Value: []byte(v), Labels: map[string]string{"v": v}}, nil
@@ -410,7 +410,7 @@ func TestShapedStatementsPreparedOnce(t *testing.T) {
 // was read after the rows that followed, their close, and another query.
 func TestRowBytesOwned(t *testing.T) {
 	ctx := context.Background()
-	s := openSQLiteFile(t)
+	s := openSQLiteFile(t, filepath.Join(t.TempDir(), "db.sqlite"))
 	if _, ok := s.d.(rowBytesOwner); !ok {
 		t.Fatalf("the SQLite dialect does not say its rows' bytes are owned; this test holds it to that")
 	}
@@ -484,16 +484,4 @@ func TestRowBytesOwned(t *testing.T) {
 	if _, err := s.Get(ctx, kv.Key{Resource: "configmaps", Namespace: "ns", Name: "absent"}); !errors.Is(err, kv.ErrNotFound) {
 		t.Fatalf("get of an absent object: %v; want kv.ErrNotFound", err)
 	}
-}
-
-// openSQLiteFile opens a store on a new SQLite file, without compaction;
-// the test's cleanup closes it.
-func openSQLiteFile(t *testing.T) *Store {
-	t.Helper()
-	s, err := Open(context.Background(), "sqlite://"+filepath.Join(t.TempDir(), "db.sqlite"), Options{CompactInterval: -1, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
-	return s
 }

@@ -3,6 +3,7 @@ package sqlstore
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -16,7 +17,7 @@ import (
 // then starts the log over, so it holds only what came after.
 func TestBackgroundCheckpoint(t *testing.T) {
 	ctx := context.Background()
-	s := openSQLiteFile(t)
+	s := openSQLiteFile(t, filepath.Join(t.TempDir(), "db.sqlite"))
 	var auto int
 	if err := s.write.QueryRowContext(ctx, "PRAGMA wal_autocheckpoint").Scan(&auto); err != nil {
 		t.Fatal(err)

@@ -10,17 +10,16 @@ import (
 	"time"
 )
 
-// TestFileWatchWaitsWhileTold: the WAL file's watch tells a change at
-// once when the news cannot wait: a commit made after the last change was
-// told is told. When the news can wait (changed says for how long), the
-// commits made meanwhile are not told until it is over, then they are; a
-// watch waiting so ends with its context.
+// TestFileWatchWaitsWhileTold: the WAL file's watch tells changes as
+// they come when the news cannot wait. When it can (changed says for how
+// long), the commits made meanwhile are not told until that is over, then
+// they are; a watch waiting so ends with its context.
 func TestFileWatchWaitsWhileTold(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "state.db")
 	// The watch under test is another store's on the same file: that
 	// store's own watch and poller play no part.
-	writer, watched := openSharedFile(t, path), openSharedFile(t, path)
+	writer, watched := openSQLiteFile(t, path), openSQLiteFile(t, path)
 	n := 0
 	create := func() {
 		n++
@@ -47,13 +46,14 @@ func TestFileWatchWaitsWhileTold(t *testing.T) {
 		return done
 	}
 
-	// The news cannot wait: every commit is told.
+	// The news cannot wait: the watch keeps telling, commit after commit
+	// (a commit's dozen writes may be told more than once).
 	ctx1, cancel1 := context.WithCancel(ctx)
 	told := make(chan struct{}, 1000)
 	done := watch(ctx1, func(int) time.Duration { return 0 }, told)
 	for range 5 {
 		create()
-		<-told // a commit made after the last change was told is told
+		<-told
 	}
 	cancel1()
 	<-done
@@ -101,7 +101,7 @@ func TestFileWatchWaitsWhileTold(t *testing.T) {
 // until it reads the log for it: the rest of holdGap after this process's
 // last commit, and nothing to wait for when it has not committed lately.
 func TestFileChangedHolds(t *testing.T) {
-	h := openSharedFile(t, filepath.Join(t.TempDir(), "state.db")).hub
+	h := openSQLiteFile(t, filepath.Join(t.TempDir(), "state.db")).hub
 	if q := h.fileChanged(); q > 0 {
 		t.Errorf("no commit here yet: news can wait %v; want none", q)
 	}

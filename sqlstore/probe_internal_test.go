@@ -17,7 +17,7 @@ import (
 func TestSQLiteChangeProbe(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "state.db")
-	a, b := openSharedFile(t, path), openSharedFile(t, path)
+	a, b := openSQLiteFile(t, path), openSQLiteFile(t, path)
 	probe, release := sqliteDialect{}.changeProbe(a.read)
 	defer release()
 	ask := func(want bool, after string) {
@@ -33,11 +33,10 @@ func TestSQLiteChangeProbe(t *testing.T) {
 	ask(true, "the first question") // nothing to compare with yet
 	ask(false, "nothing")
 	ask(false, "nothing, again")
-	create := func(s *Store, name string) { createEmpty(t, s, name) }
-	create(b, "by-the-other-store")
+	createEmpty(t, b, "by-the-other-store")
 	ask(true, "a commit by another store on the file")
 	ask(false, "nothing since")
-	create(a, "by-this-store")
+	createEmpty(t, a, "by-this-store")
 	ask(true, "a commit by this store's writer")
 	ask(false, "nothing since")
 
@@ -62,7 +61,7 @@ func TestSQLiteChangeProbe(t *testing.T) {
 		if err := b.write.QueryRowContext(ctx, "PRAGMA wal_checkpoint(RESTART)").Scan(&busy, &frames, &done); err != nil {
 			t.Fatal(err)
 		}
-		create(b, fmt.Sprintf("after-restart-%d", attempt))
+		createEmpty(t, b, fmt.Sprintf("after-restart-%d", attempt))
 		after, err := os.Stat(wal)
 		if err != nil {
 			t.Fatal(err)

@@ -9,11 +9,12 @@ import (
 	"github.com/tabula-dev/tabula/sqlstore/kv"
 )
 
-// openSharedFile opens a store on the SQLite file at path, as each
-// process sharing the file does, closed when the test ends.
-func openSharedFile(t *testing.T, path string) *Store {
+// openSQLiteFile opens a store on the SQLite file at path (stores opened
+// on one path share it, as processes do), without compaction; the test's
+// cleanup closes it.
+func openSQLiteFile(t *testing.T, path string) *Store {
 	t.Helper()
-	s, err := Open(context.Background(), "sqlite://"+path, Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	s, err := Open(context.Background(), "sqlite://"+path, Options{CompactInterval: -1, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
