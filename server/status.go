@@ -24,7 +24,12 @@ func (s *Server) errorHandler(err error, c echo.Context) {
 		return
 	}
 	st := s.toStatus(err, c)
-	if st.Code >= 500 {
+	switch {
+	case clientGone(err, c):
+		// Nobody reads this answer; it is for the metrics and the audit
+		// log, and the server did nothing wrong.
+		s.log.Debug("client went away", "method", c.Request().Method, "path", c.Request().URL.Path)
+	case st.Code >= 500:
 		s.log.Error("request failed", "method", c.Request().Method, "path", c.Request().URL.Path, "err", err)
 	}
 	s.writeStatus(c, st)
@@ -95,8 +100,19 @@ func (s *Server) toStatus(err error, c echo.Context) metav1.Status {
 		return apierrors.NewServiceUnavailable("the database is unavailable; try again later").Status()
 	case errors.Is(err, context.DeadlineExceeded):
 		return apierrors.NewTimeoutError("the request did not complete in time", 0).Status()
+	case clientGone(err, c):
+		// kube-apiserver's handlers answer a request whose context ended
+		// with this 504, whatever ended it.
+		return apierrors.NewTimeoutError("request did not complete within requested timeout - context canceled", 0).Status()
 	}
 	return apierrors.NewInternalError(err).Status()
+}
+
+// clientGone says whether err is the request's own context ending: its
+// client reset the stream or closed the connection. A cancellation of
+// some other context is the server's own failure.
+func clientGone(err error, c echo.Context) bool {
+	return errors.Is(err, context.Canceled) && errors.Is(c.Request().Context().Err(), context.Canceled)
 }
 
 // notFoundPath is kube-apiserver's answer for a path it does not serve.
