@@ -101,8 +101,9 @@ func (s *Server) toStatus(err error, c echo.Context) metav1.Status {
 	case errors.Is(err, context.DeadlineExceeded):
 		return apierrors.NewTimeoutError("the request did not complete in time", 0).Status()
 	case clientGone(err, c):
-		// kube-apiserver's handlers answer a request whose context ended
-		// with this 504, whatever ended it.
+		// kube-apiserver's request finisher answers a write whose context
+		// ended with this 504. Its reads mostly finish from the watch
+		// cache, unaware; a read that stops here gets the same answer.
 		return apierrors.NewTimeoutError("request did not complete within requested timeout - context canceled", 0).Status()
 	}
 	return apierrors.NewInternalError(err).Status()
