@@ -20,7 +20,7 @@ func (r *request) create() error {
 		return err
 	}
 	if r.t.Virtual {
-		return r.review(obj)
+		return r.review(obj, dryRun)
 	}
 	return r.createObject(obj, dryRun)
 }

@@ -403,20 +403,35 @@ func (r *request) podBinding() error {
 	if r.verb != "create" {
 		return methodNotAllowed()
 	}
-	obj, _, err := r.readObject(bindingKind)
+	obj, dryRun, err := r.readObject(bindingKind)
 	if err != nil {
 		return err
 	}
 	b := obj.(*corev1.Binding)
+	if err := r.subresourceNamespace(b); err != nil {
+		return err
+	}
 	if b.Name != r.ri.Name {
 		return apierrors.NewBadRequest("name in URL does not match name in Binding object")
 	}
-	return r.bind(b)
+	return r.bind(b, dryRun)
+}
+
+// subresourceNamespace checks the namespace a subresource's body names,
+// as kube-apiserver's create handler checks every body's: none means the
+// request's.
+func (r *request) subresourceNamespace(obj metav1.Object) error {
+	if ns := obj.GetNamespace(); ns != "" && ns != r.ri.Namespace {
+		return apierrors.NewBadRequest("the namespace of the provided object does not match the namespace sent on the request")
+	}
+	return nil
 }
 
 // bind assigns the Pod b names to its target Node: pods/binding and the
-// legacy bindings resource (a create naming the Pod in its metadata).
-func (r *request) bind(b *corev1.Binding) error {
+// legacy bindings resource (a create naming the Pod in its metadata). The
+// binding's uid and resourceVersion are preconditions on the Pod, as
+// kube-apiserver's binding storage makes them.
+func (r *request) bind(b *corev1.Binding, dryRun bool) error {
 	var errs field.ErrorList
 	if b.Target.Kind != "" && b.Target.Kind != "Node" {
 		errs = append(errs, field.NotSupported(field.NewPath("target", "kind"), b.Target.Kind, []string{"Node", "<empty>"}))
@@ -429,7 +444,7 @@ func (r *request) bind(b *corev1.Binding) error {
 	}
 	bindingGR := runtimeschema.GroupResource{Resource: "pods/binding"}
 	pods := r.s.api.MustLookup("", "v1", "pods")
-	if err := pods.AdmitSubresource(r.ctx, r.ri.Namespace, b.Name, "binding", bindingKind, b, false); err != nil {
+	if err := pods.AdmitSubresource(r.ctx, r.ri.Namespace, b.Name, "binding", bindingKind, b, dryRun); err != nil {
 		return err
 	}
 	_, _, err := pods.Update(r.ctx, r.ri.Namespace, b.Name, func(cur runtime.Object) (runtime.Object, error) {
@@ -437,23 +452,39 @@ func (r *request) bind(b *corev1.Binding) error {
 		if b.UID != "" && b.UID != pod.UID {
 			return nil, apierrors.NewConflict(bindingGR, b.Name, fmt.Errorf("Precondition failed: UID in precondition: %v, UID in object meta: %v", b.UID, pod.UID))
 		}
+		if b.ResourceVersion != "" && b.ResourceVersion != pod.ResourceVersion {
+			return nil, apierrors.NewConflict(bindingGR, b.Name, fmt.Errorf("Precondition failed: ResourceVersion in precondition: %v, ResourceVersion in object meta: %v", b.ResourceVersion, pod.ResourceVersion))
+		}
 		if pod.DeletionTimestamp != nil {
 			return nil, apierrors.NewConflict(bindingGR, b.Name, fmt.Errorf("pod %s is being deleted, cannot be assigned to a host", pod.Name))
 		}
 		if pod.Spec.NodeName != "" {
 			return nil, apierrors.NewConflict(bindingGR, b.Name, fmt.Errorf("pod %v is already assigned to node %q", pod.Name, pod.Spec.NodeName))
 		}
+		if len(pod.Spec.SchedulingGates) != 0 {
+			return nil, apierrors.NewConflict(bindingGR, b.Name, fmt.Errorf("pod %v has non-empty .spec.schedulingGates", pod.Name))
+		}
 		pod.Spec.NodeName = b.Target.Name
+		// kube 1.35's ClearingNominatedNodeNameAfterBinding and
+		// PodTopologyLabelsAdmission (both on by default): the nomination
+		// is dropped and the binding's labels are copied over the Pod's.
+		pod.Status.NominatedNodeName = ""
 		for k, v := range b.Annotations {
 			if pod.Annotations == nil {
 				pod.Annotations = map[string]string{}
 			}
 			pod.Annotations[k] = v
 		}
+		for k, v := range b.Labels {
+			if pod.Labels == nil {
+				pod.Labels = map[string]string{}
+			}
+			pod.Labels[k] = v
+		}
 		setPodCondition(pod, corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionTrue})
 		pod.ResourceVersion = ""
 		return pod, nil
-	}, registry.UpdateOptions{Subresource: "binding", SkipValidation: true})
+	}, registry.UpdateOptions{Subresource: "binding", SkipValidation: true, WriteOptions: registry.WriteOptions{DryRun: dryRun}})
 	if err != nil {
 		return err
 	}
@@ -486,15 +517,18 @@ func (r *request) podEviction() error {
 		return err
 	}
 	ev := obj.(*policyv1.Eviction)
+	if err := r.subresourceNamespace(ev); err != nil {
+		return err
+	}
 	if ev.Name != r.ri.Name {
 		return apierrors.NewBadRequest("name in URL does not match name in Eviction object")
 	}
 	if err := r.s.api.MustLookup("", "v1", "pods").AdmitSubresource(r.ctx, r.ri.Namespace, ev.Name, "eviction", evictionKind, ev, dryRun); err != nil {
 		return err
 	}
-	opts := ev.DeleteOptions
-	if opts == nil {
-		opts = &metav1.DeleteOptions{}
+	opts, err := evictionDeleteOptions(ev, dryRun)
+	if err != nil {
+		return err
 	}
 	// As kube-apiserver's eviction does, a budget changed meanwhile (the
 	// disruption controller writes its status all the time) is read again
@@ -508,7 +542,7 @@ func (r *request) podEviction() error {
 		case corev1.PodPending, corev1.PodSucceeded, corev1.PodFailed, "":
 		default:
 			if pod.DeletionTimestamp == nil {
-				return r.checkDisruptionBudget(pod)
+				return r.checkDisruptionBudget(pod, len(opts.DryRun) > 0)
 			}
 		}
 		return nil
@@ -522,13 +556,36 @@ func (r *request) podEviction() error {
 	return r.created()
 }
 
+// evictionDeleteOptions is the delete an eviction asks for: its body's
+// options, with the request's dryRun when the body names none, as
+// kube-apiserver's eviction storage merges them (and refuses the two
+// disagreeing, with its answer: an internal error).
+func evictionDeleteOptions(ev *policyv1.Eviction, dryRun bool) (*metav1.DeleteOptions, error) {
+	var query []string
+	if dryRun {
+		query = []string{metav1.DryRunAll}
+	}
+	if ev.DeleteOptions == nil {
+		return &metav1.DeleteOptions{DryRun: query}, nil
+	}
+	opts := ev.DeleteOptions.DeepCopy()
+	switch {
+	case len(opts.DryRun) == 0:
+		opts.DryRun = query
+	case len(query) != 0 && !slices.Equal(query, opts.DryRun):
+		return nil, apierrors.NewInternalError(fmt.Errorf("Non-matching dry-run options in request and content: %v and %v", query, opts.DryRun))
+	}
+	return opts, nil
+}
+
 // evictionRetry is kube-apiserver's backoff for evictions that meet a
 // changed budget.
 var evictionRetry = wait.Backoff{Steps: 20, Duration: 500 * time.Millisecond, Factor: 1.0, Jitter: 0.1}
 
 // checkDisruptionBudget takes one disruption from the budget covering a
-// running Pod, or refuses the eviction with kube-apiserver's 429.
-func (r *request) checkDisruptionBudget(pod *corev1.Pod) error {
+// running Pod, or refuses the eviction with kube-apiserver's 429. A dry
+// run checks the budget and leaves it as it is.
+func (r *request) checkDisruptionBudget(pod *corev1.Pod, dryRun bool) error {
 	pdbs := r.s.api.MustLookup("policy", "v1", "poddisruptionbudgets")
 	res, err := pdbs.List(r.ctx, kv.ListOptions{Namespace: pod.Namespace})
 	if err != nil {
@@ -571,6 +628,9 @@ func (r *request) checkDisruptionBudget(pod *corev1.Pod) error {
 	}
 	if pdb.Status.DisruptionsAllowed == 0 {
 		return refuse(fmt.Sprintf("The disruption budget %s needs %d healthy pods and has %d currently", pdb.Name, pdb.Status.DesiredHealthy, pdb.Status.CurrentHealthy))
+	}
+	if dryRun {
+		return nil
 	}
 	// Spend one disruption, recorded as the disruption controller expects.
 	_, _, err = pdbs.Update(r.ctx, pdb.Namespace, pdb.Name, func(cur runtime.Object) (runtime.Object, error) {

@@ -118,3 +118,117 @@ func TestPodSubresources(t *testing.T) {
 		t.Fatalf("budget after the eviction: %+v; want 0 allowed and pod one recorded", pdb.Status)
 	}
 }
+
+// TestBindingAndEvictionGuards: what kube-apiserver's binding and eviction
+// storage refuse or only pretend to do — a dry run in the query, the
+// binding's resourceVersion and a Pod's scheduling gates as
+// preconditions, a body naming another namespace — and what a binding
+// carries over besides the node (its labels; the nomination cleared).
+func TestBindingAndEvictionGuards(t *testing.T) {
+	h := gcHarness{refNewHarness(t), t}
+	ct := map[string]string{"Content-Type": "application/json"}
+	mergePatch := map[string]string{"Content-Type": "application/merge-patch+json"}
+	const pods = "/api/v1/namespaces/default/pods"
+	type podView struct {
+		Metadata struct {
+			ResourceVersion string
+			Labels          map[string]string
+		}
+		Spec   struct{ NodeName string }
+		Status struct{ NominatedNodeName string }
+	}
+	get := func(name string) (podView, int) {
+		t.Helper()
+		var p podView
+		r := h.do("GET", pods+"/"+name, nil, nil)
+		if r.Code == http.StatusOK {
+			if err := json.Unmarshal(r.Body.Bytes(), &p); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return p, r.Code
+	}
+	check := func(method, path, body string, code int, text string) {
+		t.Helper()
+		r := h.do(method, path, ct, []byte(body))
+		if r.Code != code || !strings.Contains(r.Body.String(), text) {
+			t.Errorf("%s %s: %d %s; want %d with %q", method, path, r.Code, r.Body, code, text)
+		}
+	}
+	for _, name := range []string{"a", "b", "gated"} {
+		spec := `{"containers":[{"name":"c","image":"busybox"}]}`
+		if name == "gated" {
+			spec = `{"schedulingGates":[{"name":"wait"}],"containers":[{"name":"c","image":"busybox"}]}`
+		}
+		check("POST", pods, `{"metadata":{"name":"`+name+`","labels":{"app":"x"}},"spec":`+spec+`}`, http.StatusCreated, "")
+	}
+
+	// Dry runs answer as the real thing would and change nothing.
+	check("POST", pods+"/a/binding?dryRun=All", `{"apiVersion":"v1","kind":"Binding","metadata":{"name":"a"},"target":{"name":"n1"}}`, http.StatusCreated, `"status":"Success"`)
+	check("POST", "/api/v1/namespaces/default/bindings?dryRun=All", `{"apiVersion":"v1","kind":"Binding","metadata":{"name":"a"},"target":{"name":"n1"}}`, http.StatusCreated, `"status":"Success"`)
+	if p, _ := get("a"); p.Spec.NodeName != "" {
+		t.Errorf("a dry-run binding bound the pod to %q", p.Spec.NodeName)
+	}
+	check("POST", pods+"/b/eviction?dryRun=All", `{"apiVersion":"policy/v1","kind":"Eviction","metadata":{"name":"b"}}`, http.StatusCreated, `"status":"Success"`)
+	if _, code := get("b"); code != http.StatusOK {
+		t.Errorf("a dry-run eviction deleted the pod: get %d", code)
+	}
+
+	// Bodies naming another namespace are refused.
+	check("POST", pods+"/b/eviction", `{"apiVersion":"policy/v1","kind":"Eviction","metadata":{"name":"b","namespace":"kube-system"}}`,
+		http.StatusBadRequest, "the namespace of the provided object does not match the namespace sent on the request")
+	check("POST", pods+"/a/binding", `{"apiVersion":"v1","kind":"Binding","metadata":{"name":"a","namespace":"kube-system"},"target":{"name":"n1"}}`,
+		http.StatusBadRequest, "the namespace of the provided object does not match the namespace sent on the request")
+	if _, code := get("b"); code != http.StatusOK {
+		t.Errorf("an eviction refused for its namespace deleted the pod: get %d", code)
+	}
+
+	// Preconditions: a stale resourceVersion, scheduling gates.
+	check("POST", pods+"/a/binding", `{"apiVersion":"v1","kind":"Binding","metadata":{"name":"a","resourceVersion":"1"},"target":{"name":"n1"}}`,
+		http.StatusConflict, "Precondition failed: ResourceVersion in precondition: 1, ResourceVersion in object meta: ")
+	check("POST", pods+"/gated/binding", `{"apiVersion":"v1","kind":"Binding","metadata":{"name":"gated"},"target":{"name":"n1"}}`,
+		http.StatusConflict, "pod gated has non-empty .spec.schedulingGates")
+	if p, _ := get("gated"); p.Spec.NodeName != "" {
+		t.Errorf("a gated pod was bound to %q", p.Spec.NodeName)
+	}
+
+	// A binding at the Pod's current resourceVersion binds it, copies its
+	// labels over the Pod's and clears the nomination.
+	if r := h.do("PATCH", pods+"/a/status", mergePatch, []byte(`{"status":{"nominatedNodeName":"n1"}}`)); r.Code != http.StatusOK {
+		t.Fatalf("nominate: %d %s", r.Code, r.Body)
+	}
+	cur, _ := get("a")
+	check("POST", pods+"/a/binding", `{"apiVersion":"v1","kind":"Binding","metadata":{"name":"a","resourceVersion":"`+cur.Metadata.ResourceVersion+`","labels":{"app":"y","topology.k8s.io/zone":"z1"}},"target":{"name":"n1"}}`,
+		http.StatusCreated, `"status":"Success"`)
+	p, _ := get("a")
+	if p.Spec.NodeName != "n1" || p.Status.NominatedNodeName != "" || p.Metadata.Labels["app"] != "y" || p.Metadata.Labels["topology.k8s.io/zone"] != "z1" {
+		t.Errorf("bound pod: node %q, nominated %q, labels %v; want n1, none, app=y and the zone", p.Spec.NodeName, p.Status.NominatedNodeName, p.Metadata.Labels)
+	}
+
+	// A running Pod's dry-run eviction checks its budget and spends none of it.
+	if r := h.do("PATCH", pods+"/b/status", mergePatch, []byte(`{"status":{"phase":"Running"}}`)); r.Code != http.StatusOK {
+		t.Fatalf("mark running: %d %s", r.Code, r.Body)
+	}
+	const pdbs = "/apis/policy/v1/namespaces/default/poddisruptionbudgets"
+	check("POST", pdbs, `{"metadata":{"name":"x"},"spec":{"minAvailable":0,"selector":{"matchLabels":{"app":"x"}}}}`, http.StatusCreated, "")
+	if r := h.do("PATCH", pdbs+"/x/status", mergePatch, []byte(`{"status":{"observedGeneration":1,"disruptionsAllowed":1,"currentHealthy":1,"desiredHealthy":0,"expectedPods":1}}`)); r.Code != http.StatusOK {
+		t.Fatalf("pdb status: %d %s", r.Code, r.Body)
+	}
+	check("POST", pods+"/b/eviction", `{"apiVersion":"policy/v1","kind":"Eviction","metadata":{"name":"b"},"deleteOptions":{"dryRun":["All"]}}`, http.StatusCreated, `"status":"Success"`)
+	check("POST", pods+"/b/eviction?dryRun=All", `{"apiVersion":"policy/v1","kind":"Eviction","metadata":{"name":"b"}}`, http.StatusCreated, `"status":"Success"`)
+	var pdb struct {
+		Status struct {
+			DisruptionsAllowed int
+			DisruptedPods      map[string]string
+		}
+	}
+	if err := json.Unmarshal(h.do("GET", pdbs+"/x", nil, nil).Body.Bytes(), &pdb); err != nil {
+		t.Fatal(err)
+	}
+	if pdb.Status.DisruptionsAllowed != 1 || len(pdb.Status.DisruptedPods) != 0 {
+		t.Errorf("budget after dry-run evictions: %+v; want 1 allowed, none disrupted", pdb.Status)
+	}
+	if _, code := get("b"); code != http.StatusOK {
+		t.Errorf("a dry-run eviction of a running pod deleted it: get %d", code)
+	}
+}

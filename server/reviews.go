@@ -21,7 +21,7 @@ import (
 // as kube-apiserver's REST storage for them does. Nothing is stored.
 
 // review answers a create of a Virtual type.
-func (r *request) review(obj runtime.Object) error {
+func (r *request) review(obj runtime.Object, dryRun bool) error {
 	if r.t.Namespaced {
 		acc, err := meta.Accessor(obj)
 		if err != nil {
@@ -40,7 +40,7 @@ func (r *request) review(obj runtime.Object) error {
 	requester, _ := auth.UserFrom(r.ctx)
 	switch o := obj.(type) {
 	case *corev1.Binding:
-		return r.bind(o)
+		return r.bind(o, dryRun)
 	case *authenticationv1.SelfSubjectReview:
 		if requester == nil {
 			return apierrors.NewBadRequest("no user present on request")
