@@ -146,6 +146,23 @@ func writeChecks() []conceptCheck {
 			lease := map[string]any{"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": map[string]any{"name": "l"}}
 			e.req(t, "PUT", "/apis/coordination.k8s.io/v1/namespaces/"+ns+"/leases/l", lease).expect(t, http.StatusCreated)
 		}},
+		{section: secUpdates, name: "PUT without resourceVersion is refused where the kind allows no unconditional update", run: func(t *testing.T, e *conceptEnv) {
+			ns := e.namespace(t)
+			path := "/apis/coordination.k8s.io/v1/namespaces/" + ns + "/leases/l"
+			lease := map[string]any{"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": map[string]any{"name": "l"},
+				"spec": map[string]any{"holderIdentity": "a"}}
+			created := e.req(t, "PUT", path, lease).expect(t, http.StatusCreated)
+			lease["spec"] = map[string]any{"holderIdentity": "b"}
+			e.req(t, "PUT", path, lease).expectStatus(t, http.StatusUnprocessableEntity, "Invalid",
+				`leases.coordination.k8s.io "l" is invalid: metadata.resourceVersion: Invalid value: 0: must be specified for an update`)
+			if got := e.req(t, "GET", path, nil).expect(t, http.StatusOK); got.str("spec.holderIdentity") != "a" {
+				t.Errorf("holder %q after the refused update, want a", got.str("spec.holderIdentity"))
+			}
+			lease["metadata"].(map[string]any)["resourceVersion"] = rv(created)
+			if got := e.req(t, "PUT", path, lease).expect(t, http.StatusOK); got.str("spec.holderIdentity") != "b" {
+				t.Errorf("holder %q after the conditional update, want b", got.str("spec.holderIdentity"))
+			}
+		}},
 		{section: secUpdates, name: "uid, creationTimestamp, deletionTimestamp and generation are not client-writable", run: func(t *testing.T, e *conceptEnv) {
 			ns := e.namespace(t)
 			a := e.createCM(t, ns, "a")

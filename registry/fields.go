@@ -2,6 +2,7 @@ package registry
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -122,6 +123,14 @@ func (x *Resource) Apply(ctx context.Context, namespace, name string, patch []by
 			return nil, err
 		}
 		warnings = applied.Warnings
+		// kube-apiserver's patch handler: a configuration naming a uid
+		// creates nothing, and the result must carry the URL's name.
+		if uid := mustAccessor(applied.Obj).GetUID(); cur == nil && uid != "" {
+			return nil, apierrors.NewConflict(x.t.GroupResource(), name, fmt.Errorf("uid mismatch: the provided object specified uid %s, and no existing object was found", uid))
+		}
+		if err := CheckName(applied.Obj, name); err != nil {
+			return nil, err
+		}
 		if !applied.Conditional {
 			// An apply without a resourceVersion applies to whatever is
 			// current: the update retries on conflict instead of failing.

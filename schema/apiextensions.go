@@ -28,7 +28,7 @@ func init() { apiextensionsinstall.Install(legacyscheme.Scheme) }
 // establishes the CRD and serves its resource (CustomResourceTypes).
 func apiextensionsKinds() []*kubeKind {
 	crd := &kubeKind{Type: cluster("apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions",
-		[]string{"crd", "crds"}, []string{"api-extensions"}, "status"), generation: generationOnChange}
+		[]string{"crd", "crds"}, []string{"api-extensions"}, "status").conditionalUpdates(), generation: generationOnChange}
 	crd.validate, crd.validateUpdate = validator(
 		func(c *apiextensions.CustomResourceDefinition) field.ErrorList {
 			return apiextensionsvalidation.ValidateCustomResourceDefinition(context.Background(), c)

@@ -168,9 +168,10 @@ func builtinTypes() []*Type {
 			Group: "coordination.k8s.io", Version: "v1", Kind: "Lease", ListKind: "LeaseList",
 			Resource: "leases", Singular: "lease",
 			Namespaced: true, Verbs: verbsAll,
-			AllowCreateOnUpdate: true,
-			New:                 func() runtime.Object { return &coordinationv1.Lease{} },
-			NewList:             func() runtime.Object { return &coordinationv1.LeaseList{} },
+			AllowCreateOnUpdate:        true,
+			UpdateNeedsResourceVersion: true,
+			New:                        func() runtime.Object { return &coordinationv1.Lease{} },
+			NewList:                    func() runtime.Object { return &coordinationv1.LeaseList{} },
 		},
 		{
 			Group: "events.k8s.io", Version: "v1", Kind: "Event", ListKind: "EventList",

@@ -112,6 +112,8 @@ func customResourceType(crd *apiextensionsv1.CustomResourceDefinition, v apiexte
 		StorageResource: names.Plural + "." + crd.Spec.Group,
 		StorageVersion:  storage,
 		Unstructured:    true,
+		// As kube's custom resource strategy: no unconditional updates.
+		UpdateNeedsResourceVersion: true,
 	}
 	if t.Singular == "" {
 		t.Singular = strings.ToLower(names.Kind)

@@ -102,6 +102,13 @@ func (t Type) createOnUpdate() Type {
 	return t
 }
 
+// conditionalUpdates marks a kind whose strategy in kube-apiserver does
+// not allow unconditional updates (AllowUnconditionalUpdate false).
+func (t Type) conditionalUpdates() Type {
+	t.UpdateNeedsResourceVersion = true
+	return t
+}
+
 // scalable adds the scale subresource at the replica paths every
 // built-in scalable kind uses.
 func (t Type) scalable(form SelectorForm) Type {
@@ -344,7 +351,7 @@ func networkingKinds() []*kubeKind {
 }
 
 func policyKinds() []*kubeKind {
-	pdb := &kubeKind{Type: namespaced("policy", "v1", "PodDisruptionBudget", "poddisruptionbudgets", []string{"pdb"}, nil, "status").statusWritesMetadata(), generation: generationOnChange}
+	pdb := &kubeKind{Type: namespaced("policy", "v1", "PodDisruptionBudget", "poddisruptionbudgets", []string{"pdb"}, nil, "status").statusWritesMetadata().conditionalUpdates(), generation: generationOnChange}
 	pdb.validate, pdb.validateUpdate = validator(
 		func(p *policy.PodDisruptionBudget) field.ErrorList {
 			return policyvalidation.ValidatePodDisruptionBudget(p, policyvalidation.PodDisruptionBudgetValidationOptions{})
@@ -383,10 +390,10 @@ func storageKinds() []*kubeKind {
 	sc := &kubeKind{returnsDeleted: true, Type: cluster(g, "v1", "StorageClass", "storageclasses", []string{"sc"}, nil)}
 	sc.validate, sc.validateUpdate = validator(storagevalidation.ValidateStorageClass, storagevalidation.ValidateStorageClassUpdate)
 
-	driver := &kubeKind{returnsDeleted: true, Type: cluster(g, "v1", "CSIDriver", "csidrivers", nil, nil)}
+	driver := &kubeKind{returnsDeleted: true, Type: cluster(g, "v1", "CSIDriver", "csidrivers", nil, nil).conditionalUpdates()}
 	driver.validate, driver.validateUpdate = validator(storagevalidation.ValidateCSIDriver, storagevalidation.ValidateCSIDriverUpdate)
 
-	csiNode := &kubeKind{returnsDeleted: true, Type: cluster(g, "v1", "CSINode", "csinodes", nil, nil)}
+	csiNode := &kubeKind{returnsDeleted: true, Type: cluster(g, "v1", "CSINode", "csinodes", nil, nil).conditionalUpdates()}
 	csiNodeOpts := storagevalidation.CSINodeValidationOptions{}
 	csiNode.validate, csiNode.validateUpdate = validator(
 		func(n *storage.CSINode) field.ErrorList { return storagevalidation.ValidateCSINode(n, csiNodeOpts) },
@@ -394,13 +401,13 @@ func storageKinds() []*kubeKind {
 			return storagevalidation.ValidateCSINodeUpdate(n, old, csiNodeOpts)
 		})
 
-	capacity := &kubeKind{Type: namespaced(g, "v1", "CSIStorageCapacity", "csistoragecapacities", nil, nil)}
+	capacity := &kubeKind{Type: namespaced(g, "v1", "CSIStorageCapacity", "csistoragecapacities", nil, nil).conditionalUpdates()}
 	capacity.validate, capacity.validateUpdate = validator(
 		func(c *storage.CSIStorageCapacity) field.ErrorList {
 			return storagevalidation.ValidateCSIStorageCapacity(c, storagevalidation.CSIStorageCapacityValidateOptions{})
 		}, storagevalidation.ValidateCSIStorageCapacityUpdate)
 
-	va := &kubeKind{returnsDeleted: true, Type: cluster(g, "v1", "VolumeAttachment", "volumeattachments", nil, nil, "status")}
+	va := &kubeKind{returnsDeleted: true, Type: cluster(g, "v1", "VolumeAttachment", "volumeattachments", nil, nil, "status").conditionalUpdates()}
 	va.validate, va.validateUpdate = validator(storagevalidation.ValidateVolumeAttachment, storagevalidation.ValidateVolumeAttachmentUpdate)
 
 	vac := &kubeKind{returnsDeleted: true, Type: cluster(g, "v1", "VolumeAttributesClass", "volumeattributesclasses", []string{"vac"}, nil)}
@@ -426,7 +433,7 @@ func discoveryKinds() []*kubeKind {
 }
 
 func nodeKinds() []*kubeKind {
-	rc := &kubeKind{Type: cluster("node.k8s.io", "v1", "RuntimeClass", "runtimeclasses", nil, nil).createOnUpdate()}
+	rc := &kubeKind{Type: cluster("node.k8s.io", "v1", "RuntimeClass", "runtimeclasses", nil, nil).createOnUpdate().conditionalUpdates()}
 	rc.validate, rc.validateUpdate = validator(nodevalidation.ValidateRuntimeClass,
 		func(c, old *node.RuntimeClass) field.ErrorList {
 			return nodevalidation.ValidateRuntimeClassUpdate(c, old)
@@ -496,26 +503,26 @@ var flowcontrolGV = schema.GroupVersion{Group: "flowcontrol.apiserver.k8s.io", V
 func admissionregistrationKinds() []*kubeKind {
 	const g = "admissionregistration.k8s.io"
 	ext := []string{"api-extensions"}
-	mwc := &kubeKind{Type: cluster(g, "v1", "MutatingWebhookConfiguration", "mutatingwebhookconfigurations", nil, ext), generation: generationOnChange}
+	mwc := &kubeKind{Type: cluster(g, "v1", "MutatingWebhookConfiguration", "mutatingwebhookconfigurations", nil, ext).conditionalUpdates(), generation: generationOnChange}
 	mwc.validate, mwc.validateUpdate = validator(admissionregistrationvalidation.ValidateMutatingWebhookConfiguration,
 		admissionregistrationvalidation.ValidateMutatingWebhookConfigurationUpdate)
-	vwc := &kubeKind{Type: cluster(g, "v1", "ValidatingWebhookConfiguration", "validatingwebhookconfigurations", nil, ext), generation: generationOnChange}
+	vwc := &kubeKind{Type: cluster(g, "v1", "ValidatingWebhookConfiguration", "validatingwebhookconfigurations", nil, ext).conditionalUpdates(), generation: generationOnChange}
 	vwc.validate, vwc.validateUpdate = validator(admissionregistrationvalidation.ValidateValidatingWebhookConfiguration,
 		admissionregistrationvalidation.ValidateValidatingWebhookConfigurationUpdate)
-	vap := &kubeKind{Type: cluster(g, "v1", "ValidatingAdmissionPolicy", "validatingadmissionpolicies", nil, ext, "status"), generation: generationOnChange}
+	vap := &kubeKind{Type: cluster(g, "v1", "ValidatingAdmissionPolicy", "validatingadmissionpolicies", nil, ext, "status").conditionalUpdates(), generation: generationOnChange}
 	vap.validate, vap.validateUpdate = validator(admissionregistrationvalidation.ValidateValidatingAdmissionPolicy,
 		admissionregistrationvalidation.ValidateValidatingAdmissionPolicyUpdate)
 	_, vapStatus := validator(nil, admissionregistrationvalidation.ValidateValidatingAdmissionPolicyStatusUpdate)
 	vap.subresourceUpdates = map[string]kubeSubresourceUpdate{"status": {prepare: keepSpec, validate: vapStatus}}
-	vapb := &kubeKind{Type: cluster(g, "v1", "ValidatingAdmissionPolicyBinding", "validatingadmissionpolicybindings", nil, ext), generation: generationOnChange}
+	vapb := &kubeKind{Type: cluster(g, "v1", "ValidatingAdmissionPolicyBinding", "validatingadmissionpolicybindings", nil, ext).conditionalUpdates(), generation: generationOnChange}
 	vapb.validate, vapb.validateUpdate = validator(admissionregistrationvalidation.ValidateValidatingAdmissionPolicyBinding,
 		admissionregistrationvalidation.ValidateValidatingAdmissionPolicyBindingUpdate)
 	// MutatingAdmissionPolicy is beta in kube 1.35, served only when
 	// admissionregistration.k8s.io/v1beta1 is enabled (OptionalGroupVersions).
-	map_ := &kubeKind{Type: cluster(g, "v1beta1", "MutatingAdmissionPolicy", "mutatingadmissionpolicies", nil, ext), generation: generationOnChange}
+	map_ := &kubeKind{Type: cluster(g, "v1beta1", "MutatingAdmissionPolicy", "mutatingadmissionpolicies", nil, ext).conditionalUpdates(), generation: generationOnChange}
 	map_.validate, map_.validateUpdate = validator(admissionregistrationvalidation.ValidateMutatingAdmissionPolicy,
 		admissionregistrationvalidation.ValidateMutatingAdmissionPolicyUpdate)
-	mapb := &kubeKind{Type: cluster(g, "v1beta1", "MutatingAdmissionPolicyBinding", "mutatingadmissionpolicybindings", nil, ext), generation: generationOnChange}
+	mapb := &kubeKind{Type: cluster(g, "v1beta1", "MutatingAdmissionPolicyBinding", "mutatingadmissionpolicybindings", nil, ext).conditionalUpdates(), generation: generationOnChange}
 	mapb.validate, mapb.validateUpdate = validator(admissionregistrationvalidation.ValidateMutatingAdmissionPolicyBinding,
 		admissionregistrationvalidation.ValidateMutatingAdmissionPolicyBindingUpdate)
 	// kube 1.35 warns on every request to the beta version.
@@ -550,7 +557,7 @@ func resourceKinds() []*kubeKind {
 // group-version has a local one (controllers/ keeps them); one naming a
 // Service hands its group-version to that Service (server/aggregator).
 func apiregistrationKinds() []*kubeKind {
-	as := &kubeKind{Type: cluster("apiregistration.k8s.io", "v1", "APIService", "apiservices", nil, []string{"api-extensions"}, "status"),
+	as := &kubeKind{Type: cluster("apiregistration.k8s.io", "v1", "APIService", "apiservices", nil, []string{"api-extensions"}, "status").conditionalUpdates(),
 		columns: apiServiceColumns, row: apiServiceRow}
 	as.validate, as.validateUpdate = validator(apiregistrationvalidation.ValidateAPIService, apiregistrationvalidation.ValidateAPIServiceUpdate)
 	as.prepareCreate = func(obj runtime.Object) {

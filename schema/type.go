@@ -175,6 +175,13 @@ type Type struct {
 	// AllowCreateOnUpdate lets PUT create a missing object (Events, Leases).
 	AllowCreateOnUpdate bool
 
+	// UpdateNeedsResourceVersion refuses a PUT of an existing object (or
+	// its status) that names no resourceVersion, where kube's strategy
+	// does not allow unconditional updates (Leases, webhook
+	// configurations, CRDs, custom resources, ...): a writer that lost
+	// its read must not overwrite what it never saw.
+	UpdateNeedsResourceVersion bool
+
 	// Subresources served besides the main resource, such as "status".
 	Subresources []string
 

@@ -489,3 +489,47 @@ func TestCRScaleAdmission(t *testing.T) {
 		t.Errorf("scale to 3: %d %s", r.Code, r.Body)
 	}
 }
+
+// TestCRUpdateNeedsResourceVersion: as kube's custom resource strategy
+// allows no unconditional update, a PUT of a custom resource or its
+// status without a resourceVersion is refused and changes nothing; its
+// scale, which reads the live object's, is not.
+func TestCRUpdateNeedsResourceVersion(t *testing.T) {
+	h := refNewHarness(t)
+	h.createNamespace("cr-rv", nil)
+	h.mustDo("POST", crdPath, "application/json", `{"apiVersion":"apiextensions.k8s.io/v1","kind":"CustomResourceDefinition",
+ "metadata":{"name":"dials.test.example.com"},
+ "spec":{"group":"test.example.com","scope":"Namespaced","names":{"plural":"dials","singular":"dial","kind":"Dial"},
+  "versions":[{"name":"v1","served":true,"storage":true,"subresources":{"status":{},"scale":{"specReplicasPath":".spec.replicas","statusReplicasPath":".status.replicas"}},
+   "schema":{"openAPIV3Schema":{"type":"object","properties":{"spec":{"type":"object","properties":{"replicas":{"type":"integer"}}},
+    "status":{"type":"object","properties":{"replicas":{"type":"integer"}}}}}}}]}}`, http.StatusCreated)
+	establish(t, h, "dials.test.example.com")
+	const dial = "/apis/test.example.com/v1/namespaces/cr-rv/dials/d"
+	h.mustDo("POST", "/apis/test.example.com/v1/namespaces/cr-rv/dials", "application/json",
+		`{"apiVersion":"test.example.com/v1","kind":"Dial","metadata":{"name":"d"},"spec":{"replicas":1}}`, http.StatusCreated)
+	ct := map[string]string{"Content-Type": "application/json"}
+	const want = `dials.test.example.com \"d\" is invalid: metadata.resourceVersion: Invalid value: 0: must be specified for an update`
+	for _, path := range []string{dial, dial + "/status"} {
+		r := h.do("PUT", path, ct, []byte(`{"apiVersion":"test.example.com/v1","kind":"Dial","metadata":{"name":"d"},"spec":{"replicas":7},"status":{"replicas":7}}`))
+		if r.Code != http.StatusUnprocessableEntity || !strings.Contains(r.Body.String(), want) {
+			t.Errorf("PUT %s without resourceVersion: %d %s; want 422 %s", path, r.Code, r.Body, want)
+		}
+	}
+	var d struct {
+		Metadata struct{ ResourceVersion string }
+		Spec     struct{ Replicas int }
+		Status   struct{ Replicas int }
+	}
+	if err := json.Unmarshal(h.do("GET", dial, nil, nil).Body.Bytes(), &d); err != nil {
+		t.Fatal(err)
+	}
+	if d.Spec.Replicas != 1 || d.Status.Replicas != 0 {
+		t.Fatalf("after the refused updates: %+v; want replicas 1 and no status", d)
+	}
+	if r := h.do("PUT", dial, ct, []byte(`{"apiVersion":"test.example.com/v1","kind":"Dial","metadata":{"name":"d","resourceVersion":"`+d.Metadata.ResourceVersion+`"},"spec":{"replicas":2}}`)); r.Code != http.StatusOK {
+		t.Errorf("PUT with the resourceVersion: %d %s", r.Code, r.Body)
+	}
+	if r := h.do("PUT", dial+"/scale", ct, []byte(`{"apiVersion":"autoscaling/v1","kind":"Scale","metadata":{"name":"d","namespace":"cr-rv"},"spec":{"replicas":3}}`)); r.Code != http.StatusOK {
+		t.Errorf("PUT scale without resourceVersion: %d %s", r.Code, r.Body)
+	}
+}

@@ -36,7 +36,14 @@ func (r *request) patch() error {
 		if current == nil {
 			return nil, r.notFound(r.ri.Name)
 		}
-		return p.apply(current, r.t)
+		obj, err := p.apply(current, r.t)
+		if err == nil {
+			err = registry.CheckName(obj, r.ri.Name)
+		}
+		if err != nil {
+			return nil, err
+		}
+		return obj, nil
 	}, p.dryRun)
 }
 

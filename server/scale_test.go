@@ -93,6 +93,8 @@ func TestScaleSubresource(t *testing.T) {
 			http.StatusConflict, "Precondition failed: UID in precondition"},
 		"other name": {"PUT", "application/json", `{"apiVersion":"autoscaling/v1","kind":"Scale","metadata":{"name":"db"},"spec":{"replicas":9}}`,
 			http.StatusBadRequest, "does not match the name on the URL"},
+		"no name": {"PUT", "application/json", `{"apiVersion":"autoscaling/v1","kind":"Scale","metadata":{},"spec":{"replicas":9}}`,
+			http.StatusBadRequest, "the name of the object (web based on URL) was undeterminable: name must be provided"},
 		"a deployment body": {"PUT", "application/json", `{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"web"},"spec":{"replicas":9}}`,
 			http.StatusBadRequest, "cannot be handled as a Scale"},
 		"patch to negative": {"PATCH", "application/merge-patch+json", `{"spec":{"replicas":-2}}`,

@@ -3,9 +3,14 @@ package server
 import (
 	"net/http"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
+	runtimeschema "k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/tabula-dev/tabula/registry"
+	"github.com/tabula-dev/tabula/schema"
 )
 
 // update handles PUT of one object (or its status).
@@ -14,7 +19,30 @@ func (r *request) update() error {
 	if err != nil {
 		return err
 	}
-	return r.updateObject(func(runtime.Object) (runtime.Object, error) { return obj.DeepCopyObject(), nil }, dryRun)
+	if err := registry.CheckName(obj, r.ri.Name); err != nil {
+		return err
+	}
+	return r.updateObject(func(cur runtime.Object) (runtime.Object, error) {
+		if cur != nil && r.t.UpdateNeedsResourceVersion && (r.ri.Subresource == "" || r.ri.Subresource == "status") {
+			if err := needResourceVersion(obj, r.t, r.ri.Name); err != nil {
+				return nil, err
+			}
+		}
+		return obj.DeepCopyObject(), nil
+	}, dryRun)
+}
+
+// needResourceVersion refuses the body of a PUT that names no
+// resourceVersion for an existing object whose kind allows no
+// unconditional update, with kube-apiserver's answer (its kind field
+// holds the resource).
+func needResourceVersion(obj runtime.Object, t *schema.Type, name string) error {
+	acc, err := meta.Accessor(obj)
+	if err != nil || acc.GetResourceVersion() != "" {
+		return err
+	}
+	return apierrors.NewInvalid(runtimeschema.GroupKind{Group: t.Group, Kind: t.Resource}, name, field.ErrorList{
+		field.Invalid(field.NewPath("metadata", "resourceVersion"), uint64(0), "must be specified for an update")})
 }
 
 // updateObject runs the registry's read-modify-write and answers; a PUT
