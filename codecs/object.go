@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	metainternalversionscheme "k8s.io/apimachinery/pkg/apis/meta/internalversion/scheme"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	runtimeschema "k8s.io/apimachinery/pkg/runtime/schema"
@@ -438,4 +440,27 @@ func EncodeJSON(w io.Writer, v any, pretty bool) error {
 		return err
 	}
 	return WriteJSON(w, j, pretty)
+}
+
+// The decoders of DeleteOptions bodies: meta.k8s.io's own scheme, as
+// kube-apiserver's delete handlers use it (not strict; CBOR beside).
+var deleteOptionsCodecs = serializer.NewCodecFactory(metainternalversionscheme.Scheme, serializer.WithSerializer(cbor.NewSerializerInfo))
+
+// DecodeDeleteOptions decodes a DELETE's body into opts: meta.k8s.io/v1
+// DeleteOptions unless the body names another group's (accepted, as kube
+// accepts them for old clients); a body of any other kind is an error.
+func DecodeDeleteOptions(mediaType string, body []byte, opts *metav1.DeleteOptions) error {
+	info, ok := runtime.SerializerInfoForMediaType(deleteOptionsCodecs.SupportedMediaTypes(), mediaType)
+	if !ok {
+		return &DecodeError{Message: "unsupported media type " + mediaType}
+	}
+	defaultGVK := metav1.SchemeGroupVersion.WithKind("DeleteOptions")
+	obj, _, err := deleteOptionsCodecs.DecoderToVersion(info.Serializer, metav1.SchemeGroupVersion).Decode(body, &defaultGVK, opts)
+	if err != nil {
+		return &DecodeError{Message: err.Error()}
+	}
+	if obj != opts {
+		return &DecodeError{Message: "decoded object cannot be converted to DeleteOptions"}
+	}
+	return nil
 }

@@ -2,21 +2,24 @@ package server
 
 import (
 	"net/http"
-	"strconv"
 
 	"github.com/labstack/echo/v4"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metainternalversionscheme "k8s.io/apimachinery/pkg/apis/meta/internalversion/scheme"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	runtimeschema "k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/tabula-dev/tabula/codecs"
 	"github.com/tabula-dev/tabula/sqlstore/kv"
 )
 
-// deleteOptions reads DeleteOptions from the body (JSON, YAML or Protobuf)
-// and the query, and validates them as kube-apiserver does.
+// deleteOptions reads DeleteOptions as kube-apiserver's delete handlers
+// do: from the body when there is one (JSON, YAML, Protobuf or CBOR, with
+// meta.k8s.io's decoder: unknown fields are let through, any group's
+// DeleteOptions accepted, any other kind refused), otherwise from the
+// query; then validated.
 func (r *request) deleteOptions() (*metav1.DeleteOptions, error) {
 	opts := &metav1.DeleteOptions{}
 	body, err := r.readBody()
@@ -28,50 +31,16 @@ func (r *request) deleteOptions() (*metav1.DeleteOptions, error) {
 		if !ok || !r.isObjectMediaType(mt) {
 			return nil, r.requireBody()
 		}
-		if err := r.s.codec.DecodeInto(mt, body, opts); err != nil {
+		if err := codecs.DecodeDeleteOptions(mt, body, opts); err != nil {
 			return nil, apierrors.NewBadRequest(err.Error())
 		}
+	} else if err := metainternalversionscheme.ParameterCodec.DecodeParameters(r.c.QueryParams(), metav1.SchemeGroupVersion, opts); err != nil {
+		return nil, apierrors.NewBadRequest(err.Error())
 	}
-	q := r.c.QueryParams()
-	if v := q.Get("gracePeriodSeconds"); v != "" {
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil {
-			return nil, apierrors.NewBadRequest(err.Error())
-		}
-		opts.GracePeriodSeconds = &n
-	}
-	if v := q.Get("propagationPolicy"); v != "" {
-		p := metav1.DeletionPropagation(v)
-		opts.PropagationPolicy = &p
-	}
-	if v := q.Get("orphanDependents"); v != "" {
-		b, err := strconv.ParseBool(v)
-		if err != nil {
-			return nil, apierrors.NewBadRequest(err.Error())
-		}
-		opts.OrphanDependents = &b
-	}
-	if vs, ok := q["dryRun"]; ok {
-		opts.DryRun = append(opts.DryRun, vs...)
-	}
-	var errs field.ErrorList
-	if opts.OrphanDependents != nil && opts.PropagationPolicy != nil {
-		errs = append(errs, field.Invalid(field.NewPath("propagationPolicy"), *opts.PropagationPolicy, "orphanDependents and deletionPropagation cannot be both set"))
-	}
-	if p := opts.PropagationPolicy; p != nil {
-		switch *p {
-		case metav1.DeletePropagationBackground, metav1.DeletePropagationForeground, metav1.DeletePropagationOrphan:
-		default:
-			errs = append(errs, field.NotSupported(field.NewPath("propagationPolicy"), *p, []string{
-				string(metav1.DeletePropagationForeground), string(metav1.DeletePropagationBackground), string(metav1.DeletePropagationOrphan), "nil"}))
-		}
-	}
-	for _, d := range opts.DryRun {
-		if d != metav1.DryRunAll {
-			errs = append(errs, field.NotSupported(field.NewPath("dryRun"), d, []string{metav1.DryRunAll}))
-		}
-	}
-	if len(errs) > 0 {
+	// kube's AllowUnsafeMalformedObjectDeletion gate is off by default:
+	// the option is dropped, not refused.
+	opts.IgnoreStoreReadErrorWithClusterBreakingPotential = nil
+	if errs := metav1validation.ValidateDeleteOptions(opts); len(errs) > 0 {
 		return nil, apierrors.NewInvalid(runtimeschema.GroupKind{Group: "meta.k8s.io", Kind: "DeleteOptions"}, "", errs)
 	}
 	return opts, nil
