@@ -35,6 +35,14 @@ func (e *InvalidPatchError) Unwrap() error { return e.Err }
 // maxJSONPatchOps bounds work done for one request, as kube-apiserver does.
 const maxJSONPatchOps = 10000
 
+// TooLargePatchError: a JSON Patch of more operations than kube-apiserver
+// applies (413).
+type TooLargePatchError struct{ Ops int }
+
+func (e *TooLargePatchError) Error() string {
+	return fmt.Sprintf("The allowed maximum operations in a JSON patch is %d, got %d", maxJSONPatchOps, e.Ops)
+}
+
 // Apply patches original (JSON) with patch in the format kind. schema is an
 // empty object of the Go type, giving Strategic Merge Patch its list merge
 // keys and strategies; it may be nil for the other formats.
@@ -45,6 +53,9 @@ func Apply(kind Kind, original, patch []byte, schema any) ([]byte, error) {
 		if err := json.Unmarshal(patch, &ops); err != nil {
 			return nil, &BadPatchError{Err: err}
 		}
+		if len(ops) > maxJSONPatchOps {
+			return nil, &TooLargePatchError{Ops: len(ops)}
+		}
 		for i, op := range ops {
 			// The library dereferences "value" for these without checking.
 			var name string
@@ -52,9 +63,6 @@ func Apply(kind Kind, original, patch []byte, schema any) ([]byte, error) {
 			if _, ok := op["value"]; !ok && (name == "add" || name == "replace" || name == "test") {
 				return nil, &BadPatchError{Err: fmt.Errorf("operation %d (%s) has no value", i, name)}
 			}
-		}
-		if len(ops) > maxJSONPatchOps {
-			return nil, &InvalidPatchError{Err: fmt.Errorf("the allowed maximum operations in a JSON patch is %d, got %d", maxJSONPatchOps, len(ops))}
 		}
 		p, err := jsonpatch.DecodePatch(patch)
 		if err != nil {

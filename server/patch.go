@@ -201,6 +201,10 @@ func patchError(err error) error {
 	if errors.As(err, &bad) {
 		return apierrors.NewBadRequest(bad.Error())
 	}
+	var large *apply.TooLargePatchError
+	if errors.As(err, &large) {
+		return apierrors.NewRequestEntityTooLargeError(large.Error())
+	}
 	var inv *apply.InvalidPatchError
 	if errors.As(err, &inv) {
 		return &apierrors.StatusError{ErrStatus: metav1.Status{
