@@ -10,6 +10,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	validationpath "k8s.io/apimachinery/pkg/api/validation/path"
 	runtimeschema "k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/tabula-dev/tabula/registry"
@@ -126,6 +127,13 @@ func (s *Server) serveResource(c echo.Context, group, version, rest string) erro
 	}
 	if !hasVerb(t.Verbs, verb) && !(verb == "watch" && hasVerb(t.Verbs, "watch")) {
 		return methodNotAllowed()
+	}
+	if ri.Name != "" {
+		// kube-apiserver's storage key functions refuse names no path
+		// segment could hold ("..", "a%b").
+		if msgs := validationpath.IsValidPathSegmentName(ri.Name); len(msgs) > 0 {
+			return apierrors.NewBadRequest(fmt.Sprintf("Name parameter invalid: %q: %s", ri.Name, strings.Join(msgs, ";")))
+		}
 	}
 	c.Set(ctxVerb, verb)
 	c.Set(ctxInfo, ri)

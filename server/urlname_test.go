@@ -63,3 +63,23 @@ func TestWritesKeepTheURLName(t *testing.T) {
 		}
 	}
 }
+
+// TestNamesNoPathSegmentHolds: a request naming an object "." or "..", or
+// with a '%' in its name, is refused as kube-apiserver's storage refuses
+// it (400), whatever the verb.
+func TestNamesNoPathSegmentHolds(t *testing.T) {
+	h := refNewHarness(t)
+	const cms = "/api/v1/namespaces/default/configmaps/"
+	for _, c := range []struct{ method, name, text string }{
+		{"GET", "..", `Name parameter invalid: \"..\": may not be '..'`},
+		{"GET", ".", `Name parameter invalid: \".\": may not be '.'`},
+		{"DELETE", "..", `Name parameter invalid: \"..\": may not be '..'`},
+		{"GET", "a%25b", `Name parameter invalid: \"a%b\": may not contain '%'`},
+		{"PUT", "a%25b", `Name parameter invalid: \"a%b\": may not contain '%'`},
+	} {
+		r := h.do(c.method, cms+c.name, map[string]string{"Content-Type": "application/json"}, []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"x"}}`))
+		if r.Code != http.StatusBadRequest || !strings.Contains(r.Body.String(), c.text) {
+			t.Errorf("%s %s: %d %s; want 400 with %q", c.method, c.name, r.Code, r.Body, c.text)
+		}
+	}
+}
