@@ -533,3 +533,18 @@ func TestCRUpdateNeedsResourceVersion(t *testing.T) {
 		t.Errorf("PUT scale without resourceVersion: %d %s", r.Code, r.Body)
 	}
 }
+
+// TestCRRefusesProtobufBodies: custom resources have no Protobuf form, so
+// a body in it is an unsupported media type (415) offering the others,
+// as on kube-apiserver, not a decoding failure.
+func TestCRRefusesProtobufBodies(t *testing.T) {
+	h := refNewHarness(t)
+	h.mustDo("POST", crdPath, "application/json", gadgetsCRD, http.StatusCreated)
+	establish(t, h, "gadgets.test.example.com")
+	r := h.do("POST", "/apis/test.example.com/v1/namespaces/default/gadgets",
+		map[string]string{"Content-Type": "application/vnd.kubernetes.protobuf"}, []byte("k8s\x00\x0a\x00"))
+	const want = "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml"
+	if r.Code != http.StatusUnsupportedMediaType || !strings.Contains(r.Body.String(), want) || strings.Contains(r.Body.String(), "protobuf") {
+		t.Errorf("a Protobuf body: %d %s; want 415 %q", r.Code, r.Body, want)
+	}
+}

@@ -38,6 +38,11 @@ func (r *request) readObject(t *schema.Type) (obj runtime.Object, dryRun bool, e
 	if !ok || !r.isObjectMediaType(mediaType) {
 		return nil, false, r.requireBody()
 	}
+	if mediaType == codecs.Protobuf && t.Unstructured {
+		// Custom resources have no Protobuf form: kube-apiserver's 415
+		// offers the others.
+		return nil, false, r.unsupportedBody(codecs.Offer{CBOR: r.s.codec.CBOR()})
+	}
 	if _, err := r.negotiate(false); err != nil {
 		return nil, false, err
 	}

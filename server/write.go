@@ -110,9 +110,15 @@ func (r *request) fieldProblems(strict []string, fv fieldValidation) error {
 
 // requireBody is the 415 for an object body in a media type not served.
 func (r *request) requireBody() error {
+	return r.unsupportedBody(codecs.Offer{Protobuf: true, CBOR: r.s.codec.CBOR()})
+}
+
+// unsupportedBody is the 415 for a body in none of the media types offer
+// names.
+func (r *request) unsupportedBody(offer codecs.Offer) error {
 	return &apierrors.StatusError{ErrStatus: metav1.Status{
 		Status: metav1.StatusFailure, Code: http.StatusUnsupportedMediaType, Reason: metav1.StatusReasonUnsupportedMediaType,
-		Message: "the body of the request was in an unknown format - accepted media types include: " + codecs.Offer{Protobuf: true, CBOR: r.s.codec.CBOR()}.Available(),
+		Message: "the body of the request was in an unknown format - accepted media types include: " + offer.Available(),
 	}}
 }
 
