@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -95,5 +96,24 @@ func TestWatchViewBookmarks(t *testing.T) {
 		if want == "BOOKMARK" && row.Annotations[metav1.InitialEventsAnnotationKey] != "true" {
 			t.Errorf("Table bookmark's row %s: want the initial-events-end annotation", ev.Object.Rows[0].Object.Raw)
 		}
+	}
+}
+
+// TestWatchRefusesYAML: YAML has no stream form, so a watch asking only
+// for it is refused (406) naming the forms a watch streams in, as
+// kube-apiserver's watch negotiation does; a get or list in YAML is
+// served.
+func TestWatchRefusesYAML(t *testing.T) {
+	h := refNewHarness(t)
+	yaml := map[string]string{"Accept": "application/yaml"}
+	r := h.do("GET", "/api/v1/namespaces/default/configmaps?watch=true&timeoutSeconds=1", yaml, nil)
+	// The Status comes in YAML, as the client asked (kube folds the line).
+	if r.Code != http.StatusNotAcceptable || !strings.Contains(r.Body.String(), "reason: NotAcceptable") ||
+		!strings.Contains(r.Body.String(), "only the following media types are accepted: application/json;stream=watch,") ||
+		!strings.Contains(r.Body.String(), "application/vnd.kubernetes.protobuf;stream=watch") {
+		t.Errorf("watch in YAML: %d %s; want 406 naming the stream forms", r.Code, r.Body)
+	}
+	if r := h.do("GET", "/api/v1/namespaces/default/configmaps", yaml, nil); r.Code != http.StatusOK || !strings.Contains(r.Body.String(), "kind: ConfigMapList") {
+		t.Errorf("list in YAML: %d %s", r.Code, r.Body)
 	}
 }
