@@ -54,3 +54,21 @@ func TestClientGone(t *testing.T) {
 		t.Errorf("a gone client's request was logged as an error:\n%s", logged.String())
 	}
 }
+
+// TestTooLargeRVNotLoggedAsError: a read at a revision the store has not
+// reached is answered with kube's 504 (retry after a second) and logged
+// as no failure of the server's.
+func TestTooLargeRVNotLoggedAsError(t *testing.T) {
+	var logged bytes.Buffer
+	srv := aliceAndRootServer(t, server.Config{Logger: slog.New(slog.NewTextHandler(&logged, nil))})
+	req := httptest.NewRequest("GET", "/api/v1/namespaces/default/configmaps?resourceVersion=999999999&resourceVersionMatch=NotOlderThan", nil)
+	req.Header.Set("Authorization", "Bearer tok-root")
+	rec := httptest.NewRecorder()
+	srv.Handler().ServeHTTP(rec, req)
+	if rec.Code != http.StatusGatewayTimeout || !strings.Contains(rec.Body.String(), "Too large resource version: 999999999") || rec.Header().Get("Retry-After") != "1" {
+		t.Fatalf("list at a future revision: %d %s (Retry-After %q); want 504 Too large resource version, Retry-After 1", rec.Code, rec.Body, rec.Header().Get("Retry-After"))
+	}
+	if strings.Contains(logged.String(), "level=ERROR") {
+		t.Errorf("a too-large resourceVersion was logged as an error:\n%s", logged.String())
+	}
+}

@@ -29,10 +29,27 @@ func (s *Server) errorHandler(err error, c echo.Context) {
 		// Nobody reads this answer; it is for the metrics and the audit
 		// log, and the server did nothing wrong.
 		s.log.Debug("client went away", "method", c.Request().Method, "path", c.Request().URL.Path)
+	case tooLargeRVStatus(st):
+		// An answer to the client's question (a revision not reached yet,
+		// retry later), not a failure of the server.
+		s.log.Debug("resource version not reached", "method", c.Request().Method, "path", c.Request().URL.Path)
 	case st.Code >= 500:
 		s.log.Error("request failed", "method", c.Request().Method, "path", c.Request().URL.Path, "err", err)
 	}
 	s.writeStatus(c, st)
+}
+
+// tooLargeRVStatus says whether st is tooLargeRV's answer.
+func tooLargeRVStatus(st metav1.Status) bool {
+	if st.Details == nil {
+		return false
+	}
+	for _, c := range st.Details.Causes {
+		if c.Type == metav1.CauseTypeResourceVersionTooLarge {
+			return true
+		}
+	}
+	return false
 }
 
 // writeStatus writes a Status in the representation the client accepts
