@@ -128,7 +128,7 @@ func (x *Resource) Apply(ctx context.Context, namespace, name string, patch []by
 		if uid := mustAccessor(applied.Obj).GetUID(); cur == nil && uid != "" {
 			return nil, apierrors.NewConflict(x.t.GroupResource(), name, fmt.Errorf("uid mismatch: the provided object specified uid %s, and no existing object was found", uid))
 		}
-		if err := CheckName(applied.Obj, name); err != nil {
+		if err := CheckName(applied.Obj, namespace, name); err != nil {
 			return nil, err
 		}
 		if !applied.Conditional {

@@ -261,10 +261,11 @@ func (x *Resource) afterDelete(ctx context.Context, obj runtime.Object, acc meta
 
 // checkName fills in or checks the object's name against the one written.
 // CheckName refuses an object whose name is not the one on the request's
-// URL, with kube-apiserver's words: its update handler checks a body so,
-// and its patch handler the patched object, an applied one included. A
-// missing name is refused too, not taken from the URL.
-func CheckName(obj runtime.Object, name string) error {
+// URL, or whose namespace is not the request's (when both name one), with
+// kube-apiserver's words: its update handler checks a body so, and its
+// patch handler the patched object, an applied one included. A missing
+// name is refused too, not taken from the URL.
+func CheckName(obj runtime.Object, namespace, name string) error {
 	acc, err := meta.Accessor(obj)
 	if err != nil {
 		return err
@@ -274,6 +275,9 @@ func CheckName(obj runtime.Object, name string) error {
 		return apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s based on URL) was undeterminable: name must be provided", name))
 	case got != name:
 		return apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", got, name))
+	}
+	if ns := acc.GetNamespace(); namespace != "" && ns != "" && ns != namespace {
+		return apierrors.NewBadRequest(fmt.Sprintf("the namespace of the object (%s) does not match the namespace on the request (%s)", ns, namespace))
 	}
 	return nil
 }

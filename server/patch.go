@@ -38,7 +38,7 @@ func (r *request) patch() error {
 		}
 		obj, err := p.apply(current, r.t)
 		if err == nil {
-			err = registry.CheckName(obj, r.ri.Name)
+			err = registry.CheckName(obj, r.ri.Namespace, r.ri.Name)
 		}
 		if err != nil {
 			return nil, err

@@ -19,7 +19,9 @@ func (r *request) update() error {
 	if err != nil {
 		return err
 	}
-	if err := registry.CheckName(obj, r.ri.Name); err != nil {
+	// The body's namespace is checked in the registry, with the words
+	// kube's update handler checks it with first.
+	if err := registry.CheckName(obj, "", r.ri.Name); err != nil {
 		return err
 	}
 	return r.updateObject(func(cur runtime.Object) (runtime.Object, error) {

@@ -34,6 +34,8 @@ func TestWritesKeepTheURLName(t *testing.T) {
 			http.StatusBadRequest, ""},
 		{"merge patch renaming", "PATCH", cms + "/p1", "application/merge-patch+json", `{"metadata":{"name":"p3"}}`,
 			http.StatusBadRequest, "the name of the object (p3) does not match the name on the URL (p1)"},
+		{"merge patch moving namespaces", "PATCH", cms + "/p1", "application/merge-patch+json", `{"metadata":{"namespace":"kube-system"}}`,
+			http.StatusBadRequest, "the namespace of the object (kube-system) does not match the namespace on the request (default)"},
 		{"apply creating with a uid", "PATCH", cms + "/ssa3?fieldManager=m", "application/apply-patch+yaml", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"ssa3","uid":"abc"}}`,
 			http.StatusConflict, "uid mismatch: the provided object specified uid abc, and no existing object was found"},
 		{"apply creating without a name", "PATCH", cms + "/ssa4?fieldManager=m", "application/apply-patch+yaml", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{},"data":{"a":"b"}}`,
