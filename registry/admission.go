@@ -41,6 +41,7 @@ import (
 	"k8s.io/kubernetes/plugin/pkg/admission/network/defaultingressclass"
 	"k8s.io/kubernetes/plugin/pkg/admission/noderestriction"
 	"k8s.io/kubernetes/plugin/pkg/admission/nodetaint"
+	"k8s.io/kubernetes/plugin/pkg/admission/podtopologylabels"
 	"k8s.io/kubernetes/plugin/pkg/admission/runtimeclass"
 	"k8s.io/kubernetes/plugin/pkg/admission/security/podsecurity"
 	"k8s.io/kubernetes/plugin/pkg/admission/storage/persistentvolume/resize"
@@ -124,6 +125,7 @@ func newAdmission(g *Registry, cfg AdmissionConfig) (admission.Interface, error)
 	ctbattest.Register(plugins)
 	certsubjectrestriction.Register(plugins)
 	defaultingressclass.Register(plugins)
+	podtopologylabels.Register(plugins)
 	mutatingpolicy.Register(plugins)
 	validatingpolicy.Register(plugins)
 	resourcequota.Register(plugins)

@@ -61,7 +61,7 @@ var kubePlugins = map[string]bool{
 	"LimitRanger": true, "NodeRestriction": true, "TaintNodesByCondition": true, "PodSecurity": true,
 	"DefaultStorageClass": true, "StorageObjectInUseProtection": true, "PersistentVolumeClaimResize": true,
 	"RuntimeClass": true, "CertificateApproval": true, "CertificateSigning": true, "ClusterTrustBundleAttest": true,
-	"CertificateSubjectRestriction": true, "DefaultIngressClass": true,
+	"CertificateSubjectRestriction": true, "DefaultIngressClass": true, "PodTopologyLabels": true,
 	"MutatingAdmissionPolicy": true, "MutatingAdmissionWebhook": true, "ValidatingAdmissionPolicy": true, "ValidatingAdmissionWebhook": true,
 	"ResourceQuota": true,
 }

@@ -232,3 +232,50 @@ func TestBindingAndEvictionGuards(t *testing.T) {
 		t.Errorf("a dry-run eviction of a running pod deleted it: get %d", code)
 	}
 }
+
+// TestPodTopologyLabels: kube 1.35's PodTopologyLabels admission (on by
+// default) copies the Node's zone and region labels onto a Pod bound to
+// it, through the binding, and onto a Pod created with its node named.
+func TestPodTopologyLabels(t *testing.T) {
+	h := gcHarness{refNewHarness(t), t}
+	ct := map[string]string{"Content-Type": "application/json"}
+	const pods = "/api/v1/namespaces/default/pods"
+	for _, c := range []struct{ path, body string }{
+		{"/api/v1/nodes", `{"metadata":{"name":"n1","labels":{"topology.kubernetes.io/zone":"z1","topology.kubernetes.io/region":"r1","other":"x"}}}`},
+		{pods, `{"metadata":{"name":"bound"},"spec":{"containers":[{"name":"c","image":"busybox"}]}}`},
+	} {
+		if r := h.do("POST", c.path, ct, []byte(c.body)); r.Code != http.StatusCreated {
+			t.Fatalf("create %s: %d %s", c.path, r.Code, r.Body)
+		}
+	}
+	labels := func(name string) map[string]string {
+		t.Helper()
+		var p struct {
+			Metadata struct{ Labels map[string]string }
+		}
+		if err := json.Unmarshal(h.do("GET", pods+"/"+name, nil, nil).Body.Bytes(), &p); err != nil {
+			t.Fatal(err)
+		}
+		return p.Metadata.Labels
+	}
+	want := func(name string, l map[string]string) {
+		t.Helper()
+		if l["topology.kubernetes.io/zone"] != "z1" || l["topology.kubernetes.io/region"] != "r1" || l["other"] != "" {
+			t.Errorf("%s's labels %v; want the node's zone and region only", name, l)
+		}
+	}
+	// The plugin reads Nodes from its informer, as kube's does: a dry-run
+	// create on the node shows when the Node has reached it.
+	h.eventually("the plugin to see the node", func() bool {
+		r := h.do("POST", pods+"?dryRun=All", ct, []byte(`{"metadata":{"name":"probe"},"spec":{"nodeName":"n1","containers":[{"name":"c","image":"busybox"}]}}`))
+		return r.Code == http.StatusCreated && strings.Contains(r.Body.String(), `"topology.kubernetes.io/zone":"z1"`)
+	})
+	if r := h.do("POST", pods+"/bound/binding", ct, []byte(`{"apiVersion":"v1","kind":"Binding","metadata":{"name":"bound"},"target":{"kind":"Node","name":"n1"}}`)); r.Code != http.StatusCreated {
+		t.Fatalf("binding: %d %s", r.Code, r.Body)
+	}
+	want("bound", labels("bound"))
+	if r := h.do("POST", pods, ct, []byte(`{"metadata":{"name":"placed"},"spec":{"nodeName":"n1","containers":[{"name":"c","image":"busybox"}]}}`)); r.Code != http.StatusCreated {
+		t.Fatalf("create placed: %d %s", r.Code, r.Body)
+	}
+	want("placed", labels("placed"))
+}
