@@ -1,6 +1,7 @@
 package server
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/tabula-dev/tabula/schema"
@@ -27,10 +28,29 @@ var namespaceSubresources = map[string]bool{"status": true, "finalize": true}
 
 // parseResourcePath splits the part of a path after /api/v1 or
 // /apis/{group}/{version}. It returns false when the path has too many
-// segments to be a resource path.
+// segments to be a resource path, or an empty one ("//") where kube's
+// router matches nothing: kube's authorizer reads such a path differently
+// (its request info shifts by a segment), so serving it would serve what
+// was not authorized. Trailing slashes are let go, as kube's router lets
+// them go.
 func parseResourcePath(rest string) (requestInfo, bool) {
+	rest = strings.TrimRight(rest, "/")
+	ri, ok := splitResourcePath(rest)
+	if !ok {
+		return ri, false
+	}
+	structural := strings.Split(rest, "/")
+	if ri.Subpath != "" {
+		structural = structural[:len(structural)-len(strings.Split(ri.Subpath, "/"))]
+	}
+	if slices.Contains(structural, "") {
+		return requestInfo{}, false
+	}
+	return ri, true
+}
+
+func splitResourcePath(rest string) (requestInfo, bool) {
 	var ri requestInfo
-	rest = strings.Trim(rest, "/")
 	if rest == "" {
 		return ri, false
 	}
@@ -77,7 +97,7 @@ func resourceRequest(path string) (requestInfo, bool) {
 		return parseResourcePath(rest)
 	}
 	if rest, ok := strings.CutPrefix(path, "/apis/"); ok {
-		if parts := strings.SplitN(rest, "/", 3); len(parts) == 3 {
+		if parts := strings.SplitN(rest, "/", 3); len(parts) == 3 && parts[0] != "" && parts[1] != "" {
 			ri, ok := parseResourcePath(parts[2])
 			ri.Group, ri.Version = parts[0], parts[1]
 			return ri, ok

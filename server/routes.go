@@ -63,20 +63,33 @@ func (s *Server) routes() *echo.Echo {
 		e.GET("/openapi/v3/*", h)
 	}
 	s.discoveryRoutes(e)
+	// Resources are found from the decoded path, as kube's router finds
+	// them and as the authorizer read it (Echo's parameters are the raw
+	// path's when it has escapes).
 	e.Any("/api/v1/*", func(c echo.Context) error {
-		if c.Param("*") == "" && c.Request().Method == http.MethodGet {
+		rest, ok := strings.CutPrefix(c.Request().URL.Path, "/api/v1/")
+		if !ok {
+			return notFoundPath()
+		}
+		if rest == "" && c.Request().Method == http.MethodGet {
 			return s.getResourceList(c, "", "v1") // /api/v1/, as kube-apiserver serves it
 		}
-		return s.serveResource(c, "", "v1", c.Param("*"))
+		return s.serveResource(c, "", "v1", rest)
 	})
 	e.Any("/apis/:group/:version/*", func(c echo.Context) error {
 		if t := s.agg.Target(c.Param("group"), c.Param("version")); t != nil {
 			return s.proxyAggregated(c, t)
 		}
-		if c.Param("*") == "" && c.Request().Method == http.MethodGet {
-			return s.getResourceList(c, c.Param("group"), c.Param("version"))
+		after, _ := strings.CutPrefix(c.Request().URL.Path, "/apis/")
+		parts := strings.SplitN(after, "/", 3)
+		if len(parts) < 3 || parts[0] == "" || parts[1] == "" {
+			return notFoundPath()
 		}
-		return s.serveResource(c, c.Param("group"), c.Param("version"), c.Param("*"))
+		group, version, rest := parts[0], parts[1], parts[2]
+		if rest == "" && c.Request().Method == http.MethodGet {
+			return s.getResourceList(c, group, version)
+		}
+		return s.serveResource(c, group, version, rest)
 	})
 	e.RouteNotFound("/*", func(c echo.Context) error {
 		// kube-apiserver answers unknown non-API paths in plain text.
