@@ -99,6 +99,9 @@ type ApplyOptions struct {
 	Force bool
 	// FieldValidation judges duplicate fields: Strict, Warn or Ignore.
 	FieldValidation string
+	// AuthorizeCreate, when set, is asked before the apply creates the
+	// object (see UpdateOptions).
+	AuthorizeCreate func(context.Context) error
 }
 
 // Apply merges an applied configuration (YAML or JSON) into the named
@@ -141,9 +144,10 @@ func (x *Resource) Apply(ctx context.Context, namespace, name string, patch []by
 	wo := opts.WriteOptions
 	wo.fieldsTracked = true
 	res, created, err = x.Update(ctx, namespace, name, mutate, UpdateOptions{
-		WriteOptions:  wo,
-		Subresource:   opts.Subresource,
-		createByApply: opts.Subresource == "",
+		WriteOptions:    wo,
+		Subresource:     opts.Subresource,
+		createByApply:   opts.Subresource == "",
+		AuthorizeCreate: opts.AuthorizeCreate,
 	})
 	res.Warnings = append(warnings, res.Warnings...)
 	return res, created, err

@@ -43,6 +43,10 @@ type UpdateOptions struct {
 	// CreateMissing creates the object when it does not exist and the
 	// Type allows create on update (a PUT).
 	CreateMissing bool
+	// AuthorizeCreate, when set, is asked before an update creates its
+	// missing object: a request allowed to update must also be allowed to
+	// create, as kube-apiserver's update and patch handlers check.
+	AuthorizeCreate func(context.Context) error
 	// SkipValidation is for changes the server derives from a request it
 	// validated itself, which kube-apiserver writes to storage without the
 	// kind's update validation or field tracking (pods/binding sets the
@@ -96,6 +100,11 @@ func (x *Resource) updateAttempt(ctx context.Context, namespace, name string, mu
 			}
 			if err := checkName(obj, name); err != nil {
 				return Result{}, false, false, false, err
+			}
+			if opts.AuthorizeCreate != nil {
+				if err := opts.AuthorizeCreate(ctx); err != nil {
+					return Result{}, false, false, false, err
+				}
 			}
 			res, err := x.Create(ctx, namespace, obj, opts.WriteOptions)
 			return res, err == nil, false, false, err

@@ -141,3 +141,26 @@ func (s *Server) authorizeRequests(next echo.HandlerFunc) echo.HandlerFunc {
 		return responsewriters.ForbiddenStatusError(attrs, reason)
 	}
 }
+
+// authorizeCreate is kube's second check on a PUT or an apply that would
+// create its object: the request was authorized to update or patch, and
+// must be allowed to create as well (the same attributes, verb create).
+func (r *request) authorizeCreate(ctx context.Context) error {
+	attrs, err := filters.GetAuthorizerAttributes(ctx)
+	if err != nil {
+		return apierrors.NewInternalError(err)
+	}
+	create := authorizer.AttributesRecord{
+		User: attrs.GetUser(), ResourceRequest: true, Path: attrs.GetPath(), Verb: "create",
+		APIGroup: r.t.Group, APIVersion: r.t.Version, Resource: r.t.Resource, Subresource: r.ri.Subresource,
+		Namespace: r.ri.Namespace, Name: r.ri.Name,
+	}
+	decision, reason, err := r.s.authz.Authorize(ctx, create)
+	if decision == authorizer.DecisionAllow {
+		return nil
+	}
+	if err != nil {
+		return apierrors.NewInternalError(err)
+	}
+	return responsewriters.ForbiddenStatusError(create, reason)
+}

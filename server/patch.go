@@ -232,5 +232,6 @@ func (p *patchRequest) applyOptions() registry.ApplyOptions {
 		Subresource:     p.r.ri.Subresource,
 		Force:           queryBool(p.r.c.QueryParams(), "force"),
 		FieldValidation: string(p.fv),
+		AuthorizeCreate: p.r.authorizeCreate,
 	}
 }

@@ -50,11 +50,15 @@ func needResourceVersion(obj runtime.Object, t *schema.Type, name string) error 
 // updateObject runs the registry's read-modify-write and answers; a PUT
 // of a missing object of a Type that allows it creates the object (201).
 func (r *request) updateObject(mutate registry.MutateFunc, dryRun bool) error {
-	res, created, err := r.res.Update(r.ctx, r.ri.Namespace, r.ri.Name, mutate, registry.UpdateOptions{
+	opts := registry.UpdateOptions{
 		WriteOptions:  registry.WriteOptions{DryRun: dryRun, Manager: r.manager()},
 		Subresource:   r.ri.Subresource,
 		CreateMissing: r.verb == "update",
-	})
+	}
+	if opts.CreateMissing {
+		opts.AuthorizeCreate = r.authorizeCreate
+	}
+	res, created, err := r.res.Update(r.ctx, r.ri.Namespace, r.ri.Name, mutate, opts)
 	if err != nil {
 		return err
 	}
