@@ -77,7 +77,7 @@ func TestAdmissionPluginSelection(t *testing.T) {
 	}
 	want := "NamespaceLifecycle,LimitRanger,ServiceAccount,NodeRestriction,TaintNodesByCondition,PodSecurity,Priority," +
 		"DefaultTolerationSeconds,DefaultStorageClass,StorageObjectInUseProtection,PersistentVolumeClaimResize,RuntimeClass," +
-		"CertificateApproval,CertificateSigning,ClusterTrustBundleAttest,CertificateSubjectRestriction,DefaultIngressClass," +
+		"CertificateApproval,CertificateSigning,ClusterTrustBundleAttest,CertificateSubjectRestriction,DefaultIngressClass,PodTopologyLabels," +
 		"MutatingAdmissionPolicy,MutatingAdmissionWebhook,ValidatingAdmissionPolicy,ValidatingAdmissionWebhook,ResourceQuota"
 	if strings.Join(got, ",") != want {
 		t.Errorf("defaults:\n got %s\nwant %s", strings.Join(got, ","), want)
