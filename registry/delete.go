@@ -9,6 +9,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/warning"
 
@@ -56,7 +57,17 @@ func (x *Resource) Delete(ctx context.Context, namespace, name string, opts *met
 				return DeleteResult{}, err
 			}
 		}
-		if acc.GetDeletionTimestamp() == nil {
+		deleting := acc.GetDeletionTimestamp() != nil
+		// Kinds deleted gracefully (Pods) stay, marked, for their grace
+		// period; a pending one is left as it is.
+		graceful, period := false, int64(0)
+		if x.t.GracePeriod != nil {
+			var pending bool
+			if graceful, pending, period = x.beforeGracefulDelete(obj, acc, opts); pending {
+				return DeleteResult{Result: Result{Rec: cur, Obj: obj}}, nil
+			}
+		}
+		if !deleting {
 			// Orphan and Foreground deletes wait for the garbage collector
 			// through its finalizers, as on kube-apiserver.
 			switch propagation {
@@ -69,8 +80,8 @@ func (x *Resource) Delete(ctx context.Context, namespace, name string, opts *met
 				x.t.PrepareForDelete(obj)
 			}
 		}
-		graceful := len(acc.GetFinalizers()) > 0 || x.t.RemovedByController
-		if !graceful {
+		waits := len(acc.GetFinalizers()) > 0 || x.t.RemovedByController || graceful && period > 0
+		if !waits {
 			if dryRun {
 				return DeleteResult{Result: Result{Rec: cur, Obj: obj}, Gone: true}, nil
 			}
@@ -84,16 +95,22 @@ func (x *Resource) Delete(ctx context.Context, namespace, name string, opts *met
 			x.afterDelete(ctx, obj, acc)
 			return DeleteResult{Result: Result{Rec: rec, Obj: obj}, Gone: true}, nil
 		}
-		if acc.GetDeletionTimestamp() != nil {
+		if deleting && !graceful {
 			// Already being deleted: answer with the current state.
 			return DeleteResult{Result: Result{Rec: cur, Obj: obj}}, nil
 		}
-		now := metav1.NewTime(time.Now().Truncate(time.Second))
-		acc.SetDeletionTimestamp(&now)
-		if !x.t.RemovedByController {
-			// kube's generic store; its namespace storage sets no grace period.
-			zero := int64(0)
-			acc.SetDeletionGracePeriodSeconds(&zero)
+		if !graceful {
+			// kube's markAsDeleting: the spec's generation moves on.
+			if g := acc.GetGeneration(); g > 0 {
+				acc.SetGeneration(g + 1)
+			}
+			now := metav1.NewTime(time.Now().Truncate(time.Second))
+			acc.SetDeletionTimestamp(&now)
+			if !x.t.RemovedByController {
+				// kube's generic store; its namespace storage sets no grace period.
+				zero := int64(0)
+				acc.SetDeletionGracePeriodSeconds(&zero)
+			}
 		}
 		if dryRun {
 			return DeleteResult{Result: Result{Rec: cur, Obj: obj}}, nil
@@ -111,6 +128,41 @@ func (x *Resource) Delete(ctx context.Context, namespace, name string, opts *met
 		}
 		return DeleteResult{Result: Result{Rec: rec, Obj: obj}}, nil
 	}
+}
+
+// beforeGracefulDelete is kube's rest.BeforeDelete for a kind deleted
+// gracefully: the first delete marks the object to go in the kind's
+// grace period (deletionTimestamp that far ahead, the period in
+// deletionGracePeriodSeconds, the generation moved on); a later one may
+// only shorten it (to 0: delete now), otherwise the deletion is pending
+// and nothing changes. graceful says the object was marked (again).
+func (x *Resource) beforeGracefulDelete(obj runtime.Object, acc metav1.Object, opts *metav1.DeleteOptions) (graceful, pending bool, period int64) {
+	requested := opts.GracePeriodSeconds
+	if requested != nil && *requested < 0 {
+		one := int64(1)
+		requested = &one
+	}
+	if ts := acc.GetDeletionTimestamp(); ts != nil {
+		cur := acc.GetDeletionGracePeriodSeconds()
+		switch {
+		case cur == nil || *cur <= 0:
+			return false, false, 0
+		case requested == nil || *requested >= *cur:
+			return false, true, 0
+		}
+		shorter := metav1.NewTime(ts.Add(time.Duration(*requested-*cur) * time.Second))
+		acc.SetDeletionTimestamp(&shorter)
+		acc.SetDeletionGracePeriodSeconds(requested)
+		return true, false, *requested
+	}
+	period = x.t.GracePeriod(obj, requested)
+	at := metav1.NewTime(time.Now().Add(time.Duration(period) * time.Second).Truncate(time.Second))
+	acc.SetDeletionTimestamp(&at)
+	acc.SetDeletionGracePeriodSeconds(&period)
+	if g := acc.GetGeneration(); g > 0 {
+		acc.SetGeneration(g + 1)
+	}
+	return true, false, period
 }
 
 func (x *Resource) checkPreconditions(acc metav1.Object, pre *metav1.Preconditions) error {

@@ -225,7 +225,10 @@ func (x *Resource) storeUpdate(ctx context.Context, namespace, name string, obj,
 	}
 	var rec kv.Record
 	oldAcc := mustAccessor(old)
-	deleted := acc.GetDeletionTimestamp() != nil && len(acc.GetFinalizers()) == 0 &&
+	// As kube's ShouldDeleteDuringUpdate: not while a graceful delete's
+	// period runs (a terminating Pod's status updates keep it).
+	grace := oldAcc.GetDeletionGracePeriodSeconds()
+	deleted := acc.GetDeletionTimestamp() != nil && len(acc.GetFinalizers()) == 0 && (grace == nil || *grace == 0) &&
 		(!x.t.RemovedByController || x.t.SpecFinalized != nil && x.t.SpecFinalized(obj))
 	enc := x.encoder(obj)
 	if deleted {

@@ -167,6 +167,7 @@ func coreKinds() []*kubeKind {
 		"attach", "binding", "ephemeralcontainers", "eviction", "exec", "log", "portforward", "proxy", "resize", "status").
 		with(podSubresources).statusWritesMetadata("ownerReferences"), generation: generationOnChange}
 	pod.fields = podFields
+	pod.GracePeriod = podGracePeriod
 	pod.clockCells = openPodRestarts
 	pod.RowConditions = podRowConditions
 	pod.validate, pod.validateUpdate = validator(

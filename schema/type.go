@@ -100,6 +100,11 @@ type Type struct {
 	// PrepareForDelete changes an object as its delete begins (a
 	// Namespace becomes Terminating).
 	PrepareForDelete func(obj runtime.Object)
+	// GracePeriod makes deletes graceful, as kube's strategies that check
+	// a graceful delete (Pods): the seconds a delete of obj asked with
+	// requested (nil: none) leaves it in place, marked, for its node to
+	// stop it; 0 deletes it at once.
+	GracePeriod func(obj runtime.Object, requested *int64) int64
 	// RemovedByController: a delete only marks the object; a controller
 	// removes it once its work is done (Namespaces, once empty), never
 	// the removal of its last finalizer — unless SpecFinalized says the

@@ -1,0 +1,108 @@
+package server_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"testing"
+	"time"
+)
+
+// TestPodGracefulDeletion: as kube-apiserver's pod strategy, a delete of
+// a Pod a node runs marks it for its grace period (the request's, else
+// the Pod's terminationGracePeriodSeconds) and leaves it for the node to
+// stop; a later delete may only shorten the period, and one of 0 removes
+// it. A Pod no node runs, or that has finished, goes at once. Kinds
+// without graceful deletion move their generation on when a finalizer
+// holds their delete.
+func TestPodGracefulDeletion(t *testing.T) {
+	h := refNewHarness(t)
+	ct := map[string]string{"Content-Type": "application/json"}
+	const pods = "/api/v1/namespaces/default/pods/"
+	create := func(name, spec string) {
+		t.Helper()
+		if r := h.do("POST", "/api/v1/namespaces/default/pods", ct, []byte(`{"metadata":{"name":"`+name+`"},"spec":`+spec+`}`)); r.Code != http.StatusCreated {
+			t.Fatalf("create %s: %d %s", name, r.Code, r.Body)
+		}
+	}
+	type meta struct {
+		ResourceVersion            string
+		Generation                 int64
+		DeletionTimestamp          *time.Time
+		DeletionGracePeriodSeconds *int64
+	}
+	get := func(name string) (meta, int) {
+		t.Helper()
+		r := h.do("GET", pods+name, nil, nil)
+		var o struct{ Metadata meta }
+		if r.Code == http.StatusOK {
+			if err := json.Unmarshal(r.Body.Bytes(), &o); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return o.Metadata, r.Code
+	}
+	del := func(name, query string) {
+		t.Helper()
+		if r := h.do("DELETE", pods+name+query, nil, nil); r.Code != http.StatusOK {
+			t.Fatalf("delete %s%s: %d %s", name, query, r.Code, r.Body)
+		}
+	}
+	const onNode = `{"nodeName":"n1","terminationGracePeriodSeconds":60,"containers":[{"name":"c","image":"busybox"}]}`
+	create("unscheduled", `{"terminationGracePeriodSeconds":60,"containers":[{"name":"c","image":"busybox"}]}`)
+	create("running", onNode)
+	create("finished", onNode)
+	if r := h.do("PATCH", pods+"finished/status", map[string]string{"Content-Type": "application/merge-patch+json"}, []byte(`{"status":{"phase":"Succeeded"}}`)); r.Code != http.StatusOK {
+		t.Fatalf("finish: %d %s", r.Code, r.Body)
+	}
+
+	for _, name := range []string{"unscheduled", "finished"} {
+		del(name, "")
+		if _, code := get(name); code != http.StatusNotFound {
+			t.Errorf("%s after its delete: %d; want 404 (no grace period)", name, code)
+		}
+	}
+
+	before, _ := get("running")
+	start := time.Now()
+	del("running", "")
+	m, code := get("running")
+	if code != http.StatusOK || m.DeletionTimestamp == nil || m.DeletionGracePeriodSeconds == nil || *m.DeletionGracePeriodSeconds != 60 ||
+		m.DeletionTimestamp.Before(start.Add(58*time.Second)) || m.DeletionTimestamp.After(start.Add(62*time.Second)) || m.Generation != before.Generation+1 {
+		t.Fatalf("the running pod after its delete: %d %+v; want it marked to go in 60s, generation %d", code, m, before.Generation+1)
+	}
+	// Its node still reports on it; that does not remove it.
+	if r := h.do("PATCH", pods+"running/status", map[string]string{"Content-Type": "application/merge-patch+json"}, []byte(`{"status":{"phase":"Running"}}`)); r.Code != http.StatusOK {
+		t.Fatalf("status while terminating: %d %s", r.Code, r.Body)
+	}
+	if _, code := get("running"); code != http.StatusOK {
+		t.Fatalf("the terminating pod after a status update: %d; want it kept", code)
+	}
+	// A delete asking for no shorter period changes nothing.
+	marked, _ := get("running")
+	del("running", "")
+	del("running", "?gracePeriodSeconds=90")
+	if m, _ := get("running"); m.ResourceVersion != marked.ResourceVersion {
+		t.Errorf("a pending graceful delete was rewritten: %+v, was %+v", m, marked)
+	}
+	// A shorter one moves the deadline back by the difference.
+	del("running", "?gracePeriodSeconds=10")
+	m, _ = get("running")
+	if m.DeletionGracePeriodSeconds == nil || *m.DeletionGracePeriodSeconds != 10 || !m.DeletionTimestamp.Equal(marked.DeletionTimestamp.Add(-50*time.Second)) {
+		t.Errorf("after a shorter delete: %+v; want 10s, the deadline 50s earlier than %v", m, marked.DeletionTimestamp)
+	}
+	// The node's final delete (grace 0) removes it.
+	del("running", "?gracePeriodSeconds=0")
+	if _, code := get("running"); code != http.StatusNotFound {
+		t.Errorf("after the delete with grace 0: %d; want 404", code)
+	}
+
+	// A kind without graceful deletion, held by a finalizer.
+	if r := h.do("POST", "/apis/apps/v1/namespaces/default/deployments", ct, []byte(`{"metadata":{"name":"d","finalizers":["example.com/hold"]},"spec":{"selector":{"matchLabels":{"a":"b"}},"template":{"metadata":{"labels":{"a":"b"}},"spec":{"containers":[{"name":"c","image":"busybox"}]}}}}`)); r.Code != http.StatusCreated {
+		t.Fatalf("deployment: %d %s", r.Code, r.Body)
+	}
+	var d struct{ Metadata meta }
+	r := h.do("DELETE", "/apis/apps/v1/namespaces/default/deployments/d", nil, nil)
+	if err := json.Unmarshal(r.Body.Bytes(), &d); err != nil || d.Metadata.Generation != 2 || d.Metadata.DeletionTimestamp == nil {
+		t.Errorf("the held deployment's delete: %d %s; want generation 2 and a deletionTimestamp", r.Code, r.Body)
+	}
+}
