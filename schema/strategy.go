@@ -13,6 +13,7 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/validate/content"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -20,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	corehelper "k8s.io/kubernetes/pkg/apis/core/helper"
 )
 
 // maxDataSize is the limit on the summed value sizes of a ConfigMap or a
@@ -44,23 +46,42 @@ const immutableWhenSetMsg = "field is immutable when `immutable` is set"
 func builtinStrategy(t *Type) (func(runtime.Object), func(obj, old runtime.Object), func(obj, old runtime.Object) field.ErrorList) {
 	switch t.GroupVersionKind() {
 	case gvkNamespace:
-		return namespacePrepareForCreate, namespacePrepareForUpdate, validateNamespace
+		return namespacePrepareForCreate, namespacePrepareForUpdate, withKubeFinalizers(validateNamespace)
 	case gvkConfigMap:
-		return noPrepareForCreate, noPrepareForUpdate, validateConfigMap
+		return noPrepareForCreate, noPrepareForUpdate, withKubeFinalizers(validateConfigMap)
 	case gvkSecret:
-		return secretPrepareForCreate, secretPrepareForUpdate, validateSecret
+		return secretPrepareForCreate, secretPrepareForUpdate, withKubeFinalizers(validateSecret)
 	case gvkServiceAccount:
-		return serviceAccountPrepareForCreate, serviceAccountPrepareForUpdate, noValidate
+		return serviceAccountPrepareForCreate, serviceAccountPrepareForUpdate, withKubeFinalizers(noValidate)
 	case gvkCoreEvent:
-		return noPrepareForCreate, noPrepareForUpdate, validateCoreEvent
+		return noPrepareForCreate, noPrepareForUpdate, withKubeFinalizers(validateCoreEvent)
 	case gvkEventsV1Event:
 		return noPrepareForCreate, noPrepareForUpdate, validateEventsV1Event
 	case gvkEndpoints:
-		return endpointsPrepare, endpointsPrepareForUpdate, validateEndpoints
+		return endpointsPrepare, endpointsPrepareForUpdate, withKubeFinalizers(validateEndpoints)
 	case gvkLease:
 		return leasePrepareForCreate, leasePrepareForUpdate, validateLease
 	}
 	return nil, nil, nil
+}
+
+// withKubeFinalizers adds to v the check core kinds' metadata validation
+// makes beyond the generic one (kube's core ValidateObjectMeta): a
+// finalizer without a domain must be one of kube's standard names.
+func withKubeFinalizers(v func(obj, old runtime.Object) field.ErrorList) func(obj, old runtime.Object) field.ErrorList {
+	return func(obj, old runtime.Object) field.ErrorList {
+		errs := v(obj, old)
+		acc, err := meta.Accessor(obj)
+		if err != nil {
+			return errs
+		}
+		for i, f := range acc.GetFinalizers() {
+			if !strings.Contains(f, "/") && !corehelper.IsStandardFinalizerName(f) {
+				errs = append(errs, field.Invalid(field.NewPath("metadata", "finalizers").Index(i), f, "name is neither a standard finalizer name nor is it fully qualified"))
+			}
+		}
+		return errs
+	}
 }
 
 func noPrepareForCreate(runtime.Object)              {}

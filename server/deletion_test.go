@@ -99,3 +99,23 @@ func TestNamespaceTerminationLarge(t *testing.T) {
 		t.Fatalf("configmaps left in the removed namespace: %.300s", b)
 	}
 }
+
+// TestCoreFinalizerNames: the core kinds Tabula validates itself refuse a
+// finalizer without a domain unless it is one of kube's standard names,
+// as kube's core metadata validation does.
+func TestCoreFinalizerNames(t *testing.T) {
+	h := refNewHarness(t)
+	ct := map[string]string{"Content-Type": "application/json"}
+	for _, path := range []string{"/api/v1/namespaces/default/configmaps", "/api/v1/namespaces/default/secrets",
+		"/api/v1/namespaces/default/serviceaccounts", "/api/v1/namespaces/default/endpoints", "/api/v1/namespaces"} {
+		r := h.do("POST", path, ct, []byte(`{"metadata":{"name":"bad-finalizer","finalizers":["nodomain"]}}`))
+		const want = `metadata.finalizers[0]: Invalid value: \"nodomain\": name is neither a standard finalizer name nor is it fully qualified`
+		if r.Code != http.StatusUnprocessableEntity || !strings.Contains(r.Body.String(), want) {
+			t.Errorf("POST %s with finalizer nodomain: %d %s; want 422 %s", path, r.Code, r.Body, want)
+		}
+		r = h.do("POST", path, ct, []byte(`{"metadata":{"name":"good-finalizers","finalizers":["orphan","example.com/hold"]}}`))
+		if r.Code != http.StatusCreated {
+			t.Errorf("POST %s with a standard and a qualified finalizer: %d %s; want 201", path, r.Code, r.Body)
+		}
+	}
+}
