@@ -324,8 +324,15 @@ func (x *Resource) prepareUpdate(obj, old runtime.Object, subresource string) er
 		acc.SetUID(oacc.GetUID())
 	}
 	acc.SetCreationTimestamp(oacc.GetCreationTimestamp())
-	acc.SetDeletionTimestamp(oacc.GetDeletionTimestamp())
-	acc.SetDeletionGracePeriodSeconds(oacc.GetDeletionGracePeriodSeconds())
+	// As kube's rest.BeforeUpdate: an update never removes or moves a
+	// deletionTimestamp, nor drops a grace period; one it sets or changes
+	// is refused by the metadata validation (immutable).
+	if !oacc.GetDeletionTimestamp().IsZero() {
+		acc.SetDeletionTimestamp(oacc.GetDeletionTimestamp())
+	}
+	if oacc.GetDeletionGracePeriodSeconds() != nil && acc.GetDeletionGracePeriodSeconds() == nil {
+		acc.SetDeletionGracePeriodSeconds(oacc.GetDeletionGracePeriodSeconds())
+	}
 	if _, own := x.t.SubresourceUpdates[subresource]; !own {
 		acc.SetGeneration(oacc.GetGeneration()) // a subresource's own Prepare keeps it
 	}

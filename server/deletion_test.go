@@ -119,3 +119,43 @@ func TestCoreFinalizerNames(t *testing.T) {
 		}
 	}
 }
+
+// TestDeletionFieldsImmutable: an update may not start a deletion by
+// setting deletionTimestamp or deletionGracePeriodSeconds, nor change the
+// grace period of one under way (kube's 422, field is immutable); an
+// update that leaves them out keeps them.
+func TestDeletionFieldsImmutable(t *testing.T) {
+	h := refNewHarness(t)
+	const cms = "/api/v1/namespaces/default/configmaps/"
+	ct := map[string]string{"Content-Type": "application/json"}
+	merge := map[string]string{"Content-Type": "application/merge-patch+json"}
+	for _, name := range []string{"live", "held"} {
+		if r := h.do("POST", "/api/v1/namespaces/default/configmaps", ct, []byte(`{"metadata":{"name":"`+name+`","finalizers":["example.com/hold"]}}`)); r.Code != http.StatusCreated {
+			t.Fatalf("create %s: %d %s", name, r.Code, r.Body)
+		}
+	}
+	if r := h.do("DELETE", cms+"held", nil, nil); r.Code != http.StatusOK {
+		t.Fatalf("delete held: %d %s", r.Code, r.Body)
+	}
+	for _, c := range []struct{ name, patch, field string }{
+		{"live", `{"metadata":{"deletionTimestamp":"2020-01-01T00:00:00Z"}}`, "metadata.deletionTimestamp"},
+		{"live", `{"metadata":{"deletionGracePeriodSeconds":5}}`, "metadata.deletionGracePeriodSeconds"},
+		{"held", `{"metadata":{"deletionGracePeriodSeconds":5}}`, "metadata.deletionGracePeriodSeconds"},
+	} {
+		r := h.do("PATCH", cms+c.name, merge, []byte(c.patch))
+		if r.Code != http.StatusUnprocessableEntity || !strings.Contains(r.Body.String(), c.field+": Invalid value") || !strings.Contains(r.Body.String(), "field is immutable") {
+			t.Errorf("PATCH %s %s: %d %s; want 422 %s is immutable", c.name, c.patch, r.Code, r.Body, c.field)
+		}
+	}
+	// Left out, they stay.
+	r := h.do("PATCH", cms+"held", merge, []byte(`{"metadata":{"deletionTimestamp":null,"deletionGracePeriodSeconds":null},"data":{"k":"v"}}`))
+	var cm struct {
+		Metadata struct {
+			DeletionTimestamp          *string
+			DeletionGracePeriodSeconds *int64
+		}
+	}
+	if err := json.Unmarshal(r.Body.Bytes(), &cm); err != nil || r.Code != http.StatusOK || cm.Metadata.DeletionTimestamp == nil || cm.Metadata.DeletionGracePeriodSeconds == nil {
+		t.Errorf("PATCH removing the deletion fields: %d %s; want 200 with both kept", r.Code, r.Body)
+	}
+}
