@@ -13,16 +13,12 @@ import (
 // reach the Secrets of a namespace named "scale".
 func TestPathsServeWhatWasAuthorized(t *testing.T) {
 	h, as := rbacHarness(t)
-	for _, c := range []struct{ path, body string }{
+	createAll(t, h, as("tok-root"), [][2]string{
 		{"/api/v1/namespaces", `{"metadata":{"name":"scale"}}`},
 		{"/api/v1/namespaces/scale/secrets", `{"metadata":{"name":"topsecret"},"stringData":{"pw":"hunter2"}}`},
 		{"/apis/rbac.authorization.k8s.io/v1/clusterroles", `{"metadata":{"name":"scaler"},"rules":[{"apiGroups":[""],"resources":["*/scale"],"verbs":["get","update"]}]}`},
 		{"/apis/rbac.authorization.k8s.io/v1/clusterrolebindings", `{"metadata":{"name":"bob-scales"},"roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"ClusterRole","name":"scaler"},"subjects":[{"kind":"User","name":"bob"}]}`},
-	} {
-		if r := h.do("POST", c.path, as("tok-root"), []byte(c.body)); r.Code != http.StatusCreated {
-			t.Fatalf("root creates %s: %d %s", c.path, r.Code, r.Body)
-		}
-	}
+	})
 	for _, c := range []struct {
 		method, path, token string
 		code                int
@@ -48,5 +44,16 @@ func TestPathsServeWhatWasAuthorized(t *testing.T) {
 	}
 	if r := h.do("GET", "/api/v1/namespaces/scale/secrets/topsecret", as("tok-root"), nil); !strings.Contains(r.Body.String(), `"pw":"aHVudGVyMg=="`) {
 		t.Errorf("the secret after the refused requests: %d %s", r.Code, r.Body)
+	}
+}
+
+// createAll POSTs each (collection path, body) with headers, and stops the
+// test at the first that is not created.
+func createAll(t *testing.T, h *refHarness, headers map[string]string, objs [][2]string) {
+	t.Helper()
+	for _, o := range objs {
+		if r := h.do("POST", o[0], headers, []byte(o[1])); r.Code != http.StatusCreated {
+			t.Fatalf("create in %s: %d %s", o[0], r.Code, r.Body)
+		}
 	}
 }

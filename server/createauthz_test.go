@@ -12,16 +12,12 @@ import (
 // creates nothing, while updates of existing objects go on.
 func TestCreateThroughUpdateNeedsCreate(t *testing.T) {
 	h, as := rbacHarness(t)
-	for _, c := range []struct{ path, body string }{
+	createAll(t, h, as("tok-root"), [][2]string{
 		{"/api/v1/namespaces", `{"metadata":{"name":"team-b"}}`},
 		{"/api/v1/namespaces/team-b/configmaps", `{"metadata":{"name":"c"}}`},
 		{"/apis/rbac.authorization.k8s.io/v1/namespaces/team-b/roles", `{"metadata":{"name":"updater"},"rules":[{"apiGroups":["","coordination.k8s.io"],"resources":["configmaps","leases"],"verbs":["get","update","patch"]}]}`},
 		{"/apis/rbac.authorization.k8s.io/v1/namespaces/team-b/rolebindings", `{"metadata":{"name":"bob-updates"},"roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"Role","name":"updater"},"subjects":[{"kind":"User","name":"bob"}]}`},
-	} {
-		if r := h.do("POST", c.path, as("tok-root"), []byte(c.body)); r.Code != http.StatusCreated {
-			t.Fatalf("root creates %s: %d %s", c.path, r.Code, r.Body)
-		}
-	}
+	})
 	const leases = "/apis/coordination.k8s.io/v1/namespaces/team-b/leases/"
 	const cms = "/api/v1/namespaces/team-b/configmaps/"
 	apply := as("tok-bob", "Content-Type", "application/apply-patch+yaml")
