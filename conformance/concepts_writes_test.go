@@ -168,12 +168,18 @@ func writeChecks() []conceptCheck {
 			a := e.createCM(t, ns, "a")
 			meta := a["metadata"].(map[string]any)
 			meta["creationTimestamp"] = "2001-01-01T00:00:00Z"
-			meta["deletionTimestamp"] = "2001-01-01T00:00:00Z"
 			meta["generation"] = 7
 			got := e.req(t, "PUT", cmPath(ns, "a"), a).expect(t, http.StatusOK)
 			if got.str("metadata.creationTimestamp") == "2001-01-01T00:00:00Z" || got.has("metadata.deletionTimestamp") || got.num("metadata.generation") == 7 {
 				t.Errorf("client-sent server fields were stored: %v", got.get("metadata"))
 			}
+			// A deletionTimestamp is not ignored but refused: kube's update
+			// keeps only one already set, and the metadata validation
+			// finds the client's immutable.
+			meta["resourceVersion"] = got.str("metadata.resourceVersion")
+			meta["deletionTimestamp"] = "2001-01-01T00:00:00Z"
+			e.req(t, "PUT", cmPath(ns, "a"), a).expectStatus(t, http.StatusUnprocessableEntity, "Invalid", "metadata.deletionTimestamp", "field is immutable")
+			delete(meta, "deletionTimestamp")
 			meta["uid"] = "00000000-0000-0000-0000-000000000000"
 			delete(meta, "resourceVersion")
 			e.req(t, "PUT", cmPath(ns, "a"), a).expectStatus(t, http.StatusUnprocessableEntity, "Invalid", "metadata.uid", "field is immutable")
