@@ -106,6 +106,17 @@ func (st *crdState) remember(crd *apiextensionsv1.CustomResourceDefinition) {
 	st.crds[crd.Name] = crd
 }
 
+// rememberWritten is remember for a status write's result: it updates a
+// CRD still known and never brings back one the watch has seen deleted
+// while the write was under way (its names would stay taken).
+func (st *crdState) rememberWritten(crd *apiextensionsv1.CustomResourceDefinition) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if known, ok := st.crds[crd.Name]; ok && known.UID == crd.UID && rvOf(known) <= rvOf(crd) {
+		st.crds[crd.Name] = crd
+	}
+}
+
 func rvOf(crd *apiextensionsv1.CustomResourceDefinition) int64 {
 	rv, _ := strconv.ParseInt(crd.ResourceVersion, 10, 64)
 	return rv
@@ -258,7 +269,7 @@ func (m *Manager) namePass(ctx context.Context) {
 			// pass and the next, before the watch brings the write back
 			// (kube's naming controller keeps a mutation cache).
 			all[i] = written
-			st.remember(written)
+			st.rememberWritten(written)
 		}
 	}
 	st.mu.Lock()
@@ -323,7 +334,7 @@ func (m *Manager) buildPass(ctx context.Context) {
 			m.log.Warn("custom resource definition status not written", "crd", crd.Name, "err", err)
 		}
 		if written != nil {
-			st.remember(written)
+			st.rememberWritten(written)
 		}
 	}
 }
