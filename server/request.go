@@ -1,7 +1,6 @@
 package server
 
 import (
-	"slices"
 	"strings"
 
 	"github.com/tabula-dev/tabula/schema"
@@ -39,11 +38,11 @@ func parseResourcePath(rest string) (requestInfo, bool) {
 	if !ok {
 		return ri, false
 	}
-	structural := strings.Split(rest, "/")
+	structural := rest
 	if ri.Subpath != "" {
-		structural = structural[:len(structural)-len(strings.Split(ri.Subpath, "/"))]
+		structural = strings.TrimSuffix(rest, "/"+ri.Subpath)
 	}
-	if slices.Contains(structural, "") {
+	if strings.HasPrefix(structural, "/") || strings.Contains(structural, "//") {
 		return requestInfo{}, false
 	}
 	return ri, true
