@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/warning"
 
@@ -30,12 +32,8 @@ type DeleteResult struct {
 // deletionTimestamp; the last finalizer's removal completes it.
 func (x *Resource) Delete(ctx context.Context, namespace, name string, opts *metav1.DeleteOptions) (DeleteResult, error) {
 	dryRun := len(opts.DryRun) > 0
-	propagation := Propagation(opts)
-	if opts.PropagationPolicy == nil && opts.OrphanDependents == nil && x.t.OrphanByDefault {
-		propagation = metav1.DeletePropagationOrphan
-		if x.t.OrphanWarning != "" {
-			warning.AddWarning(ctx, "", x.t.OrphanWarning)
-		}
+	if opts.PropagationPolicy == nil && opts.OrphanDependents == nil && x.t.OrphanByDefault && x.t.OrphanWarning != "" {
+		warning.AddWarning(ctx, "", x.t.OrphanWarning)
 	}
 	for attempt := 0; ; attempt++ {
 		obj, cur, err := x.Get(ctx, namespace, name)
@@ -67,18 +65,18 @@ func (x *Resource) Delete(ctx context.Context, namespace, name string, opts *met
 				return DeleteResult{Result: Result{Rec: cur, Obj: obj}}, nil
 			}
 		}
-		if !deleting {
-			// Orphan and Foreground deletes wait for the garbage collector
-			// through its finalizers, as on kube-apiserver.
-			switch propagation {
-			case metav1.DeletePropagationOrphan:
-				addFinalizer(acc, metav1.FinalizerOrphanDependents)
-			case metav1.DeletePropagationForeground:
-				addFinalizer(acc, metav1.FinalizerDeleteDependents)
+		// Orphan and Foreground deletes wait for the garbage collector
+		// through its finalizers, as on kube-apiserver; a later delete
+		// may switch between them (a Namespace under way keeps its own).
+		gcChanged := false
+		if !deleting || !x.t.RemovedByController {
+			var finalizers []string
+			if gcChanged, finalizers = x.gcFinalizers(acc, opts); gcChanged {
+				acc.SetFinalizers(finalizers)
 			}
-			if x.t.PrepareForDelete != nil {
-				x.t.PrepareForDelete(obj)
-			}
+		}
+		if !deleting && x.t.PrepareForDelete != nil {
+			x.t.PrepareForDelete(obj)
 		}
 		waits := len(acc.GetFinalizers()) > 0 || x.t.RemovedByController || graceful && period > 0
 		if !waits {
@@ -95,11 +93,11 @@ func (x *Resource) Delete(ctx context.Context, namespace, name string, opts *met
 			x.afterDelete(ctx, obj, acc)
 			return DeleteResult{Result: Result{Rec: rec, Obj: obj}, Gone: true}, nil
 		}
-		if deleting && !graceful {
+		if deleting && !graceful && !gcChanged {
 			// Already being deleted: answer with the current state.
 			return DeleteResult{Result: Result{Rec: cur, Obj: obj}}, nil
 		}
-		if !graceful {
+		if !graceful && !deleting {
 			// kube's markAsDeleting: the spec's generation moves on.
 			if g := acc.GetGeneration(); g > 0 {
 				acc.SetGeneration(g + 1)
@@ -128,6 +126,43 @@ func (x *Resource) Delete(ctx context.Context, namespace, name string, opts *met
 		}
 		return DeleteResult{Result: Result{Rec: rec, Obj: obj}}, nil
 	}
+}
+
+// gcFinalizers is kube's deletionFinalizersForGarbageCollection: the
+// orphan or foregroundDeletion finalizer a delete asks for — by its
+// options, else by the one the object carries, else by the kind's
+// default — in place of the other; changed reports a different set.
+func (x *Resource) gcFinalizers(acc metav1.Object, opts *metav1.DeleteOptions) (changed bool, finalizers []string) {
+	old := acc.GetFinalizers()
+	var orphan, foreground bool
+	switch {
+	case opts.OrphanDependents != nil:
+		orphan = *opts.OrphanDependents
+	case opts.PropagationPolicy != nil:
+		orphan = *opts.PropagationPolicy == metav1.DeletePropagationOrphan
+		foreground = *opts.PropagationPolicy == metav1.DeletePropagationForeground
+	case slices.Contains(old, metav1.FinalizerOrphanDependents):
+		orphan = true
+	case slices.Contains(old, metav1.FinalizerDeleteDependents):
+		foreground = true
+	default:
+		orphan = x.t.OrphanByDefault
+	}
+	for _, f := range old {
+		if f != metav1.FinalizerOrphanDependents && f != metav1.FinalizerDeleteDependents {
+			finalizers = append(finalizers, f)
+		}
+	}
+	if orphan {
+		finalizers = append(finalizers, metav1.FinalizerOrphanDependents)
+	}
+	if foreground {
+		finalizers = append(finalizers, metav1.FinalizerDeleteDependents)
+	}
+	if sets.New(old...).Equal(sets.New(finalizers...)) {
+		return false, old
+	}
+	return true, finalizers
 }
 
 // beforeGracefulDelete is kube's rest.BeforeDelete for a kind deleted

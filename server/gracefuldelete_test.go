@@ -3,6 +3,7 @@ package server_test
 import (
 	"encoding/json"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 )
@@ -104,5 +105,48 @@ func TestPodGracefulDeletion(t *testing.T) {
 	r := h.do("DELETE", "/apis/apps/v1/namespaces/default/deployments/d", nil, nil)
 	if err := json.Unmarshal(r.Body.Bytes(), &d); err != nil || d.Metadata.Generation != 2 || d.Metadata.DeletionTimestamp == nil {
 		t.Errorf("the held deployment's delete: %d %s; want generation 2 and a deletionTimestamp", r.Code, r.Body)
+	}
+}
+
+// TestDeleteSwitchesPropagation: a delete of an object already held by a
+// finalizer may change how its dependents go, as kube's
+// deletionFinalizersForGarbageCollection lets it: the orphan and
+// foregroundDeletion finalizers follow the latest delete's policy, and a
+// delete that names none changes nothing.
+func TestDeleteSwitchesPropagation(t *testing.T) {
+	h := refNewHarness(t)
+	const d = "/apis/apps/v1/namespaces/default/deployments/held"
+	if r := h.do("POST", "/apis/apps/v1/namespaces/default/deployments", map[string]string{"Content-Type": "application/json"},
+		[]byte(`{"metadata":{"name":"held","finalizers":["example.com/hold"]},"spec":{"selector":{"matchLabels":{"a":"b"}},"template":{"metadata":{"labels":{"a":"b"}},"spec":{"containers":[{"name":"c","image":"busybox"}]}}}}`)); r.Code != http.StatusCreated {
+		t.Fatalf("create: %d %s", r.Code, r.Body)
+	}
+	type view struct {
+		Metadata struct {
+			ResourceVersion string
+			Finalizers      []string
+		}
+	}
+	del := func(body string) view {
+		t.Helper()
+		r := h.do("DELETE", d, map[string]string{"Content-Type": "application/json"}, []byte(body))
+		var v view
+		if err := json.Unmarshal(r.Body.Bytes(), &v); err != nil || r.Code != http.StatusOK {
+			t.Fatalf("delete %s: %d %s", body, r.Code, r.Body)
+		}
+		return v
+	}
+	for _, c := range []struct{ body, want string }{
+		{`{"propagationPolicy":"Orphan"}`, "example.com/hold,orphan"},
+		{`{"propagationPolicy":"Foreground"}`, "example.com/hold,foregroundDeletion"},
+		{`{"propagationPolicy":"Background"}`, "example.com/hold"},
+		{`{"orphanDependents":true}`, "example.com/hold,orphan"},
+	} {
+		if got := strings.Join(del(c.body).Metadata.Finalizers, ","); got != c.want {
+			t.Errorf("after a delete with %s: finalizers %s; want %s", c.body, got, c.want)
+		}
+	}
+	before := del(`{"propagationPolicy":"Orphan"}`)
+	if after := del(`{}`); after.Metadata.ResourceVersion != before.Metadata.ResourceVersion {
+		t.Errorf("a delete naming no policy rewrote the object: %+v, was %+v", after, before)
 	}
 }
