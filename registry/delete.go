@@ -235,16 +235,5 @@ func (x *Resource) Remove(ctx context.Context, rec kv.Record) (removed bool, err
 	return true, nil
 }
 
-// Propagation is the effective propagation policy of a delete.
-func Propagation(opts *metav1.DeleteOptions) metav1.DeletionPropagation {
-	switch {
-	case opts.PropagationPolicy != nil:
-		return *opts.PropagationPolicy
-	case opts.OrphanDependents != nil && *opts.OrphanDependents:
-		return metav1.DeletePropagationOrphan
-	}
-	return metav1.DeletePropagationBackground
-}
-
 // HasFinalizer reports whether obj carries finalizer f.
 func HasFinalizer(obj metav1.Object, f string) bool { return hasFinalizer(obj, f) }

@@ -159,9 +159,3 @@ func hasFinalizer(acc metav1.Object, f string) bool {
 	}
 	return false
 }
-
-func addFinalizer(acc metav1.Object, f string) {
-	if !hasFinalizer(acc, f) {
-		acc.SetFinalizers(append(acc.GetFinalizers(), f))
-	}
-}

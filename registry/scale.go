@@ -123,7 +123,7 @@ func (x *Resource) writeScale(ctx context.Context, namespace, name string, opts 
 		if err != nil {
 			return nil, err
 		}
-		if err := CheckName(sc, namespace, name); err != nil {
+		if err := CheckName(sc, "", name); err != nil {
 			return nil, err
 		}
 		if err := x.checkNamespace(sc, namespace); err != nil {

@@ -271,7 +271,6 @@ func (x *Resource) afterDelete(ctx context.Context, obj runtime.Object, acc meta
 	}
 }
 
-// checkName fills in or checks the object's name against the one written.
 // CheckName refuses an object whose name is not the one on the request's
 // URL, or whose namespace is not the request's (when both name one), with
 // kube-apiserver's words: its update handler checks a body so, and its
@@ -304,10 +303,7 @@ func checkName(obj runtime.Object, name string) error {
 	if acc.GetName() == "" {
 		acc.SetName(name)
 	}
-	if acc.GetName() != name {
-		return apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", acc.GetName(), name))
-	}
-	return nil
+	return CheckName(obj, "", name)
 }
 
 // prepareUpdate carries server-owned metadata from old into obj.
