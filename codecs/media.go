@@ -55,8 +55,8 @@ type Offer struct {
 	CBOR bool
 	// List is true when the answer is a collection (PartialObjectMetadataList).
 	List bool
-	// Watch is true for a watch of a built-in kind: its 406 names the
-	// stream forms too.
+	// Watch is true for a watch: YAML, which has no stream form, is
+	// refused, and the 406 of a built-in kind names the stream forms too.
 	Watch bool
 	// Views is true where Table/PartialObjectMetadata may be served.
 	Views bool
@@ -65,6 +65,18 @@ type Offer struct {
 	// Kind names the Go type in messages, as kube-apiserver's internal
 	// type name ("*core.ConfigMap" or "*core.ConfigMapList").
 	Kind string
+}
+
+// Streams is the list of a watch's forms, quoted in its 406 messages.
+func (o Offer) Streams() string {
+	s := "application/json;stream=watch"
+	if o.Protobuf {
+		s += ", application/vnd.kubernetes.protobuf;stream=watch"
+	}
+	if o.CBOR {
+		s += ", " + CBORSequence
+	}
+	return s
 }
 
 // Available is the list quoted in 406 messages.
@@ -197,6 +209,11 @@ func NegotiateWhy(accept string, offer Offer) (Output, string) {
 					continue
 				}
 			}
+			if offer.Watch && mt == YAML {
+				// kube-apiserver's watch negotiation takes the first
+				// acceptable form and refuses it when it cannot stream.
+				return Output{}, "only the following media types are accepted: " + offer.Streams()
+			}
 			return Output{MediaType: mt}, ""
 		}
 		generic := "only the following media types are accepted: " + offer.Available()
@@ -232,10 +249,7 @@ func NegotiateWhy(accept string, offer Offer) (Output, string) {
 	if viewProblem == "" {
 		viewProblem = "406: Not Acceptable\n\nAvailable representations: " + offer.Available()
 		if offer.Watch && offer.Protobuf {
-			viewProblem += ", application/json;stream=watch, application/vnd.kubernetes.protobuf;stream=watch"
-			if offer.CBOR {
-				viewProblem += ", " + CBORSequence
-			}
+			viewProblem += ", " + offer.Streams()
 		}
 	}
 	return Output{}, viewProblem

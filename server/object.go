@@ -125,20 +125,6 @@ func (r *request) negotiateOnce(list bool) (codecs.Output, error) {
 	}
 	out, why := codecs.NegotiateWhy(r.c.Request().Header.Get("Accept"), offer)
 	switch {
-	case why == "" && r.verb == "watch" && out.MediaType == codecs.YAML:
-		// YAML has no stream form: kube-apiserver's watch negotiation
-		// refuses it, naming the forms a watch streams in.
-		streams := "application/json;stream=watch"
-		if offer.Protobuf {
-			streams += ", application/vnd.kubernetes.protobuf;stream=watch"
-		}
-		if offer.CBOR {
-			streams += ", " + codecs.CBORSequence
-		}
-		return out, &apierrors.StatusError{ErrStatus: metav1.Status{
-			Status: metav1.StatusFailure, Code: http.StatusNotAcceptable, Reason: metav1.StatusReasonNotAcceptable,
-			Message: "only the following media types are accepted: " + streams,
-		}}
 	case why == "":
 		return out, nil
 	case strings.HasPrefix(why, "406:"):
