@@ -408,7 +408,7 @@ func (r *request) podBinding() error {
 		return err
 	}
 	b := obj.(*corev1.Binding)
-	if err := r.subresourceNamespace(b); err != nil {
+	if err := r.bodyNamespace(b); err != nil {
 		return err
 	}
 	if b.Name != r.ri.Name {
@@ -417,10 +417,10 @@ func (r *request) podBinding() error {
 	return r.bind(b, dryRun)
 }
 
-// subresourceNamespace checks the namespace a subresource's body names,
-// as kube-apiserver's create handler checks every body's: none means the
-// request's.
-func (r *request) subresourceNamespace(obj metav1.Object) error {
+// bodyNamespace checks the namespace a namespaced create's body names
+// (a subresource's, a review's), as kube-apiserver's create handler checks
+// every body's: none means the request's.
+func (r *request) bodyNamespace(obj metav1.Object) error {
 	if ns := obj.GetNamespace(); ns != "" && ns != r.ri.Namespace {
 		return apierrors.NewBadRequest("the namespace of the provided object does not match the namespace sent on the request")
 	}
@@ -517,7 +517,7 @@ func (r *request) podEviction() error {
 		return err
 	}
 	ev := obj.(*policyv1.Eviction)
-	if err := r.subresourceNamespace(ev); err != nil {
+	if err := r.bodyNamespace(ev); err != nil {
 		return err
 	}
 	if ev.Name != r.ri.Name {

@@ -27,8 +27,8 @@ func (r *request) review(obj runtime.Object, dryRun bool) error {
 		if err != nil {
 			return err
 		}
-		if ns := acc.GetNamespace(); ns != "" && ns != r.ri.Namespace {
-			return apierrors.NewBadRequest("the namespace of the provided object does not match the namespace sent on the request")
+		if err := r.bodyNamespace(acc); err != nil {
+			return err
 		}
 		acc.SetNamespace(r.ri.Namespace)
 	}
