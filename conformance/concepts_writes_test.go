@@ -158,6 +158,9 @@ func writeChecks() []conceptCheck {
 			if got := e.req(t, "GET", path, nil).expect(t, http.StatusOK); got.str("spec.holderIdentity") != "a" {
 				t.Errorf("holder %q after the refused update, want a", got.str("spec.holderIdentity"))
 			}
+			// A patch that takes the resourceVersion out asks for the same.
+			e.req(t, "PATCH", path, []any{map[string]any{"op": "remove", "path": "/metadata/resourceVersion"}}, "Content-Type: application/json-patch+json").
+				expectStatus(t, http.StatusUnprocessableEntity, "Invalid", "metadata.resourceVersion", "must be specified for an update")
 			lease["metadata"].(map[string]any)["resourceVersion"] = rv(created)
 			if got := e.req(t, "PUT", path, lease).expect(t, http.StatusOK); got.str("spec.holderIdentity") != "b" {
 				t.Errorf("holder %q after the conditional update, want b", got.str("spec.holderIdentity"))

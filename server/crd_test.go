@@ -532,6 +532,16 @@ func TestCRUpdateNeedsResourceVersion(t *testing.T) {
 	if r := h.do("PUT", dial+"/scale", ct, []byte(`{"apiVersion":"autoscaling/v1","kind":"Scale","metadata":{"name":"d","namespace":"cr-rv"},"spec":{"replicas":3}}`)); r.Code != http.StatusOK {
 		t.Errorf("PUT scale without resourceVersion: %d %s", r.Code, r.Body)
 	}
+	// A patch that takes the resourceVersion out asks for an unconditional
+	// update too: refused here, let through for a kind that allows it.
+	merge := map[string]string{"Content-Type": "application/merge-patch+json"}
+	if r := h.do("PATCH", dial, merge, []byte(`{"metadata":{"resourceVersion":null},"spec":{"replicas":8}}`)); r.Code != http.StatusUnprocessableEntity || !strings.Contains(r.Body.String(), want) {
+		t.Errorf("PATCH removing the resourceVersion: %d %s; want 422 %s", r.Code, r.Body, want)
+	}
+	h.mustDo("POST", "/api/v1/namespaces/cr-rv/configmaps", "application/json", `{"metadata":{"name":"c"}}`, http.StatusCreated)
+	if r := h.do("PATCH", "/api/v1/namespaces/cr-rv/configmaps/c", merge, []byte(`{"metadata":{"resourceVersion":null},"data":{"k":"v"}}`)); r.Code != http.StatusOK {
+		t.Errorf("PATCH of a ConfigMap removing the resourceVersion: %d %s; want 200", r.Code, r.Body)
+	}
 }
 
 // TestCRRefusesProtobufBodies: custom resources have no Protobuf form, so

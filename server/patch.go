@@ -146,6 +146,11 @@ func (p *patchRequest) apply(current runtime.Object, t *schema.Type) (runtime.Ob
 	if err := p.r.fieldProblems(strict, p.fv); err != nil {
 		return nil, err
 	}
+	// The patched object carries the current resourceVersion unless the
+	// patch took it out, asking for an unconditional update.
+	if err := p.r.needResourceVersion(obj); err != nil {
+		return nil, err
+	}
 	if !patchSetsResourceVersion(p.kind, p.body) {
 		// A patch that names no resourceVersion applies to whatever is
 		// current: the update retries on conflict instead of failing.

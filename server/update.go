@@ -10,7 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/tabula-dev/tabula/registry"
-	"github.com/tabula-dev/tabula/schema"
 )
 
 // update handles PUT of one object (or its status).
@@ -25,8 +24,8 @@ func (r *request) update() error {
 		return err
 	}
 	return r.updateObject(func(cur runtime.Object) (runtime.Object, error) {
-		if cur != nil && r.t.UpdateNeedsResourceVersion && (r.ri.Subresource == "" || r.ri.Subresource == "status") {
-			if err := needResourceVersion(obj, r.t, r.ri.Name); err != nil {
+		if cur != nil {
+			if err := r.needResourceVersion(obj); err != nil {
 				return nil, err
 			}
 		}
@@ -34,16 +33,20 @@ func (r *request) update() error {
 	}, dryRun)
 }
 
-// needResourceVersion refuses the body of a PUT that names no
-// resourceVersion for an existing object whose kind allows no
-// unconditional update, with kube-apiserver's answer (its kind field
-// holds the resource).
-func needResourceVersion(obj runtime.Object, t *schema.Type, name string) error {
+// needResourceVersion refuses an update of an existing object (a PUT's
+// body, a patched object) that names no resourceVersion, where the kind
+// allows no unconditional update, with kube-apiserver's answer (its kind
+// field holds the resource). The scale subresource reads the live
+// object's, as kube's does.
+func (r *request) needResourceVersion(obj runtime.Object) error {
+	if !r.t.UpdateNeedsResourceVersion || r.ri.Subresource != "" && r.ri.Subresource != "status" {
+		return nil
+	}
 	acc, err := meta.Accessor(obj)
 	if err != nil || acc.GetResourceVersion() != "" {
 		return err
 	}
-	return apierrors.NewInvalid(runtimeschema.GroupKind{Group: t.Group, Kind: t.Resource}, name, field.ErrorList{
+	return apierrors.NewInvalid(runtimeschema.GroupKind{Group: r.t.Group, Kind: r.t.Resource}, r.ri.Name, field.ErrorList{
 		field.Invalid(field.NewPath("metadata", "resourceVersion"), uint64(0), "must be specified for an update")})
 }
 
