@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -395,4 +396,58 @@ func TestKubeletStreams(t *testing.T) {
 			t.Errorf("proxy to a loopback node: %v", err)
 		}
 	})
+}
+
+// TestWebSocketStreamsNeedCreate: exec, attach and port-forward over
+// WebSocket are GETs, but, as on kube-apiserver 1.35, running one needs
+// the create verb on the subresource as well; get alone is refused before
+// anything reaches the kubelet.
+func TestWebSocketStreamsNeedCreate(t *testing.T) {
+	host := globalUnicastAddress(t)
+	pki, err := auth.EnsurePKI(t.TempDir(), []string{host})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kubelet := newTestKubelet(t, host, pki)
+	h, srv, as := authServer(t, "tok-root,root,1,\"system:masters\"\ntok-bob,bob,3\n", server.Config{Kubelet: server.KubeletConfig{
+		TLSClientConfig: server.KubeletTLSConfig{CertFile: pki.KubeletClientCertPath, KeyFile: pki.KubeletClientKeyPath, CAFile: pki.CACertPath},
+	}})
+	root := func(method, path, body string, want int) {
+		t.Helper()
+		if rec := h.do(method, path, as("tok-root"), []byte(body)); rec.Code != want {
+			t.Fatalf("%s %s: %d %s", method, path, rec.Code, rec.Body.String())
+		}
+	}
+	root("POST", "/api/v1/nodes", fmt.Sprintf(`{"metadata":{"name":"n1"},"status":{"addresses":[{"type":"InternalIP","address":%q}],"daemonEndpoints":{"kubeletEndpoint":{"Port":%d}}}}`, host, kubelet.port(t)), http.StatusCreated)
+	root("POST", "/api/v1/namespaces/default/pods", `{"metadata":{"name":"p"},"spec":{"nodeName":"n1","containers":[{"name":"c","image":"busybox"}]}}`, http.StatusCreated)
+	root("POST", "/apis/rbac.authorization.k8s.io/v1/namespaces/default/roles", `{"metadata":{"name":"streams"},"rules":[{"apiGroups":[""],"resources":["pods/exec","pods/attach","pods/portforward"],"verbs":["get"]}]}`, http.StatusCreated)
+	root("POST", "/apis/rbac.authorization.k8s.io/v1/namespaces/default/rolebindings", `{"metadata":{"name":"streams"},"roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"Role","name":"streams"},"subjects":[{"kind":"User","name":"bob"}]}`, http.StatusCreated)
+
+	upgrade := as("tok-bob", "Connection", "Upgrade", "Upgrade", "websocket", "Sec-WebSocket-Version", "13",
+		"Sec-WebSocket-Key", "dGhlIHNhbXBsZSBub25jZQ==", "Sec-WebSocket-Protocol", "v5.channel.k8s.io")
+	for _, path := range []string{"exec?command=id&stdout=true&container=c", "attach?stdout=true&container=c", "portforward?ports=80"} {
+		rec := h.do("GET", "/api/v1/namespaces/default/pods/p/"+path, upgrade, nil)
+		var st metav1.Status
+		_ = json.Unmarshal(rec.Body.Bytes(), &st)
+		if rec.Code != http.StatusForbidden || st.Reason != metav1.StatusReasonForbidden || !strings.HasPrefix(st.Message, `pods "p" is forbidden`) ||
+			st.Details == nil || st.Details.Kind != "pods" || st.Details.Name != "p" {
+			t.Errorf("%s with get alone: %d %s", path, rec.Code, rec.Body.String())
+		}
+	}
+
+	// With create too, the WebSocket exec runs.
+	root("PUT", "/apis/rbac.authorization.k8s.io/v1/namespaces/default/roles/streams", `{"metadata":{"name":"streams"},"rules":[{"apiGroups":[""],"resources":["pods/exec","pods/attach","pods/portforward"],"verbs":["get","create"]}]}`, http.StatusOK)
+	api := httptest.NewTLSServer(srv.Handler())
+	t.Cleanup(api.Close)
+	cfg := &rest.Config{Host: api.URL, BearerToken: "tok-bob", TLSClientConfig: rest.TLSClientConfig{Insecure: true}}
+	u := kubernetes.NewForConfigOrDie(cfg).CoreV1().RESTClient().Post().Resource("pods").Namespace("default").Name("p").SubResource("exec").
+		VersionedParams(&corev1.PodExecOptions{Container: "c", Command: []string{"id"}, Stdout: true}, scheme.ParameterCodec).URL()
+	exec, err := remotecommand.NewWebSocketExecutor(cfg, "GET", u.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stdout bytes.Buffer
+	if err := exec.StreamWithContext(context.Background(), remotecommand.StreamOptions{Stdout: &stdout}); err != nil || stdout.String() != `p/c ran ["id"] with stdin ""` {
+		t.Errorf("exec with get and create: %q %v", stdout.String(), err)
+	}
 }

@@ -160,6 +160,9 @@ func (r *request) podExec() error {
 	if err := r.admitConnect(opts); err != nil {
 		return err
 	}
+	if err := r.authorizeStreamCreate(); err != nil {
+		return err
+	}
 	q := streamQuery(opts.Stdin, opts.Stdout, opts.Stderr, opts.TTY)
 	for _, c := range opts.Command {
 		q.Add("command", c)
@@ -176,6 +179,9 @@ func (r *request) podAttach() error {
 		return err
 	}
 	if err := r.admitConnect(opts); err != nil {
+		return err
+	}
+	if err := r.authorizeStreamCreate(); err != nil {
 		return err
 	}
 	q := streamQuery(opts.Stdin, opts.Stdout, opts.Stderr, opts.TTY)
@@ -216,6 +222,9 @@ func (r *request) podPortForward() error {
 		return err
 	}
 	if err := r.admitConnect(opts); err != nil {
+		return err
+	}
+	if err := r.authorizeStreamCreate(); err != nil {
 		return err
 	}
 	pod, err := r.pod(r.ri.Name)
