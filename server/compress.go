@@ -41,7 +41,7 @@ func compressLarge(segments *segmentCache) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			req := c.Request()
-			if longRunning(req) || queryBool(c.QueryParams(), "watch") {
+			if longRunning(req) {
 				return next(c)
 			}
 			res := c.Response()

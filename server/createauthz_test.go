@@ -57,3 +57,30 @@ func TestCreateThroughUpdateNeedsCreate(t *testing.T) {
 		return h.do("PUT", leases+"l1", as("tok-bob"), []byte(`{"apiVersion":"coordination.k8s.io/v1","kind":"Lease","metadata":{"name":"l1"}}`)).Code == http.StatusCreated
 	})
 }
+
+// TestWatchParamOnNamedPathIsAGet: ?watch=true on an object's own path is
+// a get, as kube's request info reads it: authorized as get, answered
+// with the object once; only the collection's watch (or the legacy
+// /watch/ prefix) streams, and that needs the watch verb.
+func TestWatchParamOnNamedPathIsAGet(t *testing.T) {
+	h, as := rbacHarness(t)
+	createAll(t, h, as("tok-root"), [][2]string{
+		{"/api/v1/namespaces", `{"metadata":{"name":"team-w"}}`},
+		{"/api/v1/namespaces/team-w/configmaps", `{"metadata":{"name":"c"},"data":{"k":"v"}}`},
+		{"/apis/rbac.authorization.k8s.io/v1/namespaces/team-w/roles", `{"metadata":{"name":"getter"},"rules":[{"apiGroups":[""],"resources":["configmaps","configmaps/status"],"verbs":["get"]}]}`},
+		{"/apis/rbac.authorization.k8s.io/v1/namespaces/team-w/rolebindings", `{"metadata":{"name":"bob-gets"},"roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"Role","name":"getter"},"subjects":[{"kind":"User","name":"bob"}]}`},
+	})
+	const cms = "/api/v1/namespaces/team-w/configmaps"
+	for _, p := range []string{cms + "/c?watch=true", cms + "/c?watch=1&timeoutSeconds=1"} {
+		r := h.do("GET", p, as("tok-bob"), nil)
+		if r.Code != http.StatusOK || r.Header().Get("Content-Type") != "application/json" ||
+			!strings.HasPrefix(r.Body.String(), `{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"c"`) || strings.Contains(r.Body.String(), `"type":"ADDED"`) {
+			t.Errorf("GET %s with get alone: %d %q %s; want the object, once", p, r.Code, r.Header().Get("Content-Type"), r.Body)
+		}
+	}
+	for _, p := range []string{cms + "?watch=true", "/api/v1/watch/namespaces/team-w/configmaps/c", cms + "?watch=true&fieldSelector=metadata.name%3Dc"} {
+		if r := h.do("GET", p, as("tok-bob"), nil); r.Code != http.StatusForbidden || !strings.Contains(r.Body.String(), `cannot watch resource \"configmaps\"`) {
+			t.Errorf("GET %s with get alone: %d %s; want 403", p, r.Code, r.Body)
+		}
+	}
+}

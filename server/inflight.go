@@ -140,7 +140,7 @@ func longRunning(r *http.Request) bool {
 	if !ok {
 		return false
 	}
-	if ri.WatchPath || (r.Method == http.MethodGet || r.Method == http.MethodHead) && watchQuery(r.URL.RawQuery) {
+	if ri.WatchPath || ri.Name == "" && (r.Method == http.MethodGet || r.Method == http.MethodHead) && watchQuery(r.URL.RawQuery) {
 		return true
 	}
 	switch ri.Subresource {

@@ -222,7 +222,10 @@ func verbFor(method string, ri requestInfo, c echo.Context) string {
 	named := ri.Name != ""
 	switch method {
 	case http.MethodGet, http.MethodHead:
-		if ri.WatchPath || queryBool(c.QueryParams(), "watch") {
+		// As kube's RequestInfoFactory: ?watch turns a collection's GET
+		// into a watch; on a named path it is ignored and the GET is a
+		// get (only the legacy /watch/ prefix watches one object).
+		if ri.WatchPath || !named && queryBool(c.QueryParams(), "watch") {
 			return "watch"
 		}
 		if named {
