@@ -9,6 +9,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/tabula-dev/tabula/codecs"
@@ -293,6 +294,9 @@ func (e *watchEncoder) flush() {
 // are made per watcher.
 func (e *watchEncoder) write(ev kv.Event) error {
 	e.arm()
+	if ev.ValueRev != 0 {
+		return e.writeLeft(ev)
+	}
 	switch {
 	case e.ww.WantsJSON() && e.r.t.FromStorage == nil:
 		return e.ww.EventStored(string(ev.Type), ev.Value)
@@ -319,6 +323,23 @@ func (e *watchEncoder) write(ev kv.Event) error {
 	if err != nil {
 		return err
 	}
+	return e.ww.Event(string(ev.Type), obj)
+}
+
+// writeLeft sends the DELETED event of an object that stopped matching
+// the watch's selector: the object as it was before, at the event's
+// revision, as kube's watch shows it. Its encoding is its own: the kept
+// ones of ev.Rev are of the object as it is now.
+func (e *watchEncoder) writeLeft(ev kv.Event) error {
+	obj, err := e.r.decodeStored(kv.Record{Key: ev.Key, Rev: ev.ValueRev, CreatedRev: ev.CreatedRev, Value: ev.Value})
+	if err != nil {
+		return err
+	}
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return err
+	}
+	m.SetResourceVersion(strconv.FormatInt(ev.Rev, 10))
 	return e.ww.Event(string(ev.Type), obj)
 }
 

@@ -314,9 +314,10 @@ func (p batchPlan) events(live map[kv.Key]liveRow) []logRow {
 			// batch's row r.prev-first.
 			prev := p.log[r.prev-first].e
 			out[i].hasPrev, out[i].prevLabels, out[i].prevFs = true, prev.Labels, prev.Fields
+			out[i].prevRev = r.prev
 		default:
 			l := live[r.key]
-			out[i].hasPrev = true
+			out[i].hasPrev, out[i].prevRev = true, r.prev
 			_ = json.Unmarshal([]byte(l.labels), &out[i].prevLabels)
 			_ = json.Unmarshal([]byte(l.fields), &out[i].prevFs)
 		}

@@ -28,6 +28,8 @@ type logRow struct {
 	labels, fields     map[string]string
 	prevLabels, prevFs map[string]string
 	hasPrev            bool
+	// prevRev is the key's previous row, when hasPrev.
+	prevRev int64
 }
 
 // hub is the one poller of a Store: it tails the log and fans rows out to
@@ -494,7 +496,9 @@ func (s *Store) readLogOn(ctx context.Context, db *sql.DB, key kv.Key, after, up
 			}
 			r.value = v
 		}
-		r.hasPrev = prev != nil
+		if r.hasPrev = prev != nil; r.hasPrev {
+			r.prevRev = *prev
+		}
 		if want.labels {
 			_ = json.Unmarshal([]byte(labels), &r.labels)
 			if pl != nil {
@@ -591,8 +595,14 @@ func (s *Store) Watch(ctx context.Context, opts kv.WatchOptions) (kv.Watcher, er
 				break
 			}
 			for _, r := range rows {
-				if ev, ok := w.event(r); ok && !send(ev) {
-					return
+				if ev, ok := w.event(r); ok {
+					if err := s.resolveLeft(ctx, &ev); err != nil {
+						out.setErr(err)
+						return
+					}
+					if !send(ev) {
+						return
+					}
 				}
 				sent = r.rev
 			}
@@ -605,6 +615,10 @@ func (s *Store) Watch(ctx context.Context, opts kv.WatchOptions) (kv.Watcher, er
 				ev, newest, ok := w.take(sent)
 				if !ok {
 					break
+				}
+				if err := s.resolveLeft(ctx, &ev); err != nil {
+					out.setErr(err)
+					return
 				}
 				if !send(ev) {
 					return
@@ -748,6 +762,14 @@ func (w *watcher) offer(r logRow) bool {
 	}
 	size := len(ev.Value) + eventOverhead
 	w.mu.Lock()
+	if w.direct && ev.ValueRev != 0 {
+		// Its value is still to read: the watch's goroutine hands it out.
+		if ev.Rev <= w.sent {
+			w.mu.Unlock()
+			return true
+		}
+		w.direct = false
+	}
 	if w.direct {
 		if ev.Rev <= w.sent {
 			w.mu.Unlock()
@@ -858,7 +880,32 @@ func (w *watcher) event(r logRow) (kv.Event, bool) {
 	case cur:
 		return kv.Event{Type: kv.Added, Record: rec}, true
 	case prev:
-		return kv.Event{Type: kv.Deleted, Record: rec}, true
+		// Its value, the row before, is read by the watch's goroutine
+		// (resolveLeft), not by the hub.
+		rec.Value = nil
+		return kv.Event{Type: kv.Deleted, Record: rec, ValueRev: r.prevRev}, true
 	}
 	return kv.Event{}, false
+}
+
+// resolveLeft reads the value of a Deleted event for an object that left
+// the watch's selector: its row before the event. A lagging watch whose
+// row was compacted meanwhile ends as a compacted one does, and re-lists.
+func (s *Store) resolveLeft(ctx context.Context, ev *kv.Event) error {
+	if ev.ValueRev == 0 || ev.Value != nil {
+		return nil
+	}
+	rows, err := s.readLog(ctx, ev.Key, ev.ValueRev-1, ev.ValueRev, 1, logWants{})
+	if err != nil {
+		return err
+	}
+	if len(rows) == 0 || rows[0].rev != ev.ValueRev {
+		_, compacted, err := s.revs(ctx)
+		if err != nil {
+			return err
+		}
+		return &kv.CompactedError{Requested: ev.ValueRev, Compacted: compacted}
+	}
+	ev.Value = rows[0].value
+	return nil
 }

@@ -22,7 +22,7 @@ func TestWatchHistorySelectors(t *testing.T) {
 		ctx := context.Background()
 		entry := func(app, node string) kv.Encoder {
 			return func(int64) (kv.Entry, error) {
-				return kv.Entry{Value: []byte("{}"), Labels: map[string]string{"app": app}, Fields: map[string]string{"spec.node": node}}, nil
+				return kv.Entry{Value: []byte(app), Labels: map[string]string{"app": app}, Fields: map[string]string{"spec.node": node}}, nil
 			}
 		}
 		key := func(name string) kv.Key { return kv.Key{Resource: "pods", Namespace: "ns", Name: name} }
@@ -48,10 +48,11 @@ func TestWatchHistorySelectors(t *testing.T) {
 			pred kv.Predicate
 			want []string
 		}{
-			"none":     {kv.Predicate{}, []string{"ADDED a", "ADDED b", "MODIFIED a", "MODIFIED b", "DELETED a"}},
-			"labels":   {kv.Predicate{Label: web}, []string{"ADDED a", "DELETED a"}},
-			"fields":   {kv.Predicate{Field: fields.OneTermEqualSelector("spec.node", "n1")}, []string{"ADDED a", "MODIFIED a", "ADDED b", "DELETED a"}},
-			"both set": {kv.Predicate{Label: web, Field: fields.OneTermEqualSelector("spec.node", "n1")}, []string{"ADDED a", "DELETED a"}},
+			// An object leaving the selector is DELETED as it was before.
+			"none":     {kv.Predicate{}, []string{"ADDED a web", "ADDED b db", "MODIFIED a db", "MODIFIED b db", "DELETED a db"}},
+			"labels":   {kv.Predicate{Label: web}, []string{"ADDED a web", "DELETED a web"}},
+			"fields":   {kv.Predicate{Field: fields.OneTermEqualSelector("spec.node", "n1")}, []string{"ADDED a web", "MODIFIED a db", "ADDED b db", "DELETED a db"}},
+			"both set": {kv.Predicate{Label: web, Field: fields.OneTermEqualSelector("spec.node", "n1")}, []string{"ADDED a web", "DELETED a web"}},
 		} {
 			t.Run(name, func(t *testing.T) {
 				ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
@@ -68,7 +69,7 @@ func TestWatchHistorySelectors(t *testing.T) {
 						if !ok {
 							t.Fatalf("watch ended after %v: %v", got, w.Err())
 						}
-						got = append(got, fmt.Sprintf("%s %s", ev.Type, ev.Name))
+						got = append(got, fmt.Sprintf("%s %s %s", ev.Type, ev.Name, ev.Value))
 					case <-ctx.Done():
 						t.Fatalf("got %v, waiting for %v", got, tc.want)
 					}

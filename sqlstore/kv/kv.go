@@ -157,6 +157,12 @@ const (
 type Event struct {
 	Type EventType
 	Record
+	// ValueRev, when not 0, is the revision Value was written at: a
+	// Deleted event for an object that stopped matching the watch's
+	// selector at Rev carries the object as it was before (as kube's
+	// watch shows it, so a selector never shows what it excludes), to be
+	// shown at Rev.
+	ValueRev int64
 }
 
 // Errors the store returns; callers test them with errors.Is.

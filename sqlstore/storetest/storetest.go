@@ -494,6 +494,15 @@ func testWatchSelectorTransitions(t *testing.T, s *sqlstore.Store) {
 		if ev.Type != wnt.typ || ev.Rev != wnt.rev {
 			t.Fatalf("event %d = %s@%d; want %s@%d", i, ev.Type, ev.Rev, wnt.typ, wnt.rev)
 		}
+		// Leaving the selector, the object is shown as it was before:
+		// never with the labels (or data) the selector excludes.
+		wantValue, wantValueRev := fmt.Sprintf(`{"name":"a","rev":%d}`, ev.Rev), int64(0)
+		if ev.Type == kv.Deleted {
+			wantValue, wantValueRev = fmt.Sprintf(`{"name":"a","rev":%d}`, r2.Rev), r2.Rev
+		}
+		if string(ev.Value) != wantValue || ev.ValueRev != wantValueRev {
+			t.Errorf("event %d carries %s (written at %d); want %s (%d)", i, ev.Value, ev.ValueRev, wantValue, wantValueRev)
+		}
 	}
 }
 
@@ -653,8 +662,8 @@ func testCompactKeepsTransitions(t *testing.T, s *sqlstore.Store) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ev := recv(t, w); ev.Type != kv.Deleted || ev.Rev != u.Rev {
-		t.Fatalf("event = %s@%d; want DELETED@%d (stopped matching)", ev.Type, ev.Rev, u.Rev)
+	if ev := recv(t, w); ev.Type != kv.Deleted || ev.Rev != u.Rev || ev.ValueRev != r.Rev || string(ev.Value) != fmt.Sprintf(`{"name":"a","rev":%d}`, r.Rev) {
+		t.Fatalf("event = %s@%d with %s; want DELETED@%d (stopped matching) with the value of %d", ev.Type, ev.Rev, ev.Value, u.Rev, r.Rev)
 	}
 }
 
