@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -11,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	runtimeschema "k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/kubernetes/pkg/api/legacyscheme"
 	"k8s.io/kubernetes/pkg/apis/authentication"
@@ -52,7 +54,10 @@ func (s *Server) tokenObjectUID(ctx context.Context, kind, namespace, name strin
 		return "", false, err
 	}
 	acc, ok := obj.(metav1.Object)
-	if !ok || acc.GetDeletionTimestamp() != nil {
+	if !ok {
+		return "", false, nil
+	}
+	if at := acc.GetDeletionTimestamp(); at != nil && at.Time.Before(time.Now().Add(-auth.DeletedLeeway)) {
 		return "", false, nil
 	}
 	return string(acc.GetUID()), true, nil
@@ -112,6 +117,30 @@ func (r *request) serviceAccountToken() error {
 		return err
 	}
 	tr := obj.(*authenticationv1.TokenRequest)
+	if err := r.bodyNamespace(tr); err != nil {
+		return err
+	}
+	if tr.Name != "" && tr.Name != r.ri.Name {
+		return apierrors.NewInvalid(tokenRequestGK, r.ri.Name, field.ErrorList{
+			field.Invalid(field.NewPath("metadata", "name"), tr.Name, "must match the service account name if specified")})
+	}
+	saObj, _, err := r.res.Get(r.ctx, r.ri.Namespace, r.ri.Name)
+	if err != nil {
+		return err
+	}
+	sa := saObj.(*corev1.ServiceAccount)
+	// kube 1.35's TokenRequestServiceAccountUIDValidation (on by default).
+	if tr.UID != "" && tr.UID != sa.UID {
+		return apierrors.NewConflict(runtimeschema.GroupResource{Group: tokenRequestGK.Group, Resource: tokenRequestGK.Kind}, r.ri.Name,
+			fmt.Errorf("the UID in the token request (%s) does not match the UID of the service account (%s)", tr.UID, sa.UID))
+	}
+	if len(tr.Spec.Audiences) == 0 {
+		tr.Spec.Audiences = r.s.cfg.ServiceAccountTokens.Audiences
+	}
+	tr.Name, tr.Namespace, tr.UID = sa.Name, sa.Namespace, sa.UID
+	now := time.Now()
+	tr.CreationTimestamp = metav1.NewTime(now)
+	tr.Status = authenticationv1.TokenRequestStatus{}
 	if tr.Spec.ExpirationSeconds == nil {
 		one := int64(3600)
 		tr.Spec.ExpirationSeconds = &one
@@ -121,28 +150,18 @@ func (r *request) serviceAccountToken() error {
 		return err
 	}
 	if errs := authenticationvalidation.ValidateTokenRequest(in); len(errs) > 0 {
-		return apierrors.NewInvalid(runtimeschema.GroupKind{Group: "authentication.k8s.io", Kind: "TokenRequest"}, tr.Name, errs)
+		return apierrors.NewInvalid(tokenRequestGK, "", errs)
 	}
 	if err := r.s.api.MustLookup("", "v1", "serviceaccounts").AdmitSubresource(r.ctx, r.ri.Namespace, r.ri.Name, "token", tokenRequestKind, tr, dryRun); err != nil {
 		return err
 	}
-	// Longer than --service-account-max-token-expiration is shortened,
-	// with kube-apiserver's warning.
-	if max := int64(r.s.cfg.ServiceAccountTokens.MaxExpiration / time.Second); max > 0 && *tr.Spec.ExpirationSeconds > max {
-		addWarning(r.c.Response().Header(), fmt.Sprintf("requested expiration of %d seconds shortened to %d seconds", *tr.Spec.ExpirationSeconds, max))
-		tr.Spec.ExpirationSeconds = &max
-	}
-	saObj, _, err := r.res.Get(r.ctx, r.ri.Namespace, r.ri.Name)
-	if err != nil {
-		return err
-	}
-	sa := saObj.(*corev1.ServiceAccount)
-	subject := auth.TokenSubject{Namespace: sa.Namespace, Name: sa.Name, UID: string(sa.UID), Audiences: tr.Spec.Audiences,
-		Expiry: time.Duration(*tr.Spec.ExpirationSeconds) * time.Second}
+	subject := auth.TokenSubject{Namespace: sa.Namespace, Name: sa.Name, UID: string(sa.UID), Audiences: tr.Spec.Audiences}
 	if ref := tr.Spec.BoundObjectRef; ref != nil {
+		// As kube's: the reference's group (from its apiVersion) and kind.
+		gvk := runtimeschema.FromAPIVersionAndKind(ref.APIVersion, ref.Kind)
 		where, ok := tokenObjects[ref.Kind]
-		if !ok || ref.Kind == "ServiceAccount" {
-			return apierrors.NewBadRequest(fmt.Sprintf("cannot bind token to object of type %s", ref.Kind))
+		if !ok || ref.Kind == "ServiceAccount" || gvk.Group != where.group {
+			return apierrors.NewBadRequest(fmt.Sprintf("cannot bind token to object of type %s", gvk.String()))
 		}
 		ns := r.ri.Namespace
 		if ref.Kind == "Node" {
@@ -152,26 +171,61 @@ func (r *request) serviceAccountToken() error {
 		if err != nil {
 			return err
 		}
+		if pod, ok := bound.(*corev1.Pod); ok {
+			if pod.Spec.ServiceAccountName != sa.Name {
+				return apierrors.NewBadRequest(fmt.Sprintf("cannot bind token for serviceaccount %q to pod running with different serviceaccount name.", sa.Name))
+			}
+			if subject.NodeName = pod.Spec.NodeName; subject.NodeName != "" {
+				// A Node not (or no longer) there is named without a uid.
+				node, _, err := r.s.api.MustLookup("", "v1", "nodes").Get(r.ctx, "", subject.NodeName)
+				switch {
+				case err == nil:
+					subject.NodeUID = string(node.(metav1.Object).GetUID())
+				case !apierrors.IsNotFound(err):
+					return apierrors.NewInternalError(err)
+				}
+			}
+		}
 		acc := bound.(metav1.Object)
 		if ref.UID != "" && ref.UID != acc.GetUID() {
-			return apierrors.NewConflict(runtimeschema.GroupResource{Resource: where.resource}, ref.Name,
+			return apierrors.NewConflict(runtimeschema.GroupResource{Group: gvk.Group, Resource: gvk.Kind}, ref.Name,
 				fmt.Errorf("the UID in the bound object reference (%s) does not match the UID in record. The object might have been deleted and then recreated", ref.UID))
 		}
 		subject.BoundKind, subject.BoundName, subject.BoundUID = ref.Kind, ref.Name, string(acc.GetUID())
 		tr.Spec.BoundObjectRef.UID = acc.GetUID()
 	}
-	token, exp, err := r.s.cfg.ServiceAccountTokens.Issue(subject)
+	// Longer than --service-account-max-token-expiration is shortened,
+	// with kube-apiserver's warning.
+	if max := int64(r.s.cfg.ServiceAccountTokens.MaxExpiration / time.Second); max > 0 && *tr.Spec.ExpirationSeconds > max {
+		addWarning(r.c.Response().Header(), fmt.Sprintf("requested expiration of %d seconds shortened to %d seconds", *tr.Spec.ExpirationSeconds, max))
+		tr.Spec.ExpirationSeconds = &max
+	}
+	subject.Expiry = time.Duration(*tr.Spec.ExpirationSeconds) * time.Second
+	// The kubelet asks 3607 s for a projected volume's token: as kube-apiserver
+	// does by default (--service-account-extend-token-expiration), such a
+	// Pod's token for this server's audiences lives a year and says when it
+	// should have been renewed.
+	if subject.BoundKind == "Pod" && *tr.Spec.ExpirationSeconds == warnOnlyTokenSeconds &&
+		!slices.ContainsFunc(tr.Spec.Audiences, func(a string) bool { return !slices.Contains(r.s.cfg.ServiceAccountTokens.Audiences, a) }) {
+		subject.WarnAfter, subject.Expiry = subject.Expiry, extendedTokenLifetime
+	}
+	token, err := r.s.cfg.ServiceAccountTokens.Issue(subject, now)
 	if err != nil {
 		return err
 	}
-	if len(tr.Spec.Audiences) == 0 {
-		tr.Spec.Audiences = r.s.cfg.ServiceAccountTokens.Audiences
-	}
-	tr.Namespace = r.ri.Namespace
-	tr.Status = authenticationv1.TokenRequestStatus{Token: token, ExpirationTimestamp: metav1.NewTime(exp)}
+	tr.Status = authenticationv1.TokenRequestStatus{Token: token,
+		ExpirationTimestamp: metav1.NewTime(now.Add(time.Duration(*tr.Spec.ExpirationSeconds) * time.Second))}
 	out, err := r.negotiate(false)
 	if err != nil {
 		return err
 	}
 	return r.writeObject(http.StatusCreated, out, tr)
 }
+
+// kube's WarnOnlyBoundTokenExpirationSeconds and ExpirationExtensionSeconds.
+const (
+	warnOnlyTokenSeconds  = 60*60 + 7
+	extendedTokenLifetime = 365 * 24 * time.Hour
+)
+
+var tokenRequestGK = runtimeschema.GroupKind{Group: "authentication.k8s.io", Kind: "TokenRequest"}

@@ -183,11 +183,126 @@ func TestServiceAccountIssuer(t *testing.T) {
 	// A token of the earlier issuer still authenticates.
 	var bot struct{ Metadata struct{ UID string } }
 	_ = json.Unmarshal(do("admintoken", "GET", "/api/v1/namespaces/default/serviceaccounts/bot", "").Body.Bytes(), &bot)
-	oldToken, _, err := old.Issue(auth.TokenSubject{Namespace: "default", Name: "bot", UID: bot.Metadata.UID, Audiences: tokens.Audiences, Expiry: time.Hour})
+	oldToken, err := old.Issue(auth.TokenSubject{Namespace: "default", Name: "bot", UID: bot.Metadata.UID, Audiences: tokens.Audiences, Expiry: time.Hour}, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
 	if rec := do(oldToken, "POST", "/apis/authentication.k8s.io/v1/selfsubjectreviews", `{}`); rec.Code != http.StatusCreated || !strings.Contains(rec.Body.String(), "system:serviceaccount:default:bot") {
 		t.Errorf("a token of the earlier issuer: %d %s", rec.Code, rec.Body)
+	}
+}
+
+// TestTokenRequestChecksAsKube: a TokenRequest's body must agree with the
+// account it is posted to (name, namespace, uid), a Pod it binds must run
+// as that account, and is named by its kind and group; the answer names
+// the account; a Pod's token names its node and, asked for the kubelet's
+// 3607 s, lives a year with a warnafter; and a Pod in its grace period
+// keeps its token working, as on kube-apiserver.
+func TestTokenRequestChecksAsKube(t *testing.T) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tokens := auth.NewServiceAccountTokens(key)
+	file := filepath.Join(t.TempDir(), "tokens.csv")
+	if err := os.WriteFile(file, []byte("admintoken,admin,1,system:masters\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	authn, err := auth.NewAuthenticator(auth.Options{TokenFile: file, ServiceAccountTokens: tokens})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := servertest.Server(t, server.Config{Store: storetest.Open(t, "sqlite://:memory:"), Authenticator: authn, ServiceAccountTokens: tokens})
+	do := func(token, method, path, body string) *httptest.ResponseRecorder {
+		req := httptest.NewRequest(method, path, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer "+token)
+		rec := httptest.NewRecorder()
+		srv.Handler().ServeHTTP(rec, req)
+		return rec
+	}
+	const ns = "/api/v1/namespaces/default"
+	var node struct{ Metadata struct{ UID string } }
+	for _, c := range []struct{ path, body string }{
+		{"/api/v1/nodes", `{"metadata":{"name":"n1"}}`},
+		{ns + "/serviceaccounts", `{"metadata":{"name":"bot"}}`},
+		{ns + "/serviceaccounts", `{"metadata":{"name":"other"}}`},
+		{ns + "/pods", `{"metadata":{"name":"p"},"spec":{"serviceAccountName":"bot","nodeName":"n1","terminationGracePeriodSeconds":300,"containers":[{"name":"c","image":"busybox"}]}}`},
+	} {
+		r := do("admintoken", "POST", c.path, c.body)
+		if r.Code != http.StatusCreated {
+			t.Fatalf("create %s: %d %s", c.path, r.Code, r.Body)
+		}
+		if c.path == "/api/v1/nodes" {
+			_ = json.Unmarshal(r.Body.Bytes(), &node)
+		}
+	}
+	var sa struct{ Metadata struct{ UID string } }
+	_ = json.Unmarshal(do("admintoken", "GET", ns+"/serviceaccounts/bot", "").Body.Bytes(), &sa)
+	request := func(meta, spec string) *httptest.ResponseRecorder {
+		return do("admintoken", "POST", ns+"/serviceaccounts/bot/token", `{"apiVersion":"authentication.k8s.io/v1","kind":"TokenRequest","metadata":{`+meta+`},"spec":{`+spec+`}}`)
+	}
+	for _, c := range []struct {
+		what, meta, spec string
+		code             int
+		text             string
+	}{
+		{"another name", `"name":"other"`, ``, http.StatusUnprocessableEntity, `metadata.name: Invalid value: \"other\": must match the service account name if specified`},
+		{"another namespace", `"namespace":"kube-system"`, ``, http.StatusBadRequest, `the namespace of the provided object does not match the namespace sent on the request`},
+		{"another uid", `"uid":"bogus"`, ``, http.StatusConflict, `the UID in the token request (bogus) does not match the UID of the service account (` + sa.Metadata.UID + `)`},
+		{"its own Pod", ``, `"boundObjectRef":{"kind":"Pod","apiVersion":"v1","name":"p"}`, http.StatusCreated, ``},
+		{"a Pod of another group", ``, `"boundObjectRef":{"kind":"Pod","apiVersion":"apps/v1","name":"p"}`, http.StatusBadRequest, `cannot bind token to object of type apps/v1, Kind=Pod`},
+		{"a ConfigMap", ``, `"boundObjectRef":{"kind":"ConfigMap","apiVersion":"v1","name":"p"}`, http.StatusBadRequest, `cannot bind token to object of type /v1, Kind=ConfigMap`},
+	} {
+		r := request(c.meta, c.spec)
+		if r.Code != c.code || !strings.Contains(r.Body.String(), c.text) {
+			t.Errorf("%s: %d %s; want %d with %q", c.what, r.Code, r.Body, c.code, c.text)
+		}
+	}
+	if r := do("admintoken", "POST", ns+"/serviceaccounts/other/token", `{"spec":{"boundObjectRef":{"kind":"Pod","apiVersion":"v1","name":"p"}}}`); r.Code != http.StatusBadRequest ||
+		!strings.Contains(r.Body.String(), `cannot bind token for serviceaccount \"other\" to pod running with different serviceaccount name.`) {
+		t.Errorf("binding other's token to bot's pod: %d %s", r.Code, r.Body)
+	}
+
+	r := request(``, `"expirationSeconds":3607,"boundObjectRef":{"kind":"Pod","apiVersion":"v1","name":"p"}`)
+	var tr struct {
+		Metadata struct{ Name, Namespace, UID string }
+		Status   struct {
+			Token               string
+			ExpirationTimestamp time.Time
+		}
+	}
+	if err := json.Unmarshal(r.Body.Bytes(), &tr); err != nil || r.Code != http.StatusCreated {
+		t.Fatalf("kubelet's token: %d %s", r.Code, r.Body)
+	}
+	if tr.Metadata.Name != "bot" || tr.Metadata.Namespace != "default" || tr.Metadata.UID != sa.Metadata.UID {
+		t.Errorf("answer's metadata %+v; want the account's name, namespace and uid", tr.Metadata)
+	}
+	if left := time.Until(tr.Status.ExpirationTimestamp); left < time.Hour || left > time.Hour+10*time.Second {
+		t.Errorf("status expiration in %v; want the 3607 s asked", left)
+	}
+	parts := strings.Split(tr.Status.Token, ".")
+	payload, _ := base64.RawURLEncoding.DecodeString(parts[1])
+	var claims struct {
+		Exp, Iat int64
+		Kube     struct {
+			Node      struct{ Name, UID string }
+			WarnAfter int64 `json:"warnafter"`
+		} `json:"kubernetes.io"`
+	}
+	if err := json.Unmarshal(payload, &claims); err != nil {
+		t.Fatal(err)
+	}
+	if claims.Exp-claims.Iat != 365*24*3600 || claims.Kube.WarnAfter-claims.Iat != 3607 || claims.Kube.Node.Name != "n1" || claims.Kube.Node.UID != node.Metadata.UID {
+		t.Errorf("kubelet's token claims %s; want a year's exp, warnafter at 3607 s and node n1 (%s)", payload, node.Metadata.UID)
+	}
+
+	// The Pod is deleted with its grace period: its token still works.
+	if r := do("admintoken", "DELETE", ns+"/pods/p", ""); r.Code != http.StatusOK || !strings.Contains(r.Body.String(), `"deletionTimestamp"`) {
+		t.Fatalf("graceful delete: %d %s", r.Code, r.Body)
+	}
+	if r := do(tr.Status.Token, "POST", "/apis/authentication.k8s.io/v1/selfsubjectreviews", `{}`); r.Code != http.StatusCreated ||
+		!strings.Contains(r.Body.String(), `"authentication.kubernetes.io/pod-name":["p"]`) || !strings.Contains(r.Body.String(), `"authentication.kubernetes.io/node-name":["n1"]`) {
+		t.Errorf("token of a Pod in its grace period: %d %s; want it authenticated", r.Code, r.Body)
 	}
 }

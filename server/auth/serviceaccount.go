@@ -105,6 +105,13 @@ type TokenSubject struct {
 	Expiry               time.Duration
 	// Bound is the object the token lives only as long as (optional).
 	BoundKind, BoundName, BoundUID string
+	// NodeName and NodeUID name the node of a Pod the token is bound to:
+	// told to authorizers, not checked (kube's ServiceAccountTokenPodNodeInfo).
+	NodeName, NodeUID string
+	// WarnAfter, when not 0, is the lifetime asked for, shorter than
+	// Expiry: kube's extended tokens for the kubelet's projected volumes
+	// carry it, so their use after it can be seen.
+	WarnAfter time.Duration
 }
 
 type kubeClaims struct {
@@ -113,6 +120,7 @@ type kubeClaims struct {
 	Pod            *objRef `json:"pod,omitempty"`
 	Secret         *objRef `json:"secret,omitempty"`
 	Node           *objRef `json:"node,omitempty"`
+	WarnAfter      int64   `json:"warnafter,omitempty"`
 }
 
 type objRef struct {
@@ -133,10 +141,9 @@ type claims struct {
 	legacyClaims
 }
 
-// Issue signs a token for s; it returns the token and when it expires.
-func (t *ServiceAccountTokens) Issue(s TokenSubject) (string, time.Time, error) {
-	now := time.Now()
-	exp := now.Add(s.Expiry).Truncate(time.Second)
+// Issue signs a token for s, issued at now.
+func (t *ServiceAccountTokens) Issue(s TokenSubject, now time.Time) (string, error) {
+	exp := now.Add(s.Expiry)
 	aud := s.Audiences
 	if len(aud) == 0 {
 		aud = t.Audiences
@@ -157,21 +164,27 @@ func (t *ServiceAccountTokens) Issue(s TokenSubject) (string, time.Time, error) 
 			c.Kube.Node = ref
 		}
 	}
+	if s.BoundKind == "Pod" && s.NodeName != "" {
+		c.Kube.Node = &objRef{Name: s.NodeName, UID: s.NodeUID}
+	}
+	if s.WarnAfter != 0 {
+		c.Kube.WarnAfter = now.Add(s.WarnAfter).Unix()
+	}
 	header, _ := json.Marshal(map[string]string{"alg": "ES256", "kid": t.keyID})
 	payload, err := json.Marshal(c)
 	if err != nil {
-		return "", time.Time{}, err
+		return "", err
 	}
 	signingInput := b64(header) + "." + b64(payload)
 	digest := sha256.Sum256([]byte(signingInput))
 	r, sv, err := ecdsa.Sign(rand.Reader, t.key, digest[:])
 	if err != nil {
-		return "", time.Time{}, err
+		return "", err
 	}
 	sig := make([]byte, 64)
 	r.FillBytes(sig[:32])
 	sv.FillBytes(sig[32:])
-	return signingInput + "." + b64(sig), exp, nil
+	return signingInput + "." + b64(sig), nil
 }
 
 func b64(b []byte) string { return base64.RawURLEncoding.EncodeToString(b) }
@@ -218,18 +231,32 @@ func (t *ServiceAccountTokens) verify(token string, audiences []string) (*claims
 		}
 		return &c, nil
 	}
+	// Times are checked with go-jose's leeway of a minute, as kube's
+	// validator does, in its order.
 	switch {
 	case c.Issuer != t.Issuer && !slices.Contains(t.OtherIssuers, c.Issuer):
 		return nil, errNotOurs
-	case c.Expiry != 0 && now > c.Expiry:
-		return nil, errors.New("service account token has expired")
-	case c.NotBefore != 0 && now+60 < c.NotBefore:
+	case c.NotBefore != 0 && now+timeLeeway < c.NotBefore:
 		return nil, errors.New("service account token is not valid yet")
+	case c.Expiry != 0 && now-timeLeeway > c.Expiry:
+		return nil, errors.New("service account token has expired")
+	case c.IssuedAt != 0 && now+timeLeeway < c.IssuedAt:
+		return nil, errors.New("service account token is issued in the future")
 	case !slices.ContainsFunc(c.Audience, func(a string) bool { return slices.Contains(audiences, a) }):
 		return nil, errors.New("token audiences do not match the API server's")
 	}
 	return &c, nil
 }
+
+// timeLeeway is go-jose's DefaultLeeway (seconds), which kube-apiserver
+// allows for clocks on either side of a token's times and for objects
+// deleted just now (DeletedLeeway).
+const timeLeeway = 60
+
+// DeletedLeeway: an object whose deletion began less than this ago still
+// holds up the tokens bound to it, as on kube-apiserver: a Pod in its
+// grace period keeps its API access until it ends.
+const DeletedLeeway = timeLeeway * time.Second
 
 // ServiceAccountLookup answers whether the objects a token names still
 // exist with the same uid: kind is ServiceAccount, Pod, Secret or Node.
@@ -273,7 +300,7 @@ func (a *Authenticator) authenticateServiceAccount(ctx context.Context, token st
 	for _, ref := range []struct {
 		kind, ns string
 		ref      *objRef
-	}{{"ServiceAccount", ns, &sa}, {"Pod", ns, c.Kube.Pod}, {"Secret", ns, c.Kube.Secret}, {"Node", "", c.Kube.Node}} {
+	}{{"ServiceAccount", ns, &sa}, {"Pod", ns, c.Kube.Pod}, {"Secret", ns, c.Kube.Secret}, {"Node", "", boundNode(c.Kube)}} {
 		if err := check(ref.kind, ref.ns, ref.ref); err != nil {
 			return nil, false, err
 		}
@@ -293,6 +320,15 @@ func (a *Authenticator) authenticateServiceAccount(ctx context.Context, token st
 		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + ns}, Extra: extra,
 		audiences: intersect(c.Audience, want)}
 	return u, true, nil
+}
+
+// boundNode is the Node a token is bound to: a Pod's token names its
+// Pod's node only to tell of it, and is not bound to it.
+func boundNode(k kubeClaims) *objRef {
+	if k.Pod != nil {
+		return nil
+	}
+	return k.Node
 }
 
 // intersect is what of a lies in b, in a's order.

@@ -35,17 +35,15 @@ func TestServiceAccountTokens(t *testing.T) {
 		uid, ok := objects[kind+"/"+ns+"/"+name]
 		return uid, ok, nil
 	})
-	issue := func(s TokenSubject) string {
+	issueAt := func(s TokenSubject, at time.Time) string {
 		t.Helper()
-		tok, exp, err := tokens.Issue(s)
+		tok, err := tokens.Issue(s, at)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if s.Expiry > 0 && time.Until(exp) > s.Expiry {
-			t.Fatalf("expiry %v is later than asked", exp)
-		}
 		return tok
 	}
+	issue := func(s TokenSubject) string { return issueAt(s, time.Now()) }
 	bot := TokenSubject{Namespace: "ns", Name: "bot", UID: "uid-bot", Expiry: time.Hour}
 
 	u, auds, ok, err := a.AuthenticateToken(ctx, issue(bot), nil)
@@ -61,6 +59,14 @@ func TestServiceAccountTokens(t *testing.T) {
 	if u, _, ok, err := a.AuthenticateToken(ctx, boundTok, nil); !ok || err != nil || u.Extra["authentication.kubernetes.io/pod-name"][0] != "p" {
 		t.Fatalf("bound token while the pod lives: %+v %v %v", u, ok, err)
 	}
+	// A Pod's token names its node to tell authorizers; the node is not
+	// what it is bound to.
+	onNode := bound
+	onNode.NodeName, onNode.NodeUID = "n1", "uid-n1"
+	if u, _, ok, err := a.AuthenticateToken(ctx, issue(onNode), nil); !ok || err != nil ||
+		u.Extra["authentication.kubernetes.io/node-name"][0] != "n1" || u.Extra["authentication.kubernetes.io/node-uid"][0] != "uid-n1" {
+		t.Fatalf("pod token naming a node no lookup finds: %+v %v %v", u, ok, err)
+	}
 	delete(objects, "Pod/ns/p")
 	if _, _, ok, err := a.AuthenticateToken(ctx, boundTok, nil); ok || err == nil || !strings.Contains(err.Error(), "pod ns/p") {
 		t.Fatalf("bound token after the pod went: %v %v", ok, err)
@@ -69,20 +75,29 @@ func TestServiceAccountTokens(t *testing.T) {
 	other := bot
 	other.Audiences = []string{"https://vault.example.com"}
 	foreign := newTokens(t)
-	foreignTok, _, _ := foreign.Issue(bot)
+	foreignTok, _ := foreign.Issue(bot, time.Now())
 	valid := issue(bot)
 	tampered := valid[:len(valid)-4] + "AAAA"
+	// Times have go-jose's minute of leeway, as kube's validator gives.
 	expired := bot
-	expired.Expiry = -time.Minute
+	expired.Expiry = -2 * time.Minute
+	justExpired := bot
+	justExpired.Expiry = -30 * time.Second
+	for name, tok := range map[string]string{"expired 30 s ago": issue(justExpired), "issued 30 s ahead": issueAt(bot, time.Now().Add(30*time.Second))} {
+		if _, _, ok, err := a.AuthenticateToken(ctx, tok, nil); !ok || err != nil {
+			t.Errorf("%s: %v %v; want accepted", name, ok, err)
+		}
+	}
 	recreated := bot
 	recreated.UID = "uid-old"
 	for name, tok := range map[string]string{
-		"wrong audience":    issue(other),
-		"another issuer":    foreignTok,
-		"tampered":          tampered,
-		"expired":           issue(expired),
-		"recreated account": issue(recreated),
-		"not a JWT":         "abc.def",
+		"wrong audience":     issue(other),
+		"another issuer":     foreignTok,
+		"tampered":           tampered,
+		"expired":            issue(expired),
+		"issued 5 min ahead": issueAt(bot, time.Now().Add(5*time.Minute)),
+		"recreated account":  issue(recreated),
+		"not a JWT":          "abc.def",
 	} {
 		if u, _, ok, err := a.AuthenticateToken(ctx, tok, nil); ok || err == nil {
 			t.Errorf("%s: authenticated %+v (err %v); want refused", name, u, err)
