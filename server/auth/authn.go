@@ -13,6 +13,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"k8s.io/apiserver/pkg/authentication/authenticator"
 	"k8s.io/apiserver/pkg/authentication/request/headerrequest"
+	"k8s.io/apiserver/pkg/authentication/request/websocket"
 	"k8s.io/apiserver/pkg/authentication/user"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 )
@@ -91,6 +92,10 @@ type Authenticator struct {
 	requestHeaderLists [4]headerrequest.StringSliceProvider
 	// jwt is the external issuers' authenticator (nil: none).
 	jwt authenticator.Token
+	// wsProtocol is kube's WebSocket subprotocol authenticator: a browser
+	// cannot set Authorization, so it sends the token as the protocol
+	// base64url.bearer.authorization.k8s.io.<token>.
+	wsProtocol *websocket.ProtocolAuthenticator
 }
 
 // Errors returned by Authenticate when a request carries credentials that do
@@ -104,6 +109,7 @@ var (
 // NewAuthenticator builds an Authenticator, loading the token file if set.
 func NewAuthenticator(opts Options) (*Authenticator, error) {
 	a := &Authenticator{clientCA: opts.ClientCA, saTokens: opts.ServiceAccountTokens, jwt: opts.JWT}
+	a.wsProtocol = websocket.NewProtocolAuthenticator(tokenChecks{a})
 	if rh := opts.RequestHeader; rh != nil && rh.ClientCA != nil {
 		a.requestHeader, a.requestHeaderOpts, a.requestHeaderLists = newRequestHeader(rh), rh, headerLists(rh)
 	}
@@ -127,7 +133,7 @@ func (a *Authenticator) Authenticate(r *http.Request) (*User, bool, error) {
 	// stop the next one: the first success wins, otherwise the errors are
 	// reported together.
 	var errs []error
-	for _, method := range []func(*http.Request) (*User, bool, error){a.authenticateRequestHeader, a.authenticateCert, a.authenticateToken} {
+	for _, method := range []func(*http.Request) (*User, bool, error){a.authenticateRequestHeader, a.authenticateCert, a.authenticateToken, a.authenticateWebSocketProtocol} {
 		u, ok, err := method(r)
 		if ok {
 			return withAuthenticated(u), true, nil
@@ -185,6 +191,28 @@ func (a *Authenticator) authenticateToken(r *http.Request) (*User, bool, error) 
 		return nil, false, nil
 	}
 	return a.token(r.Context(), token)
+}
+
+// authenticateWebSocketProtocol reads a token sent as a WebSocket
+// subprotocol, after the Authorization header, as kube-apiserver does; on
+// success the token's protocol is taken out of the request.
+func (a *Authenticator) authenticateWebSocketProtocol(r *http.Request) (*User, bool, error) {
+	resp, ok, err := a.wsProtocol.AuthenticateRequest(r)
+	if !ok {
+		return nil, false, err
+	}
+	return userOf(resp.User), true, nil
+}
+
+// tokenChecks is the bearer token checks as kube's authenticator.Token.
+type tokenChecks struct{ a *Authenticator }
+
+func (t tokenChecks) AuthenticateToken(ctx context.Context, token string) (*authenticator.Response, bool, error) {
+	u, ok, err := t.a.token(ctx, token)
+	if !ok {
+		return nil, false, err
+	}
+	return &authenticator.Response{User: u.Info()}, true, nil
 }
 
 // token checks a bearer token in kube-apiserver's order: the static
@@ -264,15 +292,27 @@ func (a *Authenticator) SetServiceAccountLookup(f ServiceAccountLookup) {
 	}
 }
 
-// bearerToken extracts the token from "Authorization: Bearer <token>"; the
-// scheme is case-insensitive (RFC 7235). Other schemes count as no token.
+// bearerToken extracts the token from "Authorization: Bearer <token>" as
+// kube's bearertoken authenticator reads it: the scheme in any case, the
+// token the word after it (what follows another space is ignored, and
+// two spaces mean no token). Other schemes count as no token.
 func bearerToken(r *http.Request) (string, bool) {
-	scheme, token, ok := strings.Cut(strings.TrimSpace(r.Header.Get("Authorization")), " ")
-	if !ok || !strings.EqualFold(scheme, "Bearer") {
+	parts := strings.SplitN(strings.TrimSpace(r.Header.Get("Authorization")), " ", 3)
+	if len(parts) < 2 || !strings.EqualFold(parts[0], "Bearer") || parts[1] == "" {
 		return "", false
 	}
-	token = strings.TrimSpace(token)
-	return token, token != ""
+	return parts[1], true
+}
+
+// spaceBeforeToken: "Bearer  <token>", which kube reads as no token,
+// with a warning.
+func spaceBeforeToken(r *http.Request) bool {
+	h := r.Header.Get("Authorization")
+	if h == "" {
+		return false
+	}
+	parts := strings.SplitN(strings.TrimSpace(h), " ", 3)
+	return len(parts) == 3 && parts[1] == "" && strings.EqualFold(parts[0], "Bearer")
 }
 
 // withAuthenticated adds system:authenticated, as kube-apiserver does for
@@ -301,7 +341,11 @@ func UserFrom(ctx context.Context) (*User, bool) {
 	if !ok || info == nil {
 		return nil, false
 	}
-	return &User{Name: info.GetName(), UID: info.GetUID(), Groups: info.GetGroups(), Extra: info.GetExtra()}, true
+	return userOf(info), true
+}
+
+func userOf(info user.Info) *User {
+	return &User{Name: info.GetName(), UID: info.GetUID(), Groups: info.GetGroups(), Extra: info.GetExtra()}
 }
 
 // Middleware authenticates every request, storing the user in the request
@@ -319,6 +363,9 @@ func Middleware(a *Authenticator, unauthorized func(c echo.Context) error, anony
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			r := c.Request()
+			if spaceBeforeToken(r) {
+				c.Response().Header().Add("Warning", `299 - "the provided Authorization header contains extra space before the bearer token, and is ignored"`)
+			}
 			u, ok, err := a.Authenticate(r)
 			switch {
 			case ok:

@@ -2,6 +2,7 @@ package auth
 
 import (
 	"context"
+	"encoding/base64"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -43,6 +44,10 @@ func TestAuthenticateBearer(t *testing.T) {
 		{header: "bearer plain", wantUser: "bob", wantGroup: []string{"system:authenticated"}},
 		{header: "Bearer wrong", wantErr: true},
 		{header: "Bearer s3cre", wantErr: true},
+		// As kube's bearertoken: the word after the scheme is the token,
+		// and two spaces leave none.
+		{header: "Bearer s3cret trailing words", wantUser: "alice", wantGroup: []string{"devs", "ops", "system:authenticated"}},
+		{header: "Bearer  s3cret", wantUser: ""},
 	}
 	for _, tt := range tests {
 		r := httptest.NewRequest(http.MethodGet, "/api", nil)
@@ -73,6 +78,42 @@ func TestAuthenticateBearer(t *testing.T) {
 	u2, _, _ := a.Authenticate(r)
 	if u2.Groups[0] != "devs" {
 		t.Error("Authenticate returned groups aliased to the token table")
+	}
+}
+
+// TestAuthenticateWebSocketProtocol: a WebSocket upgrade may carry its
+// token as the subprotocol base64url.bearer.authorization.k8s.io.<token>,
+// as kube-apiserver accepts it; that protocol is then taken out of the
+// request, and a bad one is refused.
+func TestAuthenticateWebSocketProtocol(t *testing.T) {
+	a := newTokenAuthenticator(t)
+	upgrade := func(protocols string) *http.Request {
+		r := httptest.NewRequest(http.MethodGet, "/api/v1/namespaces/default/pods/p/log", nil)
+		r.Header.Set("Connection", "Upgrade")
+		r.Header.Set("Upgrade", "websocket")
+		r.Header.Set("Sec-WebSocket-Protocol", protocols)
+		return r
+	}
+	const prefix = "base64url.bearer.authorization.k8s.io."
+	r := upgrade(prefix + base64.RawURLEncoding.EncodeToString([]byte("s3cret")) + ", v4.channel.k8s.io")
+	if u, ok, err := a.Authenticate(r); !ok || err != nil || u.Name != "alice" || r.Header.Get("Sec-WebSocket-Protocol") != "v4.channel.k8s.io" {
+		t.Errorf("token protocol: %+v %v %v, protocols left %q", u, ok, err, r.Header.Get("Sec-WebSocket-Protocol"))
+	}
+	for name, protocols := range map[string]string{
+		"a wrong token":     prefix + base64.RawURLEncoding.EncodeToString([]byte("wrong")) + ", v4.channel.k8s.io",
+		"no other protocol": prefix + base64.RawURLEncoding.EncodeToString([]byte("s3cret")),
+		"not base64url":     prefix + "%%%, v4.channel.k8s.io",
+		"two tokens":        prefix + "czNjcmV0, " + prefix + "czNjcmV0, v4.channel.k8s.io",
+	} {
+		if u, ok, err := a.Authenticate(upgrade(protocols)); ok || err == nil {
+			t.Errorf("%s: authenticated %+v (err %v); want refused", name, u, err)
+		}
+	}
+	// Not an upgrade: the protocol header means nothing.
+	r = httptest.NewRequest(http.MethodGet, "/api", nil)
+	r.Header.Set("Sec-WebSocket-Protocol", prefix+"czNjcmV0, v4.channel.k8s.io")
+	if u, ok, err := a.Authenticate(r); ok || err != nil {
+		t.Errorf("protocol header without an upgrade: %+v %v %v; want anonymous", u, ok, err)
 	}
 }
 
@@ -152,6 +193,11 @@ func TestMiddleware(t *testing.T) {
 	}
 	if w := do(open, "/healthz", "Bearer nope"); w.Code != http.StatusUnauthorized || strings.TrimSpace(w.Body.String()) != unauthorizedBody {
 		t.Errorf("healthz bad token: %d %s", w.Code, w.Body)
+	}
+	// Two spaces before the token: anonymous, with kube's warning.
+	if w := do(open, "/api/v1/pods", "Bearer  s3cret"); w.Body.String() != "user=system:anonymous groups=system:unauthenticated" ||
+		w.Header().Get("Warning") != `299 - "the provided Authorization header contains extra space before the bearer token, and is ignored"` {
+		t.Errorf("space before the token: %d %s %q", w.Code, w.Body, w.Header().Get("Warning"))
 	}
 
 	// Limited to some paths (an AuthenticationConfiguration's anonymous
