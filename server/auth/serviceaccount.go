@@ -227,7 +227,7 @@ func (t *ServiceAccountTokens) verify(token string, audiences []string) (*claims
 		// A Secret's token names no audience: it is valid for the API
 		// server's (kube's implicit audiences), and never expires.
 		if len(c.Audience) > 0 && !slices.ContainsFunc(c.Audience, func(a string) bool { return slices.Contains(audiences, a) }) {
-			return nil, errors.New("token audiences do not match the API server's")
+			return nil, fmt.Errorf("token audiences %q is invalid for the target audiences %q", c.Audience, audiences)
 		}
 		return &c, nil
 	}
@@ -243,7 +243,7 @@ func (t *ServiceAccountTokens) verify(token string, audiences []string) (*claims
 	case c.IssuedAt != 0 && now+timeLeeway < c.IssuedAt:
 		return nil, errors.New("service account token is issued in the future")
 	case !slices.ContainsFunc(c.Audience, func(a string) bool { return slices.Contains(audiences, a) }):
-		return nil, errors.New("token audiences do not match the API server's")
+		return nil, fmt.Errorf("token audiences %q is invalid for the target audiences %q", c.Audience, audiences)
 	}
 	return &c, nil
 }

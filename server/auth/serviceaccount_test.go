@@ -110,7 +110,8 @@ func TestServiceAccountTokens(t *testing.T) {
 		!slices.Equal(auds, []string{"https://vault.example.com"}) {
 		t.Errorf("review for the token's audience: %+v %v %v %v", u, auds, ok, err)
 	}
-	if _, _, ok, err := a.AuthenticateToken(ctx, valid, vault); ok || err == nil {
+	if _, _, ok, err := a.AuthenticateToken(ctx, valid, vault); ok || err == nil ||
+		err.Error() != `token audiences ["`+DefaultIssuer+`"] is invalid for the target audiences ["https://vault.example.com" "https://other.example.com"]` {
 		t.Errorf("an API server token reviewed for another audience: authenticated (err %v)", err)
 	}
 }
