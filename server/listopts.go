@@ -9,11 +9,12 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
+	metainternalversionvalidation "k8s.io/apimachinery/pkg/apis/meta/internalversion/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	runtimeschema "k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/tabula-dev/tabula/sqlstore/kv"
 )
@@ -89,44 +90,21 @@ func (r *request) parseListParams() (*listParams, error) {
 		p.pred.Field = sel
 	}
 	p.continueToken = q.Get("continue")
-	watch := r.verb == "watch"
-	var errs field.ErrorList
-	path := field.NewPath("resourceVersionMatch")
-	switch p.rvMatch {
-	case "", metav1.ResourceVersionMatchExact, metav1.ResourceVersionMatchNotOlderThan:
-	default:
-		errs = append(errs, field.NotSupported(path, p.rvMatch, []string{string(metav1.ResourceVersionMatchExact), string(metav1.ResourceVersionMatchNotOlderThan), ""}))
-	}
-	if p.rvMatch != "" {
-		if watch {
-			if p.sendInitial == nil {
-				errs = append(errs, field.Forbidden(path, "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided"))
-			} else if p.rvMatch != metav1.ResourceVersionMatchNotOlderThan {
-				errs = append(errs, field.NotSupported(path, p.rvMatch, []string{string(metav1.ResourceVersionMatchNotOlderThan)}))
-			}
-		} else {
-			if p.rv == "" {
-				errs = append(errs, field.Forbidden(path, "resourceVersionMatch is forbidden unless resourceVersion is provided"))
-			}
-			if p.continueToken != "" {
-				errs = append(errs, field.Forbidden(path, "resourceVersionMatch is forbidden when continue is provided"))
-			}
-			if p.rvMatch == metav1.ResourceVersionMatchExact && p.rv == "0" {
-				errs = append(errs, field.Forbidden(path, "resourceVersionMatch \"exact\" is forbidden for resourceVersion \"0\""))
-			}
-		}
-	}
-	if p.sendInitial != nil {
-		if !watch {
-			errs = append(errs, field.Forbidden(field.NewPath("sendInitialEvents"), "sendInitialEvents is forbidden for list"))
-		} else {
-			if p.rvMatch != metav1.ResourceVersionMatchNotOlderThan {
-				errs = append(errs, field.Forbidden(path, "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan"))
-			}
-		}
-	}
-	if len(errs) > 0 {
+	// kube's defaulting and validation, with WatchList on (the default
+	// since 1.34). Both read the watch parameter, not the path: a legacy
+	// /watch/ path is validated as a list is, as on kube-apiserver.
+	opts := metainternalversion.ListOptions{Watch: queryBool(q, "watch"), ResourceVersion: p.rv, ResourceVersionMatch: p.rvMatch,
+		SendInitialEvents: p.sendInitial, Continue: p.continueToken}
+	// A watch from "" or "0" opens with the state, then the
+	// initial-events-end bookmark when bookmarks are allowed.
+	metainternalversion.SetListOptionsDefaults(&opts, true)
+	p.sendInitial, p.rvMatch = opts.SendInitialEvents, opts.ResourceVersionMatch
+	if errs := metainternalversionvalidation.ValidateListOptions(&opts, true); len(errs) > 0 {
 		return nil, apierrors.NewInvalid(runtimeschema.GroupKind{Group: "meta.k8s.io", Kind: "ListOptions"}, "", errs)
+	}
+	if r.verb == "watch" {
+		// A watch has no use for continue, and kube's ignores it.
+		p.continueToken = ""
 	}
 	if p.continueToken != "" {
 		if p.rv != "" && p.rv != "0" {

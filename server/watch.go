@@ -38,8 +38,9 @@ func (r *request) watch() error {
 		p.pred.Field = andName(p.pred.Field, r.ri.Name)
 	}
 	ctx := r.ctx
+	// As kube's: a negative timeoutSeconds ends the watch at once.
 	timeout := time.Duration(p.timeoutSeconds) * time.Second
-	if timeout <= 0 {
+	if timeout == 0 {
 		min := r.s.cfg.MinRequestTimeout
 		timeout = min + time.Duration(rand.Int64N(int64(min)))
 	}
@@ -47,19 +48,20 @@ func (r *request) watch() error {
 	// Decide where the stream starts and whether it opens with the state.
 	var start int64
 	initial := false
+	// notYet is kube's answer to initial events at a revision not reached
+	// in time: sent in the stream, as an ERROR event.
+	var notYet *apierrors.StatusError
 	switch {
-	case p.sendInitial != nil:
-		initial = *p.sendInitial
+	case p.sendInitial != nil && *p.sendInitial:
+		// The state at least as new as rv (kube's cacher waits for it).
+		initial = true
 		if p.rv != "" && p.rv != "0" {
 			n, _ := strconv.ParseInt(p.rv, 10, 64)
-			if _, err := r.waitForRev(n); err != nil {
+			if _, err := r.waitForRev(n); err != nil && (!errors.As(err, &notYet) || !tooLargeRVStatus(notYet.ErrStatus)) {
 				return err
 			}
-			if !initial {
-				start = n
-			}
 		}
-	case p.rv == "" || p.rv == "0":
+	case p.sendInitial == nil && (p.rv == "" || p.rv == "0"):
 		initial = true
 	default:
 		start, _ = strconv.ParseInt(p.rv, 10, 64)
@@ -81,6 +83,14 @@ func (r *request) watch() error {
 		return nil
 	}
 	defer release()
+	if notYet != nil {
+		enc := &watchEncoder{r: r, out: out, frameTimeout: r.s.cfg.WatchWriteTimeout}
+		defer enc.finish()
+		enc.start(r.c.Response())
+		st := notYet.Status()
+		st.Kind, st.APIVersion = "Status", "v1"
+		return enc.writeStatus(&st)
+	}
 	w, err := r.res.Watch(ctx, kv.WatchOptions{Namespace: r.ri.Namespace, After: start, Pred: p.pred, Initial: initial})
 	enc := &watchEncoder{r: r, out: out, frameTimeout: r.s.cfg.WatchWriteTimeout}
 	defer enc.finish()

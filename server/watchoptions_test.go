@@ -1,0 +1,104 @@
+package server_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+)
+
+// TestWatchOptionsAsKube: a watch's parameters are defaulted and checked
+// by kube's own ListOptions code with WatchList on, as kube-apiserver 1.35
+// does: a watch from "" opens with the state and ends it with the
+// initial-events-end bookmark; continue is ignored; initial events at a
+// revision not reached are refused in the stream, and without initial
+// events a future revision is simply where the stream starts.
+func TestWatchOptionsAsKube(t *testing.T) {
+	h := refNewHarness(t)
+	const cms = "/api/v1/namespaces/default/configmaps"
+	h.mustDo("POST", cms, "application/json", `{"metadata":{"name":"a"}}`, http.StatusCreated)
+	events := func(body string) []map[string]any {
+		var out []map[string]any
+		for _, line := range strings.Split(strings.TrimSpace(body), "\n") {
+			if line == "" {
+				continue
+			}
+			var ev map[string]any
+			if err := json.Unmarshal([]byte(line), &ev); err != nil {
+				t.Fatalf("event %q: %v", line, err)
+			}
+			out = append(out, ev)
+		}
+		return out
+	}
+	get := func(path string) (int, string) {
+		r := h.do("GET", path, map[string]string{"Accept": "application/json"}, nil)
+		return r.Code, r.Body.String()
+	}
+
+	// A plain watch from "" (and "0"): the state, then the bookmark.
+	for _, rv := range []string{"", "0"} {
+		code, body := get(cms + "?watch=true&allowWatchBookmarks=true&timeoutSeconds=1&resourceVersion=" + rv)
+		var types []string
+		for _, ev := range events(body) {
+			types = append(types, ev["type"].(string))
+		}
+		// The namespace's two ConfigMaps (a and kube-root-ca.crt), the
+		// end of the state, and the closing bookmark.
+		if code != http.StatusOK || strings.Join(types, " ") != "ADDED ADDED BOOKMARK BOOKMARK" ||
+			strings.Count(body, `"k8s.io/initial-events-end":"true"`) != 1 || strings.Index(body, "initial-events-end") > strings.LastIndex(body, `"type":"BOOKMARK"`) {
+			t.Errorf("watch from %q with bookmarks: %d %s; want the state, then the initial-events-end bookmark", rv, code, body)
+		}
+	}
+	// Without bookmarks allowed, none.
+	if code, body := get(cms + "?watch=true&timeoutSeconds=1"); code != http.StatusOK || strings.Contains(body, "BOOKMARK") || !strings.Contains(body, `"type":"ADDED"`) {
+		t.Errorf("watch from \"\" without bookmarks: %d %s", code, body)
+	}
+	// continue means nothing to a watch from a revision (from "", it is
+	// defaulted into the NotOlderThan that continue forbids, below).
+	rv := h.mustDo("POST", cms, "application/json", `{"metadata":{"name":"b"}}`, http.StatusCreated)["metadata"].(map[string]any)["resourceVersion"].(string)
+	h.mustDo("DELETE", cms+"/b", "", "", http.StatusOK)
+	if code, body := get(cms + "?watch=true&timeoutSeconds=1&continue=abc&resourceVersion=" + rv); code != http.StatusOK || !strings.Contains(body, `"type":"DELETED"`) {
+		t.Errorf("watch with continue: %d %s; want the watch", code, body)
+	}
+	// Initial events at a revision not reached: 200, then the 504 as an
+	// ERROR event; without initial events the stream starts there.
+	code, body := get(cms + "?watch=true&timeoutSeconds=5&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&resourceVersion=99999999")
+	if evs := events(body); code != http.StatusOK || len(evs) != 1 || evs[0]["type"] != "ERROR" ||
+		!strings.Contains(body, `"code":504`) || !strings.Contains(body, "Too large resource version: 99999999") {
+		t.Errorf("initial events at a future revision: %d %s; want an ERROR event of 504", code, body)
+	}
+	if code, body := get(cms + "?watch=true&timeoutSeconds=1&sendInitialEvents=false&resourceVersionMatch=NotOlderThan&resourceVersion=99999999"); code != http.StatusOK || strings.TrimSpace(body) != "" {
+		t.Errorf("no initial events from a future revision: %d %s; want an empty stream", code, body)
+	}
+	// A negative timeout ends the stream at once.
+	if code, body := get(cms + "?watch=true&timeoutSeconds=-1&resourceVersion=99999999"); code != http.StatusOK || strings.TrimSpace(body) != "" {
+		t.Errorf("negative timeout: %d %s", code, body)
+	}
+
+	// kube's causes, in its order.
+	for _, c := range []struct{ query, causes string }{
+		{"?watch=true&resourceVersionMatch=Foo",
+			`[{"reason":"FieldValueForbidden","message":"Forbidden: resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided","field":"resourceVersionMatch"},{"reason":"FieldValueNotSupported","message":"Unsupported value: \"Foo\": supported values: \"NotOlderThan\"","field":"resourceVersionMatch"}]`},
+		{"?watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&continue=abc",
+			`[{"reason":"FieldValueForbidden","message":"Forbidden: resourceVersionMatch is forbidden when continue is provided","field":"resourceVersionMatch"}]`},
+		{"?watch=true&continue=abc",
+			`[{"reason":"FieldValueForbidden","message":"Forbidden: resourceVersionMatch is forbidden when continue is provided","field":"resourceVersionMatch"}]`},
+		// The legacy /watch/ path is checked as a list, as on kube.
+		{"", ""},
+	} {
+		if c.query == "" {
+			code, body := get("/api/v1/watch/namespaces/default/configmaps?sendInitialEvents=true&resourceVersionMatch=NotOlderThan")
+			if code != http.StatusUnprocessableEntity || !strings.Contains(body, "sendInitialEvents is forbidden for list") {
+				t.Errorf("/watch/ path with sendInitialEvents: %d %s", code, body)
+			}
+			continue
+		}
+		code, body := get(cms + c.query)
+		var st struct{ Details struct{ Causes json.RawMessage } }
+		_ = json.Unmarshal([]byte(body), &st)
+		if code != http.StatusUnprocessableEntity || string(st.Details.Causes) != c.causes {
+			t.Errorf("%s: %d %s\nwant causes %s", c.query, code, body, c.causes)
+		}
+	}
+}
