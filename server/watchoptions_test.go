@@ -95,7 +95,9 @@ func TestWatchOptionsAsKube(t *testing.T) {
 			continue
 		}
 		code, body := get(cms + c.query)
-		var st struct{ Details struct{ Causes json.RawMessage } }
+		var st struct {
+			Details struct{ Causes json.RawMessage }
+		}
 		_ = json.Unmarshal([]byte(body), &st)
 		if code != http.StatusUnprocessableEntity || string(st.Details.Causes) != c.causes {
 			t.Errorf("%s: %d %s\nwant causes %s", c.query, code, body, c.causes)
