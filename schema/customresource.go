@@ -114,6 +114,7 @@ func customResourceType(crd *apiextensionsv1.CustomResourceDefinition, v apiexte
 		Unstructured:    true,
 		// As kube's custom resource strategy: no unconditional updates.
 		UpdateNeedsResourceVersion: true,
+		retired:                    make(chan struct{}),
 	}
 	if t.Singular == "" {
 		t.Singular = strings.ToLower(names.Kind)

@@ -73,6 +73,9 @@ func (r *Registry) SetStorage(storageResource string, types []*Type) {
 			continue
 		}
 		delete(r.byGVR, t.GroupVersion().WithResource(t.Resource))
+		if t.retired != nil && !slices.Contains(types, t) {
+			close(t.retired)
+		}
 	}
 	r.types = kept
 	for _, t := range types {

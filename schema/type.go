@@ -207,7 +207,17 @@ type Type struct {
 	// Deprecation is set for a kind this version serves but deprecates;
 	// every request to it gets a Warning header.
 	Deprecation *Deprecation
+
+	// retired is closed when the Registry stops serving this Type (see
+	// Retired); nil for kinds served for good.
+	retired chan struct{}
 }
+
+// Retired is closed once the Registry no longer serves this Type: its
+// CustomResourceDefinition was deleted or rebuilt. Requests that last
+// (watches) end then, as kube-apiserver tears a CRD's storage down. Nil
+// (never ready) for built-in kinds.
+func (t *Type) Retired() <-chan struct{} { return t.retired }
 
 // Scale locates a scalable object's replica counts and selector, as a
 // CustomResourceDefinition's scale subresource does: dotted paths from

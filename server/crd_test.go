@@ -1,12 +1,14 @@
 package server_test
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -557,4 +559,64 @@ func TestCRRefusesProtobufBodies(t *testing.T) {
 	if r.Code != http.StatusUnsupportedMediaType || !strings.Contains(r.Body.String(), want) || strings.Contains(r.Body.String(), "protobuf") {
 		t.Errorf("a Protobuf body: %d %s; want 415 %q", r.Code, r.Body, want)
 	}
+}
+
+// TestCRWatchEndsWithItsCRD: a watch of custom resources ends when their
+// CRD is deleted, or rebuilt by a change of its spec, as kube-apiserver
+// tears the CRD's storage down; it does not go on to deliver objects of
+// a CRD made again under the same names.
+func TestCRWatchEndsWithItsCRD(t *testing.T) {
+	h := refNewHarness(t)
+	h.createNamespace("crd-watch", nil)
+	hs := httptest.NewServer(h.h)
+	defer hs.Close()
+	items := "/apis/test.example.com/v1/namespaces/crd-watch/gadgets"
+	// open watches from a new Gadget's revision and reads its ADDED.
+	open := func() (*bufio.Reader, io.Closer) {
+		t.Helper()
+		g := h.mustDo("POST", items, "application/json", `{"apiVersion":"test.example.com/v1","kind":"Gadget","metadata":{"generateName":"g-"}}`, http.StatusCreated)
+		rv, _ := refDig(g, "metadata", "resourceVersion").(string)
+		h.mustDo("POST", items, "application/json", `{"apiVersion":"test.example.com/v1","kind":"Gadget","metadata":{"generateName":"g-"}}`, http.StatusCreated)
+		resp, err := http.Get(hs.URL + items + "?watch=true&timeoutSeconds=600&resourceVersion=" + rv)
+		if err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("watch: %v %v", resp, err)
+		}
+		r := bufio.NewReader(resp.Body)
+		if line, err := r.ReadString('\n'); err != nil || !strings.Contains(line, `"type":"ADDED"`) {
+			t.Fatalf("first event: %q %v", line, err)
+		}
+		return r, resp.Body
+	}
+	ends := func(what string, r *bufio.Reader) {
+		t.Helper()
+		for {
+			line, err := r.ReadString('\n')
+			if err == io.EOF {
+				return
+			}
+			if err != nil {
+				t.Fatalf("%s: %v", what, err)
+			}
+			if strings.Contains(line, `"type":"ADDED"`) {
+				t.Fatalf("%s: the watch went on with %s", what, line)
+			}
+		}
+	}
+
+	h.mustDo("POST", crdPath, "application/json", gadgetsCRD, http.StatusCreated)
+	establish(t, h, "gadgets.test.example.com")
+	r, body := open()
+	defer body.Close()
+	// A change of spec rebuilds what serves the CRD.
+	h.mustDo("PATCH", crdPath+"/gadgets.test.example.com", "application/merge-patch+json",
+		`{"spec":{"versions":[{"name":"v1","served":true,"storage":true,"schema":{"openAPIV3Schema":{"type":"object","x-kubernetes-preserve-unknown-fields":true}}}]}}`, http.StatusOK)
+	ends("a watch across the CRD's change", r)
+
+	h.waitFor("the changed CRD served", func() bool {
+		return h.do("GET", "/apis/test.example.com/v1beta1/namespaces/crd-watch/gadgets", nil, nil).Code == http.StatusNotFound
+	})
+	r, body2 := open()
+	defer body2.Close()
+	h.mustDo("DELETE", crdPath+"/gadgets.test.example.com", "", "", http.StatusOK)
+	ends("a watch across the CRD's deletion", r)
 }

@@ -136,6 +136,10 @@ func (r *request) watch() error {
 			return nil
 		case <-r.s.shutdown:
 			return nil
+		case <-r.t.Retired():
+			// The CRD went (or was rebuilt): kube-apiserver ends the
+			// watches of its storage; clients watch anew.
+			return nil
 		case <-timer.C:
 			// Like kube-apiserver, a watch that allows bookmarks gets one
 			// as it closes, so the client resumes from the newest revision.
