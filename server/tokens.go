@@ -134,13 +134,6 @@ func (r *request) serviceAccountToken() error {
 		return apierrors.NewConflict(runtimeschema.GroupResource{Group: tokenRequestGK.Group, Resource: tokenRequestGK.Kind}, r.ri.Name,
 			fmt.Errorf("the UID in the token request (%s) does not match the UID of the service account (%s)", tr.UID, sa.UID))
 	}
-	if len(tr.Spec.Audiences) == 0 {
-		tr.Spec.Audiences = r.s.cfg.ServiceAccountTokens.Audiences
-	}
-	tr.Name, tr.Namespace, tr.UID = sa.Name, sa.Namespace, sa.UID
-	now := time.Now()
-	tr.CreationTimestamp = metav1.NewTime(now)
-	tr.Status = authenticationv1.TokenRequestStatus{}
 	if tr.Spec.ExpirationSeconds == nil {
 		one := int64(3600)
 		tr.Spec.ExpirationSeconds = &one
@@ -152,9 +145,18 @@ func (r *request) serviceAccountToken() error {
 	if errs := authenticationvalidation.ValidateTokenRequest(in); len(errs) > 0 {
 		return apierrors.NewInvalid(tokenRequestGK, "", errs)
 	}
+	// Admission sees the request as sent, audiences unset included, as
+	// kube's mutating plugins (NodeRestriction) do.
 	if err := r.s.api.MustLookup("", "v1", "serviceaccounts").AdmitSubresource(r.ctx, r.ri.Namespace, r.ri.Name, "token", tokenRequestKind, tr, dryRun); err != nil {
 		return err
 	}
+	if len(tr.Spec.Audiences) == 0 {
+		tr.Spec.Audiences = r.s.cfg.ServiceAccountTokens.Audiences
+	}
+	tr.Name, tr.Namespace, tr.UID = sa.Name, sa.Namespace, sa.UID
+	now := time.Now()
+	tr.CreationTimestamp = metav1.NewTime(now)
+	tr.Status = authenticationv1.TokenRequestStatus{}
 	subject := auth.TokenSubject{Namespace: sa.Namespace, Name: sa.Name, UID: string(sa.UID), Audiences: tr.Spec.Audiences}
 	if ref := tr.Spec.BoundObjectRef; ref != nil {
 		// As kube's: the reference's group (from its apiVersion) and kind.
