@@ -56,13 +56,23 @@ func Apply(kind Kind, original, patch []byte, schema any) ([]byte, error) {
 		if len(ops) > maxJSONPatchOps {
 			return nil, &TooLargePatchError{Ops: len(ops)}
 		}
+		rewritten := false
 		for i, op := range ops {
-			// The library dereferences "value" for these without checking.
+			// This library dereferences "value" for these without
+			// checking; kube's (json-patch v4) adds or replaces with null.
 			var name string
 			_ = json.Unmarshal(op["op"], &name)
-			if _, ok := op["value"]; !ok && (name == "add" || name == "replace" || name == "test") {
-				return nil, &BadPatchError{Err: fmt.Errorf("operation %d (%s) has no value", i, name)}
+			if _, ok := op["value"]; !ok {
+				switch name {
+				case "add", "replace":
+					op["value"], rewritten = json.RawMessage("null"), true
+				case "test":
+					return nil, &BadPatchError{Err: fmt.Errorf("operation %d (%s) has no value", i, name)}
+				}
 			}
+		}
+		if rewritten {
+			patch, _ = json.Marshal(ops)
 		}
 		p, err := jsonpatch.DecodePatch(patch)
 		if err != nil {

@@ -67,7 +67,13 @@ func (c *Codec) Serializer() runtime.NegotiatedSerializer {
 }
 
 // DecodeError is a body the server cannot turn into an object: a 400.
-type DecodeError struct{ Message string }
+type DecodeError struct {
+	Message string
+	// Cause is the decoder's own words, without the kind around them:
+	// what kube's patch handler quotes when a patched object does not
+	// decode (empty: Message).
+	Cause string
+}
 
 func (e *DecodeError) Error() string { return e.Message }
 
@@ -89,7 +95,7 @@ func (c *Codec) Decode(t *schema.Type, mediaType string, body []byte) (obj runti
 	}
 	unknown, err := t.Coerce(obj)
 	if err != nil {
-		return nil, nil, &DecodeError{Message: fmt.Sprintf("%s in version %q cannot be handled as a %s: %v", t.Kind, t.Version, t.Kind, err)}
+		return nil, nil, &DecodeError{Message: fmt.Sprintf("%s in version %q cannot be handled as a %s: %v", t.Kind, t.Version, t.Kind, err), Cause: err.Error()}
 	}
 	for _, u := range unknown {
 		strict = append(strict, fmt.Sprintf("unknown field %q", u))
@@ -185,9 +191,9 @@ func (c *Codec) decodeTyped(t *schema.Type, mediaType string, body []byte) (obj 
 	}
 	if err != nil {
 		if actual == nil || actual.Kind == "" || isParseError(err) {
-			return nil, nil, &DecodeError{Message: fmt.Sprintf("the object provided is unrecognized (must be of type %s): %v (%s)", t.Kind, err, truncate(body))}
+			return nil, nil, &DecodeError{Message: fmt.Sprintf("the object provided is unrecognized (must be of type %s): %v (%s)", t.Kind, err, truncate(body)), Cause: err.Error()}
 		}
-		return nil, nil, &DecodeError{Message: fmt.Sprintf("%s in version %q cannot be handled as a %s: %v", actual.Kind, actual.Version, t.Kind, err)}
+		return nil, nil, &DecodeError{Message: fmt.Sprintf("%s in version %q cannot be handled as a %s: %v", actual.Kind, actual.Version, t.Kind, err), Cause: err.Error()}
 	}
 	if actual != nil && (actual.Kind != t.Kind || actual.GroupVersion() != t.GroupVersion()) {
 		return nil, nil, &DecodeError{Message: fmt.Sprintf("%s in version %q cannot be handled as a %s: converting (%s.%s) to (%s.%s): unknown conversion",

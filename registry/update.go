@@ -124,7 +124,13 @@ func (x *Resource) updateAttempt(ctx context.Context, namespace, name string, mu
 		return Result{}, false, false, guessed, err
 	}
 	if su, ok := x.t.SubresourceUpdates[opts.Subresource]; ok {
-		obj, err = su.Prepare(obj, old)
+		applied := mustAccessor(obj).GetManagedFields()
+		if obj, err = su.Prepare(obj, old); err == nil && opts.fieldsTracked {
+			// An apply's own record of fields stays, as kube's
+			// subresource strategies keep the new managedFields
+			// (ResetObjectMetaForStatus).
+			mustAccessor(obj).SetManagedFields(applied)
+		}
 	} else {
 		obj, err = x.narrowToSubresource(obj, old, opts.Subresource)
 	}
@@ -271,24 +277,24 @@ func (x *Resource) afterDelete(ctx context.Context, obj runtime.Object, acc meta
 	}
 }
 
-// CheckName refuses an object whose name is not the one on the request's
-// URL, or whose namespace is not the request's (when both name one), with
-// kube-apiserver's words: its update handler checks a body so, and its
-// patch handler the patched object, an applied one included. A missing
-// name is refused too, not taken from the URL.
+// CheckName refuses an object whose namespace is not the request's (when
+// both name one), then one whose name is not the one on the request's
+// URL, with kube-apiserver's words and in its order: its update handler
+// checks a body so, and its patch handler the patched object, an applied
+// one included. A missing name is refused too, not taken from the URL.
 func CheckName(obj runtime.Object, namespace, name string) error {
 	acc, err := meta.Accessor(obj)
 	if err != nil {
 		return err
+	}
+	if ns := acc.GetNamespace(); namespace != "" && ns != "" && ns != namespace {
+		return apierrors.NewBadRequest("the namespace of the provided object does not match the namespace sent on the request")
 	}
 	switch got := acc.GetName(); {
 	case got == "":
 		return apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s based on URL) was undeterminable: name must be provided", name))
 	case got != name:
 		return apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", got, name))
-	}
-	if ns := acc.GetNamespace(); namespace != "" && ns != "" && ns != namespace {
-		return apierrors.NewBadRequest(fmt.Sprintf("the namespace of the object (%s) does not match the namespace on the request (%s)", ns, namespace))
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package server
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"mime"
 	"net/http"
 	"strings"
@@ -47,6 +48,15 @@ func (r *request) patch() error {
 	}, p.dryRun)
 }
 
+// jsonPatchOp is the operation kube's patch handler checks a JSON Patch's
+// fields against.
+type jsonPatchOp struct {
+	Op    string `json:"op"`
+	Path  string `json:"path"`
+	From  string `json:"from"`
+	Value any    `json:"value"`
+}
+
 // patchRequest is a PATCH's options and body, read once and applied to
 // the current object on every attempt of the update.
 type patchRequest struct {
@@ -74,14 +84,19 @@ func (r *request) readPatch() (*patchRequest, error) {
 	case apply.StrategicPatch:
 		// It needs a Go type's patch strategies.
 		if r.t.New == nil || r.t.Unstructured {
-			return nil, unsupportedPatch()
+			return nil, r.unsupportedPatch()
 		}
 	case apply.ServerSideApply:
-		if r.ri.Subresource != "" && r.ri.Subresource != "status" && r.ri.Subresource != "scale" {
-			return nil, unsupportedPatch()
+		// Every subresource a PATCH writes takes an apply too, as on
+		// kube-apiserver (pods/ephemeralcontainers, pods/resize,
+		// certificatesigningrequests/approval), each with its own
+		// managedFields entries.
+		_, written := r.t.SubresourceUpdates[r.ri.Subresource]
+		if r.ri.Subresource != "" && r.ri.Subresource != "status" && r.ri.Subresource != "scale" && !written {
+			return nil, r.unsupportedPatch()
 		}
 	default:
-		return nil, unsupportedPatch()
+		return nil, r.unsupportedPatch()
 	}
 	fv, dryRun, err := r.writeOptions()
 	if err != nil {
@@ -104,9 +119,20 @@ func (r *request) readPatch() (*patchRequest, error) {
 	}
 	p := &patchRequest{r: r, kind: kind, body: body, fv: fv, dryRun: dryRun}
 	// Duplicate keys in the patch document itself count as field problems
-	// too (JSON Patch is a list of operations, checked by its decoder; an
-	// applied configuration is YAML, checked when it is applied).
-	if kind != apply.JSONPatch && kind != apply.ServerSideApply {
+	// too, and so do unknown or duplicate fields of a JSON Patch's
+	// operations, read as kube reads them (an applied configuration is
+	// YAML, checked when it is applied).
+	switch {
+	case kind == apply.JSONPatch && fv != fvIgnore:
+		var ops []jsonPatchOp
+		strictErrs, err := sigsjson.UnmarshalStrict(body, &ops)
+		if err != nil {
+			return nil, apierrors.NewBadRequest("error decoding patch: " + err.Error())
+		}
+		for _, e := range strictErrs {
+			p.dups = append(p.dups, "json patch "+e.Error())
+		}
+	case kind != apply.JSONPatch && kind != apply.ServerSideApply:
 		var doc map[string]any
 		if strictErrs, err := sigsjson.UnmarshalStrict(body, &doc); err == nil {
 			for _, e := range strictErrs {
@@ -133,14 +159,24 @@ func (p *patchRequest) apply(current runtime.Object, t *schema.Type) (runtime.Ob
 	}
 	obj, strict, err := p.r.s.codec.Decode(t, codecs.JSON, patched)
 	if err != nil {
-		return nil, err
+		// kube's patch handler: a patched object that does not decode is
+		// an invalid patch, quoting what was patched and the decoder.
+		var de *codecs.DecodeError
+		if !errors.As(err, &de) {
+			return nil, err
+		}
+		why := de.Message
+		if de.Cause != "" {
+			why = de.Cause
+		}
+		return nil, apierrors.NewInvalid(runtimeschema.GroupKind{}, "", field.ErrorList{field.Invalid(field.NewPath("patch"), p.quoted(patched), why)})
 	}
 	strict = append(append([]string(nil), p.dups...), strict...)
 	if p.fv == fvStrict && len(strict) > 0 {
 		// kube-apiserver rejects a strict patch as an invalid patch,
 		// quoting the patched object.
 		return nil, apierrors.NewInvalid(runtimeschema.GroupKind{}, "", field.ErrorList{
-			field.Invalid(field.NewPath("patch"), string(patched), "strict decoding error: "+strings.Join(strict, ", ")),
+			field.Invalid(field.NewPath("patch"), p.quoted(patched), "strict decoding error: "+strings.Join(strict, ", ")),
 		})
 	}
 	if err := p.r.fieldProblems(strict, p.fv); err != nil {
@@ -159,6 +195,17 @@ func (p *patchRequest) apply(current runtime.Object, t *schema.Type) (runtime.Ob
 		}
 	}
 	return obj, nil
+}
+
+// quoted is what kube's refusal of a patch quotes: the patched object's
+// JSON, or for a strategic merge patch the patch as its Go map prints.
+func (p *patchRequest) quoted(patched []byte) string {
+	if p.kind != apply.StrategicPatch {
+		return string(patched)
+	}
+	var m map[string]any
+	_ = json.Unmarshal(p.body, &m)
+	return fmt.Sprintf("%+v", m)
 }
 
 // patchSetsResourceVersion reports whether a patch writes
@@ -194,7 +241,20 @@ func cborToJSON(body []byte) ([]byte, error) {
 	return json.Marshal(doc)
 }
 
-func unsupportedPatch() error {
+// unsupportedPatch is the 415 for a patch type the resource does not
+// take: go-restful's words for a built-in kind, the custom resource
+// handler's (naming what it takes) for a custom resource.
+func (r *request) unsupportedPatch() error {
+	if r.t.Unstructured {
+		accepted := []string{string(apply.JSONPatch), string(apply.MergePatch), codecs.ApplyPatch}
+		if r.s.codec.CBOR() {
+			accepted = append(accepted, codecs.ApplyPatchCBOR)
+		}
+		return &apierrors.StatusError{ErrStatus: metav1.Status{
+			Status: metav1.StatusFailure, Code: http.StatusUnsupportedMediaType, Reason: metav1.StatusReasonUnsupportedMediaType,
+			Message: "the body of the request was in an unknown format - accepted media types include: " + strings.Join(accepted, ", "),
+		}}
+	}
 	return &apierrors.StatusError{ErrStatus: metav1.Status{
 		Status: metav1.StatusFailure, Code: http.StatusUnsupportedMediaType, Reason: metav1.StatusReasonUnsupportedMediaType,
 		Message: "415: Unsupported Media Type", Details: &metav1.StatusDetails{},
