@@ -297,22 +297,27 @@ func (a *Authenticator) SetServiceAccountLookup(f ServiceAccountLookup) {
 // token the word after it (what follows another space is ignored, and
 // two spaces mean no token). Other schemes count as no token.
 func bearerToken(r *http.Request) (string, bool) {
-	parts := strings.SplitN(strings.TrimSpace(r.Header.Get("Authorization")), " ", 3)
-	if len(parts) < 2 || !strings.EqualFold(parts[0], "Bearer") || parts[1] == "" {
+	token, _ := splitBearer(r.Header.Get("Authorization"))
+	return token, token != ""
+}
+
+// splitBearer reads an Authorization header as kube's SplitN(h, " ", 3)
+// does, without allocating: the token, and whether an empty one was
+// followed by more (two spaces after the scheme).
+func splitBearer(h string) (token string, spaceBefore bool) {
+	scheme, rest, found := strings.Cut(strings.TrimSpace(h), " ")
+	if !found || !strings.EqualFold(scheme, "Bearer") {
 		return "", false
 	}
-	return parts[1], true
+	token, _, more := strings.Cut(rest, " ")
+	return token, token == "" && more
 }
 
 // spaceBeforeToken: "Bearer  <token>", which kube reads as no token,
 // with a warning.
 func spaceBeforeToken(r *http.Request) bool {
-	h := r.Header.Get("Authorization")
-	if h == "" {
-		return false
-	}
-	parts := strings.SplitN(strings.TrimSpace(h), " ", 3)
-	return len(parts) == 3 && parts[1] == "" && strings.EqualFold(parts[0], "Bearer")
+	_, space := splitBearer(r.Header.Get("Authorization"))
+	return space
 }
 
 // withAuthenticated adds system:authenticated, as kube-apiserver does for
