@@ -338,6 +338,9 @@ func (x *Resource) admitPhases(ctx context.Context, w admissionWrite, phases int
 		c.TypeMeta = meta("DeleteOptions")
 		w.options = &c
 	}
+	if x.t.InOwnNamespace {
+		w.namespace = w.name
+	}
 	a := &admissionAttributes{
 		Attributes: admission.NewAttributesRecord(nil, nil, kind, w.namespace, w.name, resource, w.subresource, w.op, w.options, w.dryRun, who),
 		obj:        w.obj, old: w.old,

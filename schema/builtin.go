@@ -106,6 +106,7 @@ func builtinTypes() []*Type {
 			NewList:        func() runtime.Object { return &corev1.NamespaceList{} },
 			Subresources:   []string{"status", "finalize"},
 			StatusMetadata: true,
+			InOwnNamespace: true,
 			ValidateDelete: namespaceValidateDelete,
 			NameIsDNSLabel: true,
 			// The namespace controller removes a namespace once it is

@@ -186,6 +186,11 @@ type Type struct {
 	// configurations, CRDs, custom resources, ...): a writer that lost
 	// its read must not overwrite what it never saw.
 	UpdateNeedsResourceVersion bool
+	// InOwnNamespace: a request about one of these objects is in the
+	// namespace the object names (a Namespace: kube's request info reads
+	// /api/v1/namespaces/<name> so), which admission's namespace
+	// selectors and webhooks see.
+	InOwnNamespace bool
 
 	// Subresources served besides the main resource, such as "status".
 	Subresources []string
