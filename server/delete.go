@@ -12,7 +12,6 @@ import (
 	runtimeschema "k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/tabula-dev/tabula/codecs"
-	"github.com/tabula-dev/tabula/sqlstore/kv"
 )
 
 // deleteOptions reads DeleteOptions as kube-apiserver's delete handlers
@@ -97,31 +96,18 @@ func (r *request) deleteCollection() error {
 	if err != nil {
 		return err
 	}
-	res, err := r.res.List(r.ctx, kv.ListOptions{Namespace: r.ri.Namespace, Pred: p.pred})
+	// As kube's DeleteCollection: the page the list options name
+	// (limit and continue included) is deleted, and answered as listed,
+	// with its continue token, so a client can delete in chunks.
+	res, err := r.listPage(p, nil, nil)
 	if err != nil {
 		return err
 	}
-	var deleted []kv.Record
 	for _, item := range res.Items {
-		d, err := r.res.Delete(r.ctx, item.Namespace, item.Name, opts)
-		if apierrors.IsNotFound(err) {
-			continue
-		}
-		if err != nil {
+		if _, err := r.res.Delete(r.ctx, item.Namespace, item.Name, opts); err != nil && !apierrors.IsNotFound(err) {
 			return err
 		}
-		rec := d.Rec
-		if !d.Gone {
-			b, err := r.res.Encode(d.Obj)
-			if err != nil {
-				return err
-			}
-			rec = kv.Record{Key: item.Key, Rev: rec.Rev, Value: b}
-		}
-		deleted = append(deleted, rec)
 	}
-	res.Items = deleted
-	res.More = false
 	return r.writeList(out, res, p)
 }
 

@@ -135,6 +135,17 @@ func (s *Server) serveResource(c echo.Context, group, version, rest string) erro
 		return notFoundPath()
 	}
 	verb := verbFor(c.Request().Method, ri, c)
+	if t.Namespaced && ri.Namespace == "" && verb != "list" && verb != "watch" {
+		// kube-apiserver serves a namespaced resource across namespaces
+		// for list and watch alone: there is no route for one object
+		// there (404), and the collection's other methods are not
+		// allowed (405; a custom resource's handler answers 404). A
+		// DELETE of /api/v1/configmaps must not empty every namespace.
+		if ri.Name != "" || t.Unstructured {
+			return notFoundPath()
+		}
+		return methodNotAllowed()
+	}
 	if verb == "" {
 		return methodNotAllowed()
 	}
