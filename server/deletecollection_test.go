@@ -25,7 +25,9 @@ func TestDeleteCollectionAsKube(t *testing.T) {
 		t.Helper()
 		var l struct {
 			Metadata struct{ Continue string }
-			Items    []struct{ Metadata struct{ Name, ResourceVersion string } }
+			Items    []struct {
+				Metadata struct{ Name, ResourceVersion string }
+			}
 		}
 		r := h.do("GET", path, nil, nil)
 		if err := json.Unmarshal(r.Body.Bytes(), &l); err != nil || r.Code != http.StatusOK {
@@ -42,7 +44,9 @@ func TestDeleteCollectionAsKube(t *testing.T) {
 		var l struct {
 			Kind     string
 			Metadata struct{ Continue string }
-			Items    []struct{ Metadata struct{ Name, DeletionTimestamp string } }
+			Items    []struct {
+				Metadata struct{ Name, DeletionTimestamp string }
+			}
 		}
 		if err := json.Unmarshal(r.Body.Bytes(), &l); err != nil || r.Code != http.StatusOK || l.Kind != "ConfigMapList" {
 			t.Fatalf("DELETE ?%s: %d %s", query, r.Code, r.Body)
