@@ -83,12 +83,12 @@ func (m *Manager) Run(ctx context.Context) error {
 // not yet select their kind by some field would not be found by it. Only
 // rows missing a field are read and rewritten, so a start after the first
 // costs one keys-and-fields scan per such kind. Kinds sharing a storage
-// resource (the two Event kinds) store their own fields and are left out.
-// A failure is logged, not fatal: replicas starting together on one
+// resource (the two Event kinds) store the same fields, both groups'
+// names, so either may refresh them. A failure is logged, not fatal: replicas starting together on one
 // database may collide on the same rows, and one of them does the work.
 func (m *Manager) refreshFields(ctx context.Context) {
 	for _, t := range m.types.Types() {
-		if t.Unstructured || len(t.FieldLabels) == 0 || len(m.types.ByStorage(t.StorageResource)) != 1 {
+		if t.Unstructured || len(t.FieldLabels) == 0 {
 			continue
 		}
 		x, ok := m.api.Lookup(t.Group, t.Version, t.Resource)

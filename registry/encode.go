@@ -96,9 +96,9 @@ const maxStoredBytes = 1536 * 1024
 
 // RefreshFields rewrites, in place, the selectable fields stored with this
 // kind's live objects that lack one of its field labels: objects written
-// by a Tabula that did not yet select the kind by them. It must only be
-// called for a kind that is the only one stored in its resource (the
-// fields stored are the writing kind's).
+// by a Tabula that did not yet select the kind by them. Kinds sharing a
+// storage resource must store the same fields (the Events'
+// eventFields), or a refresh by one would drop the other's.
 func (x *Resource) RefreshFields(ctx context.Context) (int, error) {
 	if len(x.t.FieldLabels) == 0 {
 		return 0, nil

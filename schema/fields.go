@@ -1,6 +1,7 @@
 package schema
 
 import (
+	"maps"
 	"strconv"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -53,7 +54,10 @@ var coreEventFieldLabels = []string{
 // reportingComponent ("field label not supported: involvedObject.name").
 // Tabula has no label conversion step, so the keys listed here are the
 // names a client sends to the events.k8s.io endpoint, and eventsV1Fields
-// returns the values kube would compare them with.
+// returns the values kube would compare them with. Both kinds store both
+// sets (eventFields), so each endpoint's selectors find the Events the
+// other wrote, as kube's one storage does (kubectl describe pod reads the
+// scheduler's events.k8s.io Events through involvedObject.name).
 var eventsV1FieldLabels = []string{
 	"regarding.kind",
 	"regarding.namespace",
@@ -192,6 +196,14 @@ func eventSource(component, reportingController string) string {
 		return component
 	}
 	return reportingController
+}
+
+// eventFields are an Event's fields under both groups' names, stored
+// whichever group wrote it.
+func eventFields(obj runtime.Object) map[string]string {
+	f := coreEventFields(obj)
+	maps.Copy(f, eventsV1Fields(obj))
+	return f
 }
 
 func coreEventFields(obj runtime.Object) map[string]string {

@@ -278,3 +278,39 @@ func TestNamespaceFinalizedByKCM(t *testing.T) {
 		t.Fatalf("namespace after its last finalizer went: %d %s; want 404", r.Code, r.Body)
 	}
 }
+
+// TestEventFieldSelectorsAcrossGroups: an Event written through either
+// group is found by the other group's field selectors, as kube-apiserver's
+// one Event storage finds it (kubectl describe pod selects core Events by
+// involvedObject.name; kube-scheduler writes events.k8s.io ones); and an
+// Event stored with only its writer's fields (by an earlier Tabula) is
+// found both ways once a server starts on the database.
+func TestEventFieldSelectorsAcrossGroups(t *testing.T) {
+	st := storetest.Open(t, "sqlite://:memory:")
+	old := `{"metadata":{"name":"old","namespace":"default","uid":"5b4c6a1e-0000-4000-8000-000000000002","creationTimestamp":"2026-01-01T00:00:00Z"},` +
+		`"involvedObject":{"kind":"Pod","namespace":"default","name":"p0"},"reason":"Old","type":"Normal"}`
+	if _, err := st.Create(context.Background(), kv.Key{Resource: "events", Namespace: "default", Name: "old"}, func(int64) (kv.Entry, error) {
+		return kv.Entry{Value: []byte(old), Fields: map[string]string{"metadata.name": "old", "metadata.namespace": "default",
+			"involvedObject.kind": "Pod", "involvedObject.name": "p0", "involvedObject.namespace": "default", "reason": "Old", "type": "Normal"}}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	srv := servertest.Server(t, server.Config{Store: st})
+	h := &refHarness{t: t, h: srv.Handler(), store: st, state: map[string]string{}}
+	h.mustDo("POST", "/apis/events.k8s.io/v1/namespaces/default/events", "application/json",
+		`{"metadata":{"name":"sched"},"eventTime":"2026-11-30T00:00:00.000000Z","reportingController":"default-scheduler","reportingInstance":"s1",
+		  "action":"Binding","reason":"Scheduled","type":"Normal","regarding":{"kind":"Pod","namespace":"default","name":"p1"}}`, http.StatusCreated)
+	h.mustDo("POST", "/api/v1/namespaces/default/events", "application/json",
+		`{"metadata":{"name":"kubelet"},"involvedObject":{"kind":"Pod","namespace":"default","name":"p2"},"reason":"Pulled","type":"Normal","source":{"component":"kubelet"}}`, http.StatusCreated)
+	for _, c := range []struct{ path, sel, want string }{
+		{"/api/v1/namespaces/default/events", "involvedObject.name=p1", "sched"},
+		{"/api/v1/namespaces/default/events", "involvedObject.kind=Pod,reason=Scheduled", "sched"},
+		{"/apis/events.k8s.io/v1/namespaces/default/events", "regarding.name=p2", "kubelet"},
+		{"/apis/events.k8s.io/v1/namespaces/default/events", "regarding.name=p0", "old"},
+		{"/api/v1/namespaces/default/events", "involvedObject.name=p0", "old"},
+	} {
+		if got := strings.Join(names(t, h, c.path, c.sel), ","); got != c.want {
+			t.Errorf("%s ?fieldSelector=%s: [%s]; want [%s]", c.path, c.sel, got, c.want)
+		}
+	}
+}
