@@ -126,6 +126,13 @@ func decodeUnstructured(t *schema.Type, mediaType string, body []byte) (runtime.
 		return nil, nil, &DecodeError{Message: fmt.Sprintf("the object provided is unrecognized (must be of type %s): %v (%s)", t.Kind, err, truncate(body))}
 	}
 	var strict []string
+	if mediaType == YAML {
+		// YAML's own duplicate keys vanish in the conversion to JSON;
+		// kube's strict YAML decoder reports them (YAMLToJSONStrict).
+		if _, err := yaml.YAMLToJSONStrict(body); err != nil {
+			strict = append(strict, err.Error())
+		}
+	}
 	for _, e := range strictErrs {
 		strict = append(strict, e.Error())
 	}

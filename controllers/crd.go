@@ -251,6 +251,18 @@ func (m *Manager) namePass(ctx context.Context) {
 	needBuild := false
 	for i, crd := range all {
 		if crd.DeletionTimestamp != nil {
+			if apihelpers.IsCRDConditionTrue(crd, apiextensionsv1.Terminating) {
+				// Every replica stops creating its objects, as kube's
+				// handler does once the condition is True.
+				st.mu.Lock()
+				served, ok := st.served[crd.Name]
+				st.mu.Unlock()
+				if ok {
+					for _, t := range m.types.ByStorage(served.storage) {
+						t.SetTerminating()
+					}
+				}
+			}
 			if err := m.finalizeCRD(ctx, crd); err != nil {
 				m.log.Warn("custom resource definition not finalized", "crd", crd.Name, "err", err)
 			}

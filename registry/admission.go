@@ -303,6 +303,10 @@ func (x *Resource) admitValidate(ctx context.Context, w admissionWrite) error {
 }
 
 func (x *Resource) admitPhases(ctx context.Context, w admissionWrite, phases int) error {
+	if w.op == admission.Create && x.t.Terminating() {
+		// kube's CRD handler wraps admission so (forbidCreateAdmission).
+		return apierrors.NewForbidden(x.t.GroupResource(), w.name, errors.New("create not allowed while custom resource definition is terminating"))
+	}
 	chain := x.g.admission
 	if chain == nil || !chain.Handles(w.op) {
 		return nil

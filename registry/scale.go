@@ -3,6 +3,7 @@ package registry
 import (
 	"context"
 	"fmt"
+	"math"
 	"strings"
 
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
@@ -114,6 +115,13 @@ func (x *Resource) writeScale(ctx context.Context, namespace, name string, opts 
 		if err != nil {
 			return nil, apierrors.NewBadRequest(err.Error())
 		}
+		// As kube's custom resource scale: a Scale made from an object
+		// without replicas carries a sentinel, and a write that leaves it
+		// (a patch that sets none) is refused rather than storing 0.
+		unset := x.t.Unstructured && !x.hasSpecReplicas(cur)
+		if unset {
+			old.Spec.Replicas = math.MinInt32
+		}
 		acc := mustAccessor(cur)
 		handler := managedfields.NewScaleHandler(acc.GetManagedFields(), x.t.GroupVersion(), mappings)
 		if old.ManagedFields, err = handler.ToSubresource(); err != nil {
@@ -122,6 +130,9 @@ func (x *Resource) writeScale(ctx context.Context, namespace, name string, opts 
 		sc, err := change(fm, old)
 		if err != nil {
 			return nil, err
+		}
+		if unset && sc.Spec.Replicas == math.MinInt32 {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("the spec replicas field %q cannot be empty", x.t.Scale.SpecReplicasPath))
 		}
 		if err := CheckName(sc, "", name); err != nil {
 			return nil, err
@@ -241,6 +252,16 @@ func (x *Resource) withReplicas(obj runtime.Object, replicas int32) (runtime.Obj
 	}
 	out.GetObjectKind().SetGroupVersionKind(x.t.GroupVersionKind())
 	return out, nil
+}
+
+// hasSpecReplicas says whether obj holds a value at the spec replicas path.
+func (x *Resource) hasSpecReplicas(obj runtime.Object) bool {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return true
+	}
+	v, found, err := unstructured.NestedFieldNoCopy(u.Object, fieldPath(x.t.Scale.SpecReplicasPath)...)
+	return err == nil && found && v != nil
 }
 
 // fieldPath splits ".spec.replicas" into its fields.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/apiextensions-apiserver/pkg/apihelpers"
@@ -115,6 +116,7 @@ func customResourceType(crd *apiextensionsv1.CustomResourceDefinition, v apiexte
 		// As kube's custom resource strategy: no unconditional updates.
 		UpdateNeedsResourceVersion: true,
 		retired:                    make(chan struct{}),
+		terminating:                new(atomic.Bool),
 	}
 	if t.Singular == "" {
 		t.Singular = strings.ToLower(names.Kind)
@@ -507,7 +509,8 @@ func (st *crStrategy) validateScale(obj map[string]interface{}, spec bool) field
 }
 
 // crColumns prints the version's additionalPrinterColumns (an Age column
-// when it has none), through the apiextensions-apiserver's convertor.
+// when it has none), through the apiextensions-apiserver's convertor;
+// columns it refuses leave kube's default Name and Created At.
 func crColumns(t *Type, v apiextensionsv1.CustomResourceDefinitionVersion) error {
 	cols := v.AdditionalPrinterColumns
 	if len(cols) == 0 {
@@ -516,7 +519,11 @@ func crColumns(t *Type, v apiextensionsv1.CustomResourceDefinitionVersion) error
 	}
 	conv, err := tableconvertor.New(cols)
 	if err != nil {
-		return err
+		// As kube's CRD handler: a column it cannot parse (its JSONPath
+		// is only checked for a leading dot) falls back to the default
+		// printing; the resource is served all the same.
+		t.Cells = DefaultRow
+		return nil
 	}
 	empty, err := conv.ConvertToTable(context.Background(), &unstructured.UnstructuredList{Object: map[string]interface{}{}}, nil)
 	if err != nil {

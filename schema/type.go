@@ -3,6 +3,7 @@ package schema
 import (
 	"fmt"
 	"slices"
+	"sync/atomic"
 
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -216,6 +217,21 @@ type Type struct {
 	// retired is closed when the Registry stops serving this Type (see
 	// Retired); nil for kinds served for good.
 	retired chan struct{}
+	// terminating is set once the CRD serving this Type is being deleted
+	// (see Terminating); nil for built-in kinds.
+	terminating *atomic.Bool
+}
+
+// Terminating says the CRD serving this Type is being deleted (its
+// Terminating condition is True): as on kube-apiserver, no new objects
+// may be created meanwhile.
+func (t *Type) Terminating() bool { return t.terminating != nil && t.terminating.Load() }
+
+// SetTerminating marks a CRD's Type as Terminating; built-in kinds never are.
+func (t *Type) SetTerminating() {
+	if t.terminating != nil {
+		t.terminating.Store(true)
+	}
 }
 
 // Retired is closed once the Registry no longer serves this Type: its

@@ -620,3 +620,67 @@ func TestCRWatchEndsWithItsCRD(t *testing.T) {
 	h.mustDo("DELETE", crdPath+"/gadgets.test.example.com", "", "", http.StatusOK)
 	ends("a watch across the CRD's deletion", r)
 }
+
+// TestCRDEdgesAsKube: what kube-apiserver's CRD handler does at the edges:
+// a printer column it cannot parse falls back to the default columns and
+// the resource is served; a scale write that leaves an absent replicas
+// unset is refused, not stored as 0; a YAML body with a duplicate key is
+// a strict decoding problem; and no object is created while the CRD is
+// Terminating.
+func TestCRDEdgesAsKube(t *testing.T) {
+	h := refNewHarness(t)
+	h.createNamespace("edges", nil)
+	h.mustDo("POST", crdPath, "application/json", `{"apiVersion":"apiextensions.k8s.io/v1","kind":"CustomResourceDefinition",
+	 "metadata":{"name":"cogs.test.example.com"},
+	 "spec":{"group":"test.example.com","scope":"Namespaced","names":{"plural":"cogs","singular":"cog","kind":"Cog"},
+	  "versions":[{"name":"v1","served":true,"storage":true,
+	   "subresources":{"scale":{"specReplicasPath":".spec.replicas","statusReplicasPath":".status.replicas"},"status":{}},
+	   "additionalPrinterColumns":[{"name":"Bad","type":"string","jsonPath":".spec[?(@.x"}],
+	   "schema":{"openAPIV3Schema":{"type":"object","properties":{"spec":{"type":"object","properties":{"replicas":{"type":"integer"},"size":{"type":"integer"}}},
+	    "status":{"type":"object","properties":{"replicas":{"type":"integer"}}}}}}}]}}`, http.StatusCreated)
+	establish(t, h, "cogs.test.example.com")
+	const cogs = "/apis/test.example.com/v1/namespaces/edges/cogs"
+	h.mustDo("POST", cogs, "application/json", `{"apiVersion":"test.example.com/v1","kind":"Cog","metadata":{"name":"c1","finalizers":["test.example.com/hold"]},"spec":{"size":1}}`, http.StatusCreated)
+
+	// The default columns.
+	r := h.do("GET", cogs, map[string]string{"Accept": "application/json;as=Table;v=v1;g=meta.k8s.io"}, nil)
+	if r.Code != http.StatusOK || !strings.Contains(r.Body.String(), `{"name":"Name","type":"string","format":"name"`) || !strings.Contains(r.Body.String(), `"name":"Created At"`) {
+		t.Errorf("Table of a CRD with a bad column: %d %s", r.Code, r.Body)
+	}
+
+	// Scale without replicas.
+	scale := cogs + "/c1/scale"
+	if r := h.do("PATCH", scale, map[string]string{"Content-Type": "application/merge-patch+json"}, []byte(`{}`)); r.Code != http.StatusBadRequest ||
+		!strings.Contains(r.Body.String(), `the spec replicas field \".spec.replicas\" cannot be empty`) {
+		t.Errorf("scale patch leaving replicas unset: %d %s", r.Code, r.Body)
+	}
+	if got := refDig(h.getJSON(cogs+"/c1"), "spec", "replicas"); got != nil {
+		t.Errorf("spec.replicas after the refused patch: %v; want none", got)
+	}
+	if r := h.do("PATCH", scale, map[string]string{"Content-Type": "application/merge-patch+json"}, []byte(`{"spec":{"replicas":3}}`)); r.Code != http.StatusOK {
+		t.Errorf("scale patch setting replicas: %d %s", r.Code, r.Body)
+	}
+
+	// YAML with a duplicate key.
+	yamlBody := "apiVersion: test.example.com/v1\nkind: Cog\nmetadata:\n  name: c2\nspec:\n  size: 2\n  size: 3\n"
+	r = h.do("POST", cogs+"?fieldValidation=Strict", map[string]string{"Content-Type": "application/yaml"}, []byte(yamlBody))
+	if r.Code != http.StatusBadRequest || !strings.Contains(r.Body.String(), `key \"size\" already set in map`) {
+		t.Errorf("YAML with a duplicate key, Strict: %d %s", r.Code, r.Body)
+	}
+	r = h.do("POST", cogs, map[string]string{"Content-Type": "application/yaml"}, []byte(yamlBody))
+	if w := r.Header().Get("Warning"); r.Code != http.StatusCreated || !strings.Contains(w, "already set in map") {
+		t.Errorf("YAML with a duplicate key, Warn: %d %q %s", r.Code, w, r.Body)
+	}
+
+	// Terminating: no new objects.
+	h.mustDo("DELETE", crdPath+"/cogs.test.example.com", "", "", http.StatusOK)
+	h.waitFor("Terminating True", func() bool { return crdCondition(h, "cogs.test.example.com", "Terminating") == "True" })
+	h.waitFor("creates refused while Terminating", func() bool {
+		r := h.do("POST", cogs, map[string]string{"Content-Type": "application/json"}, []byte(`{"apiVersion":"test.example.com/v1","kind":"Cog","metadata":{"name":"late"}}`))
+		return r.Code == http.StatusForbidden && strings.Contains(r.Body.String(), "create not allowed while custom resource definition is terminating")
+	})
+	h.mustDo("PATCH", cogs+"/c1", "application/merge-patch+json", `{"metadata":{"finalizers":null}}`, http.StatusOK)
+	h.waitFor("CRD gone", func() bool {
+		return h.do("GET", crdPath+"/cogs.test.example.com", nil, nil).Code == http.StatusNotFound
+	})
+}
