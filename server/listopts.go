@@ -55,10 +55,9 @@ func (r *request) parseListParams() (*listParams, error) {
 	}
 	p.bookmarks = queryBool(q, "allowWatchBookmarks")
 	if v, ok := q["sendInitialEvents"]; ok && len(v) > 0 {
-		b, err := strconv.ParseBool(v[0])
-		if err != nil {
-			return nil, apierrors.NewBadRequest(err.Error())
-		}
+		// kube's parameter codec: "0" and "false" (any case) are false,
+		// anything else true.
+		b := !strings.EqualFold(v[0], "false") && v[0] != "0"
 		p.sendInitial = &b
 	}
 	if p.rv != "" {

@@ -76,6 +76,12 @@ func TestWatchOptionsAsKube(t *testing.T) {
 		t.Errorf("negative timeout: %d %s", code, body)
 	}
 
+	// Any value but 0 and false is true, as kube's parameter codec reads
+	// it: a list asking for initial events is refused as such.
+	if code, body := get(cms + "?sendInitialEvents=xyz"); code != http.StatusUnprocessableEntity || !strings.Contains(body, "sendInitialEvents is forbidden for list") {
+		t.Errorf("list with sendInitialEvents=xyz: %d %s", code, body)
+	}
+
 	// kube's causes, in its order.
 	for _, c := range []struct{ query, causes string }{
 		{"?watch=true&resourceVersionMatch=Foo",
