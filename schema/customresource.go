@@ -481,7 +481,7 @@ func blockingError(errs field.ErrorList) *field.Error {
 }
 
 // validateScale checks the replica counts the scale subresource reads:
-// the status count, and with spec the spec count first.
+// the status count, and with spec the spec count first; then its selector.
 func (st *crStrategy) validateScale(obj map[string]interface{}, spec bool) field.ErrorList {
 	if st.scale == nil {
 		return nil
@@ -503,6 +503,14 @@ func (st *crStrategy) validateScale(obj map[string]interface{}, spec bool) field
 			errs = append(errs, field.Invalid(field.NewPath(p), n, "should be a non-negative integer"))
 		case n > 1<<31-1:
 			errs = append(errs, field.Invalid(field.NewPath(p), n, fmt.Sprintf("should be less than or equal to %v", 1<<31-1)))
+		}
+	}
+	// The selector the Scale reports must be a string where it is given
+	// (kube's ValidateScaleStatus).
+	if p := st.scale.LabelSelectorPath; p != nil && *p != "" {
+		sel, _, err := unstructured.NestedString(obj, strings.Split(strings.TrimPrefix(*p, "."), ".")...)
+		if err != nil {
+			errs = append(errs, field.Invalid(field.NewPath(*p), sel, err.Error()))
 		}
 	}
 	return errs

@@ -634,10 +634,10 @@ func TestCRDEdgesAsKube(t *testing.T) {
 	 "metadata":{"name":"cogs.test.example.com"},
 	 "spec":{"group":"test.example.com","scope":"Namespaced","names":{"plural":"cogs","singular":"cog","kind":"Cog"},
 	  "versions":[{"name":"v1","served":true,"storage":true,
-	   "subresources":{"scale":{"specReplicasPath":".spec.replicas","statusReplicasPath":".status.replicas"},"status":{}},
+	   "subresources":{"scale":{"specReplicasPath":".spec.replicas","statusReplicasPath":".status.replicas","labelSelectorPath":".status.selector"},"status":{}},
 	   "additionalPrinterColumns":[{"name":"Bad","type":"string","jsonPath":".spec[?(@.x"}],
 	   "schema":{"openAPIV3Schema":{"type":"object","properties":{"spec":{"type":"object","properties":{"replicas":{"type":"integer"},"size":{"type":"integer"}}},
-	    "status":{"type":"object","properties":{"replicas":{"type":"integer"}}}}}}}]}}`, http.StatusCreated)
+	    "status":{"type":"object","x-kubernetes-preserve-unknown-fields":true,"properties":{"replicas":{"type":"integer"}}}}}}}]}}`, http.StatusCreated)
 	establish(t, h, "cogs.test.example.com")
 	const cogs = "/apis/test.example.com/v1/namespaces/edges/cogs"
 	h.mustDo("POST", cogs, "application/json", `{"apiVersion":"test.example.com/v1","kind":"Cog","metadata":{"name":"c1","finalizers":["test.example.com/hold"]},"spec":{"size":1}}`, http.StatusCreated)
@@ -659,6 +659,12 @@ func TestCRDEdgesAsKube(t *testing.T) {
 	}
 	if r := h.do("PATCH", scale, map[string]string{"Content-Type": "application/merge-patch+json"}, []byte(`{"spec":{"replicas":3}}`)); r.Code != http.StatusOK {
 		t.Errorf("scale patch setting replicas: %d %s", r.Code, r.Body)
+	}
+
+	// The selector the Scale reports must be a string.
+	if r := h.do("PATCH", cogs+"/c1/status", map[string]string{"Content-Type": "application/merge-patch+json"}, []byte(`{"status":{"selector":5}}`)); r.Code != http.StatusUnprocessableEntity ||
+		!strings.Contains(r.Body.String(), ".status.selector") {
+		t.Errorf("a selector that is no string: %d %s", r.Code, r.Body)
 	}
 
 	// YAML with a duplicate key.
