@@ -346,15 +346,18 @@ func admissionWebhookScenario(t *testing.T, tg *target) {
 	if want := `admission webhook "deny.tabula.dev" denied the request: the key forbidden is not allowed`; !strings.Contains(r.stderr, want) {
 		t.Errorf("denial:\n%s\nwant %q", r, want)
 	}
-	_, err = cs.CoreV1().ConfigMaps(ns).Create(ctx, cm("bad", nil, map[string]string{"forbidden": "1"}), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+	_, err = cs.CoreV1().ConfigMaps(ns).Create(ctx, cm("bad", nil, map[string]string{"forbidden": "1"}), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}, FieldValidation: "Warn"})
 	if err == nil || !strings.Contains(err.Error(), "denied the request") {
 		t.Errorf("dry-run create: %v, want the denial", err)
 	}
 	if reqs := h.requests("/deny"); len(reqs) == 0 || reqs[len(reqs)-1].DryRun == nil || !*reqs[len(reqs)-1].DryRun {
 		t.Errorf("the webhook was not told of the dry run")
 	} else if opts := string(reqs[len(reqs)-1].Options.Raw); !strings.Contains(opts, `"kind":"CreateOptions"`) ||
-		!strings.Contains(opts, `"apiVersion":"meta.k8s.io/v1"`) || !strings.Contains(opts, `"dryRun":["All"]`) {
-		t.Errorf("the webhook was shown options %s, want the request's CreateOptions with dryRun", opts)
+		!strings.Contains(opts, `"apiVersion":"meta.k8s.io/v1"`) || !strings.Contains(opts, `"dryRun":["All"]`) ||
+		!strings.Contains(opts, `"fieldValidation":"Warn"`) || strings.Contains(opts, `"fieldManager"`) {
+		// As sent: no fieldManager (the User-Agent names the managedFields
+		// entry, not the options), the fieldValidation asked.
+		t.Errorf("the webhook was shown options %s, want the request's CreateOptions as sent, with dryRun and fieldValidation", opts)
 	}
 	if _, err := cs.CoreV1().ConfigMaps(ns).Get(ctx, "bad", metav1.GetOptions{}); err == nil {
 		t.Errorf("a denied ConfigMap was stored")

@@ -278,8 +278,9 @@ type admissionWrite struct {
 	kind    *runtimeschema.GroupVersionKind
 	options runtime.Object
 	dryRun  bool
-	// manager is the write's fieldManager, for the options plugins see.
-	manager string
+	// sent are the request's options as the client sent them, for the
+	// options plugins see.
+	sent SentOptions
 }
 
 // Admission runs in two phases, where kube-apiserver runs them: mutation
@@ -331,9 +332,9 @@ func (x *Resource) admitPhases(ctx context.Context, w admissionWrite, phases int
 	case nil:
 		switch w.op {
 		case admission.Create:
-			w.options = &metav1.CreateOptions{TypeMeta: meta("CreateOptions"), DryRun: dryRun, FieldManager: w.manager}
+			w.options = &metav1.CreateOptions{TypeMeta: meta("CreateOptions"), DryRun: dryRun, FieldManager: w.sent.FieldManager, FieldValidation: w.sent.FieldValidation}
 		case admission.Update:
-			w.options = &metav1.UpdateOptions{TypeMeta: meta("UpdateOptions"), DryRun: dryRun, FieldManager: w.manager}
+			w.options = &metav1.UpdateOptions{TypeMeta: meta("UpdateOptions"), DryRun: dryRun, FieldManager: w.sent.FieldManager, FieldValidation: w.sent.FieldValidation}
 		case admission.Delete:
 			w.options = &metav1.DeleteOptions{TypeMeta: meta("DeleteOptions"), DryRun: dryRun}
 		}

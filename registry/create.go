@@ -31,9 +31,20 @@ type WriteOptions struct {
 	// kube-apiserver), or ManagerAPIServer / ManagerControllerManager for
 	// the server's own writes.
 	Manager string
+	// Sent are the request's own options as admission passes them on to
+	// plugins and webhooks (zero for the server's own writes).
+	Sent SentOptions
 	// fieldsTracked: the write's managedFields are already done (an
 	// apply computes them while it merges).
 	fieldsTracked bool
+}
+
+// SentOptions are options as a client sent them: kube's handlers give
+// admission the decoded request options, so a webhook sees no
+// fieldManager where the client sent none (Manager may come from the
+// User-Agent) and sees the fieldValidation asked.
+type SentOptions struct {
+	FieldManager, FieldValidation string
 }
 
 // Result is an object as a write left it: Rec is the stored record (zero
@@ -66,7 +77,7 @@ func (x *Resource) Create(ctx context.Context, namespace string, obj runtime.Obj
 	// err is the named result: the claims stay only if the write did.
 	defer func() { finish(err == nil && !opts.DryRun) }()
 	if err := x.admit(ctx, admissionWrite{op: admission.Create, obj: obj, namespace: mustAccessor(obj).GetNamespace(),
-		name: mustAccessor(obj).GetName(), dryRun: opts.DryRun, manager: opts.Manager}); err != nil {
+		name: mustAccessor(obj).GetName(), dryRun: opts.DryRun, sent: opts.Sent}); err != nil {
 		return Result{}, err
 	}
 	if x.hooks != nil {
@@ -91,7 +102,7 @@ func (x *Resource) Create(ctx context.Context, namespace string, obj runtime.Obj
 		return Result{}, err
 	}
 	if err := x.admitValidate(ctx, admissionWrite{op: admission.Create, obj: obj, namespace: acc.GetNamespace(),
-		name: acc.GetName(), dryRun: opts.DryRun, manager: opts.Manager}); err != nil {
+		name: acc.GetName(), dryRun: opts.DryRun, sent: opts.Sent}); err != nil {
 		return Result{}, err
 	}
 	warnings := x.warnings(obj, nil)

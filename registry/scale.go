@@ -143,7 +143,7 @@ func (x *Resource) writeScale(ctx context.Context, namespace, name string, opts 
 		// Admission sees the Scale, as kube-apiserver shows it (resource
 		// <kind>/scale, kind autoscaling/v1 Scale), not the object.
 		w := admissionWrite{op: admission.Update, obj: sc, old: old, namespace: namespace, name: name,
-			subresource: "scale", kind: &scaleGVK, dryRun: opts.DryRun, manager: opts.Manager}
+			subresource: "scale", kind: &scaleGVK, dryRun: opts.DryRun, sent: opts.Sent}
 		if err := x.admitPhases(ctx, w, mutate); err != nil {
 			return nil, err
 		}

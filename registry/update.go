@@ -169,7 +169,7 @@ func (x *Resource) updateAttempt(ctx context.Context, namespace, name string, mu
 	// (pods/binding) is not admitted again.
 	if !opts.SkipValidation && !opts.admitted {
 		if err := x.admit(ctx, admissionWrite{op: admission.Update, obj: obj, old: old, namespace: acc.GetNamespace(),
-			name: name, subresource: opts.Subresource, dryRun: opts.DryRun, manager: opts.Manager}); err != nil {
+			name: name, subresource: opts.Subresource, dryRun: opts.DryRun, sent: opts.Sent}); err != nil {
 			return Result{}, false, false, guessed, err
 		}
 		// A subresource write keeps only its own fields of what mutating
@@ -217,7 +217,7 @@ func (x *Resource) storeUpdate(ctx context.Context, namespace, name string, obj,
 	}
 	if !opts.SkipValidation && !opts.admitted {
 		if err := x.admitValidate(ctx, admissionWrite{op: admission.Update, obj: obj, old: old, namespace: acc.GetNamespace(),
-			name: name, subresource: opts.Subresource, dryRun: opts.DryRun, manager: opts.Manager}); err != nil {
+			name: name, subresource: opts.Subresource, dryRun: opts.DryRun, sent: opts.Sent}); err != nil {
 			return Result{}, false, err
 		}
 	}

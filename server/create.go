@@ -64,7 +64,7 @@ func (r *request) isObjectMediaType(mt string) bool {
 
 // createObject creates a decoded object through the registry and answers.
 func (r *request) createObject(obj runtime.Object, dryRun bool) error {
-	res, err := r.res.Create(r.ctx, r.ri.Namespace, obj, registry.WriteOptions{DryRun: dryRun, Manager: r.manager()})
+	res, err := r.res.Create(r.ctx, r.ri.Namespace, obj, registry.WriteOptions{DryRun: dryRun, Manager: r.manager(), Sent: r.sentOptions()})
 	if err != nil {
 		return err
 	}

@@ -293,7 +293,7 @@ func (r *request) serverSideApply(p *patchRequest) error {
 // applyOptions are the registry's options for this apply.
 func (p *patchRequest) applyOptions() registry.ApplyOptions {
 	return registry.ApplyOptions{
-		WriteOptions:    registry.WriteOptions{DryRun: p.dryRun, Manager: p.r.manager()},
+		WriteOptions:    registry.WriteOptions{DryRun: p.dryRun, Manager: p.r.manager(), Sent: p.r.sentOptions()},
 		Subresource:     p.r.ri.Subresource,
 		Force:           queryBool(p.r.c.QueryParams(), "force"),
 		FieldValidation: string(p.fv),

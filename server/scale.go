@@ -29,7 +29,7 @@ func (r *request) scale() error {
 		}
 		sc, _, err := r.res.UpdateScale(r.ctx, r.ri.Namespace, r.ri.Name, func(*autoscalingv1.Scale) (*autoscalingv1.Scale, error) {
 			return obj.(*autoscalingv1.Scale).DeepCopy(), nil
-		}, registry.WriteOptions{DryRun: dryRun, Manager: r.manager()})
+		}, registry.WriteOptions{DryRun: dryRun, Manager: r.manager(), Sent: r.sentOptions()})
 		if err != nil {
 			return err
 		}
@@ -55,7 +55,7 @@ func (r *request) scale() error {
 				return nil, err
 			}
 			return obj.(*autoscalingv1.Scale), nil
-		}, registry.WriteOptions{DryRun: p.dryRun, Manager: r.manager()})
+		}, registry.WriteOptions{DryRun: p.dryRun, Manager: r.manager(), Sent: r.sentOptions()})
 		if err != nil {
 			return err
 		}

@@ -54,7 +54,7 @@ func (r *request) needResourceVersion(obj runtime.Object) error {
 // of a missing object of a Type that allows it creates the object (201).
 func (r *request) updateObject(mutate registry.MutateFunc, dryRun bool) error {
 	opts := registry.UpdateOptions{
-		WriteOptions:  registry.WriteOptions{DryRun: dryRun, Manager: r.manager()},
+		WriteOptions:  registry.WriteOptions{DryRun: dryRun, Manager: r.manager(), Sent: r.sentOptions()},
 		Subresource:   r.ri.Subresource,
 		CreateMissing: r.verb == "update",
 	}

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/tabula-dev/tabula/codecs"
+	"github.com/tabula-dev/tabula/registry"
 	"github.com/tabula-dev/tabula/schema"
 )
 
@@ -188,6 +189,13 @@ func isApply(contentType string) bool {
 // fieldManager parameter, or else what precedes the first "/" of the
 // User-Agent, printable characters only, at most 128 bytes (as
 // kube-apiserver derives it).
+// sentOptions are the write options as the request sent them, which
+// admission passes on.
+func (r *request) sentOptions() registry.SentOptions {
+	q := r.c.QueryParams()
+	return registry.SentOptions{FieldManager: q.Get("fieldManager"), FieldValidation: q.Get("fieldValidation")}
+}
+
 func (r *request) manager() string {
 	if m := r.c.QueryParam("fieldManager"); m != "" {
 		return m
