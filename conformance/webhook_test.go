@@ -88,6 +88,10 @@ func startHookServer(t *testing.T, serviceDNS string) *hookServer {
 		return &admissionv1.AdmissionResponse{Result: &metav1.Status{Code: http.StatusForbidden, Message: "exec is not allowed here"}}
 	}))
 	mux.HandleFunc("/reinvoke-b", h.review(addLabel("b", "x")))
+	mux.HandleFunc("/bad-managed-fields", h.review(func(*admissionv1.AdmissionRequest, map[string]any) *admissionv1.AdmissionResponse {
+		p := []byte(`[{"op":"replace","path":"/metadata/managedFields","value":[{"manager":"x","operation":"Bogus"}]}]`)
+		return &admissionv1.AdmissionResponse{Allowed: true, Patch: p, PatchType: ptr.To(admissionv1.PatchTypeJSONPatch)}
+	}))
 	// /hang answers when the caller gives up, or when the test ends.
 	stop := make(chan struct{})
 	mux.HandleFunc("/hang", func(w http.ResponseWriter, r *http.Request) {
@@ -281,6 +285,7 @@ func admissionWebhookScenario(t *testing.T, tg *target) {
 			mutating("mutate.tabula.dev", "/mutate", nil, false),
 			mutating("reinvoke-a.tabula.dev", "/reinvoke-a", labelled("reinvoke", "yes"), true),
 			mutating("reinvoke-b.tabula.dev", "/reinvoke-b", labelled("reinvoke", "yes"), false),
+			mutating("bad-managed-fields.tabula.dev", "/bad-managed-fields", labelled("badmf", "yes"), false),
 		}}
 	vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: ns + "-validate"},
 		Webhooks: []admissionregistrationv1.ValidatingWebhook{
@@ -338,6 +343,17 @@ func admissionWebhookScenario(t *testing.T, tg *target) {
 		if !found {
 			t.Errorf("the audit log lacks the deny webhook's annotation on the create of plain")
 		}
+	}
+
+	// managedFields a webhook leaves invalid are put back, with kube's
+	// warning, and the write goes on.
+	mfWarnings := &warningCollector{}
+	mfCfg := tg.restConfig()
+	mfCfg.WarningHandler = mfWarnings
+	if _, err := kubernetes.NewForConfigOrDie(mfCfg).CoreV1().ConfigMaps(ns).Create(ctx, cm("badmf", map[string]string{"badmf": "yes"}, nil), metav1.CreateOptions{}); err != nil {
+		t.Errorf("create through a webhook breaking managedFields: %v", err)
+	} else if w := strings.Join(mfWarnings.all(), "\n"); !strings.Contains(w, ".metadata.managedFields was in an invalid state after admission; this could be caused by an outdated mutating admission controller; please fix your requests") {
+		t.Errorf("warnings %q, want kube's for managedFields reset after admission", w)
 	}
 
 	// Denial, with kube-apiserver's words; a dry run is denied too and the

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	handlerfieldmanager "k8s.io/apiserver/pkg/endpoints/handlers/fieldmanager"
 	"sync"
 	"time"
 
@@ -130,7 +131,10 @@ func New(cfg Config) (*Registry, error) {
 		if err != nil {
 			return nil, err
 		}
-		g.admission = a
+		// As kube's handlers wrap their admission: managedFields a
+		// mutating plugin or webhook leaves invalid are put back as they
+		// were, with a warning, instead of failing the write.
+		g.admission = handlerfieldmanager.NewManagedFieldsValidatingAdmissionController(a)
 	}
 	return g, nil
 }
