@@ -26,28 +26,7 @@ import (
 // the server then accepts as the account (and TokenReview confirms), with
 // kube's validation; a token bound to a Pod dies with it.
 func TestServiceAccountTokenRequest(t *testing.T) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tokens := auth.NewServiceAccountTokens(key)
-	file := filepath.Join(t.TempDir(), "tokens.csv")
-	if err := os.WriteFile(file, []byte("admintoken,admin,1,system:masters\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	authn, err := auth.NewAuthenticator(auth.Options{TokenFile: file, ServiceAccountTokens: tokens})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := servertest.Server(t, server.Config{Store: storetest.Open(t, "sqlite://:memory:"), Authenticator: authn, ServiceAccountTokens: tokens})
-	do := func(token, method, path, body string) *httptest.ResponseRecorder {
-		req := httptest.NewRequest(method, path, strings.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Authorization", "Bearer "+token)
-		rec := httptest.NewRecorder()
-		srv.Handler().ServeHTTP(rec, req)
-		return rec
-	}
+	do := tokenServer(t)
 	const ns = "/api/v1/namespaces/default"
 	for _, c := range []struct{ path, body string }{
 		{ns + "/serviceaccounts", `{"metadata":{"name":"bot"}}`},
@@ -199,28 +178,7 @@ func TestServiceAccountIssuer(t *testing.T) {
 // 3607 s, lives a year with a warnafter; and a Pod in its grace period
 // keeps its token working, as on kube-apiserver.
 func TestTokenRequestChecksAsKube(t *testing.T) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tokens := auth.NewServiceAccountTokens(key)
-	file := filepath.Join(t.TempDir(), "tokens.csv")
-	if err := os.WriteFile(file, []byte("admintoken,admin,1,system:masters\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	authn, err := auth.NewAuthenticator(auth.Options{TokenFile: file, ServiceAccountTokens: tokens})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := servertest.Server(t, server.Config{Store: storetest.Open(t, "sqlite://:memory:"), Authenticator: authn, ServiceAccountTokens: tokens})
-	do := func(token, method, path, body string) *httptest.ResponseRecorder {
-		req := httptest.NewRequest(method, path, strings.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Authorization", "Bearer "+token)
-		rec := httptest.NewRecorder()
-		srv.Handler().ServeHTTP(rec, req)
-		return rec
-	}
+	do := tokenServer(t)
 	const ns = "/api/v1/namespaces/default"
 	var node struct{ Metadata struct{ UID string } }
 	for _, c := range []struct{ path, body string }{
@@ -304,5 +262,34 @@ func TestTokenRequestChecksAsKube(t *testing.T) {
 	if r := do(tr.Status.Token, "POST", "/apis/authentication.k8s.io/v1/selfsubjectreviews", `{}`); r.Code != http.StatusCreated ||
 		!strings.Contains(r.Body.String(), `"authentication.kubernetes.io/pod-name":["p"]`) || !strings.Contains(r.Body.String(), `"authentication.kubernetes.io/node-name":["n1"]`) {
 		t.Errorf("token of a Pod in its grace period: %d %s; want it authenticated", r.Code, r.Body)
+	}
+}
+
+// tokenServer is a server issuing and accepting service account tokens,
+// with the static token admintoken for system:masters; do sends a request
+// with a bearer token.
+func tokenServer(t *testing.T) (do func(token, method, path, body string) *httptest.ResponseRecorder) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tokens := auth.NewServiceAccountTokens(key)
+	file := filepath.Join(t.TempDir(), "tokens.csv")
+	if err := os.WriteFile(file, []byte("admintoken,admin,1,system:masters\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	authn, err := auth.NewAuthenticator(auth.Options{TokenFile: file, ServiceAccountTokens: tokens})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := servertest.Server(t, server.Config{Store: storetest.Open(t, "sqlite://:memory:"), Authenticator: authn, ServiceAccountTokens: tokens})
+	return func(token, method, path, body string) *httptest.ResponseRecorder {
+		req := httptest.NewRequest(method, path, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer "+token)
+		rec := httptest.NewRecorder()
+		srv.Handler().ServeHTTP(rec, req)
+		return rec
 	}
 }
