@@ -341,6 +341,18 @@ func (m *Manager) buildPass(ctx context.Context) {
 		m.types.SetStorage(storage, types)
 		st.served[crd.Name] = servedCRD{uid: string(crd.UID), generation: crd.Generation, names: names, storage: storage}
 		st.mu.Unlock()
+		// Objects stored before a selectable field was added lack its
+		// value: each version brings the ones missing its fields up to
+		// date, so its selectors find them (kube reads the fields at
+		// list time).
+		for _, t := range types {
+			if len(t.FieldLabels) == 0 {
+				continue
+			}
+			if _, err := m.api.For(t).RefreshFields(ctx); err != nil {
+				m.log.Warn("custom resources' selectable fields not refreshed", "crd", crd.Name, "version", t.Version, "err", err)
+			}
+		}
 		written, err := m.writeCRDStatus(ctx, crd, names, namesCond)
 		if err != nil {
 			m.log.Warn("custom resource definition status not written", "crd", crd.Name, "err", err)

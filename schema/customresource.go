@@ -3,6 +3,7 @@ package schema
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -213,7 +214,18 @@ func customResourceType(crd *apiextensionsv1.CustomResourceDefinition, v apiexte
 	if err := crColumns(t, v); err != nil {
 		return nil, err
 	}
-	crSelectableFields(t, v.SelectableFields)
+	// Without a conversion webhook every version is the same object under
+	// another apiVersion: each stores every version's selectable fields,
+	// so a version selects the objects another wrote, as kube's (which
+	// reads them per version at list time) does.
+	stored := v.SelectableFields
+	if crd.Spec.Conversion == nil || crd.Spec.Conversion.Strategy != apiextensionsv1.WebhookConverter {
+		stored = nil
+		for _, other := range crd.Spec.Versions {
+			stored = append(stored, other.SelectableFields...)
+		}
+	}
+	crSelectableFields(t, v.SelectableFields, stored)
 	return t, nil
 }
 
@@ -609,16 +621,24 @@ func crDate(content map[string]interface{}, path string, cell interface{}) (time
 	return ts.Time, true
 }
 
-// crSelectableFields makes the version's selectableFields usable in field
-// selectors: each JSONPath's value, as kube-apiserver formats it.
-func crSelectableFields(t *Type, sfs []apiextensionsv1.SelectableField) {
-	if len(sfs) == 0 {
+// crSelectableFields makes the version's selectableFields (sfs) usable in
+// field selectors, and stores the values of stored (a superset) with each
+// object: each JSONPath's value, as kube-apiserver formats it.
+func crSelectableFields(t *Type, sfs, stored []apiextensionsv1.SelectableField) {
+	for _, sf := range sfs {
+		t.FieldLabels = append(t.FieldLabels, strings.TrimPrefix(sf.JSONPath, "."))
+	}
+	var names []string
+	for _, sf := range stored {
+		if name := strings.TrimPrefix(sf.JSONPath, "."); !slices.Contains(names, name) {
+			names = append(names, name)
+		}
+	}
+	if len(names) == 0 {
 		return
 	}
-	paths := make([][]string, len(sfs))
-	for i, sf := range sfs {
-		name := strings.TrimPrefix(sf.JSONPath, ".")
-		t.FieldLabels = append(t.FieldLabels, name)
+	paths := make([][]string, len(names))
+	for i, name := range names {
 		paths[i] = strings.Split(name, ".")
 	}
 	t.Fields = func(obj runtime.Object) map[string]string {
@@ -630,14 +650,14 @@ func crSelectableFields(t *Type, sfs []apiextensionsv1.SelectableField) {
 		for i, p := range paths {
 			v, found, err := unstructured.NestedFieldNoCopy(u.Object, p...)
 			if err != nil || !found {
-				out[t.FieldLabels[i]] = ""
+				out[names[i]] = ""
 				continue
 			}
 			switch x := v.(type) {
 			case string:
-				out[t.FieldLabels[i]] = x
+				out[names[i]] = x
 			case bool, int64, float64:
-				out[t.FieldLabels[i]] = fmt.Sprint(x)
+				out[names[i]] = fmt.Sprint(x)
 			}
 		}
 		return out

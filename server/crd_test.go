@@ -690,3 +690,44 @@ func TestCRDEdgesAsKube(t *testing.T) {
 		return h.do("GET", crdPath+"/cogs.test.example.com", nil, nil).Code == http.StatusNotFound
 	})
 }
+
+// TestCRSelectableFieldsAcrossVersions: a version's selectable fields
+// select the objects written through another version, and a field made
+// selectable after objects exist selects them too, as kube-apiserver's
+// (which reads the fields at list time) does.
+func TestCRSelectableFieldsAcrossVersions(t *testing.T) {
+	h := refNewHarness(t)
+	h.createNamespace("sel", nil)
+	crd := func(v1Fields string) string {
+		return `{"apiVersion":"apiextensions.k8s.io/v1","kind":"CustomResourceDefinition",
+	 "metadata":{"name":"blocks.test.example.com"},
+	 "spec":{"group":"test.example.com","scope":"Namespaced","names":{"plural":"blocks","singular":"block","kind":"Block"},
+	  "versions":[
+	   {"name":"v1","served":true,"storage":true,"selectableFields":[` + v1Fields + `],
+	    "schema":{"openAPIV3Schema":{"type":"object","properties":{"spec":{"type":"object","properties":{"color":{"type":"string"},"size":{"type":"integer"},"shape":{"type":"string"}}}}}}},
+	   {"name":"v2","served":true,"storage":false,"selectableFields":[{"jsonPath":".spec.size"}],
+	    "schema":{"openAPIV3Schema":{"type":"object","description":"v2","properties":{"spec":{"type":"object","properties":{"color":{"type":"string"},"size":{"type":"integer"},"shape":{"type":"string"}}}}}}}]}}`
+	}
+	h.mustDo("POST", crdPath, "application/json", crd(`{"jsonPath":".spec.color"}`), http.StatusCreated)
+	establish(t, h, "blocks.test.example.com")
+	const v1, v2 = "/apis/test.example.com/v1/namespaces/sel/blocks", "/apis/test.example.com/v2/namespaces/sel/blocks"
+	h.mustDo("POST", v1, "application/json", `{"apiVersion":"test.example.com/v1","kind":"Block","metadata":{"name":"b1"},"spec":{"color":"red","size":1,"shape":"round"}}`, http.StatusCreated)
+	h.mustDo("POST", v2, "application/json", `{"apiVersion":"test.example.com/v2","kind":"Block","metadata":{"name":"b2"},"spec":{"color":"blue","size":2,"shape":"square"}}`, http.StatusCreated)
+	for _, c := range []struct{ path, sel, want string }{
+		{v2, "spec.size=1", "b1"},
+		{v1, "spec.color=blue", "b2"},
+	} {
+		if got := strings.Join(names(t, h, c.path, c.sel), ","); got != c.want {
+			t.Errorf("%s ?fieldSelector=%s: [%s]; want [%s]", c.path, c.sel, got, c.want)
+		}
+	}
+	// spec.shape becomes selectable in v1 after b1 and b2 were stored.
+	cur := h.getJSON(crdPath + "/blocks.test.example.com")
+	rv, _ := refDig(cur, "metadata", "resourceVersion").(string)
+	body := strings.Replace(crd(`{"jsonPath":".spec.color"},{"jsonPath":".spec.shape"}`), `"name":"blocks.test.example.com"`, `"name":"blocks.test.example.com","resourceVersion":"`+rv+`"`, 1)
+	h.mustDo("PUT", crdPath+"/blocks.test.example.com", "application/json", body, http.StatusOK)
+	h.waitFor("spec.shape selecting b1", func() bool {
+		r := h.do("GET", v1+"?fieldSelector=spec.shape%3Dround", nil, nil)
+		return r.Code == http.StatusOK && strings.Join(itemNames(t, r.Body.Bytes()), ",") == "b1"
+	})
+}
