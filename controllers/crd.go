@@ -268,6 +268,9 @@ func (m *Manager) namePass(ctx context.Context) {
 			}
 			continue
 		}
+		if err := m.syncAPIApproval(ctx, crd); err != nil {
+			m.log.Warn("custom resource definition's API approval condition not written", "crd", crd.Name, "err", err)
+		}
 		names, namesCond := acceptNames(crd, all)
 		if namesCond.Status == apiextensionsv1.ConditionTrue && !st.servedAs(crd, names) {
 			needBuild = true
@@ -410,6 +413,54 @@ func (m *Manager) writeCRDStatus(ctx context.Context, crd *apiextensionsv1.Custo
 	}
 	written, _ := res.Obj.(*apiextensionsv1.CustomResourceDefinition)
 	return written, nil
+}
+
+// apiApproval is kube's KubernetesAPIApprovalPolicyConformant condition
+// for a CRD of the community's protected groups (*.k8s.io,
+// *.kubernetes.io), read from its api-approved.kubernetes.io annotation;
+// nil for other groups.
+func apiApproval(crd *apiextensionsv1.CustomResourceDefinition) *apiextensionsv1.CustomResourceDefinitionCondition {
+	if !apihelpers.IsProtectedCommunityGroup(crd.Spec.Group) {
+		return nil
+	}
+	c := &apiextensionsv1.CustomResourceDefinitionCondition{Type: apiextensionsv1.KubernetesAPIApprovalPolicyConformant, Status: apiextensionsv1.ConditionFalse}
+	var state apihelpers.APIApprovalState
+	state, c.Message = apihelpers.GetAPIApprovalState(crd.Annotations)
+	switch state {
+	case apihelpers.APIApprovalInvalid:
+		c.Reason = "InvalidAnnotation"
+	case apihelpers.APIApprovalMissing:
+		c.Reason = "MissingAnnotation"
+	case apihelpers.APIApproved:
+		c.Status, c.Reason = apiextensionsv1.ConditionTrue, "ApprovedAnnotation"
+	case apihelpers.APIApprovalBypassed:
+		c.Reason = "UnapprovedAnnotation"
+	default:
+		c.Status, c.Reason = apiextensionsv1.ConditionUnknown, "UnknownAnnotation"
+	}
+	return c
+}
+
+// syncAPIApproval keeps the API approval condition as kube's apiapproval
+// controller does: on annotation changes too, which move no generation.
+func (m *Manager) syncAPIApproval(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition) error {
+	want := apiApproval(crd)
+	have := apihelpers.FindCRDCondition(crd, apiextensionsv1.KubernetesAPIApprovalPolicyConformant)
+	if want == nil && have == nil || want != nil && sameCondition(crd, *want) {
+		return nil
+	}
+	return m.mutateObject(ctx, m.crdsAPI(), crd.Name, "status", func(cur runtime.Object) bool {
+		c, ok := cur.(*apiextensionsv1.CustomResourceDefinition)
+		if !ok || c.UID != crd.UID {
+			return false
+		}
+		if want := apiApproval(c); want != nil {
+			apihelpers.SetCRDCondition(c, *want)
+		} else {
+			apihelpers.RemoveCRDCondition(c, apiextensionsv1.KubernetesAPIApprovalPolicyConformant)
+		}
+		return true
+	})
 }
 
 func sameCondition(crd *apiextensionsv1.CustomResourceDefinition, want apiextensionsv1.CustomResourceDefinitionCondition) bool {

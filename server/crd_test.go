@@ -731,3 +731,34 @@ func TestCRSelectableFieldsAcrossVersions(t *testing.T) {
 		return r.Code == http.StatusOK && strings.Join(itemNames(t, r.Body.Bytes()), ",") == "b1"
 	})
 }
+
+// TestCRDAPIApprovalCondition: a CRD of the community's protected groups
+// carries kube's KubernetesAPIApprovalPolicyConformant condition, read
+// from its api-approved.kubernetes.io annotation, and follows it.
+func TestCRDAPIApprovalCondition(t *testing.T) {
+	h := refNewHarness(t)
+	h.mustDo("POST", crdPath, "application/json", `{"apiVersion":"apiextensions.k8s.io/v1","kind":"CustomResourceDefinition",
+	 "metadata":{"name":"foos.x.k8s.io","annotations":{"api-approved.kubernetes.io":"unapproved, experimental"}},
+	 "spec":{"group":"x.k8s.io","scope":"Namespaced","names":{"plural":"foos","singular":"foo","kind":"Foo"},
+	  "versions":[{"name":"v1","served":true,"storage":true,"schema":{"openAPIV3Schema":{"type":"object"}}}]}}`, http.StatusCreated)
+	condition := func() (status, reason string) {
+		for _, c := range refList(refDig(h.getJSON(crdPath+"/foos.x.k8s.io"), "status", "conditions")) {
+			if m := c.(map[string]interface{}); m["type"] == "KubernetesAPIApprovalPolicyConformant" {
+				return m["status"].(string), m["reason"].(string)
+			}
+		}
+		return "", ""
+	}
+	h.waitFor("UnapprovedAnnotation", func() bool { s, r := condition(); return s == "False" && r == "UnapprovedAnnotation" })
+	h.mustDo("PATCH", crdPath+"/foos.x.k8s.io", "application/merge-patch+json",
+		`{"metadata":{"annotations":{"api-approved.kubernetes.io":"https://github.com/kubernetes/enhancements/pull/1111"}}}`, http.StatusOK)
+	h.waitFor("ApprovedAnnotation", func() bool { s, r := condition(); return s == "True" && r == "ApprovedAnnotation" })
+	// Other groups have none.
+	h.mustDo("POST", crdPath, "application/json", gadgetsCRD, http.StatusCreated)
+	establish(t, h, "gadgets.test.example.com")
+	for _, c := range refList(refDig(h.getJSON(crdPath+"/gadgets.test.example.com"), "status", "conditions")) {
+		if m := c.(map[string]interface{}); m["type"] == "KubernetesAPIApprovalPolicyConformant" {
+			t.Errorf("a CRD of test.example.com has %v", m)
+		}
+	}
+}
