@@ -472,8 +472,10 @@ func sameCondition(crd *apiextensionsv1.CustomResourceDefinition, want apiextens
 // it holds already, and those no CRD of its group has accepted.
 func acceptNames(crd *apiextensionsv1.CustomResourceDefinition, all []*apiextensionsv1.CustomResourceDefinition) (apiextensionsv1.CustomResourceDefinitionNames, apiextensionsv1.CustomResourceDefinitionCondition) {
 	resources, kinds := sets.New[string](), sets.New[string]()
+	// Every CRD of the group counts, this one too, as in kube's naming
+	// controller: a new short name may not be one of its own other names.
 	for _, o := range all {
-		if o.Spec.Group != crd.Spec.Group || o.UID == crd.UID {
+		if o.Spec.Group != crd.Spec.Group {
 			continue
 		}
 		n := o.Status.AcceptedNames

@@ -734,7 +734,8 @@ func TestCRSelectableFieldsAcrossVersions(t *testing.T) {
 
 // TestCRDAPIApprovalCondition: a CRD of the community's protected groups
 // carries kube's KubernetesAPIApprovalPolicyConformant condition, read
-// from its api-approved.kubernetes.io annotation, and follows it.
+// from its api-approved.kubernetes.io annotation, and follows it; and a
+// CRD's own names count against a new short name.
 func TestCRDAPIApprovalCondition(t *testing.T) {
 	h := refNewHarness(t)
 	h.mustDo("POST", crdPath, "application/json", `{"apiVersion":"apiextensions.k8s.io/v1","kind":"CustomResourceDefinition",
@@ -753,6 +754,17 @@ func TestCRDAPIApprovalCondition(t *testing.T) {
 	h.mustDo("PATCH", crdPath+"/foos.x.k8s.io", "application/merge-patch+json",
 		`{"metadata":{"annotations":{"api-approved.kubernetes.io":"https://github.com/kubernetes/enhancements/pull/1111"}}}`, http.StatusOK)
 	h.waitFor("ApprovedAnnotation", func() bool { s, r := condition(); return s == "True" && r == "ApprovedAnnotation" })
+	// A short name may not be one of the CRD's own other names (kube's
+	// naming controller counts them).
+	h.mustDo("PATCH", crdPath+"/foos.x.k8s.io", "application/merge-patch+json", `{"spec":{"names":{"shortNames":["foo"]}}}`, http.StatusOK)
+	h.waitFor("ShortNamesConflict", func() bool {
+		for _, c := range refList(refDig(h.getJSON(crdPath+"/foos.x.k8s.io"), "status", "conditions")) {
+			if m := c.(map[string]interface{}); m["type"] == "NamesAccepted" {
+				return m["status"] == "False" && m["reason"] == "ShortNamesConflict" && m["message"] == `"foo" is already in use`
+			}
+		}
+		return false
+	})
 	// Other groups have none.
 	h.mustDo("POST", crdPath, "application/json", gadgetsCRD, http.StatusCreated)
 	establish(t, h, "gadgets.test.example.com")
