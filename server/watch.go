@@ -83,25 +83,16 @@ func (r *request) watch() error {
 		return nil
 	}
 	defer release()
-	if notYet != nil {
-		enc := &watchEncoder{r: r, out: out, frameTimeout: r.s.cfg.WatchWriteTimeout}
-		defer enc.finish()
-		enc.start(r.c.Response())
-		st := notYet.Status()
-		st.Kind, st.APIVersion = "Status", "v1"
-		return enc.writeStatus(&st)
-	}
-	w, err := r.res.Watch(ctx, kv.WatchOptions{Namespace: r.ri.Namespace, After: start, Pred: p.pred, Initial: initial})
 	enc := &watchEncoder{r: r, out: out, frameTimeout: r.s.cfg.WatchWriteTimeout}
 	defer enc.finish()
 	resp := r.c.Response()
+	if notYet != nil {
+		return enc.failAtStart(resp, notYet.Status())
+	}
+	w, err := r.res.Watch(ctx, kv.WatchOptions{Namespace: r.ri.Namespace, After: start, Pred: p.pred, Initial: initial})
 	var ce *kv.CompactedError
 	if errors.As(err, &ce) {
-		// kube-apiserver opens the stream and sends the 410 as an event.
-		enc.start(resp)
-		st := apierrors.NewResourceExpired("too old resource version: " + strconv.FormatInt(start, 10) + " (" + strconv.FormatInt(ce.Compacted, 10) + ")").Status()
-		st.Kind, st.APIVersion = "Status", "v1"
-		return enc.writeStatus(&st)
+		return enc.failAtStart(resp, apierrors.NewResourceExpired("too old resource version: "+strconv.FormatInt(start, 10)+" ("+strconv.FormatInt(ce.Compacted, 10)+")").Status())
 	}
 	if err != nil {
 		return err
@@ -355,6 +346,15 @@ func (e *watchEncoder) writeLeft(ev kv.Event) error {
 	}
 	m.SetResourceVersion(strconv.FormatInt(ev.Rev, 10))
 	return e.ww.Event(string(ev.Type), obj)
+}
+
+// failAtStart opens the stream with an ERROR event and ends it, as
+// kube-apiserver answers a watch it cannot start (a compacted or not yet
+// reached revision): 200, then the Status in the stream.
+func (e *watchEncoder) failAtStart(resp *echo.Response, st metav1.Status) error {
+	e.start(resp)
+	st.Kind, st.APIVersion = "Status", "v1"
+	return e.writeStatus(&st)
 }
 
 func (e *watchEncoder) bookmark(rev int64, initialEnd bool) error {
