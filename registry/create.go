@@ -113,7 +113,7 @@ func (x *Resource) Create(ctx context.Context, namespace string, obj runtime.Obj
 		} else if !apierrors.IsNotFound(err) {
 			return Result{}, err
 		}
-		return Result{Obj: obj, Warnings: warnings}, nil
+		return x.asStored(Result{Obj: obj, Warnings: warnings})
 	}
 	key := x.Key(acc.GetNamespace(), acc.GetName())
 	rec, err := x.g.store.Create(ctx, key, x.encoder(obj))
@@ -125,7 +125,27 @@ func (x *Resource) Create(ctx context.Context, namespace string, obj runtime.Obj
 	}
 	x.g.written.put(x.t, rec, obj)
 	x.g.observer.Written(x.st, acc, nil)
-	return Result{Rec: rec, Obj: obj, Warnings: warnings}, nil
+	return x.asStored(Result{Rec: rec, Obj: obj, Warnings: warnings})
+}
+
+// asStored is a write's answer as it was stored, for Types whose stored
+// form can lose what was written (schema.Type.LossyStorage):
+// kube-apiserver's store answers a write, a dry run's too, with the object
+// it decodes from the bytes it stored.
+func (x *Resource) asStored(res Result) (Result, error) {
+	if !x.t.LossyStorage || res.Obj == nil {
+		return res, nil
+	}
+	b, err := x.Encode(res.Obj)
+	if err != nil {
+		return Result{}, err
+	}
+	obj, err := x.Decode(kv.Record{Value: b})
+	if err != nil {
+		return Result{}, err
+	}
+	res.Obj = obj
+	return res, nil
 }
 
 // warnings asks the Type's strategy about an accepted write.

@@ -75,6 +75,10 @@ func (x *Resource) Update(ctx context.Context, namespace, name string, mutate Mu
 		if retry {
 			continue
 		}
+		if err == nil && !created {
+			// A create on update was answered as stored by Create.
+			res, err = x.asStored(res)
+		}
 		return res, created, err
 	}
 }

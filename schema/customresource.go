@@ -70,12 +70,19 @@ func CustomResourceTypes(crd *apiextensionsv1.CustomResourceDefinition, convert 
 	// it later): the caller may reuse its CRD.
 	crd = crd.DeepCopy()
 	types := customTypeConverter(crd)
+	// The storage version's schema prunes what is stored and defaults what
+	// is read, whichever version serves it (it may serve none).
+	storageSt := &crStrategy{preserve: crd.Spec.PreserveUnknownFields}
+	var err error
+	if storageSt.structural, _, err = structuralFor(crd, storage); err != nil {
+		return nil, fmt.Errorf("%s version %s: %w", crd.Name, storage, err)
+	}
 	var out []*Type
 	for _, v := range crd.Spec.Versions {
 		if !v.Served {
 			continue
 		}
-		t, err := customResourceType(crd, v, storage, convert)
+		t, err := customResourceType(crd, v, storage, storageSt, convert)
 		if err == nil {
 			t.ManagedFields = customManagedFields(types, t)
 		}
@@ -99,7 +106,7 @@ type crStrategy struct {
 	preserve        bool
 }
 
-func customResourceType(crd *apiextensionsv1.CustomResourceDefinition, v apiextensionsv1.CustomResourceDefinitionVersion, storage string, convert runtime.ObjectConvertor) (*Type, error) {
+func customResourceType(crd *apiextensionsv1.CustomResourceDefinition, v apiextensionsv1.CustomResourceDefinitionVersion, storage string, storageSt *crStrategy, convert runtime.ObjectConvertor) (*Type, error) {
 	names := crd.Status.AcceptedNames
 	gvk := schema.GroupVersionKind{Group: crd.Spec.Group, Version: v.Name, Kind: names.Kind}
 	listKind := names.ListKind
@@ -167,13 +174,25 @@ func customResourceType(crd *apiextensionsv1.CustomResourceDefinition, v apiexte
 		t.Convertor = APIVersionConvertor(crd.Spec.Group)
 	}
 	webhook := crd.Spec.Conversion != nil && crd.Spec.Conversion.Strategy == apiextensionsv1.WebhookConverter
-	if webhook && v.Name != storage && convert != nil {
-		// Objects are stored in the storage version: the webhook converts
-		// on the way in and out, and the result is defaulted as read.
+	switch {
+	case v.Name == storage:
+	case !webhook || convert != nil:
+		// Objects are stored in the storage version, as kube-apiserver's
+		// storage codec keeps them: converted (by the webhook, or by
+		// apiVersion alone), then pruned to the storage version's schema,
+		// so a field only this version has is not kept. Read, an object
+		// is defaulted by the storage version's schema, converted, and
+		// pruned to this version's; this version's defaults apply to
+		// request bodies alone, as in kube.
 		storageGV := schema.GroupVersion{Group: crd.Spec.Group, Version: storage}
+		conv := t.Convertor
+		t.LossyStorage = true
 		t.ToStorage = func(obj runtime.Object) (runtime.Object, error) {
-			out, err := convert.ConvertToVersion(obj, storageGV)
+			out, err := conv.ConvertToVersion(obj, storageGV)
 			if err != nil {
+				return nil, apierrors.NewInternalError(err)
+			}
+			if err := storageSt.pruneConverted(out); err != nil {
 				return nil, apierrors.NewInternalError(err)
 			}
 			return out, nil
@@ -184,13 +203,26 @@ func customResourceType(crd *apiextensionsv1.CustomResourceDefinition, v apiexte
 			// changes later would need the version stored with each
 			// object; Tabula does not keep it yet.)
 			obj.GetObjectKind().SetGroupVersionKind(storageGV.WithKind(t.Kind))
-			out, err := convert.ConvertToVersion(obj, t.GroupVersion())
+			in, err := storageSt.fromStorage(obj)
 			if err != nil {
+				return nil, err
+			}
+			out := in
+			if webhook {
+				if out, err = conv.ConvertToVersion(in, t.GroupVersion()); err != nil {
+					return nil, apierrors.NewInternalError(err)
+				}
+			} else {
+				// The versions differ in apiVersion alone, and the
+				// decoded object is this read's own: no copy.
+				out.GetObjectKind().SetGroupVersionKind(gvk)
+			}
+			if err := st.pruneConverted(out); err != nil {
 				return nil, apierrors.NewInternalError(err)
 			}
-			return st.fromStorage(out)
+			return out, nil
 		}
-	} else if webhook && v.Name != storage {
+	default:
 		// Objects are kept in the storage version; another version would
 		// need the webhook, which Tabula does not call: fail clearly.
 		err := fmt.Errorf("conversion webhook for %s failed: webhook conversion is not supported by this server; use version %s", gvk, storage)
@@ -232,20 +264,9 @@ func customResourceType(crd *apiextensionsv1.CustomResourceDefinition, v apiexte
 // compileSchema builds the structural schema, the OpenAPI validator and
 // the CEL rules of one version.
 func (st *crStrategy) compileSchema(crd *apiextensionsv1.CustomResourceDefinition, version string) error {
-	v1schema, err := apihelpers.GetSchemaForVersion(crd, version)
-	if err != nil {
-		return err
-	}
-	if v1schema == nil || v1schema.OpenAPIV3Schema == nil {
-		// Only CRDs that preserve unknown fields may go without one.
-		st.structural = &structuralschema.Structural{Extensions: structuralschema.Extensions{XPreserveUnknownFields: true}}
-		return nil
-	}
-	in := &apiextensions.CustomResourceValidation{}
-	if err := apiextensionsv1.Convert_v1_CustomResourceValidation_To_apiextensions_CustomResourceValidation(v1schema, in, nil); err != nil {
-		return err
-	}
-	if st.structural, err = structuralschema.NewStructural(in.OpenAPIV3Schema); err != nil {
+	var in *apiextensions.CustomResourceValidation
+	var err error
+	if st.structural, in, err = structuralFor(crd, version); err != nil || in == nil {
 		return err
 	}
 	if st.validator, _, err = apiservervalidation.NewSchemaValidator(in.OpenAPIV3Schema); err != nil {
@@ -258,6 +279,25 @@ func (st *crStrategy) compileSchema(crd *apiextensionsv1.CustomResourceDefinitio
 	}
 	st.cel = celvalidation.NewValidator(st.structural, true, celconfig.PerCallLimit)
 	return nil
+}
+
+// structuralFor is the structural schema of one version, with the
+// internal validation it was made from (nil when the version has no
+// schema: only CRDs that preserve unknown fields may go without one).
+func structuralFor(crd *apiextensionsv1.CustomResourceDefinition, version string) (*structuralschema.Structural, *apiextensions.CustomResourceValidation, error) {
+	v1schema, err := apihelpers.GetSchemaForVersion(crd, version)
+	if err != nil {
+		return nil, nil, err
+	}
+	if v1schema == nil || v1schema.OpenAPIV3Schema == nil {
+		return &structuralschema.Structural{Extensions: structuralschema.Extensions{XPreserveUnknownFields: true}}, nil, nil
+	}
+	in := &apiextensions.CustomResourceValidation{}
+	if err := apiextensionsv1.Convert_v1_CustomResourceValidation_To_apiextensions_CustomResourceValidation(v1schema, in, nil); err != nil {
+		return nil, nil, err
+	}
+	s, err := structuralschema.NewStructural(in.OpenAPIV3Schema)
+	return s, in, err
 }
 
 // coerce is what decoding a request body does to a custom resource, in
@@ -273,6 +313,30 @@ func (st *crStrategy) coerce(obj runtime.Object) ([]string, error) {
 }
 
 func (st *crStrategy) coerceMap(obj map[string]interface{}, fromStorage bool) ([]string, error) {
+	unknown, err := st.prune(obj, fromStorage)
+	if err != nil {
+		return nil, err
+	}
+	structuraldefaulting.Default(obj, st.structural)
+	return unknown, nil
+}
+
+// pruneConverted is what kube-apiserver's converter does to a custom
+// resource it converted into this version: prune to the version's schema
+// and coerce embedded metadata, without defaulting.
+func (st *crStrategy) pruneConverted(obj runtime.Object) error {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return fmt.Errorf("custom resource: %T is not unstructured", obj)
+	}
+	_, err := st.prune(u.Object, false)
+	return err
+}
+
+// prune reads metadata as ObjectMeta, prunes unknown fields, drops nulls
+// without a default and coerces embedded ObjectMeta, returning the unknown
+// fields' paths (none from storage, where malformed metadata is dropped).
+func (st *crStrategy) prune(obj map[string]interface{}, fromStorage bool) ([]string, error) {
 	om, found, unknown, err := schemaobjectmeta.GetObjectMetaWithOptions(obj, schemaobjectmeta.ObjectMetaOptions{
 		DropMalformedFields: fromStorage, ReturnUnknownFieldPaths: !fromStorage,
 	})
@@ -296,7 +360,6 @@ func (st *crStrategy) coerceMap(obj map[string]interface{}, fromStorage bool) ([
 			return nil, err
 		}
 	}
-	structuraldefaulting.Default(obj, st.structural)
 	return unknown, nil
 }
 

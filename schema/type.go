@@ -67,6 +67,11 @@ type Type struct {
 	// FromStorage back; nil means the served form is the stored form.
 	ToStorage   func(runtime.Object) (runtime.Object, error)
 	FromStorage func(runtime.Object) (runtime.Object, error)
+	// LossyStorage: the stored form can lose what an object of this Type
+	// holds (a custom resource served in a version other than its storage
+	// version is pruned to the storage version's schema), so a write is
+	// answered with what was stored, decoded, as kube-apiserver answers.
+	LossyStorage bool
 	// Convertor converts a custom resource between its served versions
 	// (admission gives webhooks the version they ask for); nil for
 	// built-in kinds, which kube's scheme converts.

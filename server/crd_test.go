@@ -774,3 +774,63 @@ func TestCRDAPIApprovalCondition(t *testing.T) {
 		}
 	}
 }
+
+// TestCRVersionsStoredInStorageVersion: without a conversion webhook a
+// custom resource written in a version other than the storage version is
+// stored as kube-apiserver stores it: pruned to the storage version's
+// schema, defaulted on read by the storage version's and pruned to the
+// version read. A field only the written version has is not kept, and
+// the write's answer, a dry run's too, shows what was stored.
+func TestCRVersionsStoredInStorageVersion(t *testing.T) {
+	h := refNewHarness(t)
+	h.createNamespace("crd-prune", nil)
+	h.mustDo("POST", crdPath, "application/json", `{"apiVersion":"apiextensions.k8s.io/v1","kind":"CustomResourceDefinition",
+ "metadata":{"name":"tools.test.example.com"},
+ "spec":{"group":"test.example.com","scope":"Namespaced",
+  "names":{"plural":"tools","singular":"tool","kind":"Tool"},
+  "versions":[
+   {"name":"v1","served":true,"storage":true,"schema":{"openAPIV3Schema":{"type":"object","properties":{"spec":{"type":"object","properties":{
+     "a":{"type":"string"},"b":{"type":"string","default":"b1"}}}}}}},
+   {"name":"v1beta1","served":true,"storage":false,"schema":{"openAPIV3Schema":{"type":"object","properties":{"spec":{"type":"object","properties":{
+     "a":{"type":"string"},"c":{"type":"string"},"d":{"type":"string","default":"d-beta"}}}}}}}]}}`, http.StatusCreated)
+	establish(t, h, "tools.test.example.com")
+	v1 := "/apis/test.example.com/v1/namespaces/crd-prune/tools"
+	beta := "/apis/test.example.com/v1beta1/namespaces/crd-prune/tools"
+	spec := func(obj map[string]interface{}) string {
+		b, _ := json.Marshal(obj["spec"])
+		return string(b)
+	}
+	body := func(name string) string {
+		return `{"apiVersion":"test.example.com/v1beta1","kind":"Tool","metadata":{"name":"` + name + `"},"spec":{"a":"x","c":"y"}}`
+	}
+
+	// The request is defaulted in v1beta1 (d), stored in v1 (c and d
+	// pruned), read back defaulted in v1 (b) and pruned to v1beta1 (b).
+	if got := spec(h.mustDo("POST", beta+"?dryRun=All", "application/json", body("dry"), http.StatusCreated)); got != `{"a":"x"}` {
+		t.Errorf("dry-run create through v1beta1 answered spec %s; want {\"a\":\"x\"}", got)
+	}
+	if got := spec(h.mustDo("POST", beta, "application/json", body("t1"), http.StatusCreated)); got != `{"a":"x"}` {
+		t.Errorf("create through v1beta1 answered spec %s; want {\"a\":\"x\"}", got)
+	}
+	if got := spec(h.getJSON(beta + "/t1")); got != `{"a":"x"}` {
+		t.Errorf("read through v1beta1: spec %s; want {\"a\":\"x\"}", got)
+	}
+	if got := spec(h.getJSON(v1 + "/t1")); got != `{"a":"x","b":"b1"}` {
+		t.Errorf("read through v1: spec %s; want {\"a\":\"x\",\"b\":\"b1\"}", got)
+	}
+	items := refList(h.getJSON(beta)["items"])
+	if len(items) != 1 || spec(items[0].(map[string]interface{})) != `{"a":"x"}` {
+		t.Errorf("list through v1beta1: %v; want t1 with spec {\"a\":\"x\"}", items)
+	}
+	// An update through v1beta1 starts from the object read in v1beta1,
+	// which lacks b: b set through v1 is lost and reads as its default
+	// again, as with kube-apiserver's None conversion.
+	h.mustDo("POST", v1, "application/json",
+		`{"apiVersion":"test.example.com/v1","kind":"Tool","metadata":{"name":"t2"},"spec":{"a":"x","b":"set"}}`, http.StatusCreated)
+	if got := spec(h.mustDo("PATCH", beta+"/t2", "application/merge-patch+json", `{"spec":{"a":"z","c":"w"}}`, http.StatusOK)); got != `{"a":"z"}` {
+		t.Errorf("patch through v1beta1 answered spec %s; want {\"a\":\"z\"}", got)
+	}
+	if got := spec(h.getJSON(v1 + "/t2")); got != `{"a":"z","b":"b1"}` {
+		t.Errorf("read through v1 after the v1beta1 patch: spec %s; want {\"a\":\"z\",\"b\":\"b1\"}", got)
+	}
+}
