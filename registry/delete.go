@@ -83,7 +83,22 @@ func (x *Resource) Delete(ctx context.Context, namespace, name string, opts *met
 			if dryRun {
 				return DeleteResult{Result: Result{Rec: cur, Obj: obj}, Gone: true}, nil
 			}
-			rec, err := x.g.store.Delete(ctx, cur.Key, cur.Rev, x.encoder(obj))
+			from := cur
+			if graceful {
+				// kube's store writes the deletion timestamp and the zero
+				// grace period before it deletes (its
+				// updateForGracefulDeletionAndFinalizers): watchers see
+				// the Pod MODIFIED, then DELETED. Should the delete fail,
+				// the next one finds the zero period and deletes at once.
+				if from, err = x.g.store.Update(ctx, cur.Key, cur.Rev, x.encoder(obj)); err != nil {
+					if errors.Is(err, kv.ErrConflict) && attempt < maxUpdateRetries {
+						continue
+					}
+					return DeleteResult{}, x.storeError(err, name)
+				}
+				x.g.written.drop(cur.Key)
+			}
+			rec, err := x.g.store.Delete(ctx, from.Key, from.Rev, x.encoder(obj))
 			if errors.Is(err, kv.ErrConflict) && attempt < maxUpdateRetries {
 				continue
 			}
@@ -185,10 +200,20 @@ func (x *Resource) beforeGracefulDelete(obj runtime.Object, acc metav1.Object, o
 		case requested == nil || *requested >= *cur:
 			return false, true, 0
 		}
-		shorter := metav1.NewTime(ts.Add(time.Duration(*requested-*cur) * time.Second))
+		period = *requested
+		shorter := metav1.NewTime(ts.Add(time.Duration(period-*cur) * time.Second))
+		if now := metav1.NewTime(time.Now().Truncate(time.Second)); shorter.Before(&now) {
+			// Not into the past: a graceful delete whose whole period
+			// has gone by keeps one second, so the object's owner (the
+			// kubelet) still makes the final delete, as in kube.
+			shorter = now
+			if period != 0 {
+				period = 1
+			}
+		}
 		acc.SetDeletionTimestamp(&shorter)
-		acc.SetDeletionGracePeriodSeconds(requested)
-		return true, false, *requested
+		acc.SetDeletionGracePeriodSeconds(&period)
+		return true, false, period
 	}
 	period = x.t.GracePeriod(obj, requested)
 	at := metav1.NewTime(time.Now().Add(time.Duration(period) * time.Second).Truncate(time.Second))

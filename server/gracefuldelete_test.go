@@ -1,11 +1,19 @@
 package server_test
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 )
 
 // TestPodGracefulDeletion: as kube-apiserver's pod strategy, a delete of
@@ -150,5 +158,100 @@ func TestDeleteSwitchesPropagation(t *testing.T) {
 	before := del(`{"propagationPolicy":"Background"}`)
 	if after := del(`{}`); after.Metadata.ResourceVersion != before.Metadata.ResourceVersion {
 		t.Errorf("a delete naming no policy rewrote the object: %+v, was %+v", after, before)
+	}
+}
+
+// TestPodDeleteEventsAsKube: a Pod deleted with no grace period left is
+// first written with its deletionTimestamp and a zero
+// deletionGracePeriodSeconds, then removed, as kube's store does it
+// (updateForGracefulDeletionAndFinalizers): watchers see MODIFIED, then
+// DELETED. The same for a Pod no node runs and for a node's final delete
+// of a Pod in its grace period; a kind without graceful deletion goes in
+// one DELETED.
+func TestPodDeleteEventsAsKube(t *testing.T) {
+	h := refNewHarness(t)
+	hs := httptest.NewServer(h.h)
+	defer hs.Close()
+	ctx := context.Background()
+	cs := kubernetes.NewForConfigOrDie(&rest.Config{Host: hs.URL})
+	pods := cs.CoreV1().Pods("default")
+	zero := int64(0)
+	mk := func(name, node string) *corev1.Pod {
+		t.Helper()
+		p, err := pods.Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	expect := func(w watch.Interface, want ...watch.EventType) []*corev1.Pod {
+		t.Helper()
+		var got []*corev1.Pod
+		for _, typ := range want {
+			ev := <-w.ResultChan()
+			p, ok := ev.Object.(*corev1.Pod)
+			if ev.Type != typ || !ok {
+				t.Fatalf("event %d: %s %T; want %s", len(got), ev.Type, ev.Object, typ)
+			}
+			got = append(got, p)
+		}
+		return got
+	}
+	zeroMarked := func(how string, p *corev1.Pod) {
+		t.Helper()
+		if p.DeletionTimestamp == nil || p.DeletionGracePeriodSeconds == nil || *p.DeletionGracePeriodSeconds != 0 {
+			t.Errorf("%s: MODIFIED with deletionTimestamp %v, grace %v; want both set, grace 0", how, p.DeletionTimestamp, p.DeletionGracePeriodSeconds)
+		}
+	}
+
+	p := mk("unscheduled", "")
+	w, err := pods.Watch(ctx, metav1.ListOptions{ResourceVersion: p.ResourceVersion, FieldSelector: "metadata.name=unscheduled"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop() // before the server's Close, which waits for it
+	if err := pods.Delete(ctx, "unscheduled", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	evs := expect(w, watch.Modified, watch.Deleted)
+	w.Stop()
+	zeroMarked("unscheduled pod", evs[0])
+	if evs[1].ResourceVersion == evs[0].ResourceVersion {
+		t.Errorf("DELETED at %s, the MODIFIED's revision; want a later one", evs[1].ResourceVersion)
+	}
+
+	p = mk("running", "n1")
+	w, err = pods.Watch(ctx, metav1.ListOptions{ResourceVersion: p.ResourceVersion, FieldSelector: "metadata.name=running"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	if err := pods.Delete(ctx, "running", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if evs := expect(w, watch.Modified); *evs[0].DeletionGracePeriodSeconds != 30 {
+		t.Errorf("graceful delete: grace %d; want the default 30", *evs[0].DeletionGracePeriodSeconds)
+	}
+	if err := pods.Delete(ctx, "running", metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
+		t.Fatal(err)
+	}
+	zeroMarked("the node's final delete", expect(w, watch.Modified, watch.Deleted)[0])
+
+	cms := cs.CoreV1().ConfigMaps("default")
+	cm, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "plain"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cw, err := cms.Watch(ctx, metav1.ListOptions{ResourceVersion: cm.ResourceVersion, FieldSelector: "metadata.name=plain"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cw.Stop()
+	if err := cms.Delete(ctx, "plain", metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
+		t.Fatal(err)
+	}
+	if ev := <-cw.ResultChan(); ev.Type != watch.Deleted {
+		t.Errorf("ConfigMap delete: first event %s; want DELETED", ev.Type)
 	}
 }
