@@ -56,6 +56,11 @@ type Result struct {
 	Warnings []string
 	// unchanged: nothing was written (the object was as asked).
 	unchanged bool
+	// Removed: the update took the last finalizer off an object being
+	// deleted, which removed it. Rec is the deletion, holding the object
+	// as it was last stored (what watchers see, as in kube); Obj is the
+	// object as the writer made it, which kube answers the writer with.
+	Removed bool
 }
 
 // Create stores a new object in namespace (ignored for cluster-scoped

@@ -240,11 +240,14 @@ func (x *Resource) storeUpdate(ctx context.Context, namespace, name string, obj,
 	grace := oldAcc.GetDeletionGracePeriodSeconds()
 	deleted := acc.GetDeletionTimestamp() != nil && len(acc.GetFinalizers()) == 0 && (grace == nil || *grace == 0) &&
 		(!x.t.RemovedByController || x.t.SpecFinalized != nil && x.t.SpecFinalized(obj))
-	enc := x.encoder(obj)
 	if deleted {
-		// The last finalizer is gone: the pending delete completes.
-		rec, err = x.g.store.Delete(ctx, x.Key(namespace, name), cur.Rev, enc)
+		// The last finalizer is gone: the pending delete completes. As
+		// in kube, where the delete's event carries the object as etcd
+		// last held it, watchers see it as it was stored, finalizers
+		// and all; the writer is answered with what it sent.
+		rec, err = x.g.store.Delete(ctx, x.Key(namespace, name), cur.Rev, x.encoder(old.DeepCopyObject()))
 	} else {
+		enc := x.encoder(obj)
 		// A write that changes nothing is not stored: the resourceVersion
 		// stays and watchers hear nothing, as on kube-apiserver (a no-op
 		// apply or a PUT of what was read) — unless the stored form is
@@ -269,7 +272,7 @@ func (x *Resource) storeUpdate(ctx context.Context, namespace, name string, obj,
 		x.g.written.put(x.t, rec, obj)
 		x.g.observer.Written(x.st, acc, oldAcc)
 	}
-	return Result{Rec: rec, Obj: obj, Warnings: warnings}, false, nil
+	return Result{Rec: rec, Obj: obj, Warnings: warnings, Removed: deleted}, false, nil
 }
 
 // afterDelete runs what follows an object's removal.

@@ -72,12 +72,13 @@ func (r *request) createObject(obj runtime.Object, dryRun bool) error {
 }
 
 // writeResult answers with the object a write left: a dry run's object
-// as it would be stored, otherwise the stored record.
+// as it would be stored, or an update's that removed its object (as it
+// was written), otherwise the stored record.
 func (r *request) writeResult(code int, res registry.Result) error {
 	for _, w := range res.Warnings {
 		r.warn(w)
 	}
-	if res.Rec.Rev == 0 {
+	if res.Rec.Rev == 0 || res.Removed {
 		out, _ := r.negotiate(false)
 		return r.writeObject(code, out, res.Obj)
 	}

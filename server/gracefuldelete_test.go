@@ -10,7 +10,9 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -253,5 +255,58 @@ func TestPodDeleteEventsAsKube(t *testing.T) {
 	}
 	if ev := <-cw.ResultChan(); ev.Type != watch.Deleted {
 		t.Errorf("ConfigMap delete: first event %s; want DELETED", ev.Type)
+	}
+}
+
+// TestFinalizerRemovalEventsAsKube: the update that takes the last
+// finalizer off an object being deleted removes it; the writer is
+// answered with the object as it wrote it, and watchers get DELETED with
+// the object as it was last stored, finalizer and all, as kube's store
+// deletes it (deleteWithoutFinalizers) and its watch shows etcd's
+// previous value.
+func TestFinalizerRemovalEventsAsKube(t *testing.T) {
+	h := refNewHarness(t)
+	hs := httptest.NewServer(h.h)
+	defer hs.Close()
+	ctx := context.Background()
+	cms := kubernetes.NewForConfigOrDie(&rest.Config{Host: hs.URL}).CoreV1().ConfigMaps("default")
+	cm, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "held", Finalizers: []string{"example.com/hold"}},
+		Data: map[string]string{"k": "v"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := cms.Watch(ctx, metav1.ListOptions{ResourceVersion: cm.ResourceVersion, FieldSelector: "metadata.name=held"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	if err := cms.Delete(ctx, "held", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	marked := <-w.ResultChan()
+	if marked.Type != watch.Modified {
+		t.Fatalf("after the delete: %s; want MODIFIED", marked.Type)
+	}
+	got, err := cms.Patch(ctx, "held", types.MergePatchType, []byte(`{"metadata":{"finalizers":null},"data":{"k":"w"}}`), metav1.PatchOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Finalizers) != 0 || got.Data["k"] != "w" {
+		t.Errorf("the patch's answer: finalizers %v, data %v; want none and k=w", got.Finalizers, got.Data)
+	}
+	ev := <-w.ResultChan()
+	gone, ok := ev.Object.(*corev1.ConfigMap)
+	if ev.Type != watch.Deleted || !ok {
+		t.Fatalf("after the finalizer's removal: %s %T; want DELETED", ev.Type, ev.Object)
+	}
+	if strings.Join(gone.Finalizers, ",") != "example.com/hold" || gone.Data["k"] != "v" || gone.DeletionTimestamp == nil {
+		t.Errorf("DELETED object: finalizers %v, data %v, deletionTimestamp %v; want it as last stored (the finalizer, k=v, marked)",
+			gone.Finalizers, gone.Data, gone.DeletionTimestamp)
+	}
+	if gone.ResourceVersion == marked.Object.(*corev1.ConfigMap).ResourceVersion {
+		t.Errorf("DELETED at the MODIFIED's revision %s; want the deletion's", gone.ResourceVersion)
+	}
+	if _, err := cms.Get(ctx, "held", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("after the finalizer's removal: %v; want NotFound", err)
 	}
 }
