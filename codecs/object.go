@@ -9,6 +9,7 @@ import (
 	"io"
 	"strings"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metainternalversionscheme "k8s.io/apimachinery/pkg/apis/meta/internalversion/scheme"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -18,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/runtime/serializer/cbor"
 	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	sigsjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 
@@ -141,11 +143,26 @@ func decodeUnstructured(t *schema.Type, mediaType string, body []byte) (runtime.
 	if gvk.Kind == "" {
 		return nil, nil, &DecodeError{Message: fmt.Sprintf("Object 'Kind' is missing in '%s'", truncate(body))}
 	}
-	if gvk.Kind != t.Kind || gvk.GroupVersion() != t.GroupVersion() {
-		return nil, nil, &DecodeError{Message: fmt.Sprintf("%s in version %q cannot be handled as a %s: the API version in the data (%s) does not match the expected API version (%s)",
-			gvk.Kind, gvk.Version, t.Kind, u.GetAPIVersion(), t.APIVersion())}
+	if err := checkUnstructuredKind(t, u); err != nil {
+		return nil, nil, err
 	}
 	return u, strict, nil
+}
+
+// checkUnstructuredKind refuses a body of another group-version as kube's
+// decoder does, and one of another kind in the right group-version as its
+// custom resource validation does (ValidateTypeMeta: 422 on field kind,
+// named by the body's own kind, which kube's typer reports).
+func checkUnstructuredKind(t *schema.Type, u *unstructured.Unstructured) error {
+	gvk := u.GroupVersionKind()
+	switch {
+	case gvk.GroupVersion() != t.GroupVersion():
+		return &DecodeError{Message: fmt.Sprintf("%s in version %q cannot be handled as a %s: the API version in the data (%s) does not match the expected API version (%s)",
+			gvk.Kind, gvk.Version, t.Kind, u.GetAPIVersion(), t.APIVersion())}
+	case gvk.Kind != t.Kind:
+		return apierrors.NewInvalid(gvk.GroupKind(), u.GetName(), field.ErrorList{field.Invalid(field.NewPath("kind"), gvk.Kind, "must be "+t.Kind)})
+	}
+	return nil
 }
 
 // decodeUnstructuredCBOR reads a CBOR body as an object of a Type that
@@ -164,9 +181,8 @@ func (c *Codec) decodeUnstructuredCBOR(t *schema.Type, body []byte) (runtime.Obj
 		}
 		return nil, nil, &DecodeError{Message: fmt.Sprintf("%s in version %q cannot be handled as a %s: %v", actual.Kind, actual.Version, t.Kind, err)}
 	}
-	if got := u.GroupVersionKind(); got.Kind != t.Kind || got.GroupVersion() != t.GroupVersion() {
-		return nil, nil, &DecodeError{Message: fmt.Sprintf("%s in version %q cannot be handled as a %s: the API version in the data (%s) does not match the expected API version (%s)",
-			got.Kind, got.Version, t.Kind, u.GetAPIVersion(), t.APIVersion())}
+	if err := checkUnstructuredKind(t, u); err != nil {
+		return nil, nil, err
 	}
 	return u, nil, nil
 }

@@ -834,3 +834,28 @@ func TestCRVersionsStoredInStorageVersion(t *testing.T) {
 		t.Errorf("read through v1 after the v1beta1 patch: spec %s; want {\"a\":\"z\",\"b\":\"b1\"}", got)
 	}
 }
+
+// TestCRKindMismatchIsInvalid: a custom resource body of the right
+// group-version but another kind is kube's 422 on field kind (its
+// ValidateTypeMeta), named by the body's kind, from a create, an update
+// and a patch alike.
+func TestCRKindMismatchIsInvalid(t *testing.T) {
+	h := refNewHarness(t)
+	h.createNamespace("crd-kind", nil)
+	h.mustDo("POST", crdPath, "application/json", gadgetsCRD, http.StatusCreated)
+	establish(t, h, "gadgets.test.example.com")
+	gadgets := "/apis/test.example.com/v1/namespaces/crd-kind/gadgets"
+	rv := refDig(h.mustDo("POST", gadgets, "application/json", `{"apiVersion":"test.example.com/v1","kind":"Gadget","metadata":{"name":"g"}}`, http.StatusCreated), "metadata", "resourceVersion")
+	const want = `Other.test.example.com "g" is invalid: kind: Invalid value: "Other": must be Gadget`
+	other := `{"apiVersion":"test.example.com/v1","kind":"Other","metadata":{"name":"g"}}`
+	for _, c := range []struct{ method, path, ct, body string }{
+		{"POST", gadgets, "application/json", other},
+		{"PUT", gadgets + "/g", "application/json", `{"apiVersion":"test.example.com/v1","kind":"Other","metadata":{"name":"g","resourceVersion":"` + rv.(string) + `"}}`},
+		{"PATCH", gadgets + "/g", "application/merge-patch+json", `{"kind":"Other"}`},
+	} {
+		st := h.mustDo(c.method, c.path, c.ct, c.body, http.StatusUnprocessableEntity)
+		if st["reason"] != "Invalid" || st["message"] != want || refDig(st, "details", "kind") != "Other" {
+			t.Errorf("%s %s: %v; want 422 Invalid %q", c.method, c.path, st, want)
+		}
+	}
+}
