@@ -103,7 +103,7 @@ func (x *Resource) Create(ctx context.Context, namespace string, obj runtime.Obj
 		return Result{}, apierrors.NewInvalid(runtimeschema.GroupKind{Group: x.t.Group, Kind: x.t.Kind}, "",
 			field.ErrorList{field.Required(field.NewPath("metadata", "name"), "name or generateName is required")})
 	}
-	if err := x.validate(obj, nil); err != nil {
+	if err := x.validate(obj, nil, ""); err != nil {
 		return Result{}, err
 	}
 	if err := x.admitValidate(ctx, admissionWrite{op: admission.Create, obj: obj, namespace: acc.GetNamespace(),
@@ -224,7 +224,7 @@ func generateName(prefix string) string {
 }
 
 // validate runs ObjectMeta and type validation; 422 on failure.
-func (x *Resource) validate(obj, old runtime.Object) error {
+func (x *Resource) validate(obj, old runtime.Object, subresource string) error {
 	acc, err := meta.Accessor(obj)
 	if err != nil {
 		return err
@@ -252,7 +252,10 @@ func (x *Resource) validate(obj, old runtime.Object) error {
 	if generic {
 		errs = append(errs, apivalidation.ValidateObjectMeta(&om, x.t.Namespaced, nameFn, field.NewPath("metadata"))...)
 	}
-	if x.t.Validate != nil {
+	switch {
+	case subresource == "status" && x.t.ValidateStatus != nil:
+		errs = append(errs, x.t.ValidateStatus(obj, old)...)
+	case x.t.Validate != nil:
 		errs = append(errs, x.t.Validate(obj, old)...)
 	}
 	if len(errs) > 0 {

@@ -215,7 +215,7 @@ func (x *Resource) storeUpdate(ctx context.Context, namespace, name string, obj,
 			return Result{}, false, apierrors.NewInvalid(runtimeschema.GroupKind{Group: x.st.Group, Kind: x.st.Kind}, name, errs)
 		}
 	} else if !opts.SkipValidation {
-		if err := x.validate(obj, old); err != nil {
+		if err := x.validate(obj, old, opts.Subresource); err != nil {
 			return Result{}, false, err
 		}
 	}
@@ -350,6 +350,9 @@ func (x *Resource) prepareUpdate(obj, old runtime.Object, subresource string) er
 	// the main resource.
 	if x.t.PrepareForUpdate != nil && subresource == "" {
 		x.t.PrepareForUpdate(obj, old)
+	}
+	if x.t.PrepareStatus != nil && subresource == "status" {
+		x.t.PrepareStatus(obj, old)
 	}
 	return nil
 }

@@ -162,6 +162,7 @@ func coreKinds() []*kubeKind {
 		with(map[string]SubresourceInfo{"proxy": {Kind: "ServiceProxyOptions", Verbs: proxyVerbs}})}
 	svc.validate, svc.validateUpdate = validator(corevalidation.ValidateServiceCreate, corevalidation.ValidateServiceUpdate)
 	svc.fields = serviceFields
+	svc.statusValidate = statusValidator(corevalidation.ValidateServiceStatusUpdate)
 
 	pod := &kubeKind{returnsDeleted: true, Type: namespaced("", "v1", "Pod", "pods", []string{"po"}, all,
 		"attach", "binding", "ephemeralcontainers", "eviction", "exec", "log", "portforward", "proxy", "resize", "status").
@@ -178,6 +179,10 @@ func coreKinds() []*kubeKind {
 			return corevalidation.ValidatePodUpdate(p, old, podutil.GetValidationOptionsFromPodSpecAndMeta(&p.Spec, &old.Spec, &p.ObjectMeta, &old.ObjectMeta))
 		})
 	pod.prepareCreate = podPrepareForCreate
+	pod.statusPrepare = podPrepareForStatus
+	pod.statusValidate = statusValidator(func(p, old *core.Pod) field.ErrorList {
+		return corevalidation.ValidatePodStatusUpdate(p, old, podutil.GetValidationOptionsFromPodSpecAndMeta(&p.Spec, &old.Spec, &p.ObjectMeta, &old.ObjectMeta))
+	})
 	podOptions := func(p, old *core.Pod) corevalidation.PodValidationOptions {
 		opts := podutil.GetValidationOptionsFromPodSpecAndMeta(&p.Spec, &old.Spec, &p.ObjectMeta, &old.ObjectMeta)
 		opts.ResourceIsPod = true
@@ -203,6 +208,7 @@ func coreKinds() []*kubeKind {
 	rc.OrphanByDefault = true
 	rc.validate, rc.validateUpdate = podTemplated(func(c *core.ReplicationController) *core.PodTemplateSpec { return c.Spec.Template },
 		corevalidation.ValidateReplicationController, corevalidation.ValidateReplicationControllerUpdate)
+	rc.statusValidate = statusValidator(corevalidation.ValidateReplicationControllerStatusUpdate)
 
 	pvc := &kubeKind{returnsDeleted: true, Type: namespaced("", "v1", "PersistentVolumeClaim", "persistentvolumeclaims", []string{"pvc"}, nil, "status").statusWritesMetadata()}
 	pvc.fields = nameField
@@ -213,6 +219,9 @@ func coreKinds() []*kubeKind {
 		func(c, old *core.PersistentVolumeClaim) field.ErrorList {
 			return corevalidation.ValidatePersistentVolumeClaimUpdate(c, old, corevalidation.ValidationOptionsForPersistentVolumeClaim(c, old))
 		})
+	pvc.statusValidate = statusValidator(func(c, old *core.PersistentVolumeClaim) field.ErrorList {
+		return corevalidation.ValidatePersistentVolumeClaimStatusUpdate(c, old, corevalidation.ValidationOptionsForPersistentVolumeClaim(c, old))
+	})
 
 	pv := &kubeKind{returnsDeleted: true, Type: cluster("", "v1", "PersistentVolume", "persistentvolumes", []string{"pv"}, nil, "status").statusWritesMetadata()}
 	pv.fields = nameField
@@ -225,6 +234,8 @@ func coreKinds() []*kubeKind {
 				v, old, corevalidation.ValidationOptionsForPersistentVolume(v, old))
 		})
 	pv.prepareCreate = persistentVolumePrepareForCreate
+	pv.statusPrepare = persistentVolumePrepareForStatus
+	pv.statusValidate = statusValidator(corevalidation.ValidatePersistentVolumeStatusUpdate)
 
 	lr := &kubeKind{Type: namespaced("", "v1", "LimitRange", "limitranges", []string{"limits"}, nil).createOnUpdate()}
 	lr.validate, lr.validateUpdate = validator(corevalidation.ValidateLimitRange,
@@ -232,6 +243,7 @@ func coreKinds() []*kubeKind {
 
 	rq := &kubeKind{returnsDeleted: true, Type: namespaced("", "v1", "ResourceQuota", "resourcequotas", []string{"quota"}, nil, "status").statusWritesMetadata()}
 	rq.validate, rq.validateUpdate = validator(corevalidation.ValidateResourceQuota, corevalidation.ValidateResourceQuotaUpdate)
+	rq.statusValidate = statusValidator(corevalidation.ValidateResourceQuotaStatusUpdate)
 
 	no := &kubeKind{Type: cluster("", "v1", "Node", "nodes", []string{"no"}, nil, "proxy", "status").statusWritesMetadata().
 		with(map[string]SubresourceInfo{"proxy": {Kind: "NodeProxyOptions", Verbs: proxyVerbs}})}
@@ -257,19 +269,25 @@ func appsKinds() []*kubeKind {
 		generation: generationOnChange, generationMeta: metav1.Object.GetAnnotations}
 	deploy.validate, deploy.validateUpdate = podTemplated(func(d *apps.Deployment) *core.PodTemplateSpec { return &d.Spec.Template },
 		appsvalidation.ValidateDeployment, appsvalidation.ValidateDeploymentUpdate)
+	deploy.statusValidate = statusValidator(appsvalidation.ValidateDeploymentStatusUpdate)
 
 	rs := &kubeKind{Type: namespaced("apps", "v1", "ReplicaSet", "replicasets", []string{"rs"}, all, "status").scalable(SelectorLabelSelector).statusWritesMetadata(), generation: generationOnChange}
 	rs.validate, rs.validateUpdate = podTemplated(func(r *apps.ReplicaSet) *core.PodTemplateSpec { return &r.Spec.Template },
 		appsvalidation.ValidateReplicaSet, appsvalidation.ValidateReplicaSetUpdate)
+	rs.statusValidate = statusValidator(appsvalidation.ValidateReplicaSetStatusUpdate)
 
 	sts := &kubeKind{Type: namespaced("apps", "v1", "StatefulSet", "statefulsets", []string{"sts"}, all, "status").scalable(SelectorLabelSelector).statusWritesMetadata(), generation: generationOnChange}
 	sts.validate, sts.validateUpdate = podTemplated(func(s *apps.StatefulSet) *core.PodTemplateSpec { return &s.Spec.Template },
 		appsvalidation.ValidateStatefulSet, alsoCreate(appsvalidation.ValidateStatefulSet, appsvalidation.ValidateStatefulSetUpdate))
+	sts.statusValidate = statusValidator(appsvalidation.ValidateStatefulSetStatusUpdate)
 
 	ds := &kubeKind{Type: namespaced("apps", "v1", "DaemonSet", "daemonsets", []string{"ds"}, all, "status").statusWritesMetadata(), generation: generationOnChange}
 	ds.validate, ds.validateUpdate = podTemplated(func(d *apps.DaemonSet) *core.PodTemplateSpec { return &d.Spec.Template },
 		appsvalidation.ValidateDaemonSet, alsoCreate(appsvalidation.ValidateDaemonSet, appsvalidation.ValidateDaemonSetUpdate))
 	ds.prepareCreate = daemonSetPrepareForCreate
+	ds.prepareUpdate = daemonSetPrepareForUpdate
+	ds.statusPrepare = daemonSetPrepareForStatus
+	ds.statusValidate = statusValidator(appsvalidation.ValidateDaemonSetStatusUpdate)
 
 	cr := &kubeKind{Type: namespaced("apps", "v1", "ControllerRevision", "controllerrevisions", nil, nil)}
 	cr.validate, cr.validateUpdate = validator(appsvalidation.ValidateControllerRevisionCreate, appsvalidation.ValidateControllerRevisionUpdate)
@@ -296,6 +314,8 @@ func batchKinds() []*kubeKind {
 	cj.clockCells = openCronJobLastSchedule
 	cj.validate, cj.validateUpdate = podTemplated(func(c *batch.CronJob) *core.PodTemplateSpec { return &c.Spec.JobTemplate.Spec.Template },
 		batchvalidation.ValidateCronJobCreate, batchvalidation.ValidateCronJobUpdate)
+	// kube's cronjob status strategy validates nothing.
+	cj.statusValidate = func(_, _ runtime.Object) field.ErrorList { return nil }
 
 	return []*kubeKind{job, cj}
 }
@@ -310,10 +330,11 @@ func autoscalingKinds() []*kubeKind {
 		})
 	// One stored HPA (autoscaling/v2, kube-apiserver's storage version)
 	// served as v2 and v1.
+	hpaValidateStatus := statusValidator(autoscalingvalidation.ValidateHorizontalPodAutoscalerStatusUpdate)
 	v2 := &kubeKind{Type: namespaced("autoscaling", "v2", "HorizontalPodAutoscaler", "horizontalpodautoscalers", []string{"hpa"}, all, "status").statusWritesMetadata(),
-		validate: hpaValidate, validateUpdate: hpaValidateUpdate}
+		validate: hpaValidate, validateUpdate: hpaValidateUpdate, statusValidate: hpaValidateStatus}
 	v1 := &kubeKind{Type: namespaced("autoscaling", "v1", "HorizontalPodAutoscaler", "horizontalpodautoscalers", []string{"hpa"}, all, "status").statusWritesMetadata(),
-		validate: hpaValidate, validateUpdate: hpaValidateUpdate, storageVersion: "v2"}
+		validate: hpaValidate, validateUpdate: hpaValidateUpdate, statusValidate: hpaValidateStatus, storageVersion: "v2"}
 	return []*kubeKind{v2, v1}
 }
 
@@ -329,6 +350,7 @@ func networkingKinds() []*kubeKind {
 	const g = "networking.k8s.io"
 	ing := &kubeKind{Type: namespaced(g, "v1", "Ingress", "ingresses", []string{"ing"}, nil, "status").statusWritesMetadata(), generation: generationOnChange}
 	ing.validate, ing.validateUpdate = validator(networkingvalidation.ValidateIngressCreate, networkingvalidation.ValidateIngressUpdate)
+	ing.statusValidate = statusValidator(networkingvalidation.ValidateIngressStatusUpdate)
 
 	ic := &kubeKind{Type: cluster(g, "v1", "IngressClass", "ingressclasses", nil, nil), generation: generationOnChange}
 	ic.validate, ic.validateUpdate = validator(networkingvalidation.ValidateIngressClass, networkingvalidation.ValidateIngressClassUpdate)
@@ -347,6 +369,7 @@ func networkingKinds() []*kubeKind {
 
 	cidr := &kubeKind{Type: cluster(g, "v1", "ServiceCIDR", "servicecidrs", nil, nil, "status")}
 	cidr.validate, cidr.validateUpdate = validator(networkingvalidation.ValidateServiceCIDR, networkingvalidation.ValidateServiceCIDRUpdate)
+	cidr.statusValidate = statusValidator(networkingvalidation.ValidateServiceCIDRStatusUpdate)
 
 	return []*kubeKind{ing, ic, ip, np, cidr}
 }
@@ -360,6 +383,9 @@ func policyKinds() []*kubeKind {
 		func(p, _ *policy.PodDisruptionBudget) field.ErrorList {
 			return policyvalidation.ValidatePodDisruptionBudget(p, policyvalidation.PodDisruptionBudgetValidationOptions{})
 		})
+	pdb.statusValidate = statusValidator(func(p, old *policy.PodDisruptionBudget) field.ErrorList {
+		return policyvalidation.ValidatePodDisruptionBudgetStatusUpdate(p.Status, old.Status, field.NewPath("status"), schema.GroupVersion{Group: "policy", Version: "v1"})
+	})
 	return []*kubeKind{pdb}
 }
 
@@ -487,12 +513,18 @@ func flowcontrolKinds() []*kubeKind {
 		func(fs, old *flowcontrol.FlowSchema) field.ErrorList {
 			return flowcontrolvalidation.ValidateFlowSchemaUpdate(old, fs)
 		})
+	fs.statusValidate = statusValidator(func(fs, old *flowcontrol.FlowSchema) field.ErrorList {
+		return flowcontrolvalidation.ValidateFlowSchemaStatusUpdate(old, fs)
+	})
 	pl := &kubeKind{Type: cluster(g, "v1", "PriorityLevelConfiguration", "prioritylevelconfigurations", nil, nil, "status").statusWritesMetadata(), generation: generationOnChange}
 	validPL := func(pl *flowcontrol.PriorityLevelConfiguration) field.ErrorList {
 		return flowcontrolvalidation.ValidatePriorityLevelConfiguration(pl, flowcontrolGV, flowcontrolvalidation.PriorityLevelValidationOptions{})
 	}
 	pl.validate, pl.validateUpdate = validator(validPL,
 		func(pl, _ *flowcontrol.PriorityLevelConfiguration) field.ErrorList { return validPL(pl) })
+	pl.statusValidate = statusValidator(func(pl, old *flowcontrol.PriorityLevelConfiguration) field.ErrorList {
+		return flowcontrolvalidation.ValidatePriorityLevelConfigurationStatusUpdate(old, pl)
+	})
 	return []*kubeKind{fs, pl}
 }
 

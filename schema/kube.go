@@ -109,6 +109,13 @@ type kubeKind struct {
 	// the served one (autoscaling/v1 HPAs are stored as v2).
 	storageVersion string
 
+	// statusPrepare and statusValidate are a status write's (kube's
+	// internal objects), as the kind's status strategy in kube has them:
+	// what it sets beyond the narrowing, and its ValidateUpdate (nil:
+	// validated as the main resource).
+	statusPrepare  func(obj, old runtime.Object)
+	statusValidate func(obj, old runtime.Object) field.ErrorList
+
 	// subresourceUpdates write part of the object (kube's internal
 	// objects): prepare changes obj, the request's, in place.
 	subresourceUpdates map[string]kubeSubresourceUpdate
@@ -135,6 +142,13 @@ const (
 
 // validator adapts kube's typed validation functions; T is the internal
 // type (a pointer).
+// statusValidator is a status write's validation on kube's internal
+// objects (a status strategy's ValidateUpdate).
+func statusValidator[T runtime.Object](update func(obj, old T) field.ErrorList) func(obj, old runtime.Object) field.ErrorList {
+	_, v := validator[T](nil, update)
+	return v
+}
+
 func validator[T runtime.Object](create func(T) field.ErrorList, update func(obj, old T) field.ErrorList) (func(runtime.Object) field.ErrorList, func(obj, old runtime.Object) field.ErrorList) {
 	return func(obj runtime.Object) field.ErrorList {
 			o, ok := obj.(T)
@@ -264,6 +278,29 @@ func (k *kubeKind) build(scheme *runtime.Scheme) *Type {
 				k.generationMeta != nil && !equality.Semantic.DeepEqual(k.generationMeta(acc), k.generationMeta(oacc))) {
 				acc.SetGeneration(oacc.GetGeneration() + 1)
 			}
+		}
+	}
+	if k.statusPrepare != nil {
+		t.PrepareStatus = func(obj, old runtime.Object) {
+			in, err1 := toInternal(obj)
+			oin, err2 := toInternal(old)
+			if err1 == nil && err2 == nil {
+				k.statusPrepare(in, oin)
+				_ = legacyscheme.Scheme.Convert(in, obj, nil)
+			}
+		}
+	}
+	if k.statusValidate != nil {
+		t.ValidateStatus = func(obj, old runtime.Object) field.ErrorList {
+			in, err := toInternal(obj)
+			if err != nil {
+				return field.ErrorList{field.InternalError(nil, err)}
+			}
+			oin, err := toInternal(old)
+			if err != nil {
+				return field.ErrorList{field.InternalError(nil, err)}
+			}
+			return k.statusValidate(in, oin)
 		}
 	}
 	t.Validate = func(obj, old runtime.Object) field.ErrorList {

@@ -45,6 +45,80 @@ func daemonSetPrepareForCreate(obj runtime.Object) {
 	}
 }
 
+// daemonSetPrepareForUpdate: an update cannot set the template
+// generation; a changed template moves it on (kube's daemonset strategy).
+func daemonSetPrepareForUpdate(obj, old runtime.Object) {
+	ds, ok1 := obj.(*apps.DaemonSet)
+	o, ok2 := old.(*apps.DaemonSet)
+	if !ok1 || !ok2 {
+		return
+	}
+	ds.Spec.TemplateGeneration = o.Spec.TemplateGeneration
+	if !equality.Semantic.DeepEqual(ds.Spec.Template, o.Spec.Template) {
+		ds.Spec.TemplateGeneration++
+	}
+}
+
+// daemonSetPrepareForStatus: a status write keeps the spec, the template
+// generation (apps/v1's annotation) with it.
+func daemonSetPrepareForStatus(obj, old runtime.Object) {
+	if ds, ok := obj.(*apps.DaemonSet); ok {
+		if o, ok := old.(*apps.DaemonSet); ok {
+			ds.Spec.TemplateGeneration = o.Spec.TemplateGeneration
+		}
+	}
+}
+
+// podPrepareForStatus: a status write keeps the QoS class set at create
+// and the observed generations it leaves unset, in the status and in
+// each condition (the first old condition of the same type), as kube's
+// pod status strategy does.
+func podPrepareForStatus(obj, old runtime.Object) {
+	p, ok1 := obj.(*core.Pod)
+	o, ok2 := old.(*core.Pod)
+	if !ok1 || !ok2 {
+		return
+	}
+	if p.Status.QOSClass == "" {
+		p.Status.QOSClass = o.Status.QOSClass
+	}
+	if p.Status.ObservedGeneration == 0 {
+		p.Status.ObservedGeneration = o.Status.ObservedGeneration
+	}
+	was := map[core.PodConditionType][]int64{}
+	for _, c := range o.Status.Conditions {
+		was[c.Type] = append(was[c.Type], c.ObservedGeneration)
+	}
+	for i, c := range p.Status.Conditions {
+		var g int64
+		if gens := was[c.Type]; len(gens) > 0 {
+			g, was[c.Type] = gens[0], gens[1:]
+		}
+		if c.ObservedGeneration == 0 {
+			p.Status.Conditions[i].ObservedGeneration = g
+		}
+	}
+}
+
+// persistentVolumePrepareForStatus: a phase change is stamped with its
+// time unless the write set another, and a write that leaves the phase
+// and the time out keeps the time (kube's persistentvolume status
+// strategy).
+func persistentVolumePrepareForStatus(obj, old runtime.Object) {
+	pv, ok1 := obj.(*core.PersistentVolume)
+	o, ok2 := old.(*core.PersistentVolume)
+	if !ok1 || !ok2 {
+		return
+	}
+	switch at := pv.Status.LastPhaseTransitionTime; {
+	case pv.Status.Phase == o.Status.Phase && at == nil:
+		pv.Status.LastPhaseTransitionTime = o.Status.LastPhaseTransitionTime
+	case pv.Status.Phase != o.Status.Phase && (at == nil || at.Equal(o.Status.LastPhaseTransitionTime)):
+		t := metav1.NewTime(now().Truncate(time.Second))
+		pv.Status.LastPhaseTransitionTime = &t
+	}
+}
+
 // jobPrepareForCreate: unless the Job asks for a manual selector, its pods
 // are labelled with the job's name and uid and selected by the uid.
 func jobPrepareForCreate(obj runtime.Object) {

@@ -215,6 +215,29 @@ func validateNamespace(obj, old runtime.Object) field.ErrorList {
 	return errs
 }
 
+// validateNamespaceStatus is kube's ValidateNamespaceStatusUpdate: the
+// phase goes with the deletionTimestamp (an empty one is defaulted to
+// Active on decode). A namespace not being deleted cannot be set
+// Terminating, which would refuse every create in it.
+func validateNamespaceStatus(obj, old runtime.Object) field.ErrorList {
+	ns, ok := obj.(*corev1.Namespace)
+	if !ok || ns == nil {
+		return unexpectedType(obj, "*v1.Namespace")
+	}
+	phase := ns.Status.Phase
+	if phase == "" {
+		phase = corev1.NamespaceActive
+	}
+	path := field.NewPath("status", "Phase")
+	switch deleting := !ns.DeletionTimestamp.IsZero(); {
+	case !deleting && phase != corev1.NamespaceActive:
+		return field.ErrorList{field.Invalid(path, ns.Status.Phase, "may only be 'Active' if `deletionTimestamp` is empty")}
+	case deleting && phase != corev1.NamespaceTerminating:
+		return field.ErrorList{field.Invalid(path, ns.Status.Phase, "may only be 'Terminating' if `deletionTimestamp` is not empty")}
+	}
+	return nil
+}
+
 // ---------------------------------------------------------------- ConfigMap
 
 func validateConfigMap(obj, old runtime.Object) field.ErrorList {

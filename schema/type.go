@@ -88,6 +88,14 @@ type Type struct {
 	// Validate checks an object before a create (old == nil) or update;
 	// ObjectMeta checks are done by the generic path.
 	Validate func(obj, old runtime.Object) field.ErrorList
+	// PrepareStatus runs on a status write once its fields are narrowed,
+	// for what kube's status strategy sets beyond them (a Pod keeps its
+	// QoS class, a DaemonSet its template generation); ValidateStatus
+	// validates a status write in place of Validate, as kube's status
+	// strategy's ValidateUpdate does. Nil: nothing more, and validated as
+	// the main resource.
+	PrepareStatus  func(obj, old runtime.Object)
+	ValidateStatus func(obj, old runtime.Object) field.ErrorList
 
 	// Warnings are what the kind's strategy says about an accepted create
 	// (old == nil) or update, sent as Warning headers (kube-apiserver's
@@ -387,8 +395,9 @@ func (t *Type) APIVersion() string { return t.GroupVersion().String() }
 // subresourceWrites names the top-level fields of an object a write
 // through a subresource changes; the rest stays as stored.
 var subresourceWrites = map[string][]string{
-	"status":   {"status"},
-	"finalize": {"spec"},
+	"status": {"status"},
+	// kube's namespace finalize strategy resets the status alone.
+	"finalize": {"metadata", "spec"},
 	// A binding sets spec.nodeName, annotations and a status condition.
 	"binding": {"metadata", "spec", "status"},
 }

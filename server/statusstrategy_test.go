@@ -1,0 +1,96 @@
+package server_test
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+)
+
+// TestStatusStrategiesAsKube: writes through /status are prepared and
+// validated as kube's status strategies do it, not as the main resource:
+// kube's status validations refuse what they refuse (a Pod's malformed
+// IP, a Deployment's negative replicas, a live Namespace set
+// Terminating), a Pod keeps its QoS class and a PersistentVolume's phase
+// change is stamped. A DaemonSet's template generation (apps/v1's
+// deprecated.daemonset.template.generation annotation) is the server's:
+// a template change moves it on, and a write that leaves the annotation
+// out, through the main resource or /status, keeps it, as kube's
+// daemonset strategies do (kubectl set image and replace used to get a
+// 422). A Namespace's finalize write keeps its metadata changes.
+func TestStatusStrategiesAsKube(t *testing.T) {
+	h := refNewHarness(t)
+	const (
+		merge = "application/merge-patch+json"
+		js    = "application/json"
+	)
+
+	// DaemonSets.
+	const dss = "/apis/apps/v1/namespaces/default/daemonsets"
+	tmpl := func(image string) string {
+		return `"template":{"metadata":{"labels":{"app":"ds"}},"spec":{"containers":[{"name":"c","image":"` + image + `"}]}}`
+	}
+	h.mustDo("POST", dss, js, `{"apiVersion":"apps/v1","kind":"DaemonSet","metadata":{"name":"ds"},"spec":{"selector":{"matchLabels":{"app":"ds"}},`+tmpl("busybox:1")+`}}`, http.StatusCreated)
+	templateGen := func(obj map[string]interface{}) interface{} {
+		return refDig(obj, "metadata", "annotations", "deprecated.daemonset.template.generation")
+	}
+	ds := h.mustDo("PATCH", dss+"/ds", "application/strategic-merge-patch+json",
+		`{"spec":{"template":{"spec":{"containers":[{"name":"c","image":"busybox:2"}]}}}}`, http.StatusOK)
+	if templateGen(ds) != "2" || refDig(ds, "metadata", "generation") != float64(2) {
+		t.Errorf("after a template change: template generation %v, generation %v; want 2 and 2", templateGen(ds), refDig(ds, "metadata", "generation"))
+	}
+	rv := refDig(ds, "metadata", "resourceVersion").(string)
+	ds = h.mustDo("PUT", dss+"/ds", js, `{"apiVersion":"apps/v1","kind":"DaemonSet","metadata":{"name":"ds","resourceVersion":"`+rv+`"},"spec":{"selector":{"matchLabels":{"app":"ds"}},`+tmpl("busybox:2")+`}}`, http.StatusOK)
+	if templateGen(ds) != "2" {
+		t.Errorf("a replace without the annotation: template generation %v; want 2 kept", templateGen(ds))
+	}
+	ds = h.mustDo("PUT", dss+"/ds/status", js, `{"apiVersion":"apps/v1","kind":"DaemonSet","metadata":{"name":"ds"},"spec":{"selector":{"matchLabels":{"app":"ds"}},`+tmpl("busybox:2")+`},"status":{"currentNumberScheduled":1,"desiredNumberScheduled":1,"numberMisscheduled":0,"numberReady":1}}`, http.StatusOK)
+	if templateGen(ds) != "2" || refDig(ds, "status", "numberReady") != float64(1) {
+		t.Errorf("a status write without the annotation: template generation %v, numberReady %v; want 2 kept and 1", templateGen(ds), refDig(ds, "status", "numberReady"))
+	}
+
+	// Status validations.
+	h.mustDo("POST", "/apis/apps/v1/namespaces/default/deployments", js, `{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"d"},"spec":{"selector":{"matchLabels":{"app":"d"}},"template":{"metadata":{"labels":{"app":"d"}},"spec":{"containers":[{"name":"c","image":"busybox"}]}}}}`, http.StatusCreated)
+	h.mustDo("POST", "/api/v1/namespaces/default/pods", js, `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"spec":{"containers":[{"name":"c","image":"busybox","resources":{"limits":{"cpu":"1","memory":"1Gi"}}}]}}`, http.StatusCreated)
+	h.createNamespace("live", nil)
+	for _, c := range []struct{ path, patch, want string }{
+		{"/apis/apps/v1/namespaces/default/deployments/d/status", `{"status":{"replicas":-1}}`, "status.replicas: Invalid value: -1: must be greater than or equal to 0"},
+		{"/api/v1/namespaces/default/pods/p/status", `{"status":{"podIP":"not-an-ip","podIPs":[{"ip":"not-an-ip"}]}}`, "status.podIPs[0]: Invalid value: \"not-an-ip\": must be a valid IP address"},
+		{"/api/v1/namespaces/live/status", `{"status":{"phase":"Terminating"}}`, "status.Phase: Invalid value: \"Terminating\": may only be 'Active' if `deletionTimestamp` is empty"},
+	} {
+		st := h.mustDo("PATCH", c.path, merge, c.patch, http.StatusUnprocessableEntity)
+		if msg, _ := st["message"].(string); !strings.Contains(msg, c.want) {
+			t.Errorf("PATCH %s %s: %q; want it to say %q", c.path, c.patch, msg, c.want)
+		}
+	}
+	if rec := h.do("POST", "/api/v1/namespaces/live/configmaps", map[string]string{"Content-Type": js}, []byte(`{"metadata":{"name":"still-open"}}`)); rec.Code != http.StatusCreated {
+		t.Errorf("a create in the namespace after the refused status write: %d %s", rec.Code, rec.Body)
+	}
+
+	// A Pod's status PUT keeps its QoS class.
+	p := h.getJSON("/api/v1/namespaces/default/pods/p")
+	p = h.mustDo("PUT", "/api/v1/namespaces/default/pods/p/status", js, `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","resourceVersion":"`+refDig(p, "metadata", "resourceVersion").(string)+`"},"spec":{"containers":[{"name":"c","image":"busybox"}]},"status":{"phase":"Pending"}}`, http.StatusOK)
+	if q := refDig(p, "status", "qosClass"); q != "Guaranteed" {
+		t.Errorf("a Pod's status PUT without its QoS class: qosClass %v; want Guaranteed kept", q)
+	}
+
+	// A PersistentVolume's phase change is stamped; a write of the same
+	// phase without the time keeps it.
+	pvs := "/api/v1/persistentvolumes"
+	h.mustDo("POST", pvs, js, `{"apiVersion":"v1","kind":"PersistentVolume","metadata":{"name":"pv"},"spec":{"capacity":{"storage":"1Gi"},"accessModes":["ReadWriteOnce"],"hostPath":{"path":"/tmp/pv"}}}`, http.StatusCreated)
+	pv := h.mustDo("PUT", pvs+"/pv/status", js, `{"apiVersion":"v1","kind":"PersistentVolume","metadata":{"name":"pv"},"status":{"phase":"Available"}}`, http.StatusOK)
+	at := refDig(pv, "status", "lastPhaseTransitionTime")
+	if at == nil {
+		t.Errorf("a phase change without a time: lastPhaseTransitionTime unset; want it stamped")
+	}
+	pv = h.mustDo("PUT", pvs+"/pv/status", js, `{"apiVersion":"v1","kind":"PersistentVolume","metadata":{"name":"pv"},"status":{"phase":"Available","message":"same phase"}}`, http.StatusOK)
+	if got := refDig(pv, "status", "lastPhaseTransitionTime"); got != at {
+		t.Errorf("a write of the same phase without a time: lastPhaseTransitionTime %v; want %v kept", got, at)
+	}
+
+	// A finalize write keeps its metadata changes.
+	h.createNamespace("fin", nil)
+	ns := h.mustDo("PUT", "/api/v1/namespaces/fin/finalize", js, `{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"fin","labels":{"set":"by-finalize"}},"spec":{"finalizers":[]}}`, http.StatusOK)
+	if l := refDig(ns, "metadata", "labels", "set"); l != "by-finalize" {
+		t.Errorf("a finalize write's label: %v; want by-finalize kept", l)
+	}
+}
