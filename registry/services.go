@@ -18,6 +18,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	netutils "k8s.io/utils/net"
+	"k8s.io/utils/ptr"
 
 	"github.com/tabula-dev/tabula/sqlstore/kv"
 )
@@ -100,6 +102,9 @@ type claims struct {
 	a     *serviceAllocator
 	ips   []netip.Addr
 	ports []int32
+	// dryPorts are the node ports a dry run would claim: never stored,
+	// so never released, but not handed out twice in one answer.
+	dryPorts []int32
 	// release are claims of the old object to give back once stored.
 	releaseIPs   []string
 	releasePorts []int32
@@ -149,8 +154,8 @@ func (a *serviceAllocator) beginUpdate(ctx context.Context, obj, old runtime.Obj
 	if !ok || !ok2 {
 		return noFinish, nil
 	}
-	keepAllocated(svc, oldSvc)
 	dropTypeDependent(svc, oldSvc)
+	keepAllocated(svc, oldSvc)
 	if err := a.initFamilies(svc, oldSvc); err != nil {
 		return nil, err
 	}
@@ -189,7 +194,8 @@ func (a *serviceAllocator) afterDelete(ctx context.Context, obj runtime.Object) 
 // out (a PUT of the manifest without clusterIP or nodePort), as
 // kube-apiserver does.
 func keepAllocated(svc, old *corev1.Service) {
-	if needsClusterIP(old) && needsClusterIP(svc) {
+	// As kube's patchAllocatedValues: "None" is kept like an address.
+	if hasClusterIP(old) && hasClusterIP(svc) {
 		if svc.Spec.ClusterIP == "" {
 			svc.Spec.ClusterIP = old.Spec.ClusterIP
 		}
@@ -200,8 +206,16 @@ func keepAllocated(svc, old *corev1.Service) {
 	if len(svc.Spec.ClusterIPs) == 0 && svc.Spec.ClusterIP != "" {
 		svc.Spec.ClusterIPs = []string{svc.Spec.ClusterIP}
 	}
-	if needsNodePorts(old) && needsNodePorts(svc) {
-		used := nodePortsOf(svc)
+	if holdsNodePorts(old) && holdsNodePorts(svc) {
+		// Ports both still name may not be patched in elsewhere.
+		used := map[int32]bool{}
+		for p := range nodePortsOf(old) {
+			for _, q := range svc.Spec.Ports {
+				if q.NodePort == p {
+					used[p] = true
+				}
+			}
+		}
 		byName := map[string]int32{}
 		for _, p := range old.Spec.Ports {
 			byName[p.Name] = p.NodePort
@@ -218,35 +232,70 @@ func keepAllocated(svc, old *corev1.Service) {
 	}
 }
 
-// dropTypeDependent clears what a type change leaves unneeded, when the
-// update kept it as it was (kube-apiserver's strategy does the same, so
-// `type: ClusterIP` alone turns a NodePort Service back).
+// dropTypeDependent clears what a type change leaves without use, when
+// the update kept it as it was, as kube's dropTypeDependentFields does:
+// `type: ClusterIP` alone turns a NodePort or LoadBalancer Service back
+// (its node ports, traffic policy, load balancer class and status go),
+// and a switch to ExternalName drops the cluster IPs and their families.
+// What the writer changed as well is left for validation to judge.
 func dropTypeDependent(svc, old *corev1.Service) {
-	if !needsClusterIP(svc) && needsClusterIP(old) && svc.Spec.Type == corev1.ServiceTypeExternalName &&
-		svc.Spec.ClusterIP == old.Spec.ClusterIP && slices.Equal(svc.Spec.ClusterIPs, old.Spec.ClusterIPs) {
-		svc.Spec.ClusterIP, svc.Spec.ClusterIPs = "", nil
-		svc.Spec.IPFamilies, svc.Spec.IPFamilyPolicy = nil, nil
+	if hasClusterIP(old) && !hasClusterIP(svc) {
+		if svc.Spec.ClusterIP == old.Spec.ClusterIP && slices.Equal(svc.Spec.ClusterIPs, old.Spec.ClusterIPs) {
+			svc.Spec.ClusterIP, svc.Spec.ClusterIPs = "", nil
+		}
+		if slices.Equal(svc.Spec.IPFamilies, old.Spec.IPFamilies) {
+			svc.Spec.IPFamilies = nil
+		}
+		if ptr.Deref(svc.Spec.IPFamilyPolicy, "") == ptr.Deref(old.Spec.IPFamilyPolicy, "") {
+			svc.Spec.IPFamilyPolicy = nil
+		}
 	}
-	if !needsNodePorts(svc) && needsNodePorts(old) && sameNodePorts(svc, old) {
+	if holdsNodePorts(old) && !holdsNodePorts(svc) && noNewNodePorts(svc, old) {
 		for i := range svc.Spec.Ports {
 			svc.Spec.Ports[i].NodePort = 0
 		}
 	}
-	if !needsHealthCheckPort(svc) && svc.Spec.HealthCheckNodePort == old.Spec.HealthCheckNodePort {
+	if needsHealthCheckPort(old) && !needsHealthCheckPort(svc) && svc.Spec.HealthCheckNodePort == old.Spec.HealthCheckNodePort {
 		svc.Spec.HealthCheckNodePort = 0
+	}
+	lb := corev1.ServiceTypeLoadBalancer
+	if old.Spec.Type == lb && svc.Spec.Type != lb {
+		if a, b := svc.Spec.AllocateLoadBalancerNodePorts, old.Spec.AllocateLoadBalancerNodePorts; a != nil && b != nil && *a == *b {
+			svc.Spec.AllocateLoadBalancerNodePorts = nil
+		}
+		if ptr.Equal(svc.Spec.LoadBalancerClass, old.Spec.LoadBalancerClass) {
+			svc.Spec.LoadBalancerClass = nil
+		}
+	}
+	if externallyAccessible(old) && !externallyAccessible(svc) && svc.Spec.ExternalTrafficPolicy == old.Spec.ExternalTrafficPolicy {
+		svc.Spec.ExternalTrafficPolicy = ""
 	}
 }
 
-func sameNodePorts(a, b *corev1.Service) bool {
-	if len(a.Spec.Ports) != len(b.Spec.Ports) {
-		return false
+// noNewNodePorts: svc names no node port old did not (ports may be
+// added, removed or changed otherwise).
+func noNewNodePorts(svc, old *corev1.Service) bool {
+	had := map[int32]bool{}
+	for _, p := range old.Spec.Ports {
+		had[p.NodePort] = true
 	}
-	for i := range a.Spec.Ports {
-		if a.Spec.Ports[i].NodePort != b.Spec.Ports[i].NodePort {
+	for _, p := range svc.Spec.Ports {
+		if p.NodePort != 0 && !had[p.NodePort] {
 			return false
 		}
 	}
 	return true
+}
+
+// externallyAccessible is kube's: reached from outside the cluster.
+func externallyAccessible(svc *corev1.Service) bool {
+	switch svc.Spec.Type {
+	case corev1.ServiceTypeLoadBalancer, corev1.ServiceTypeNodePort:
+		return true
+	case corev1.ServiceTypeClusterIP:
+		return len(svc.Spec.ExternalIPs) > 0
+	}
+	return false
 }
 
 // initFamilies sets ipFamilyPolicy and ipFamilies as kube-apiserver does
@@ -285,8 +334,8 @@ func (a *serviceAllocator) initFamilies(svc, old *corev1.Service) error {
 		errs = append(errs, field.Invalid(field.NewPath("spec", "ipFamilyPolicy"), svc.Spec.IPFamilyPolicy, "this cluster is not configured for dual-stack services"))
 	}
 	for i, ip := range svc.Spec.ClusterIPs {
-		addr, err := netip.ParseAddr(ip)
-		if ip == corev1.ClusterIPNone || err != nil {
+		addr, ok := parseClusterIP(ip)
+		if ip == corev1.ClusterIPNone || !ok {
 			break // validation reports malformed addresses
 		}
 		if fam := familyOf(addr); fam != a.family {
@@ -328,26 +377,43 @@ func (a *serviceAllocator) allocate(ctx context.Context, svc, old *corev1.Servic
 	if old != nil {
 		held = nodePortsOf(old)
 	}
-	if needsNodePorts(svc) {
-		// Ports several protocols of one port share are claimed once.
+	if holdsNodePorts(svc) {
+		// The ports asked for first, so none is handed out before its
+		// turn; then one for each service port without, shared by the
+		// protocols of one port number, as kube's allocator shares them.
+		byPort := map[int32]int32{}
 		claimed := map[int32]bool{}
 		for i := range svc.Spec.Ports {
 			p := &svc.Spec.Ports[i]
-			path := field.NewPath("spec", "ports").Index(i).Child("nodePort")
-			switch {
-			case p.NodePort == 0:
-				port, err := a.allocatePort(ctx, svc, c, dryRun)
-				if err != nil {
-					return err
-				}
-				p.NodePort = port
-			case held[p.NodePort] || claimed[p.NodePort]:
-			default:
+			if p.NodePort == 0 {
+				continue
+			}
+			if !held[p.NodePort] && !claimed[p.NodePort] {
+				path := field.NewPath("spec", "ports").Index(i).Child("nodePort")
 				if err := a.claimPort(ctx, svc, p.NodePort, path, c, dryRun); err != nil {
 					return err
 				}
 			}
 			claimed[p.NodePort] = true
+			if byPort[p.Port] == 0 {
+				byPort[p.Port] = p.NodePort
+			}
+		}
+		for i := range svc.Spec.Ports {
+			p := &svc.Spec.Ports[i]
+			// A LoadBalancer that allocates none still holds those asked.
+			if p.NodePort != 0 || !allocatesNodePorts(svc) {
+				continue
+			}
+			if np := byPort[p.Port]; np != 0 {
+				p.NodePort = np
+				continue
+			}
+			port, err := a.allocatePort(ctx, svc, c, dryRun)
+			if err != nil {
+				return err
+			}
+			p.NodePort, byPort[p.Port] = port, port
 		}
 	}
 	if needsHealthCheckPort(svc) && svc.Spec.HealthCheckNodePort == 0 {
@@ -364,11 +430,25 @@ func (a *serviceAllocator) allocate(ctx context.Context, svc, old *corev1.Servic
 	return nil
 }
 
+// needsClusterIP: svc holds an allocated cluster IP.
 func needsClusterIP(svc *corev1.Service) bool {
-	return svc.Spec.Type != corev1.ServiceTypeExternalName && svc.Spec.ClusterIP != corev1.ClusterIPNone
+	return hasClusterIP(svc) && svc.Spec.ClusterIP != corev1.ClusterIPNone
 }
 
-func needsNodePorts(svc *corev1.Service) bool {
+// hasClusterIP: svc's type has a cluster IP, "None" included (kube's
+// needsClusterIP).
+func hasClusterIP(svc *corev1.Service) bool {
+	return svc.Spec.Type != corev1.ServiceTypeExternalName
+}
+
+// holdsNodePorts: svc's type holds the node ports it names (kube's
+// needsNodePort).
+func holdsNodePorts(svc *corev1.Service) bool {
+	return svc.Spec.Type == corev1.ServiceTypeNodePort || svc.Spec.Type == corev1.ServiceTypeLoadBalancer
+}
+
+// allocatesNodePorts: svc is given node ports it does not name.
+func allocatesNodePorts(svc *corev1.Service) bool {
 	switch svc.Spec.Type {
 	case corev1.ServiceTypeNodePort:
 		return true
@@ -378,19 +458,32 @@ func needsNodePorts(svc *corev1.Service) bool {
 	return false
 }
 
+// parseClusterIP reads a cluster IP as kube's allocator does, with
+// ParseIPSloppy: an IPv4 address with leading zeros is read as decimal,
+// so "010.96.0.9" holds 10.96.0.9.
+func parseClusterIP(s string) (netip.Addr, bool) {
+	ip := netutils.ParseIPSloppy(s)
+	if ip == nil {
+		return netip.Addr{}, false
+	}
+	addr, ok := netip.AddrFromSlice(ip)
+	return addr.Unmap(), ok
+}
+
 func needsHealthCheckPort(svc *corev1.Service) bool {
 	return svc.Spec.Type == corev1.ServiceTypeLoadBalancer && svc.Spec.ExternalTrafficPolicy == corev1.ServiceExternalTrafficPolicyLocal
 }
 
-// allocatedIPs are the cluster IPs a stored Service holds.
+// allocatedIPs are the cluster IPs a stored Service holds, written as
+// their IPAddresses are named.
 func allocatedIPs(svc *corev1.Service) []string {
 	if !needsClusterIP(svc) {
 		return nil
 	}
 	var out []string
 	for _, ip := range svc.Spec.ClusterIPs {
-		if ip != "" && ip != corev1.ClusterIPNone {
-			out = append(out, ip)
+		if addr, ok := parseClusterIP(ip); ok {
+			out = append(out, addr.String())
 		}
 	}
 	return out
@@ -399,7 +492,7 @@ func allocatedIPs(svc *corev1.Service) []string {
 // nodePortsOf are the node ports (and health check port) svc holds.
 func nodePortsOf(svc *corev1.Service) map[int32]bool {
 	out := map[int32]bool{}
-	if needsNodePorts(svc) {
+	if holdsNodePorts(svc) {
 		for _, p := range svc.Spec.Ports {
 			if p.NodePort != 0 {
 				out[p.NodePort] = true
@@ -416,8 +509,8 @@ func nodePortsOf(svc *corev1.Service) map[int32]bool {
 func (a *serviceAllocator) allocateClusterIP(ctx context.Context, svc *corev1.Service, c *claims, dryRun bool) error {
 	path := field.NewPath("spec", "clusterIPs")
 	if svc.Spec.ClusterIP != "" {
-		ip, err := netip.ParseAddr(svc.Spec.ClusterIP)
-		if err != nil {
+		ip, ok := parseClusterIP(svc.Spec.ClusterIP)
+		if !ok {
 			return nil // validation reports it
 		}
 		if !a.inRange(ip) {
@@ -596,7 +689,9 @@ func (a *serviceAllocator) claimPort(ctx context.Context, svc *corev1.Service, p
 	if !ok {
 		return invalidService(svc, field.Invalid(path, port, "provided port is already allocated"))
 	}
-	if !dryRun {
+	if dryRun {
+		c.dryPorts = append(c.dryPorts, port)
+	} else {
 		c.ports = append(c.ports, port)
 	}
 	return nil
@@ -606,13 +701,14 @@ func (a *serviceAllocator) claimPort(ctx context.Context, svc *corev1.Service, p
 func (a *serviceAllocator) allocatePort(ctx context.Context, svc *corev1.Service, c *claims, dryRun bool) (int32, error) {
 	r := a.r.NodePorts
 	try := func(port int32) (bool, error) {
-		for _, p := range c.ports { // claimed earlier by this write
-			if p == port {
-				return false, nil
-			}
+		if slices.Contains(c.ports, port) || slices.Contains(c.dryPorts, port) { // claimed earlier by this write
+			return false, nil
 		}
 		ok, err := a.recordPort(ctx, svc, port, dryRun)
-		if ok && !dryRun {
+		switch {
+		case ok && dryRun:
+			c.dryPorts = append(c.dryPorts, port)
+		case ok:
 			c.ports = append(c.ports, port)
 		}
 		return ok, err

@@ -3,7 +3,6 @@ package registry
 import (
 	"context"
 	"encoding/json"
-	"net/netip"
 	"strconv"
 	"time"
 
@@ -92,8 +91,8 @@ func (g *Registry) RepairServiceAllocations(ctx context.Context, grace time.Dura
 	// Values stored without a claim are claimed again, when still free.
 	for _, svc := range all {
 		for _, ip := range allocatedIPs(svc) {
-			addr, err := netip.ParseAddr(ip)
-			if err != nil || claimedIPs[ip] || !a.inRange(addr) {
+			addr, ok := parseClusterIP(ip)
+			if !ok || claimedIPs[ip] || !a.inRange(addr) {
 				continue
 			}
 			if _, err := a.claimIP(ctx, svc, addr, false); err != nil && !apierrors.IsAlreadyExists(err) {

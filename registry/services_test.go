@@ -281,3 +281,148 @@ func TestServiceAllocationRepair(t *testing.T) {
 		t.Fatalf("the repaired Service's node port was handed out again: %v", err)
 	}
 }
+
+// TestServiceClaimsAndTypeChangesAsKube: what kube's allocator and
+// strategy do that clients rely on. An address written with leading
+// zeros is claimed as the address it reads as; a LoadBalancer that
+// allocates no node ports still holds those it names, and keeps them when
+// it stops allocating; the protocols of one port share a node port; a
+// dry run names no port twice. A type change drops what the new type
+// cannot have when the writer left it as it was (traffic policy, load
+// balancer class and allocation, node ports, a headless Service's
+// families on a switch to ExternalName), and a headless Service keeps
+// "None" when an update leaves its cluster IP out.
+func TestServiceClaimsAndTypeChangesAsKube(t *testing.T) {
+	ctx := context.Background()
+	g := allocRegistry(t, "10.96.0.0/24", registry.PortRange{Base: 30000, Size: 100})
+	svcs := g.MustLookup("", "v1", "services")
+	create := func(svc *corev1.Service, dryRun bool) (*corev1.Service, registry.Result, error) {
+		res, err := svcs.Create(ctx, "ns", svc, registry.WriteOptions{DryRun: dryRun})
+		if err != nil {
+			return nil, res, err
+		}
+		return res.Obj.(*corev1.Service), res, nil
+	}
+	update := func(name string, mutate func(*corev1.Service)) (*corev1.Service, error) {
+		res, _, err := svcs.Update(ctx, "ns", name, func(cur runtime.Object) (runtime.Object, error) {
+			svc := cur.(*corev1.Service)
+			mutate(svc)
+			return svc, nil
+		}, registry.UpdateOptions{})
+		if err != nil {
+			return nil, err
+		}
+		return res.Obj.(*corev1.Service), nil
+	}
+	no := false
+
+	// Leading zeros.
+	_, res, err := create(service("zeros", "", "010.96.0.9"), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := claimedIPs(t, g)["10.96.0.9"]; got != "ns/zeros" {
+		t.Errorf("010.96.0.9 claimed as %q; want 10.96.0.9 held by ns/zeros", got)
+	}
+	if w := strings.Join(res.Warnings, "\n"); !strings.Contains(w, "non-standard IP address") {
+		t.Errorf("warnings %q; want kube's non-standard IP address warning", w)
+	}
+	_, _, err = create(service("plain", "", "10.96.0.9"), false)
+	invalidWith(t, err, "failed to allocate IP 10.96.0.9: provided IP is already allocated")
+
+	// A LoadBalancer that allocates none holds what it names.
+	lb := service("lb-named", "LoadBalancer", "", 30001)
+	lb.Spec.AllocateLoadBalancerNodePorts = &no
+	if _, _, err := create(lb, false); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = create(service("np-same", "NodePort", "", 30001), false)
+	invalidWith(t, err, "spec.ports[0].nodePort: Invalid value: 30001: provided port is already allocated")
+	lb80 := service("lb-80", "LoadBalancer", "", 80)
+	lb80.Spec.AllocateLoadBalancerNodePorts = &no
+	_, _, err = create(lb80, false)
+	invalidWith(t, err, "provided port is not in the valid range")
+
+	// One that stops allocating keeps what it was given.
+	auto, _, err := create(service("lb-auto", "LoadBalancer", ""), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	given := auto.Spec.Ports[0].NodePort
+	off, err := update("lb-auto", func(s *corev1.Service) { s.Spec.AllocateLoadBalancerNodePorts = &no })
+	if err != nil || off.Spec.Ports[0].NodePort != given {
+		t.Fatalf("allocation turned off: %v, node port %d; want %d kept", err, off.Spec.Ports[0].NodePort, given)
+	}
+	_, _, err = create(service("np-given", "NodePort", "", given), false)
+	invalidWith(t, err, "provided port is already allocated")
+
+	// TCP and UDP of one port share a node port.
+	dns := service("dns", "NodePort", "", 0, 0)
+	dns.Spec.Ports[1].Port, dns.Spec.Ports[1].Protocol = dns.Spec.Ports[0].Port, corev1.ProtocolUDP
+	d, _, err := create(dns, false)
+	if err != nil || d.Spec.Ports[0].NodePort == 0 || d.Spec.Ports[0].NodePort != d.Spec.Ports[1].NodePort {
+		t.Fatalf("TCP and UDP on one port: %v, node ports %d and %d; want one shared", err, d.Spec.Ports[0].NodePort, d.Spec.Ports[1].NodePort)
+	}
+
+	// A dry run names no port twice: two of the range's free ports.
+	small := allocRegistry(t, "10.96.0.0/24", registry.PortRange{Base: 30000, Size: 2})
+	for range 8 {
+		res, err := small.MustLookup("", "v1", "services").Create(ctx, "ns", service("two", "NodePort", "", 0, 0), registry.WriteOptions{DryRun: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p := res.Obj.(*corev1.Service).Spec.Ports; p[0].NodePort == p[1].NodePort {
+			t.Fatalf("a dry run gave both ports %d", p[0].NodePort)
+		}
+	}
+
+	// NodePort back to ClusterIP with only the type changed.
+	np, _, err := create(service("np", "NodePort", ""), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := update("np", func(s *corev1.Service) { s.Spec.Type = corev1.ServiceTypeClusterIP })
+	if err != nil || back.Spec.ExternalTrafficPolicy != "" || back.Spec.Ports[0].NodePort != 0 {
+		t.Fatalf("NodePort to ClusterIP: %v, %+v; want the traffic policy and node port dropped", err, back)
+	}
+	if _, _, err := create(service("np-after", "NodePort", "", np.Spec.Ports[0].NodePort), false); err != nil {
+		t.Errorf("the node port given up is not free: %v", err)
+	}
+
+	// LoadBalancer to NodePort: its class and allocation flag go.
+	class := "example.com/lb"
+	yes := true
+	lbc := service("lb-class", "LoadBalancer", "")
+	lbc.Spec.LoadBalancerClass, lbc.Spec.AllocateLoadBalancerNodePorts = &class, &yes
+	if _, _, err := create(lbc, false); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := svcs.Update(ctx, "ns", "lb-class", func(cur runtime.Object) (runtime.Object, error) {
+		svc := cur.(*corev1.Service)
+		svc.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: "192.0.2.1"}}
+		return svc, nil
+	}, registry.UpdateOptions{Subresource: "status"}); err != nil {
+		t.Fatal(err)
+	}
+	toNP, err := update("lb-class", func(s *corev1.Service) { s.Spec.Type = corev1.ServiceTypeNodePort })
+	if err != nil || toNP.Spec.LoadBalancerClass != nil || toNP.Spec.AllocateLoadBalancerNodePorts != nil || len(toNP.Status.LoadBalancer.Ingress) != 0 {
+		t.Fatalf("LoadBalancer to NodePort: %v, %+v; want the class, allocation flag and load balancer status dropped", err, toNP)
+	}
+
+	// Headless keeps None; to ExternalName it drops the cluster IPs and
+	// families even when the writer cleared the IPs itself.
+	if _, _, err := create(service("hl", "", "None"), false); err != nil {
+		t.Fatal(err)
+	}
+	hl, err := update("hl", func(s *corev1.Service) { s.Spec.ClusterIP, s.Spec.ClusterIPs = "", nil })
+	if err != nil || hl.Spec.ClusterIP != "None" {
+		t.Fatalf("headless update without its cluster IP: %v, %q; want None kept", err, hl.Spec.ClusterIP)
+	}
+	en, err := update("hl", func(s *corev1.Service) {
+		s.Spec.Type, s.Spec.ExternalName, s.Spec.ClusterIP, s.Spec.ClusterIPs = corev1.ServiceTypeExternalName, "db.example.com", "", nil
+		s.Spec.Selector = nil
+	})
+	if err != nil || en.Spec.IPFamilies != nil || en.Spec.IPFamilyPolicy != nil || en.Spec.ClusterIP != "" {
+		t.Fatalf("headless to ExternalName: %v, %+v", err, en)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"k8s.io/kube-aggregator/pkg/apis/apiregistration"
 	apiregistrationvalidation "k8s.io/kube-aggregator/pkg/apis/apiregistration/validation"
 	podutil "k8s.io/kubernetes/pkg/api/pod"
+	serviceapi "k8s.io/kubernetes/pkg/api/service"
 	admissionregistrationvalidation "k8s.io/kubernetes/pkg/apis/admissionregistration/validation"
 	"k8s.io/kubernetes/pkg/apis/apps"
 	appsvalidation "k8s.io/kubernetes/pkg/apis/apps/validation"
@@ -163,6 +164,15 @@ func coreKinds() []*kubeKind {
 	svc.validate, svc.validateUpdate = validator(corevalidation.ValidateServiceCreate, corevalidation.ValidateServiceUpdate)
 	svc.fields = serviceFields
 	svc.statusValidate = statusValidator(corevalidation.ValidateServiceStatusUpdate)
+	svc.prepareUpdate = servicePrepareForUpdate
+	svc.warnings = func(obj, old runtime.Object) []string {
+		s, _ := obj.(*core.Service)
+		o, _ := old.(*core.Service)
+		if s == nil {
+			return nil
+		}
+		return serviceapi.GetWarningsForService(s, o)
+	}
 
 	pod := &kubeKind{returnsDeleted: true, Type: namespaced("", "v1", "Pod", "pods", []string{"po"}, all,
 		"attach", "binding", "ephemeralcontainers", "eviction", "exec", "log", "portforward", "proxy", "resize", "status").

@@ -119,6 +119,15 @@ func persistentVolumePrepareForStatus(obj, old runtime.Object) {
 	}
 }
 
+// servicePrepareForUpdate: a Service that is no longer a LoadBalancer
+// loses its load balancer status (kube's dropTypeDependentFields; the
+// registry's Service allocator drops the rest a type change leaves).
+func servicePrepareForUpdate(obj, _ runtime.Object) {
+	if s, ok := obj.(*core.Service); ok && s.Spec.Type != core.ServiceTypeLoadBalancer {
+		s.Status.LoadBalancer = core.LoadBalancerStatus{}
+	}
+}
+
 // jobPrepareForCreate: unless the Job asks for a manual selector, its pods
 // are labelled with the job's name and uid and selected by the uid.
 func jobPrepareForCreate(obj runtime.Object) {
