@@ -1,6 +1,7 @@
 package server
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net"
@@ -15,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -27,6 +29,7 @@ import (
 	genericrest "k8s.io/apiserver/pkg/registry/generic/rest"
 	translator "k8s.io/apiserver/pkg/util/proxy"
 	"k8s.io/client-go/util/retry"
+	pdbhelper "k8s.io/component-helpers/apps/poddisruptionbudget"
 	api "k8s.io/kubernetes/pkg/apis/core"
 	corevalidation "k8s.io/kubernetes/pkg/apis/core/validation"
 
@@ -515,8 +518,12 @@ func setPodCondition(pod *corev1.Pod, c corev1.PodCondition) {
 
 // podEviction deletes a Pod unless that would violate its
 // PodDisruptionBudget, as kube-apiserver's eviction subresource does
-// (kubectl drain). Pods that are not running (Pending, as every Pod on a
-// node-less server is, or finished) are deleted without a budget check.
+// (kubectl drain): a Pod that is Pending, finished or already being
+// deleted goes without a budget check; an unready one goes without
+// spending the budget when its budget is healthy (or lets unhealthy Pods
+// go always); a ready one spends a disruption. Before the delete the Pod
+// is marked with the DisruptionTarget condition, which Jobs' pod failure
+// policies read.
 func (r *request) podEviction() error {
 	if r.verb != "create" {
 		return methodNotAllowed()
@@ -539,30 +546,165 @@ func (r *request) podEviction() error {
 	if err != nil {
 		return err
 	}
-	// As kube-apiserver's eviction does, a budget changed meanwhile (the
-	// disruption controller writes its status all the time) is read again
-	// and the eviction retried, rather than failing the client.
-	err = retry.OnError(evictionRetry, apierrors.IsConflict, func() error {
-		pod, err := r.pod(r.ri.Name)
+	// A precondition the client set is its own: no retries then.
+	retriable := apierrors.IsConflict
+	if opts.Preconditions != nil && opts.Preconditions.ResourceVersion != nil {
+		retriable = func(error) bool { return false }
+	}
+	var pod *corev1.Pod
+	deleted := false
+	err = retry.OnError(evictionRetry, retriable, func() error {
+		if pod, err = r.pod(r.ri.Name); err != nil {
+			return err
+		}
+		if !evictsWithoutBudget(pod) {
+			return nil
+		}
+		o := opts
+		if pod.Status.Phase != corev1.PodSucceeded && pod.Status.Phase != corev1.PodFailed && pod.DeletionTimestamp == nil && !rvSet(opts) {
+			o = withResourceVersion(opts, pod.ResourceVersion) // not a Pod that became ready meanwhile
+		}
+		if err := r.markAndDeletePod(o); err != nil {
+			return err
+		}
+		deleted = true
+		return nil
+	})
+	if err != nil || deleted {
 		if err != nil {
 			return err
 		}
-		switch pod.Status.Phase {
-		case corev1.PodPending, corev1.PodSucceeded, corev1.PodFailed, "":
-		default:
-			if pod.DeletionTimestamp == nil {
-				return r.checkDisruptionBudget(pod, len(opts.DryRun) > 0)
-			}
-		}
-		return nil
-	})
+		return r.created()
+	}
+
+	// As kube-apiserver's eviction does, a budget changed meanwhile (the
+	// disruption controller writes its status all the time) is read again
+	// and the eviction retried, rather than failing the client.
+	pdb, several, err := r.podDisruptionBudget(pod)
 	if err != nil {
 		return err
 	}
-	if _, err := r.res.Delete(registry.AdmittedAs(r.ctx), r.ri.Namespace, r.ri.Name, opts); err != nil {
+	if several {
+		// kube answers this Status as the create's result: HTTP 201.
+		return r.s.writeJSONStatus(r.c, http.StatusCreated, &metav1.Status{
+			TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"},
+			Status:   metav1.StatusFailure, Code: http.StatusInternalServerError,
+			Message: "This pod has more than one PodDisruptionBudget, which the eviction subresource does not support.",
+		})
+	}
+	spared := false // an unready Pod under a healthy budget goes free
+	if pdb != nil && !podReady(pod) {
+		policy := pdb.Spec.UnhealthyPodEvictionPolicy
+		spared = policy != nil && *policy == policyv1.AlwaysAllow ||
+			pdb.Status.CurrentHealthy >= pdb.Status.DesiredHealthy && pdb.Status.DesiredHealthy > 0
+	}
+	if pdb != nil && !spared {
+		err := retry.OnError(evictionRetry, apierrors.IsConflict, func() error {
+			if err := r.spendDisruption(pod, pdb, len(opts.DryRun) > 0); err != nil {
+				if !apierrors.IsConflict(err) {
+					return err
+				}
+				if pdb, _, err = r.podDisruptionBudget(pod); err == nil && pdb != nil {
+					return apierrors.NewConflict(runtimeschema.GroupResource{Group: "policy", Resource: "poddisruptionbudgets"}, pdb.Name, fmt.Errorf("the budget changed"))
+				}
+				return err
+			}
+			return nil
+		})
+		if wait.Interrupted(err) {
+			err = apierrors.NewTimeoutError(fmt.Sprintf("couldn't update PodDisruptionBudget %q due to conflicts", pdb.Name), 10)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	o := opts
+	if spared && !rvSet(opts) {
+		o = withResourceVersion(opts, pod.ResourceVersion)
+	}
+	if err := r.markAndDeletePod(o); err != nil {
+		if apierrors.IsConflict(err) && spared && !rvSet(opts) {
+			// The Pod changed (it may be ready now): the client retries.
+			return budgetInProcess(pdb.Name)
+		}
 		return err
 	}
 	return r.created()
+}
+
+// evictsWithoutBudget: a Pending or finished Pod, or one already being
+// deleted, goes without a look at its budget (kube's canIgnorePDB).
+func evictsWithoutBudget(pod *corev1.Pod) bool {
+	switch pod.Status.Phase {
+	case corev1.PodPending, corev1.PodSucceeded, corev1.PodFailed:
+		return true
+	}
+	return pod.DeletionTimestamp != nil
+}
+
+func podReady(pod *corev1.Pod) bool {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+func rvSet(opts *metav1.DeleteOptions) bool {
+	return opts.Preconditions != nil && opts.Preconditions.ResourceVersion != nil
+}
+
+func withResourceVersion(opts *metav1.DeleteOptions, rv string) *metav1.DeleteOptions {
+	o := opts.DeepCopy()
+	if o.Preconditions == nil {
+		o.Preconditions = &metav1.Preconditions{}
+	}
+	o.Preconditions.ResourceVersion = &rv
+	return o
+}
+
+// budgetInProcess is kube's 429 for a budget it could not judge yet:
+// clients retry it after ten seconds.
+func budgetInProcess(name string) error {
+	err := apierrors.NewTooManyRequests("Cannot evict pod as it would violate the pod's disruption budget.", 10)
+	err.ErrStatus.Details.Causes = append(err.ErrStatus.Details.Causes, metav1.StatusCause{Type: policyv1.DisruptionBudgetCause,
+		Message: fmt.Sprintf("The disruption budget %s is still being processed by the server.", name)})
+	return err
+}
+
+// markAndDeletePod adds the DisruptionTarget condition to the Pod, then
+// deletes it with opts (a dry run only deletes), as kube's
+// addConditionAndDeletePod: the mark checks opts' preconditions, and the
+// delete's resourceVersion precondition moves to the marked Pod.
+func (r *request) markAndDeletePod(opts *metav1.DeleteOptions) error {
+	pods := r.s.api.MustLookup("", "v1", "pods")
+	if len(opts.DryRun) == 0 {
+		res, _, err := pods.Update(r.ctx, r.ri.Namespace, r.ri.Name, func(cur runtime.Object) (runtime.Object, error) {
+			p := cur.(*corev1.Pod)
+			if pre := opts.Preconditions; pre != nil {
+				if pre.UID != nil && *pre.UID != "" && *pre.UID != p.UID {
+					return nil, apierrors.NewConflict(runtimeschema.GroupResource{Resource: "Pod"}, p.Name,
+						fmt.Errorf("the UID in the precondition (%s) does not match the UID in record (%s). The object might have been deleted and then recreated", *pre.UID, p.UID))
+				}
+				if pre.ResourceVersion != nil && *pre.ResourceVersion != "" && *pre.ResourceVersion != p.ResourceVersion {
+					return nil, apierrors.NewConflict(runtimeschema.GroupResource{Resource: "Pod"}, p.Name,
+						fmt.Errorf("the ResourceVersion in the precondition (%s) does not match the ResourceVersion in record (%s). The object might have been modified", *pre.ResourceVersion, p.ResourceVersion))
+				}
+			}
+			setPodCondition(p, corev1.PodCondition{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue,
+				Reason: "EvictionByEvictionAPI", Message: "Eviction API: evicting"})
+			return p, nil
+		}, registry.UpdateOptions{Subresource: "status", WriteOptions: registry.WriteOptions{Manager: registry.ManagerAPIServer}})
+		if err != nil {
+			return err
+		}
+		if rvSet(opts) {
+			opts = withResourceVersion(opts, res.Obj.(*corev1.Pod).ResourceVersion)
+		}
+	}
+	_, err := r.res.Delete(registry.AdmittedAs(r.ctx), r.ri.Namespace, r.ri.Name, opts)
+	return err
 }
 
 // evictionDeleteOptions is the delete an eviction asks for: its body's
@@ -591,63 +733,70 @@ func evictionDeleteOptions(ev *policyv1.Eviction, dryRun bool) (*metav1.DeleteOp
 // changed budget.
 var evictionRetry = wait.Backoff{Steps: 20, Duration: 500 * time.Millisecond, Factor: 1.0, Jitter: 0.1}
 
-// checkDisruptionBudget takes one disruption from the budget covering a
-// running Pod, or refuses the eviction with kube-apiserver's 429. A dry
-// run checks the budget and leaves it as it is.
-func (r *request) checkDisruptionBudget(pod *corev1.Pod, dryRun bool) error {
+// podDisruptionBudget is the budget covering pod; several reports more
+// than one, which evictions do not support.
+func (r *request) podDisruptionBudget(pod *corev1.Pod) (pdb *policyv1.PodDisruptionBudget, several bool, err error) {
 	pdbs := r.s.api.MustLookup("policy", "v1", "poddisruptionbudgets")
 	res, err := pdbs.List(r.ctx, kv.ListOptions{Namespace: pod.Namespace})
 	if err != nil {
-		return err
+		return nil, false, err
 	}
-	var matching []*policyv1.PodDisruptionBudget
 	for _, rec := range res.Items {
 		obj, err := pdbs.Decode(rec)
 		if err != nil {
-			return err
+			return nil, false, err
 		}
-		pdb := obj.(*policyv1.PodDisruptionBudget)
+		p := obj.(*policyv1.PodDisruptionBudget)
 		// policy/v1: a nil selector matches no Pod, an empty one all.
-		sel, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector)
-		if err != nil {
+		sel, err := metav1.LabelSelectorAsSelector(p.Spec.Selector)
+		if err != nil || !sel.Matches(labels.Set(pod.Labels)) {
 			continue
 		}
-		if sel.Matches(labels.Set(pod.Labels)) {
-			matching = append(matching, pdb)
+		if pdb != nil {
+			return nil, true, nil
 		}
+		pdb = p
 	}
-	switch len(matching) {
-	case 0:
-		return nil
-	case 1:
-	default:
-		return apierrors.NewInternalError(fmt.Errorf("This pod has more than one PodDisruptionBudget, which the eviction subresource does not support."))
+	return pdb, false, nil
+}
+
+// maxDisruptedPods is kube's bound on evictions the disruption
+// controller has not yet confirmed.
+const maxDisruptedPods = 2000
+
+// spendDisruption takes one disruption from pdb for pod, or refuses the
+// eviction with kube-apiserver's answers (its checkAndDecrement). A dry
+// run checks the budget and leaves it as it is; a budget changed since
+// it was read is a conflict.
+func (r *request) spendDisruption(pod *corev1.Pod, pdb *policyv1.PodDisruptionBudget, dryRun bool) error {
+	forbidden := func(why string) error {
+		return apierrors.NewForbidden(runtimeschema.GroupResource{Group: "policy", Resource: "poddisruptionbudget"}, pdb.Name, errors.New(why))
 	}
-	pdb := matching[0]
-	refuse := func(cause string) error {
+	switch {
+	case pdb.Status.ObservedGeneration < pdb.Generation:
+		return budgetInProcess(pdb.Name)
+	case pdb.Status.DisruptionsAllowed < 0:
+		return forbidden("pdb disruptions allowed is negative")
+	case len(pdb.Status.DisruptedPods) > maxDisruptedPods:
+		return forbidden("DisruptedPods map too big - too many evictions not confirmed by PDB controller")
+	case pdb.Status.DisruptionsAllowed == 0:
 		err := apierrors.NewTooManyRequests("Cannot evict pod as it would violate the pod's disruption budget.", 0)
-		err.ErrStatus.Details.Causes = append(err.ErrStatus.Details.Causes, metav1.StatusCause{Type: "DisruptionBudget", Message: cause})
+		err.ErrStatus.Details.Causes = append(err.ErrStatus.Details.Causes, metav1.StatusCause{Type: policyv1.DisruptionBudgetCause, Message: budgetRefusal(pdb)})
 		return err
-	}
-	if pdb.Status.ObservedGeneration < pdb.Generation {
-		return refuse(fmt.Sprintf("The disruption budget %s is still being processed by the server.", pdb.Name))
-	}
-	if pdb.Status.DisruptionsAllowed < 0 {
-		return apierrors.NewForbidden(runtimeschema.GroupResource{Resource: "pods/eviction"}, pod.Name, fmt.Errorf("pdb disruptions allowed is negative"))
-	}
-	if pdb.Status.DisruptionsAllowed == 0 {
-		return refuse(fmt.Sprintf("The disruption budget %s needs %d healthy pods and has %d currently", pdb.Name, pdb.Status.DesiredHealthy, pdb.Status.CurrentHealthy))
 	}
 	if dryRun {
 		return nil
 	}
 	// Spend one disruption, recorded as the disruption controller expects.
-	_, _, err = pdbs.Update(r.ctx, pdb.Namespace, pdb.Name, func(cur runtime.Object) (runtime.Object, error) {
+	_, _, err := r.s.api.MustLookup("policy", "v1", "poddisruptionbudgets").Update(r.ctx, pdb.Namespace, pdb.Name, func(cur runtime.Object) (runtime.Object, error) {
 		p := cur.(*policyv1.PodDisruptionBudget)
 		if p.ResourceVersion != pdb.ResourceVersion {
 			return nil, apierrors.NewConflict(runtimeschema.GroupResource{Group: "policy", Resource: "poddisruptionbudgets"}, p.Name, fmt.Errorf("the budget changed; retry the eviction"))
 		}
 		p.Status.DisruptionsAllowed--
+		if p.Status.DisruptionsAllowed == 0 {
+			pdbhelper.UpdateDisruptionAllowedCondition(p)
+		}
 		if p.Status.DisruptedPods == nil {
 			p.Status.DisruptedPods = map[string]metav1.Time{}
 		}
@@ -655,4 +804,20 @@ func (r *request) checkDisruptionBudget(pod *corev1.Pod, dryRun bool) error {
 		return p, nil
 	}, registry.UpdateOptions{Subresource: "status", WriteOptions: registry.WriteOptions{Manager: registry.ManagerAPIServer}})
 	return err
+}
+
+// budgetRefusal is why a budget allows no disruption, in kube's words
+// and order: a failed sync first, since its counts cannot be trusted.
+func budgetRefusal(pdb *policyv1.PodDisruptionBudget) string {
+	c := apimeta.FindStatusCondition(pdb.Status.Conditions, policyv1.DisruptionAllowedCondition)
+	falseWithMessage := c != nil && c.Status == metav1.ConditionFalse && c.Message != ""
+	switch {
+	case falseWithMessage && c.Reason == policyv1.SyncFailedReason:
+		return fmt.Sprintf("The disruption budget %s does not allow evicting pods currently because it failed sync: %s", pdb.Name, c.Message)
+	case pdb.Status.CurrentHealthy <= pdb.Status.DesiredHealthy:
+		return fmt.Sprintf("The disruption budget %s needs %d healthy pods and has %d currently", pdb.Name, pdb.Status.DesiredHealthy, pdb.Status.CurrentHealthy)
+	case falseWithMessage:
+		return fmt.Sprintf("The disruption budget %s does not allow evicting pods currently (%s): %s", pdb.Name, c.Reason, c.Message)
+	}
+	return fmt.Sprintf("The disruption budget %s does not allow evicting pods currently", pdb.Name)
 }

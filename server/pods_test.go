@@ -88,13 +88,29 @@ func TestPodSubresources(t *testing.T) {
 	// PodDisruptionBudget.
 	check("POST", pods+"/two/eviction", `{"apiVersion":"policy/v1","kind":"Eviction","metadata":{"name":"two"}}`, http.StatusCreated, `"status":"Success"`)
 	h.eventually("the evicted pod is gone", func() bool { return h.do("GET", pods+"/two", nil, nil).Code == http.StatusNotFound })
-	if r := h.do("PATCH", pods+"/one/status", map[string]string{"Content-Type": "application/merge-patch+json"}, []byte(`{"status":{"phase":"Running"}}`)); r.Code != http.StatusOK {
-		t.Fatalf("mark running: %d %s", r.Code, r.Body)
+	running := func(name string, ready bool) {
+		t.Helper()
+		body := `{"status":{"phase":"Running","conditions":[{"type":"Ready","status":"` + map[bool]string{true: "True", false: "False"}[ready] + `"}]}}`
+		if r := h.do("PATCH", pods+"/"+name+"/status", map[string]string{"Content-Type": "application/merge-patch+json"}, []byte(body)); r.Code != http.StatusOK {
+			t.Fatalf("mark %s running: %d %s", name, r.Code, r.Body)
+		}
 	}
+	running("one", true)
 	const pdbs = "/apis/policy/v1/namespaces/default/poddisruptionbudgets"
 	mustCreate(pdbs, `{"metadata":{"name":"web"},"spec":{"minAvailable":1,"selector":{"matchLabels":{"app":"web"}}}}`)
 	check("POST", pods+"/one/eviction", `{"apiVersion":"policy/v1","kind":"Eviction","metadata":{"name":"one"}}`,
 		http.StatusTooManyRequests, "The disruption budget web is still being processed by the server.")
+	if r := h.do("POST", pods+"/one/eviction", ct, []byte(`{"apiVersion":"policy/v1","kind":"Eviction","metadata":{"name":"one"}}`)); r.Header().Get("Retry-After") != "10" {
+		t.Errorf("a budget still being processed: Retry-After %q; want 10, which client-go waits and retries on", r.Header().Get("Retry-After"))
+	}
+	// Two budgets over one Pod: kube answers the failure as the create's
+	// result, with 201.
+	mustCreate(pdbs, `{"metadata":{"name":"web2"},"spec":{"minAvailable":1,"selector":{"matchLabels":{"app":"web"}}}}`)
+	check("POST", pods+"/one/eviction", `{"apiVersion":"policy/v1","kind":"Eviction","metadata":{"name":"one"}}`,
+		http.StatusCreated, `"status":"Failure","message":"This pod has more than one PodDisruptionBudget, which the eviction subresource does not support.","code":500`)
+	if r := h.do("DELETE", pdbs+"/web2", nil, nil); r.Code != http.StatusOK {
+		t.Fatalf("delete web2: %d %s", r.Code, r.Body)
+	}
 	if r := h.do("PATCH", pdbs+"/web/status", map[string]string{"Content-Type": "application/merge-patch+json"},
 		[]byte(`{"status":{"observedGeneration":1,"disruptionsAllowed":0,"currentHealthy":1,"desiredHealthy":1,"expectedPods":1}}`)); r.Code != http.StatusOK {
 		t.Fatalf("pdb status: %d %s", r.Code, r.Body)
@@ -117,6 +133,42 @@ func TestPodSubresources(t *testing.T) {
 	if pdb.Status.DisruptionsAllowed != 0 || pdb.Status.DisruptedPods["one"] == "" {
 		t.Fatalf("budget after the eviction: %+v; want 0 allowed and pod one recorded", pdb.Status)
 	}
+	// The evicted Pod, in its grace period on its node, is marked as
+	// kube marks it, for Jobs' pod failure policies.
+	var evicted struct {
+		Metadata struct{ DeletionTimestamp string }
+		Status   struct{ Conditions []struct{ Type, Status, Reason, Message string } }
+	}
+	if err := json.Unmarshal(h.do("GET", pods+"/one", nil, nil).Body.Bytes(), &evicted); err != nil {
+		t.Fatal(err)
+	}
+	marked := false
+	for _, c := range evicted.Status.Conditions {
+		marked = marked || c.Type == "DisruptionTarget" && c.Status == "True" && c.Reason == "EvictionByEvictionAPI" && c.Message == "Eviction API: evicting"
+	}
+	if !marked || evicted.Metadata.DeletionTimestamp == "" {
+		t.Errorf("the evicted pod: %+v; want it terminating with the DisruptionTarget condition", evicted)
+	}
+
+	// An unready Pod under a healthy budget goes without spending it
+	// (kubectl drain past a crash-looping Pod); under an unhealthy one it
+	// is refused.
+	for _, name := range []string{"three", "four"} {
+		mustCreate(pods, `{"metadata":{"name":"`+name+`","labels":{"app":"web"}},"spec":{"nodeName":"n1","containers":[{"name":"c","image":"busybox"}]}}`)
+		running(name, false)
+	}
+	check("POST", pods+"/three/eviction", `{"apiVersion":"policy/v1","kind":"Eviction","metadata":{"name":"three"}}`, http.StatusCreated, `"status":"Success"`)
+	if err := json.Unmarshal(h.do("GET", pdbs+"/web", nil, nil).Body.Bytes(), &pdb); err != nil {
+		t.Fatal(err)
+	}
+	if pdb.Status.DisruptionsAllowed != 0 || pdb.Status.DisruptedPods["three"] != "" {
+		t.Errorf("budget after evicting an unready pod: %+v; want it unspent", pdb.Status)
+	}
+	if r := h.do("PATCH", pdbs+"/web/status", map[string]string{"Content-Type": "application/merge-patch+json"}, []byte(`{"status":{"currentHealthy":0}}`)); r.Code != http.StatusOK {
+		t.Fatalf("pdb status: %d %s", r.Code, r.Body)
+	}
+	check("POST", pods+"/four/eviction", `{"apiVersion":"policy/v1","kind":"Eviction","metadata":{"name":"four"}}`,
+		http.StatusTooManyRequests, "The disruption budget web needs 1 healthy pods and has 0 currently")
 }
 
 // TestBindingAndEvictionGuards: what kube-apiserver's binding and eviction
