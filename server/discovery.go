@@ -298,6 +298,7 @@ func (s *Server) writeAggregated(c echo.Context, mediaType string, legacy bool) 
 	h := c.Response().Header()
 	h.Set("ETag", etag)
 	h.Set("Vary", "Accept")
+	h.Set("Cache-Control", "public")
 	if c.Request().Header.Get("If-None-Match") == etag {
 		return c.NoContent(http.StatusNotModified)
 	}

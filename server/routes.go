@@ -24,6 +24,7 @@ func (s *Server) routes() *echo.Echo {
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.errorHandler
 	e.Use(s.recoverPanics)
+	e.Use(noCache)
 	e.Use(compressLarge(s.segments))
 	e.Use(s.measure)
 	// kube-apiserver's order: audit context and request info, then
@@ -348,3 +349,19 @@ func (w *contentTypeWriter) Write(b []byte) (int, error) {
 	}
 	return w.ResponseWriter.Write(b)
 }
+
+// noCache is kube-apiserver's WithCacheControl: an answer is one user's,
+// so shared caches keep none, unless its handler says otherwise
+// (aggregated discovery: public, revalidated by ETag).
+func noCache(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if h := c.Response().Header(); h["Cache-Control"] == nil {
+			h["Cache-Control"] = noCacheValue
+		}
+		return next(c)
+	}
+}
+
+// noCacheValue is shared: headers are replaced with Set, never changed
+// in place.
+var noCacheValue = []string{"no-cache, private"}
