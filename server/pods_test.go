@@ -137,7 +137,9 @@ func TestPodSubresources(t *testing.T) {
 	// kube marks it, for Jobs' pod failure policies.
 	var evicted struct {
 		Metadata struct{ DeletionTimestamp string }
-		Status   struct{ Conditions []struct{ Type, Status, Reason, Message string } }
+		Status   struct {
+			Conditions []struct{ Type, Status, Reason, Message string }
+		}
 	}
 	if err := json.Unmarshal(h.do("GET", pods+"/one", nil, nil).Body.Bytes(), &evicted); err != nil {
 		t.Fatal(err)
