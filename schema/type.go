@@ -240,6 +240,18 @@ type Type struct {
 // may be created meanwhile.
 func (t *Type) Terminating() bool { return t.terminating != nil && t.terminating.Load() }
 
+// ServedVerbs are the verbs discovery lists now: a custom resource whose
+// CRD is being deleted lists those it still serves (no create, update or
+// patch), as kube's discovery controller lists them.
+func (t *Type) ServedVerbs() []string {
+	if t.Terminating() {
+		return terminatingVerbs
+	}
+	return t.Verbs
+}
+
+var terminatingVerbs = []string{"delete", "deletecollection", "get", "list", "watch"}
+
 // SetTerminating marks a CRD's Type as Terminating; built-in kinds never are.
 func (t *Type) SetTerminating() {
 	if t.terminating != nil {

@@ -98,6 +98,14 @@ func TestCRDVersionsAndDeletion(t *testing.T) {
 	if rec := h.do("GET", crdPath+"/gadgets.test.example.com", nil, nil); rec.Code != http.StatusOK {
 		t.Fatalf("CRD gone while a CR is held by its finalizer: %d", rec.Code)
 	}
+	// Discovery lists the verbs a terminating resource still serves.
+	for _, r := range refList(h.getJSON("/apis/test.example.com/v1")["resources"]) {
+		if m := r.(map[string]interface{}); m["name"] == "gadgets" {
+			if got := fmt.Sprint(m["verbs"]); got != "[delete deletecollection get list watch]" {
+				t.Errorf("terminating gadgets' verbs in discovery: %s; want delete, deletecollection, get, list, watch", got)
+			}
+		}
+	}
 	h.waitFor("Terminating: InstanceDeletionInProgress", func() bool {
 		for _, c := range refList(refDig(h.getJSON(crdPath+"/gadgets.test.example.com"), "status", "conditions")) {
 			if m := c.(map[string]interface{}); m["type"] == "Terminating" {

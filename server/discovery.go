@@ -246,7 +246,7 @@ func (s *Server) getResourceList(c echo.Context, group, version string) error {
 	for _, t := range types {
 		list.APIResources = append(list.APIResources, metav1.APIResource{
 			Name: t.Resource, SingularName: t.Singular, Namespaced: t.Namespaced, Kind: t.Kind,
-			Verbs: t.Verbs, ShortNames: t.ShortNames, Categories: t.Categories,
+			Verbs: t.ServedVerbs(), ShortNames: t.ShortNames, Categories: t.Categories,
 			StorageVersionHash: s.reg.StorageVersionHash(t),
 		})
 		for _, sub := range t.Subresources {
@@ -351,7 +351,7 @@ func aggregatedResource(t *schema.Type) apidiscoveryv2.APIResourceDiscovery {
 		ResponseKind:     &metav1.GroupVersionKind{Kind: t.Kind},
 		Scope:            scope,
 		SingularResource: t.Singular,
-		Verbs:            t.Verbs,
+		Verbs:            t.ServedVerbs(),
 		ShortNames:       t.ShortNames,
 		Categories:       t.Categories,
 	}
