@@ -71,6 +71,10 @@ func TestVersionIsPlainSemver(t *testing.T) {
 	if v.Major != "1" || v.Minor != "35" || v.GitVersion != "v1.35.0+tabula" {
 		t.Fatalf("version = %s.%s %s; want 1.35 v1.35.0+tabula", v.Major, v.Minor, v.GitVersion)
 	}
+	// kube-apiserver 1.35's compatibility fields (its recorded /version).
+	if v.EmulationMajor != "1" || v.EmulationMinor != "35" || v.MinCompatibilityMajor != "1" || v.MinCompatibilityMinor != "34" {
+		t.Errorf("emulation %s.%s, min compatibility %s.%s; want 1.35 and 1.34", v.EmulationMajor, v.EmulationMinor, v.MinCompatibilityMajor, v.MinCompatibilityMinor)
+	}
 }
 
 func TestClientAddr(t *testing.T) {

@@ -46,19 +46,27 @@ const (
 	apiMajor = "1"
 	apiMinor = "35"
 	apiPatch = "0"
+	// apiMinorPrevious is the minor version before apiMinor.
+	apiMinorPrevious = "34"
 )
 
 // Version describes this build in /version's shape. gitVersion is plain
 // semver with build metadata, which Helm's kubeVersion checks accept.
 func Version() version.Info {
 	return version.Info{
-		Major:        apiMajor,
-		Minor:        apiMinor,
-		GitVersion:   "v" + apiMajor + "." + apiMinor + "." + apiPatch + "+tabula",
-		GitTreeState: "clean",
-		GoVersion:    runtime.Version(),
-		Compiler:     runtime.Compiler,
-		Platform:     runtime.GOOS + "/" + runtime.GOARCH,
+		Major: apiMajor,
+		Minor: apiMinor,
+		// As kube-apiserver 1.35 reports them: it emulates its own
+		// version and stays compatible with the one before.
+		EmulationMajor:        apiMajor,
+		EmulationMinor:        apiMinor,
+		MinCompatibilityMajor: apiMajor,
+		MinCompatibilityMinor: apiMinorPrevious,
+		GitVersion:            "v" + apiMajor + "." + apiMinor + "." + apiPatch + "+tabula",
+		GitTreeState:          "clean",
+		GoVersion:             runtime.Version(),
+		Compiler:              runtime.Compiler,
+		Platform:              runtime.GOOS + "/" + runtime.GOARCH,
 	}
 }
 
