@@ -260,6 +260,7 @@ func coreKinds() []*kubeKind {
 	no.validate, no.validateUpdate = validator(corevalidation.ValidateNode, corevalidation.ValidateNodeUpdate)
 	no.fields = nodeFields
 	no.keepsStatusOnCreate = true
+	no.statusPrepare = nodePrepareForStatus
 
 	// ComponentStatuses are computed on read (server/componentstatus.go).
 	cs := &kubeKind{Type: cluster("", "v1", "ComponentStatus", "componentstatuses", []string{"cs"}, nil)}

@@ -128,6 +128,17 @@ func servicePrepareForUpdate(obj, _ runtime.Object) {
 	}
 }
 
+// nodePrepareForStatus: status.config (the retired dynamic kubelet
+// configuration) is kept only by a Node that already has one, as kube's
+// node status strategy keeps it.
+func nodePrepareForStatus(obj, old runtime.Object) {
+	if n, ok := obj.(*core.Node); ok {
+		if o, ok := old.(*core.Node); ok && o.Status.Config == nil {
+			n.Status.Config = nil
+		}
+	}
+}
+
 // jobPrepareForCreate: unless the Job asks for a manual selector, its pods
 // are labelled with the job's name and uid and selected by the uid.
 func jobPrepareForCreate(obj runtime.Object) {

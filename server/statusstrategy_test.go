@@ -87,6 +87,13 @@ func TestStatusStrategiesAsKube(t *testing.T) {
 		t.Errorf("a write of the same phase without a time: lastPhaseTransitionTime %v; want %v kept", got, at)
 	}
 
+	// A Node's status write cannot start using status.config.
+	h.mustDo("POST", "/api/v1/nodes", js, `{"apiVersion":"v1","kind":"Node","metadata":{"name":"n1"}}`, http.StatusCreated)
+	n := h.mustDo("PATCH", "/api/v1/nodes/n1/status", merge, `{"status":{"config":{"error":"boom"},"phase":"Running"}}`, http.StatusOK)
+	if c := refDig(n, "status", "config"); c != nil {
+		t.Errorf("a Node's status write set status.config %v; want it dropped", c)
+	}
+
 	// A finalize write keeps its metadata changes.
 	h.createNamespace("fin", nil)
 	ns := h.mustDo("PUT", "/api/v1/namespaces/fin/finalize", js, `{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"fin","labels":{"set":"by-finalize"}},"spec":{"finalizers":[]}}`, http.StatusOK)
