@@ -165,6 +165,9 @@ func builtinTypes() []*Type {
 			New:                 func() runtime.Object { return &corev1.Endpoints{} },
 			NewList:             func() runtime.Object { return &corev1.EndpointsList{} },
 			Deprecation:         &Deprecation{In: "1.33", Replacement: "discovery.k8s.io/v1 EndpointSlice"},
+			// kube's validation checks the metadata (validateEndpoints).
+			ValidatesMeta: true,
+			Warnings:      endpointsWarnings,
 		},
 		{
 			Group: "coordination.k8s.io", Version: "v1", Kind: "Lease", ListKind: "LeaseList",

@@ -10,6 +10,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/kubernetes/pkg/api/legacyscheme"
+	"k8s.io/kubernetes/pkg/apis/core"
+	corevalidation "k8s.io/kubernetes/pkg/apis/core/validation"
 )
 
 // Endpoints (core/v1) is served because Helm charts and older controllers
@@ -35,63 +38,52 @@ func endpointsPrepare(obj runtime.Object) {
 
 func endpointsPrepareForUpdate(obj, _ runtime.Object) { endpointsPrepare(obj) }
 
-var endpointProtocols = []string{string(corev1.ProtocolSCTP), string(corev1.ProtocolTCP), string(corev1.ProtocolUDP)}
-
-// validateEndpoints checks what kube-apiserver checks of a subset: each has
-// an address, addresses are IPs, ports are in range with a known protocol,
-// and port names are DNS labels, required and unique when there are several.
-func validateEndpoints(obj, _ runtime.Object) field.ErrorList {
-	ep, ok := obj.(*corev1.Endpoints)
-	if !ok || ep == nil {
-		return unexpectedType(obj, "*v1.Endpoints")
+// validateEndpoints is kube's: ValidateEndpointsCreate and
+// ValidateEndpointsUpdate on the internal object (metadata, the subsets —
+// skipped on an update that leaves them as they were — and the
+// annotations kube reserves), so what kube refuses or lets pass does the
+// same here.
+func validateEndpoints(obj, old runtime.Object) field.ErrorList {
+	in := &core.Endpoints{}
+	if err := legacyscheme.Scheme.Convert(obj, in, nil); err != nil {
+		return field.ErrorList{field.InternalError(nil, err)}
 	}
-	var errs field.ErrorList
+	if old == nil {
+		return corevalidation.ValidateEndpointsCreate(in)
+	}
+	oin := &core.Endpoints{}
+	if err := legacyscheme.Scheme.Convert(old, oin, nil); err != nil {
+		return field.ErrorList{field.InternalError(nil, err)}
+	}
+	return corevalidation.ValidateEndpointsUpdate(in, oin)
+}
+
+// endpointsWarnings are kube's: an address written in a form a later
+// release will refuse (leading zeros, IPv4-mapped IPv6), except on what
+// the endpoints controller wrote.
+func endpointsWarnings(obj, _ runtime.Object) []string {
+	ep, ok := obj.(*corev1.Endpoints)
+	if !ok || ep.Labels[endpointsManagedBy] == endpointsController {
+		return nil
+	}
+	var warnings []string
 	for i, ss := range ep.Subsets {
 		p := field.NewPath("subsets").Index(i)
-		if len(ss.Addresses) == 0 && len(ss.NotReadyAddresses) == 0 {
-			errs = append(errs, field.Required(p, "must specify `addresses` or `notReadyAddresses`"))
-		}
 		for j, a := range ss.Addresses {
-			errs = append(errs, validateEndpointAddress(a, p.Child("addresses").Index(j))...)
+			warnings = append(warnings, validation.GetWarningsForIP(p.Child("addresses").Index(j).Child("ip"), a.IP)...)
 		}
 		for j, a := range ss.NotReadyAddresses {
-			errs = append(errs, validateEndpointAddress(a, p.Child("notReadyAddresses").Index(j))...)
-		}
-		names := map[string]bool{}
-		for j, port := range ss.Ports {
-			pp := p.Child("ports").Index(j)
-			if len(ss.Ports) > 1 && port.Name == "" {
-				errs = append(errs, field.Required(pp.Child("name"), ""))
-			} else if port.Name != "" {
-				for _, msg := range validation.IsDNS1123Label(port.Name) {
-					errs = append(errs, field.Invalid(pp.Child("name"), port.Name, msg))
-				}
-				if names[port.Name] {
-					errs = append(errs, field.Duplicate(pp.Child("name"), port.Name))
-				}
-				names[port.Name] = true
-			}
-			for _, msg := range validation.IsValidPortNum(int(port.Port)) {
-				errs = append(errs, field.Invalid(pp.Child("port"), port.Port, msg))
-			}
-			switch port.Protocol {
-			case "":
-				errs = append(errs, field.Required(pp.Child("protocol"), ""))
-			case corev1.ProtocolTCP, corev1.ProtocolUDP, corev1.ProtocolSCTP:
-			default:
-				errs = append(errs, field.NotSupported(pp.Child("protocol"), port.Protocol, endpointProtocols))
-			}
+			warnings = append(warnings, validation.GetWarningsForIP(p.Child("notReadyAddresses").Index(j).Child("ip"), a.IP)...)
 		}
 	}
-	return errs
+	return warnings
 }
 
-func validateEndpointAddress(a corev1.EndpointAddress, p *field.Path) field.ErrorList {
-	if net.ParseIP(a.IP) == nil {
-		return field.ErrorList{field.Invalid(p.Child("ip"), a.IP, "must be a valid IP address")}
-	}
-	return nil
-}
+// The label kube's endpoints controller marks its Endpoints with.
+const (
+	endpointsManagedBy  = "endpoints.kubernetes.io/managed-by"
+	endpointsController = "endpoint-controller"
+)
 
 // endpointsRow prints up to three "ip:port" pairs (bare IPs for subsets
 // without ports), then " + N more...", or "<none>" without subsets — the

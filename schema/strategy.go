@@ -58,7 +58,7 @@ func builtinStrategy(t *Type) (func(runtime.Object), func(obj, old runtime.Objec
 	case gvkEventsV1Event:
 		return noPrepareForCreate, noPrepareForUpdate, validateEventsV1Event
 	case gvkEndpoints:
-		return endpointsPrepare, endpointsPrepareForUpdate, withKubeFinalizers(validateEndpoints)
+		return endpointsPrepare, endpointsPrepareForUpdate, validateEndpoints
 	case gvkLease:
 		return leasePrepareForCreate, leasePrepareForUpdate, validateLease
 	}
