@@ -467,6 +467,7 @@ func discoveryKinds() []*kubeKind {
 		func(s, old *discovery.EndpointSlice) field.ErrorList {
 			return discoveryvalidation.ValidateEndpointSliceUpdate(s, old)
 		})
+	es.warnings = endpointSliceWarnings
 	return []*kubeKind{es}
 }
 

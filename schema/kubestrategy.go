@@ -3,10 +3,13 @@ package schema
 import (
 	"time"
 
+	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	podutil "k8s.io/kubernetes/pkg/api/pod"
 	"k8s.io/kubernetes/pkg/apis/apps"
 	"k8s.io/kubernetes/pkg/apis/batch"
@@ -14,6 +17,7 @@ import (
 	"k8s.io/kubernetes/pkg/apis/certificates"
 	"k8s.io/kubernetes/pkg/apis/core"
 	"k8s.io/kubernetes/pkg/apis/core/helper/qos"
+	"k8s.io/kubernetes/pkg/apis/discovery"
 )
 
 // The parts of kube-apiserver's create strategies that are particular to
@@ -137,6 +141,30 @@ func nodePrepareForStatus(obj, old runtime.Object) {
 			n.Status.Config = nil
 		}
 	}
+}
+
+// endpointSliceWarnings are kube's: FQDN slices are deprecated (said on
+// create), and addresses written in a form a later release will refuse
+// are named, except in slices kube's own controllers wrote.
+func endpointSliceWarnings(obj, old runtime.Object) []string {
+	s, ok := obj.(*discovery.EndpointSlice)
+	if !ok {
+		return nil
+	}
+	var warnings []string
+	if old == nil && s.AddressType == discovery.AddressTypeFQDN {
+		warnings = append(warnings, field.NewPath("spec", "addressType").String()+": FQDN endpoints are deprecated")
+	}
+	switch s.Labels[discoveryv1.LabelManagedBy] {
+	case "endpointslice-controller.k8s.io", "endpointslicemirroring-controller.k8s.io":
+		return warnings
+	}
+	for i, ep := range s.Endpoints {
+		for j, addr := range ep.Addresses {
+			warnings = append(warnings, validation.GetWarningsForIP(field.NewPath("endpoints").Index(i).Child("addresses").Index(j), addr)...)
+		}
+	}
+	return warnings
 }
 
 // jobPrepareForCreate: unless the Job asks for a manual selector, its pods
