@@ -249,7 +249,13 @@ func (s *Server) getResourceList(c echo.Context, group, version string) error {
 			Verbs: t.ServedVerbs(), ShortNames: t.ShortNames, Categories: t.Categories,
 			StorageVersionHash: s.reg.StorageVersionHash(t),
 		})
-		for _, sub := range t.Subresources {
+		subs := t.Subresources
+		if !t.Unstructured {
+			// kube installs a built-in kind's paths sorted; a custom
+			// resource's subresources come as its handler adds them.
+			subs = slices.Sorted(slices.Values(subs))
+		}
+		for _, sub := range subs {
 			info := t.Subresource(sub)
 			r := metav1.APIResource{Name: t.Resource + "/" + sub, Namespaced: t.Namespaced, Kind: t.Kind, Verbs: info.Verbs,
 				Group: info.Group, Version: info.Version}
