@@ -145,6 +145,14 @@ func (st *crdState) deleting() bool {
 }
 
 // servedAs reports whether crd's current generation is served under names.
+// wasServed: crd (this one, not an earlier CRD of its name) is served.
+func (st *crdState) wasServed(crd *apiextensionsv1.CustomResourceDefinition) bool {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	s, ok := st.served[crd.Name]
+	return ok && s.uid == string(crd.UID)
+}
+
 func (st *crdState) servedAs(crd *apiextensionsv1.CustomResourceDefinition, names apiextensionsv1.CustomResourceDefinitionNames) bool {
 	st.mu.Lock()
 	defer st.mu.Unlock()
@@ -272,7 +280,7 @@ func (m *Manager) namePass(ctx context.Context) {
 			m.log.Warn("custom resource definition's API approval condition not written", "crd", crd.Name, "err", err)
 		}
 		names, namesCond := acceptNames(crd, all)
-		if namesCond.Status == apiextensionsv1.ConditionTrue && !st.servedAs(crd, names) {
+		if (namesCond.Status == apiextensionsv1.ConditionTrue || st.wasServed(crd)) && !st.servedAs(crd, names) {
 			needBuild = true
 		}
 		written, err := m.writeCRDStatus(ctx, crd, names, namesCond)
@@ -317,7 +325,11 @@ func (m *Manager) buildPass(ctx context.Context) {
 			continue
 		}
 		names, namesCond := acceptNames(crd, all)
-		if namesCond.Status != apiextensionsv1.ConditionTrue || st.servedAs(crd, names) {
+		// A CRD whose new names conflict stays served by the names it
+		// holds, with its categories (always accepted) and spec brought
+		// up to date, as kube's discovery and handlers read its accepted
+		// names; one never served waits for names of its own.
+		if namesCond.Status != apiextensionsv1.ConditionTrue && !st.wasServed(crd) || st.servedAs(crd, names) {
 			continue
 		}
 		served := *crd // CustomResourceTypes keeps a deep copy of its own

@@ -867,3 +867,31 @@ func TestCRKindMismatchIsInvalid(t *testing.T) {
 		}
 	}
 }
+
+// TestCRDConflictingUpdateKeepsServing: a served CRD updated to a short
+// name another CRD holds keeps NamesAccepted False and its old short
+// names, stays served, and shows its new categories (always accepted) in
+// discovery, as kube's naming and discovery controllers do.
+func TestCRDConflictingUpdateKeepsServing(t *testing.T) {
+	h := refNewHarness(t)
+	h.mustDo("POST", crdPath, "application/json", gadgetsCRD, http.StatusCreated)
+	establish(t, h, "gadgets.test.example.com")
+	widgets := strings.NewReplacer("gadgets.test", "widgets.test", `"plural":"gadgets","singular":"gadget","kind":"Gadget"`, `"plural":"widgets","singular":"widget","kind":"Widget"`, `"shortNames":["gd"]`, `"shortNames":["wd"]`).Replace(gadgetsCRD)
+	h.mustDo("POST", crdPath, "application/json", widgets, http.StatusCreated)
+	establish(t, h, "widgets.test.example.com")
+	h.mustDo("PATCH", crdPath+"/gadgets.test.example.com", "application/merge-patch+json",
+		`{"spec":{"names":{"shortNames":["gd","wd"],"categories":["probe"]}}}`, http.StatusOK)
+	h.waitFor("gadgets NamesAccepted False", func() bool { return crdCondition(h, "gadgets.test.example.com", "NamesAccepted") == "False" })
+	h.waitFor("gadgets' new category in discovery", func() bool {
+		for _, r := range refList(h.getJSON("/apis/test.example.com/v1")["resources"]) {
+			if m := r.(map[string]interface{}); m["name"] == "gadgets" {
+				return fmt.Sprint(m["categories"]) == "[probe]" && fmt.Sprint(m["shortNames"]) == "[gd]"
+			}
+		}
+		return false
+	})
+	if s := crdCondition(h, "gadgets.test.example.com", "Established"); s != "True" {
+		t.Errorf("Established %q; want True kept", s)
+	}
+	h.mustDo("GET", "/apis/test.example.com/v1/gadgets", "", "", http.StatusOK)
+}
