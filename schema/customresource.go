@@ -120,7 +120,10 @@ func customResourceType(crd *apiextensionsv1.CustomResourceDefinition, v apiexte
 		Verbs:           verbsCustomResource,
 		StorageResource: names.Plural + "." + crd.Spec.Group,
 		StorageVersion:  storage,
-		Unstructured:    true,
+		StorageUnserved: !slices.ContainsFunc(crd.Spec.Versions, func(o apiextensionsv1.CustomResourceDefinitionVersion) bool {
+			return o.Storage && o.Served
+		}),
+		Unstructured: true,
 		// As kube's custom resource strategy: no unconditional updates.
 		UpdateNeedsResourceVersion: true,
 		retired:                    make(chan struct{}),

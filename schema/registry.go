@@ -178,7 +178,7 @@ func (r *Registry) TypesIn(gv schema.GroupVersion) []*Type {
 // function.
 // Resources without storage of their own have none.
 func (r *Registry) StorageVersionHash(t *Type) string {
-	if t.Virtual || !slices.Contains(t.Verbs, "get") {
+	if t.Virtual || t.StorageUnserved || !slices.Contains(t.Verbs, "get") {
 		return ""
 	}
 	group, version, kind := t.Group, t.Version, t.Kind

@@ -38,6 +38,10 @@ type Type struct {
 	// not this Type's own and no other Type serves it (a custom
 	// resource's storage version); empty otherwise.
 	StorageVersion string
+	// StorageUnserved: the storage version is not served (a custom
+	// resource's may not be), so discovery names no storage version
+	// hash, as kube's CRD discovery names none then.
+	StorageUnserved bool
 
 	// New returns an empty object of the Go type; NewList an empty list.
 	New     func() runtime.Object

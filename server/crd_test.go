@@ -895,3 +895,18 @@ func TestCRDConflictingUpdateKeepsServing(t *testing.T) {
 	}
 	h.mustDo("GET", "/apis/test.example.com/v1/gadgets", "", "", http.StatusOK)
 }
+
+// TestCRDUnservedStorageVersionHash: with its storage version not
+// served, a CRD's resource names no storageVersionHash in discovery, as
+// kube's CRD discovery names none then.
+func TestCRDUnservedStorageVersionHash(t *testing.T) {
+	h := refNewHarness(t)
+	crd := strings.Replace(gadgetsCRD, `{"name":"v1","served":true,"storage":true`, `{"name":"v1","served":false,"storage":true`, 1)
+	h.mustDo("POST", crdPath, "application/json", crd, http.StatusCreated)
+	establish(t, h, "gadgets.test.example.com")
+	for _, r := range refList(h.getJSON("/apis/test.example.com/v1beta1")["resources"]) {
+		if m := r.(map[string]interface{}); m["name"] == "gadgets" && m["storageVersionHash"] != nil {
+			t.Errorf("gadgets' storageVersionHash %v with its storage version unserved; want none", m["storageVersionHash"])
+		}
+	}
+}
