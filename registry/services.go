@@ -508,12 +508,16 @@ func nodePortsOf(svc *corev1.Service) map[int32]bool {
 // allocateClusterIP claims the requested cluster IP or a free one.
 func (a *serviceAllocator) allocateClusterIP(ctx context.Context, svc *corev1.Service, c *claims, dryRun bool) error {
 	path := field.NewPath("spec", "clusterIPs")
+	rs, err := a.ranges(ctx)
+	if err != nil {
+		return err
+	}
 	if svc.Spec.ClusterIP != "" {
 		ip, ok := parseClusterIP(svc.Spec.ClusterIP)
 		if !ok {
 			return nil // validation reports it
 		}
-		if !a.inRange(ip) {
+		if !inRanges(rs, ip) {
 			return invalidService(svc, field.Invalid(path, svc.Spec.ClusterIPs,
 				fmt.Sprintf("failed to allocate IP %s: the provided network does not match the current range", ip)))
 		}
@@ -530,7 +534,7 @@ func (a *serviceAllocator) allocateClusterIP(ctx context.Context, svc *corev1.Se
 		}
 		return nil
 	}
-	ip, err := a.freeIP(ctx, svc, dryRun)
+	ip, err := a.freeIP(ctx, svc, rs, dryRun)
 	if err != nil {
 		return err
 	}
@@ -546,16 +550,20 @@ func invalidService(svc *corev1.Service, errs ...*field.Error) error {
 	return apierrors.NewInvalid(corev1.SchemeGroupVersion.WithKind("Service").GroupKind(), svc.Name, errs)
 }
 
+// ipRange is one range cluster IPs are allocated from: the server's own
+// (--service-cluster-ip-range) or another Ready ServiceCIDR's.
+type ipRange struct{ prefix netip.Prefix }
+
 // inRange: ip is a usable address of the range (neither its network nor,
 // for IPv4, its broadcast address).
-func (a *serviceAllocator) inRange(ip netip.Addr) bool {
-	off, ok := a.offsetOf(ip)
-	return ok && off >= 1 && off <= a.lastOffset()
+func (r ipRange) inRange(ip netip.Addr) bool {
+	off, ok := r.offsetOf(ip)
+	return ok && off >= 1 && off <= r.lastOffset()
 }
 
 // size is the number of addresses in the range, capped at 2^32.
-func (a *serviceAllocator) size() uint64 {
-	host := a.r.ClusterIPs.Addr().BitLen() - a.r.ClusterIPs.Bits()
+func (r ipRange) size() uint64 {
+	host := r.prefix.Addr().BitLen() - r.prefix.Bits()
 	if host >= 32 {
 		return 1 << 32
 	}
@@ -563,27 +571,27 @@ func (a *serviceAllocator) size() uint64 {
 }
 
 // lastOffset is the highest usable offset.
-func (a *serviceAllocator) lastOffset() uint64 {
-	if a.family == corev1.IPv4Protocol {
-		return a.size() - 2 // the broadcast address is not used
+func (r ipRange) lastOffset() uint64 {
+	if r.prefix.Addr().Is4() {
+		return r.size() - 2 // the broadcast address is not used
 	}
-	return a.size() - 1
+	return r.size() - 1
 }
 
-func (a *serviceAllocator) offsetOf(ip netip.Addr) (uint64, bool) {
-	base := a.r.ClusterIPs.Masked().Addr()
-	if ip.BitLen() != base.BitLen() || !a.r.ClusterIPs.Contains(ip) {
+func (r ipRange) offsetOf(ip netip.Addr) (uint64, bool) {
+	base := r.prefix.Masked().Addr()
+	if ip.BitLen() != base.BitLen() || !r.prefix.Contains(ip) {
 		return 0, false
 	}
 	b, i := base.As16(), ip.As16()
 	return binary.BigEndian.Uint64(i[8:]) - binary.BigEndian.Uint64(b[8:]), true
 }
 
-func (a *serviceAllocator) addrAt(off uint64) netip.Addr {
-	b := a.r.ClusterIPs.Masked().Addr().As16()
+func (r ipRange) addrAt(off uint64) netip.Addr {
+	b := r.prefix.Masked().Addr().As16()
 	binary.BigEndian.PutUint64(b[8:], binary.BigEndian.Uint64(b[8:])+off)
 	ip := netip.AddrFrom16(b)
-	if a.family == corev1.IPv4Protocol {
+	if r.prefix.Addr().Is4() {
 		ip = ip.Unmap()
 	}
 	return ip
@@ -591,44 +599,99 @@ func (a *serviceAllocator) addrAt(off uint64) netip.Addr {
 
 // staticBand is how many low addresses kube-apiserver keeps for Services
 // that ask for a specific IP: dynamic allocation takes them last.
-func (a *serviceAllocator) staticBand() uint64 {
-	n := a.lastOffset() / 16
-	return min(max(n, 16), 256, a.lastOffset())
+func (r ipRange) staticBand() uint64 {
+	n := r.lastOffset() / 16
+	return min(max(n, 16), 256, r.lastOffset())
 }
 
-// freeIP claims a random free address, preferring the dynamic band; a
-// dry run only finds one.
-func (a *serviceAllocator) freeIP(ctx context.Context, svc *corev1.Service, dryRun bool) (netip.Addr, error) {
-	last, static := a.lastOffset(), a.staticBand()
-	if last > static {
-		for range 16 {
-			ip := a.addrAt(static + 1 + rand.Uint64N(last-static))
-			ok, err := a.claimIP(ctx, svc, ip, dryRun)
-			if err != nil || ok {
-				return ip, err
-			}
-		}
+// ranges are the ranges cluster IPs may come from, the server's own
+// first: with kube 1.33's MultiCIDRServiceAllocator (GA, always on in
+// 1.35) any ServiceCIDR of the server's family that is Ready (or has no
+// Ready condition yet) and is not being deleted adds its CIDRs.
+func (a *serviceAllocator) ranges(ctx context.Context) ([]ipRange, error) {
+	out := []ipRange{{a.r.ClusterIPs}}
+	x, ok := a.g.Lookup("networking.k8s.io", "v1", "servicecidrs")
+	if !ok {
+		return out, nil
 	}
-	// Crowded: look at what is taken and walk the free addresses.
-	taken := map[netip.Addr]bool{}
-	res, err := a.ipAddresses().List(ctx, kv.ListOptions{})
+	res, err := x.List(ctx, kv.ListOptions{})
 	if err != nil {
-		return netip.Addr{}, err
+		return nil, err
 	}
 	for _, rec := range res.Items {
-		if ip, err := netip.ParseAddr(rec.Name); err == nil {
-			taken[ip] = true
+		obj, err := x.Decode(rec)
+		if err != nil {
+			return nil, err
 		}
-	}
-	for _, band := range [][2]uint64{{static + 1, last}, {1, static}} {
-		for off := band[0]; off <= band[1]; off++ {
-			ip := a.addrAt(off)
-			if taken[ip] {
+		sc := obj.(*networkingv1.ServiceCIDR)
+		if sc.DeletionTimestamp != nil || !serviceCIDRReady(sc) {
+			continue
+		}
+		for _, c := range sc.Spec.CIDRs {
+			p, err := netip.ParsePrefix(c)
+			if err != nil || familyOf(p.Addr()) != a.family || p.Masked() == a.r.ClusterIPs.Masked() {
 				continue
 			}
-			ok, err := a.claimIP(ctx, svc, ip, dryRun)
-			if err != nil || ok {
-				return ip, err
+			out = append(out, ipRange{p.Masked()})
+		}
+	}
+	return out, nil
+}
+
+// serviceCIDRReady is kube's: the Ready condition's status, or ready when
+// no controller has set one yet.
+func serviceCIDRReady(sc *networkingv1.ServiceCIDR) bool {
+	for _, c := range sc.Status.Conditions {
+		if c.Type == networkingv1.ServiceCIDRConditionReady {
+			return c.Status == metav1.ConditionTrue
+		}
+	}
+	return true
+}
+
+// inRanges: ip is a usable address of one of the ranges.
+func inRanges(rs []ipRange, ip netip.Addr) bool {
+	return slices.ContainsFunc(rs, func(r ipRange) bool { return r.inRange(ip) })
+}
+
+// freeIP claims a random free address of the first range with one,
+// preferring each range's dynamic band; a dry run only finds one.
+func (a *serviceAllocator) freeIP(ctx context.Context, svc *corev1.Service, rs []ipRange, dryRun bool) (netip.Addr, error) {
+	var taken map[netip.Addr]bool
+	for _, r := range rs {
+		last, static := r.lastOffset(), r.staticBand()
+		if last > static {
+			for range 16 {
+				ip := r.addrAt(static + 1 + rand.Uint64N(last-static))
+				ok, err := a.claimIP(ctx, svc, ip, dryRun)
+				if err != nil || ok {
+					return ip, err
+				}
+			}
+		}
+		// Crowded: look at what is taken and walk the free addresses.
+		if taken == nil {
+			taken = map[netip.Addr]bool{}
+			res, err := a.ipAddresses().List(ctx, kv.ListOptions{})
+			if err != nil {
+				return netip.Addr{}, err
+			}
+			for _, rec := range res.Items {
+				if ip, err := netip.ParseAddr(rec.Name); err == nil {
+					taken[ip] = true
+				}
+			}
+		}
+		for _, band := range [][2]uint64{{static + 1, last}, {1, static}} {
+			for off := band[0]; off <= band[1]; off++ {
+				ip := r.addrAt(off)
+				if taken[ip] {
+					continue
+				}
+				ok, err := a.claimIP(ctx, svc, ip, dryRun)
+				if err != nil || ok {
+					return ip, err
+				}
 			}
 		}
 	}

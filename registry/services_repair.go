@@ -89,10 +89,14 @@ func (g *Registry) RepairServiceAllocations(ctx context.Context, grace time.Dura
 	}
 
 	// Values stored without a claim are claimed again, when still free.
+	rs, err := a.ranges(ctx)
+	if err != nil {
+		return err
+	}
 	for _, svc := range all {
 		for _, ip := range allocatedIPs(svc) {
 			addr, ok := parseClusterIP(ip)
-			if !ok || claimedIPs[ip] || !a.inRange(addr) {
+			if !ok || claimedIPs[ip] || !inRanges(rs, addr) {
 				continue
 			}
 			if _, err := a.claimIP(ctx, svc, addr, false); err != nil && !apierrors.IsAlreadyExists(err) {

@@ -2,6 +2,7 @@ package registry_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/netip"
@@ -424,5 +425,59 @@ func TestServiceClaimsAndTypeChangesAsKube(t *testing.T) {
 	})
 	if err != nil || en.Spec.IPFamilies != nil || en.Spec.IPFamilyPolicy != nil || en.Spec.ClusterIP != "" {
 		t.Fatalf("headless to ExternalName: %v, %+v", err, en)
+	}
+}
+
+// TestServiceCIDRsExtendTheRange: as with kube 1.35's ServiceCIDR
+// allocator, a Ready ServiceCIDR (or one no controller has judged yet)
+// adds its range: an address in it may be asked for, and automatic
+// allocation goes on in it once the server's own range is full; one whose
+// Ready condition is False adds nothing.
+func TestServiceCIDRsExtendTheRange(t *testing.T) {
+	ctx := context.Background()
+	g := allocRegistry(t, "10.96.0.0/29", registry.PortRange{Base: 30000, Size: 100})
+	svcs := g.MustLookup("", "v1", "services")
+	cidrs := g.MustLookup("networking.k8s.io", "v1", "servicecidrs")
+	create := func(name, ip string) (*corev1.Service, error) {
+		res, err := svcs.Create(ctx, "ns", service(name, "", ip), registry.WriteOptions{})
+		if err != nil {
+			return nil, err
+		}
+		return res.Obj.(*corev1.Service), nil
+	}
+	for _, c := range []struct{ name, cidr string }{{"extra", "10.100.0.0/29"}, {"unready", "10.200.0.0/29"}} {
+		if _, err := cidrs.Create(ctx, "", &networkingv1.ServiceCIDR{ObjectMeta: metav1.ObjectMeta{Name: c.name},
+			Spec: networkingv1.ServiceCIDRSpec{CIDRs: []string{c.cidr}}}, registry.WriteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, _, err := cidrs.Update(ctx, "", "unready", func(cur runtime.Object) (runtime.Object, error) {
+		sc := cur.(*networkingv1.ServiceCIDR)
+		sc.Status.Conditions = []metav1.Condition{{Type: networkingv1.ServiceCIDRConditionReady, Status: metav1.ConditionFalse,
+			Reason: "Terminating", LastTransitionTime: metav1.Now()}}
+		return sc, nil
+	}, registry.UpdateOptions{Subresource: "status"}); err != nil {
+		t.Fatal(err)
+	}
+
+	if _, err := create("asked", "10.100.0.3"); err != nil {
+		t.Fatalf("an address of the extra ServiceCIDR: %v", err)
+	}
+	if got := claimedIPs(t, g)["10.100.0.3"]; got != "ns/asked" {
+		t.Errorf("10.100.0.3 held by %q; want ns/asked", got)
+	}
+	_, err := create("unready", "10.200.0.3")
+	invalidWith(t, err, "failed to allocate IP 10.200.0.3: the provided network does not match the current range")
+
+	own, extra := netip.MustParsePrefix("10.96.0.0/29"), netip.MustParsePrefix("10.100.0.0/29")
+	for i := range 6 { // the server's own range: six usable addresses
+		s, err := create(fmt.Sprintf("own%d", i), "")
+		if err != nil || !own.Contains(netip.MustParseAddr(s.Spec.ClusterIP)) {
+			t.Fatalf("service %d: %v, %v; want an address of %s first", i, err, s, own)
+		}
+	}
+	s, err := create("spill", "")
+	if err != nil || !extra.Contains(netip.MustParseAddr(s.Spec.ClusterIP)) || s.Spec.ClusterIP == "10.100.0.3" {
+		t.Fatalf("with the own range full: %v, %v; want a free address of %s", err, s, extra)
 	}
 }
