@@ -320,6 +320,9 @@ func batchKinds() []*kubeKind {
 			return alsoCreate(batchvalidation.ValidateJob, batchvalidation.ValidateJobUpdate)(j, old, jobValidationOptions(j, old))
 		})
 	job.prepareCreate = jobPrepareForCreate
+	job.statusValidate = statusValidator(func(j, old *batch.Job) field.ErrorList {
+		return batchvalidation.ValidateJobUpdateStatus(j, old, jobStatusValidationOptions(j, old))
+	})
 
 	cj := &kubeKind{Type: namespaced("batch", "v1", "CronJob", "cronjobs", []string{"cj"}, all, "status").statusWritesMetadata(), generation: generationOnChange}
 	cj.clockCells = openCronJobLastSchedule

@@ -18,6 +18,7 @@ import (
 	"k8s.io/kubernetes/pkg/apis/core"
 	"k8s.io/kubernetes/pkg/apis/core/helper/qos"
 	"k8s.io/kubernetes/pkg/apis/discovery"
+	utilptr "k8s.io/utils/ptr"
 )
 
 // The parts of kube-apiserver's create strategies that are particular to
@@ -199,6 +200,57 @@ func jobPrepareForCreate(obj runtime.Object) {
 
 // jobValidationOptions are the options kube's Job strategy validates with:
 // new Jobs must carry the prefixed labels; old ones keep what they had.
+// jobStatusValidationOptions are the status checks kube's job status
+// strategy turns on (JobManagedBy is GA): counters may not go down
+// (succeeded may for an indexed Job whose completions equal its
+// parallelism), a terminal condition may not be undone, completionTime
+// not changed once set; the others only when the status fields they look
+// at change, so a controller catching up after a spec change is not
+// refused for what it has not fixed yet.
+func jobStatusValidationOptions(j, old *batch.Job) batchvalidation.JobStatusValidationOptions {
+	st, ost := &j.Status, &old.Status
+	condChanged := func(t batch.JobConditionType) bool {
+		return batchvalidation.IsConditionTrue(ost.Conditions, t) != batchvalidation.IsConditionTrue(st.Conditions, t)
+	}
+	finished := batchvalidation.IsJobFinished(old) != batchvalidation.IsJobFinished(j)
+	complete := batchvalidation.IsJobComplete(old) != batchvalidation.IsJobComplete(j)
+	failed := batchvalidation.IsJobFailed(old) != batchvalidation.IsJobFailed(j)
+	completedIndexes := ost.CompletedIndexes != st.CompletedIndexes
+	failedIndexes := !utilptr.Equal(ost.FailedIndexes, st.FailedIndexes)
+	active := ost.Active != st.Active
+	startTime := !utilptr.Equal(ost.StartTime, st.StartTime)
+	completionTime := !utilptr.Equal(ost.CompletionTime, st.CompletionTime)
+	indexed := utilptr.Deref(j.Spec.CompletionMode, batch.NonIndexedCompletion) == batch.IndexedCompletion
+	suspendedEmpty := utilptr.Deref(j.Spec.Suspend, false) && j.Spec.Completions != nil && *j.Spec.Completions == 0
+	// A resume shows as JobSuspended going from True to False.
+	resuming := batchvalidation.IsConditionTrue(ost.Conditions, batch.JobSuspended) && batchvalidation.IsConditionFalse(st.Conditions, batch.JobSuspended)
+	return batchvalidation.JobStatusValidationOptions{
+		RejectDecreasingSucceededCounter:             !indexed || !utilptr.Equal(j.Spec.Completions, j.Spec.Parallelism),
+		RejectDecreasingFailedCounter:                true,
+		RejectDisablingTerminalCondition:             true,
+		RejectMutatingCompletionTime:                 true,
+		AllowForSuccessCriteriaMetInExtendedScope:    true,
+		RejectInvalidCompletedIndexes:                completedIndexes,
+		RejectCompletedIndexesForNonIndexedJob:       completedIndexes,
+		RejectInvalidFailedIndexes:                   failedIndexes,
+		RejectFailedIndexesForNoBackoffLimitPerIndex: failedIndexes,
+		RejectFailedIndexesOverlappingCompleted:      failedIndexes || completedIndexes,
+		RejectFailedJobWithoutFailureTarget:          failed || failedIndexes,
+		RejectCompleteJobWithoutSuccessCriteriaMet:   complete || condChanged(batch.JobSuccessCriteriaMet),
+		RejectFinishedJobWithActivePods:              finished || active,
+		RejectFinishedJobWithoutStartTime:            (finished || startTime) && !suspendedEmpty,
+		RejectFinishedJobWithUncountedTerminatedPods: finished || !equality.Semantic.DeepEqual(ost.UncountedTerminatedPods, st.UncountedTerminatedPods),
+		RejectStartTimeUpdateForUnsuspendedJob:       startTime && !resuming,
+		RejectCompletionTimeBeforeStartTime:          startTime || completionTime,
+		RejectNotCompleteJobWithCompletionTime:       complete || completionTime,
+		RejectCompleteJobWithoutCompletionTime:       complete || completionTime,
+		RejectCompleteJobWithFailedCondition:         complete || failed,
+		RejectCompleteJobWithFailureTargetCondition:  complete || condChanged(batch.JobFailureTarget),
+		RejectMoreReadyThanActivePods:                active || !utilptr.Equal(ost.Ready, st.Ready),
+		RejectFinishedJobWithTerminatingPods:         finished || !utilptr.Equal(ost.Terminating, st.Terminating),
+	}
+}
+
 func jobValidationOptions(j, old *batch.Job) batchvalidation.JobValidationOptions {
 	var oldTemplate *core.PodTemplateSpec
 	if old != nil {

@@ -87,6 +87,14 @@ func TestStatusStrategiesAsKube(t *testing.T) {
 		t.Errorf("a write of the same phase without a time: lastPhaseTransitionTime %v; want %v kept", got, at)
 	}
 
+	// A Job's counters may not go down (kube's job status options).
+	h.mustDo("POST", "/apis/batch/v1/namespaces/default/jobs", js, `{"apiVersion":"batch/v1","kind":"Job","metadata":{"name":"j"},"spec":{"template":{"spec":{"restartPolicy":"Never","containers":[{"name":"c","image":"busybox"}]}}}}`, http.StatusCreated)
+	h.mustDo("PATCH", "/apis/batch/v1/namespaces/default/jobs/j/status", merge, `{"status":{"startTime":"2026-01-01T00:00:00Z","succeeded":1}}`, http.StatusOK)
+	st := h.mustDo("PATCH", "/apis/batch/v1/namespaces/default/jobs/j/status", merge, `{"status":{"succeeded":0}}`, http.StatusUnprocessableEntity)
+	if msg, _ := st["message"].(string); !strings.Contains(msg, "status.succeeded: Invalid value: 0: cannot decrease the succeeded counter") {
+		t.Errorf("a Job's succeeded counter going down: %q; want kube's refusal", msg)
+	}
+
 	// A Node's status write cannot start using status.config.
 	h.mustDo("POST", "/api/v1/nodes", js, `{"apiVersion":"v1","kind":"Node","metadata":{"name":"n1"}}`, http.StatusCreated)
 	n := h.mustDo("PATCH", "/api/v1/nodes/n1/status", merge, `{"status":{"config":{"error":"boom"},"phase":"Running"}}`, http.StatusOK)
