@@ -77,6 +77,19 @@ func claimedIPs(t *testing.T, g *registry.Registry) map[string]string {
 	return out
 }
 
+// updateService changes a Service of "ns" through the registry.
+func updateService(ctx context.Context, svcs *registry.Resource, name string, mutate func(*corev1.Service)) (*corev1.Service, error) {
+	res, _, err := svcs.Update(ctx, "ns", name, func(cur runtime.Object) (runtime.Object, error) {
+		svc := cur.(*corev1.Service)
+		mutate(svc)
+		return svc, nil
+	}, registry.UpdateOptions{})
+	if err != nil {
+		return nil, err
+	}
+	return res.Obj.(*corev1.Service), nil
+}
+
 func invalidWith(t *testing.T, err error, text string) {
 	t.Helper()
 	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), text) {
@@ -170,15 +183,7 @@ func TestServiceAllocation(t *testing.T) {
 	// An update that leaves the allocated values out keeps them; a type
 	// change back to ClusterIP drops and frees the node ports.
 	update := func(name string, mutate func(*corev1.Service)) (*corev1.Service, error) {
-		res, _, err := svcs.Update(ctx, "ns", name, func(cur runtime.Object) (runtime.Object, error) {
-			svc := cur.(*corev1.Service)
-			mutate(svc)
-			return svc, nil
-		}, registry.UpdateOptions{})
-		if err != nil {
-			return nil, err
-		}
-		return res.Obj.(*corev1.Service), nil
+		return updateService(ctx, svcs, name, mutate)
 	}
 	kept, err := update("np", func(s *corev1.Service) {
 		s.Spec.ClusterIP, s.Spec.ClusterIPs = "", nil
@@ -305,15 +310,7 @@ func TestServiceClaimsAndTypeChangesAsKube(t *testing.T) {
 		return res.Obj.(*corev1.Service), res, nil
 	}
 	update := func(name string, mutate func(*corev1.Service)) (*corev1.Service, error) {
-		res, _, err := svcs.Update(ctx, "ns", name, func(cur runtime.Object) (runtime.Object, error) {
-			svc := cur.(*corev1.Service)
-			mutate(svc)
-			return svc, nil
-		}, registry.UpdateOptions{})
-		if err != nil {
-			return nil, err
-		}
-		return res.Obj.(*corev1.Service), nil
+		return updateService(ctx, svcs, name, mutate)
 	}
 	no := false
 

@@ -290,8 +290,9 @@ func (k *kubeKind) build(scheme *runtime.Scheme) *Type {
 			}
 		}
 	}
-	if k.statusValidate != nil {
-		t.ValidateStatus = func(obj, old runtime.Object) field.ErrorList {
+	// onInternal runs an update's validation on kube's internal objects.
+	onInternal := func(v func(obj, old runtime.Object) field.ErrorList) func(obj, old runtime.Object) field.ErrorList {
+		return func(obj, old runtime.Object) field.ErrorList {
 			in, err := toInternal(obj)
 			if err != nil {
 				return field.ErrorList{field.InternalError(nil, err)}
@@ -300,8 +301,11 @@ func (k *kubeKind) build(scheme *runtime.Scheme) *Type {
 			if err != nil {
 				return field.ErrorList{field.InternalError(nil, err)}
 			}
-			return k.statusValidate(in, oin)
+			return v(in, oin)
 		}
+	}
+	if k.statusValidate != nil {
+		t.ValidateStatus = onInternal(k.statusValidate)
 	}
 	t.Validate = func(obj, old runtime.Object) field.ErrorList {
 		in, err := toInternal(obj)
@@ -363,17 +367,7 @@ func (k *kubeKind) build(scheme *runtime.Scheme) *Type {
 				out.GetObjectKind().SetGroupVersionKind(gvk)
 				return out, nil
 			},
-			Validate: func(obj, old runtime.Object) field.ErrorList {
-				in, err := toInternal(obj)
-				if err != nil {
-					return field.ErrorList{field.InternalError(nil, err)}
-				}
-				oin, err := toInternal(old)
-				if err != nil {
-					return field.ErrorList{field.InternalError(nil, err)}
-				}
-				return su.validate(in, oin)
-			},
+			Validate: onInternal(su.validate),
 		}
 	}
 
