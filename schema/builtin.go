@@ -20,6 +20,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	nodev1 "k8s.io/api/node/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	policyv1beta1 "k8s.io/api/policy/v1beta1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
@@ -57,6 +58,8 @@ func NewScheme() *runtime.Scheme {
 	} {
 		utilruntime.Must(add(s))
 	}
+	// pods/eviction also takes policy/v1beta1 bodies, as kube's does.
+	s.AddKnownTypes(policyv1beta1.SchemeGroupVersion, &policyv1beta1.Eviction{})
 	utilruntime.Must(metav1.AddMetaToScheme(s))
 	metav1.AddToGroupVersion(s, metav1.SchemeGroupVersion)
 	return s

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"errors"
 	"net/http"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -29,7 +30,10 @@ func (r *request) create() error {
 // options, a body in JSON, YAML or Protobuf (415 otherwise), an
 // acceptable answer format (406 otherwise), and fieldValidation applied
 // to the decoding.
-func (r *request) readObject(t *schema.Type) (obj runtime.Object, dryRun bool, err error) {
+//
+// A body that does not decode as t may be one of the also Types, which a
+// subresource takes as well (pods/eviction: policy/v1beta1 Evictions).
+func (r *request) readObject(t *schema.Type, also ...*schema.Type) (obj runtime.Object, dryRun bool, err error) {
 	fv, dryRun, err := r.writeOptions()
 	if err != nil {
 		return nil, false, err
@@ -51,6 +55,15 @@ func (r *request) readObject(t *schema.Type) (obj runtime.Object, dryRun bool, e
 		return nil, false, err
 	}
 	obj, err = r.decodeBody(t, body, mediaType, fv)
+	var de *codecs.DecodeError
+	for _, a := range also {
+		if err == nil || !errors.As(err, &de) {
+			break
+		}
+		if o, aerr := r.decodeBody(a, body, mediaType, fv); aerr == nil {
+			obj, err = o, nil
+		}
+	}
 	if err == nil {
 		r.auditRequestObject(obj)
 	}

@@ -15,6 +15,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	policyv1beta1 "k8s.io/api/policy/v1beta1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -46,6 +47,8 @@ import (
 var (
 	bindingKind  = &schema.Type{Version: "v1", Kind: "Binding", New: func() runtime.Object { return &corev1.Binding{} }}
 	evictionKind = &schema.Type{Group: "policy", Version: "v1", Kind: "Eviction", New: func() runtime.Object { return &policyv1.Eviction{} }}
+	// Older clients (kubectl drain before 1.22's policy/v1) send these.
+	evictionKindV1beta1 = &schema.Type{Group: "policy", Version: "v1beta1", Kind: "Eviction", New: func() runtime.Object { return &policyv1beta1.Eviction{} }}
 )
 
 // pod reads a Pod of the request's namespace.
@@ -528,9 +531,13 @@ func (r *request) podEviction() error {
 	if r.verb != "create" {
 		return methodNotAllowed()
 	}
-	obj, dryRun, err := r.readObject(evictionKind)
+	obj, dryRun, err := r.readObject(evictionKind, evictionKindV1beta1)
 	if err != nil {
 		return err
+	}
+	if b, ok := obj.(*policyv1beta1.Eviction); ok {
+		// The same fields in both versions.
+		obj = &policyv1.Eviction{TypeMeta: metav1.TypeMeta{APIVersion: "policy/v1", Kind: "Eviction"}, ObjectMeta: b.ObjectMeta, DeleteOptions: b.DeleteOptions}
 	}
 	ev := obj.(*policyv1.Eviction)
 	if err := r.bodyNamespace(ev); err != nil {

@@ -85,8 +85,10 @@ func TestPodSubresources(t *testing.T) {
 	check("GET", "/api/v1/nodes/n1/proxy/metrics", "", http.StatusInternalServerError, "no preferred addresses found; known addresses: []")
 
 	// Eviction: a Pending Pod goes at once; a running one only within its
-	// PodDisruptionBudget.
-	check("POST", pods+"/two/eviction", `{"apiVersion":"policy/v1","kind":"Eviction","metadata":{"name":"two"}}`, http.StatusCreated, `"status":"Success"`)
+	// PodDisruptionBudget. A policy/v1beta1 body is taken too, as kube's
+	// eviction takes it; another kind is refused.
+	check("POST", pods+"/two/eviction", `{"apiVersion":"policy/v1","kind":"Other","metadata":{"name":"two"}}`, http.StatusBadRequest, "")
+	check("POST", pods+"/two/eviction", `{"apiVersion":"policy/v1beta1","kind":"Eviction","metadata":{"name":"two"}}`, http.StatusCreated, `"status":"Success"`)
 	h.eventually("the evicted pod is gone", func() bool { return h.do("GET", pods+"/two", nil, nil).Code == http.StatusNotFound })
 	running := func(name string, ready bool) {
 		t.Helper()
