@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -283,6 +284,7 @@ func (c *cluster) run(t *testing.T, col string) {
 	}{
 		{"nodes ready through Lease heartbeats", c.nodesReady},
 		{"deployment rollout and scale", c.deployment},
+		{"daemonset rollout, image change and restart", c.daemonSet},
 		{"job completes", c.job},
 		{"legacy service-account token Secret", c.legacyToken},
 		{"service endpoint slices", c.endpoints},
@@ -381,6 +383,57 @@ func (c *cluster) deployment(t *testing.T, ctx context.Context, ns string) {
 				fmt.Sprintf("status %+v", d.Status)
 		})
 	}
+}
+
+// daemonSet: kube-controller-manager's DaemonSet controller runs a pod
+// on each kwok node, and kubectl's set image and rollout restart, which
+// change the template, roll it out again: the server moves the template
+// generation on (a template write that kept the client's was a 422).
+func (c *cluster) daemonSet(t *testing.T, ctx context.Context, ns string) {
+	labels := map[string]string{"app": "agent"}
+	ds := &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Name: "agent"}, Spec: appsv1.DaemonSetSpec{
+		Selector: &metav1.LabelSelector{MatchLabels: labels},
+		Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox:1.36"}}}}}}
+	if _, err := c.cs.AppsV1().DaemonSets(ns).Create(ctx, ds, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	c.k.ok(t, "rollout", "status", "daemonset/agent", "-n", ns, "--timeout=2m")
+	c.k.ok(t, "set", "image", "daemonset/agent", "-n", ns, "c=busybox:1.37")
+	c.k.ok(t, "rollout", "status", "daemonset/agent", "-n", ns, "--timeout=2m")
+	c.k.ok(t, "rollout", "restart", "daemonset/agent", "-n", ns)
+	c.k.ok(t, "rollout", "status", "daemonset/agent", "-n", ns, "--timeout=2m")
+	got, err := c.cs.AppsV1().DaemonSets(ns).Get(ctx, "agent", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g := got.Annotations["deprecated.daemonset.template.generation"]; g != "3" || got.Generation != 3 {
+		t.Errorf("after two template changes: template generation %q, generation %d; want 3 and 3", g, got.Generation)
+	}
+	waitFor(t, "the DaemonSet's new pods on every kwok node", clusterWait, func() (bool, string) {
+		pods, err := c.cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=agent"})
+		if err != nil {
+			return false, err.Error()
+		}
+		nodes := map[string]bool{}
+		for _, p := range pods.Items {
+			if p.DeletionTimestamp == nil && p.Status.Phase == corev1.PodRunning && p.Spec.Containers[0].Image == "busybox:1.37" {
+				nodes[p.Spec.NodeName] = true
+			}
+		}
+		return len(nodes) == len(kwokNodes), fmt.Sprintf("running new pods on %v", nodes)
+	})
+	// Gone with its pods before the drain step, which would refuse them.
+	if err := c.cs.AppsV1().DaemonSets(ns).Delete(ctx, "agent", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the DaemonSet's pods gone", clusterWait, func() (bool, string) {
+		pods, err := c.cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=agent"})
+		if err != nil {
+			return false, err.Error()
+		}
+		return len(pods.Items) == 0, fmt.Sprintf("%d left", len(pods.Items))
+	})
 }
 
 func (c *cluster) job(t *testing.T, ctx context.Context, ns string) {
