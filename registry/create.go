@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
+	"k8s.io/apimachinery/pkg/api/validation/path"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	runtimeschema "k8s.io/apimachinery/pkg/runtime/schema"
@@ -237,20 +238,30 @@ func (x *Resource) validate(obj, old runtime.Object, subresource string) error {
 	om := codecs.ObjectMetaOf(acc)
 	// Kinds whose validation checks ObjectMeta itself (kube's functions,
 	// with the kind's own name rule) skip the generic ObjectMeta checks.
+	// A status write is checked by them too, as kube's validateCommonFields
+	// checks every update: some status validations (CronJobs', budgets',
+	// priority and fairness objects') look at the status alone, and the
+	// request's metadata must not change what it may not (a status write
+	// setting deletionTimestamp would delete the object).
 	generic := !x.t.ValidatesMeta
+	status := subresource == "status" && x.t.ValidateStatus != nil
 	if old != nil {
 		oacc, err := meta.Accessor(old)
 		if err != nil {
 			return err
 		}
 		oom := codecs.ObjectMetaOf(oacc)
-		if generic {
+		if generic || status {
 			errs = append(errs, apivalidation.ValidateObjectMetaUpdate(&om, &oom, field.NewPath("metadata"))...)
 		}
 		errs = append(errs, noNewFinalizersWhileDeleting(&om, &oom)...)
 	}
-	if generic {
+	switch {
+	case generic:
 		errs = append(errs, apivalidation.ValidateObjectMeta(&om, x.t.Namespaced, nameFn, field.NewPath("metadata"))...)
+	case status:
+		// The name was judged by the kind's rule when it was made.
+		errs = append(errs, apivalidation.ValidateObjectMeta(&om, x.t.Namespaced, path.ValidatePathSegmentName, field.NewPath("metadata"))...)
 	}
 	switch {
 	case subresource == "status" && x.t.ValidateStatus != nil:

@@ -111,7 +111,7 @@ func builtinTypes() []*Type {
 			StatusMetadata: true,
 			InOwnNamespace: true,
 			ValidateDelete: namespaceValidateDelete,
-			ValidateStatus: validateNamespaceStatus,
+			ValidateStatus: withKubeFinalizers(validateNamespaceStatus),
 			NameIsDNSLabel: true,
 			// The namespace controller removes a namespace once it is
 			// empty; DELETE answers with the Terminating namespace.

@@ -95,6 +95,20 @@ func TestStatusStrategiesAsKube(t *testing.T) {
 		t.Errorf("a Job's succeeded counter going down: %q; want kube's refusal", msg)
 	}
 
+	// A status write's metadata is checked as every update's, whatever
+	// the kind's status validation looks at: a CronJob's (which checks
+	// nothing else) cannot set its deletionTimestamp, which would delete
+	// it, nor a Namespace's add an unqualified finalizer.
+	cjs := "/apis/batch/v1/namespaces/default/cronjobs"
+	h.mustDo("POST", cjs, js, `{"apiVersion":"batch/v1","kind":"CronJob","metadata":{"name":"cj"},"spec":{"schedule":"* * * * *","jobTemplate":{"spec":{"template":{"spec":{"restartPolicy":"Never","containers":[{"name":"c","image":"busybox"}]}}}}}}`, http.StatusCreated)
+	st = h.mustDo("PATCH", cjs+"/cj/status", merge, `{"metadata":{"deletionTimestamp":"2026-01-01T00:00:00Z"}}`, http.StatusUnprocessableEntity)
+	if msg, _ := st["message"].(string); !strings.Contains(msg, "metadata.deletionTimestamp") {
+		t.Errorf("a CronJob status write setting deletionTimestamp: %q; want it refused", msg)
+	}
+	h.mustDo("GET", cjs+"/cj", "", "", http.StatusOK)
+	h.mustDo("PATCH", cjs+"/cj/status", merge, `{"metadata":{"labels":{"bad label":"x"}}}`, http.StatusUnprocessableEntity)
+	h.mustDo("PATCH", "/api/v1/namespaces/live/status", merge, `{"metadata":{"finalizers":["foo"]}}`, http.StatusUnprocessableEntity)
+
 	// A Node's status write cannot start using status.config.
 	h.mustDo("POST", "/api/v1/nodes", js, `{"apiVersion":"v1","kind":"Node","metadata":{"name":"n1"}}`, http.StatusCreated)
 	n := h.mustDo("PATCH", "/api/v1/nodes/n1/status", merge, `{"status":{"config":{"error":"boom"},"phase":"Running"}}`, http.StatusOK)
