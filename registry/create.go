@@ -237,14 +237,14 @@ func (x *Resource) validate(obj, old runtime.Object, subresource string) error {
 	}
 	om := codecs.ObjectMetaOf(acc)
 	// Kinds whose validation checks ObjectMeta itself (kube's functions,
-	// with the kind's own name rule) skip the generic ObjectMeta checks.
-	// A status write is checked by them too, as kube's validateCommonFields
-	// checks every update: some status validations (CronJobs', budgets',
-	// priority and fairness objects') look at the status alone, and the
-	// request's metadata must not change what it may not (a status write
-	// setting deletionTimestamp would delete the object).
+	// with the kind's own name rule) skip the generic ObjectMeta checks on
+	// create. Every update gets them, as kube's validateCommonFields gives
+	// them: some kinds' validations (budgets', priority and fairness
+	// objects', most status validations) look at their own fields alone,
+	// and an update must not change what it may not (one setting
+	// deletionTimestamp would delete the object).
 	generic := !x.t.ValidatesMeta
-	status := subresource == "status" && x.t.ValidateStatus != nil
+	status := old != nil
 	if old != nil {
 		oacc, err := meta.Accessor(old)
 		if err != nil {
@@ -260,7 +260,8 @@ func (x *Resource) validate(obj, old runtime.Object, subresource string) error {
 	case generic:
 		errs = append(errs, apivalidation.ValidateObjectMeta(&om, x.t.Namespaced, nameFn, field.NewPath("metadata"))...)
 	case status:
-		// The name was judged by the kind's rule when it was made.
+		// The name was judged by the kind's rule when it was made; kube's
+		// common check takes any path segment.
 		errs = append(errs, apivalidation.ValidateObjectMeta(&om, x.t.Namespaced, path.ValidatePathSegmentName, field.NewPath("metadata"))...)
 	}
 	switch {

@@ -108,6 +108,12 @@ func TestStatusStrategiesAsKube(t *testing.T) {
 	h.mustDo("GET", cjs+"/cj", "", "", http.StatusOK)
 	h.mustDo("PATCH", cjs+"/cj/status", merge, `{"metadata":{"labels":{"bad label":"x"}}}`, http.StatusUnprocessableEntity)
 	h.mustDo("PATCH", "/api/v1/namespaces/live/status", merge, `{"metadata":{"finalizers":["foo"]}}`, http.StatusUnprocessableEntity)
+	// The same for a main-resource update of a kind whose validation looks
+	// at its spec alone.
+	pdbs := "/apis/policy/v1/namespaces/default/poddisruptionbudgets"
+	h.mustDo("POST", pdbs, js, `{"apiVersion":"policy/v1","kind":"PodDisruptionBudget","metadata":{"name":"b"},"spec":{"minAvailable":1,"selector":{"matchLabels":{"a":"b"}}}}`, http.StatusCreated)
+	h.mustDo("PATCH", pdbs+"/b", merge, `{"metadata":{"deletionTimestamp":"2026-01-01T00:00:00Z"}}`, http.StatusUnprocessableEntity)
+	h.mustDo("GET", pdbs+"/b", "", "", http.StatusOK)
 
 	// A Node's status write cannot start using status.config.
 	h.mustDo("POST", "/api/v1/nodes", js, `{"apiVersion":"v1","kind":"Node","metadata":{"name":"n1"}}`, http.StatusCreated)
