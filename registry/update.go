@@ -171,7 +171,7 @@ func (x *Resource) updateAttempt(ctx context.Context, namespace, name string, mu
 	}
 	// A write the server derives from a request it admitted itself
 	// (pods/binding) is not admitted again.
-	if !opts.SkipValidation && !opts.admitted {
+	if !opts.SkipValidation && !opts.admitted && !admittedAs(ctx) {
 		if err := x.admit(ctx, admissionWrite{op: admission.Update, obj: obj, old: old, namespace: acc.GetNamespace(),
 			name: name, subresource: opts.Subresource, dryRun: opts.DryRun, sent: opts.Sent}); err != nil {
 			return Result{}, false, false, guessed, err
@@ -219,7 +219,7 @@ func (x *Resource) storeUpdate(ctx context.Context, namespace, name string, obj,
 			return Result{}, false, err
 		}
 	}
-	if !opts.SkipValidation && !opts.admitted {
+	if !opts.SkipValidation && !opts.admitted && !admittedAs(ctx) {
 		if err := x.admitValidate(ctx, admissionWrite{op: admission.Update, obj: obj, old: old, namespace: acc.GetNamespace(),
 			name: name, subresource: opts.Subresource, dryRun: opts.DryRun, sent: opts.Sent}); err != nil {
 			return Result{}, false, err

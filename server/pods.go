@@ -611,9 +611,13 @@ func (r *request) podEviction() error {
 				if !apierrors.IsConflict(err) {
 					return err
 				}
-				if pdb, _, err = r.podDisruptionBudget(pod); err == nil && pdb != nil {
-					return apierrors.NewConflict(runtimeschema.GroupResource{Group: "policy", Resource: "poddisruptionbudgets"}, pdb.Name, fmt.Errorf("the budget changed"))
+				// Read again by name, as kube's eviction does: a budget
+				// deleted meanwhile fails the eviction.
+				obj, _, gerr := r.s.api.MustLookup("policy", "v1", "poddisruptionbudgets").Get(r.ctx, pdb.Namespace, pdb.Name)
+				if gerr != nil {
+					return gerr
 				}
+				pdb = obj.(*policyv1.PodDisruptionBudget)
 				return err
 			}
 			return nil
@@ -687,7 +691,10 @@ func budgetInProcess(name string) error {
 func (r *request) markAndDeletePod(opts *metav1.DeleteOptions) error {
 	pods := r.s.api.MustLookup("", "v1", "pods")
 	if len(opts.DryRun) == 0 {
-		res, _, err := pods.Update(r.ctx, r.ri.Namespace, r.ri.Name, func(cur runtime.Object) (runtime.Object, error) {
+		// As kube's GuaranteedUpdate of the latest Pod: unconditional
+		// (retried on a conflict), and not admitted again — the eviction
+		// was.
+		res, _, err := pods.Update(registry.AdmittedAs(r.ctx), r.ri.Namespace, r.ri.Name, func(cur runtime.Object) (runtime.Object, error) {
 			p := cur.(*corev1.Pod)
 			if pre := opts.Preconditions; pre != nil {
 				if pre.UID != nil && *pre.UID != "" && *pre.UID != p.UID {
@@ -701,6 +708,7 @@ func (r *request) markAndDeletePod(opts *metav1.DeleteOptions) error {
 			}
 			setPodCondition(p, corev1.PodCondition{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue,
 				Reason: "EvictionByEvictionAPI", Message: "Eviction API: evicting"})
+			p.ResourceVersion = ""
 			return p, nil
 		}, registry.UpdateOptions{Subresource: "status", WriteOptions: registry.WriteOptions{Manager: registry.ManagerAPIServer}})
 		if err != nil {

@@ -335,3 +335,25 @@ func TestPodTopologyLabels(t *testing.T) {
 	}
 	want("placed", labels("placed"))
 }
+
+// TestEvictionMarkIsNotAdmittedAgain: the DisruptionTarget mark an
+// eviction writes before its delete is the server's own, written without
+// admission as kube's addConditionAndDeletePod writes it: a policy that
+// refuses pods/status updates does not stop an eviction.
+func TestEvictionMarkIsNotAdmittedAgain(t *testing.T) {
+	h := refNewHarness(t)
+	const vap = "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies"
+	h.mustDo("POST", vap, "application/json", `{"metadata":{"name":"frozen"},"spec":{"failurePolicy":"Fail",
+		"matchConstraints":{"resourceRules":[{"apiGroups":[""],"apiVersions":["v1"],"operations":["UPDATE"],"resources":["pods/status"]}]},
+		"validations":[{"expression":"false","message":"status is frozen"}]}}`, http.StatusCreated)
+	h.mustDo("POST", "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings", "application/json",
+		`{"metadata":{"name":"frozen"},"spec":{"policyName":"frozen","validationActions":["Deny"]}}`, http.StatusCreated)
+	const pods = "/api/v1/namespaces/default/pods"
+	h.mustDo("POST", pods, "application/json", `{"metadata":{"name":"p"},"spec":{"containers":[{"name":"c","image":"busybox"}]}}`, http.StatusCreated)
+	h.waitFor("the policy to refuse a status update", func() bool {
+		r := h.do("PATCH", pods+"/p/status", map[string]string{"Content-Type": "application/merge-patch+json"}, []byte(`{"status":{"message":"x"}}`))
+		return r.Code == http.StatusUnprocessableEntity && strings.Contains(r.Body.String(), "status is frozen")
+	})
+	h.mustDo("POST", pods+"/p/eviction", "application/json", `{"apiVersion":"policy/v1","kind":"Eviction","metadata":{"name":"p"}}`, http.StatusCreated)
+	h.mustDo("GET", pods+"/p", "", "", http.StatusNotFound)
+}
