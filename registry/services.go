@@ -99,7 +99,10 @@ func (a *serviceAllocator) ipAddresses() *Resource {
 
 // claims are what one write claimed, to give back if it is not stored.
 type claims struct {
-	a     *serviceAllocator
+	a *serviceAllocator
+	// svc holds what is claimed and given back: a release leaves a value
+	// another Service holds alone.
+	svc   *corev1.Service
 	ips   []netip.Addr
 	ports []int32
 	// dryPorts are the node ports a dry run would claim: never stored,
@@ -121,10 +124,10 @@ func (c *claims) finish(ctx context.Context) func(bool) {
 		}
 		// A release that fails leaves a leak for the repair loop.
 		for _, ip := range ips {
-			c.a.releaseIP(context.WithoutCancel(ctx), ip)
+			c.a.releaseIP(context.WithoutCancel(ctx), ip, c.svc)
 		}
 		for _, p := range ports {
-			c.a.releasePort(context.WithoutCancel(ctx), p)
+			c.a.releasePort(context.WithoutCancel(ctx), p, c.svc)
 		}
 	}
 }
@@ -140,7 +143,7 @@ func (a *serviceAllocator) beginCreate(ctx context.Context, obj runtime.Object, 
 	if err := a.initFamilies(svc, nil); err != nil {
 		return nil, err
 	}
-	c := &claims{a: a}
+	c := &claims{a: a, svc: svc}
 	if err := a.allocate(ctx, svc, nil, c, dryRun); err != nil {
 		c.finish(ctx)(false)
 		return nil, err
@@ -159,7 +162,7 @@ func (a *serviceAllocator) beginUpdate(ctx context.Context, obj, old runtime.Obj
 	if err := a.initFamilies(svc, oldSvc); err != nil {
 		return nil, err
 	}
-	c := &claims{a: a}
+	c := &claims{a: a, svc: svc}
 	if err := a.allocate(ctx, svc, oldSvc, c, dryRun); err != nil {
 		c.finish(ctx)(false)
 		return nil, err
@@ -183,10 +186,10 @@ func (a *serviceAllocator) afterDelete(ctx context.Context, obj runtime.Object) 
 		return
 	}
 	for _, ip := range allocatedIPs(svc) {
-		a.releaseIP(ctx, ip)
+		a.releaseIP(ctx, ip, svc)
 	}
 	for p := range nodePortsOf(svc) {
-		a.releasePort(ctx, p)
+		a.releasePort(ctx, p, svc)
 	}
 }
 
@@ -724,8 +727,25 @@ func (a *serviceAllocator) claimIP(ctx context.Context, svc *corev1.Service, ip 
 	return err == nil, err
 }
 
-func (a *serviceAllocator) releaseIP(ctx context.Context, ip string) {
-	_, _ = a.ipAddresses().Delete(ctx, "", ip, &metav1.DeleteOptions{})
+// releaseIP gives ip back: the IPAddress naming it goes, when owner
+// (nil: whoever) holds it. Values stored by an older Tabula may be named
+// by two Services; the one that does not hold the claim gives nothing
+// back.
+func (a *serviceAllocator) releaseIP(ctx context.Context, ip string, owner *corev1.Service) {
+	x := a.ipAddresses()
+	opts := &metav1.DeleteOptions{}
+	if owner != nil {
+		obj, _, err := x.Get(ctx, "", ip)
+		if err != nil {
+			return
+		}
+		addr := obj.(*networkingv1.IPAddress)
+		if ref := addr.Spec.ParentRef; ref == nil || ref.Resource != "services" || ref.Namespace != owner.Namespace || ref.Name != owner.Name {
+			return
+		}
+		opts.Preconditions = &metav1.Preconditions{UID: &addr.UID}
+	}
+	_, _ = x.Delete(ctx, "", ip, opts)
 }
 
 // nodePortRecord is what a claimed node port's record holds.
@@ -807,10 +827,17 @@ func (a *serviceAllocator) recordPort(ctx context.Context, svc *corev1.Service, 
 	return err == nil, err
 }
 
-func (a *serviceAllocator) releasePort(ctx context.Context, port int32) {
+// releasePort gives port back when owner (nil: whoever) holds it.
+func (a *serviceAllocator) releasePort(ctx context.Context, port int32, owner *corev1.Service) {
 	rec, err := a.g.store.Get(ctx, nodePortKey(port))
 	if err != nil {
 		return
+	}
+	if owner != nil {
+		var r nodePortRecord
+		if json.Unmarshal(rec.Value, &r) != nil || r.Namespace != owner.Namespace || r.Name != owner.Name {
+			return
+		}
 	}
 	_, _ = a.g.store.Delete(ctx, rec.Key, rec.Rev, func(int64) (kv.Entry, error) { return kv.Entry{Value: rec.Value}, nil })
 }

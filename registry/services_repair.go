@@ -58,7 +58,7 @@ func (g *Registry) RepairServiceAllocations(ctx context.Context, grace time.Dura
 		if now.Sub(ip.CreationTimestamp.Time) < grace {
 			return nil
 		}
-		a.releaseIP(ctx, ip.Name)
+		a.releaseIP(ctx, ip.Name, nil)
 		return nil
 	})
 	if err != nil {
@@ -81,7 +81,7 @@ func (g *Registry) RepairServiceAllocations(ctx context.Context, grace time.Dura
 		if now.Sub(r.Claimed) < grace {
 			return nil
 		}
-		a.releasePort(ctx, port)
+		a.releasePort(ctx, port, nil)
 		return nil
 	})
 	if err != nil {
