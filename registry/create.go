@@ -138,15 +138,22 @@ func (x *Resource) Create(ctx context.Context, namespace string, obj runtime.Obj
 // form can lose what was written (schema.Type.LossyStorage):
 // kube-apiserver's store answers a write, a dry run's too, with the object
 // it decodes from the bytes it stored.
+// A stored write is decoded from its record; a dry run's object is
+// encoded as it would be stored first. An update that removed its object
+// answers with what the writer sent, as kube's does.
 func (x *Resource) asStored(res Result) (Result, error) {
-	if !x.t.LossyStorage || res.Obj == nil {
+	if !x.t.LossyStorage || res.Obj == nil || res.Removed {
 		return res, nil
 	}
-	b, err := x.Encode(res.Obj)
-	if err != nil {
-		return Result{}, err
+	rec := res.Rec
+	if rec.Rev == 0 {
+		b, err := x.Encode(res.Obj)
+		if err != nil {
+			return Result{}, err
+		}
+		rec = kv.Record{Value: b}
 	}
-	obj, err := x.Decode(kv.Record{Value: b})
+	obj, err := x.Decode(rec)
 	if err != nil {
 		return Result{}, err
 	}
@@ -243,15 +250,14 @@ func (x *Resource) validate(obj, old runtime.Object, subresource string) error {
 	// objects', most status validations) look at their own fields alone,
 	// and an update must not change what it may not (one setting
 	// deletionTimestamp would delete the object).
-	generic := !x.t.ValidatesMeta
-	status := old != nil
-	if old != nil {
+	generic, update := !x.t.ValidatesMeta, old != nil
+	if update {
 		oacc, err := meta.Accessor(old)
 		if err != nil {
 			return err
 		}
 		oom := codecs.ObjectMetaOf(oacc)
-		if generic || status {
+		if generic || update {
 			errs = append(errs, apivalidation.ValidateObjectMetaUpdate(&om, &oom, field.NewPath("metadata"))...)
 		}
 		errs = append(errs, noNewFinalizersWhileDeleting(&om, &oom)...)
@@ -259,7 +265,7 @@ func (x *Resource) validate(obj, old runtime.Object, subresource string) error {
 	switch {
 	case generic:
 		errs = append(errs, apivalidation.ValidateObjectMeta(&om, x.t.Namespaced, nameFn, field.NewPath("metadata"))...)
-	case status:
+	case update:
 		// The name was judged by the kind's rule when it was made; kube's
 		// common check takes any path segment.
 		errs = append(errs, apivalidation.ValidateObjectMeta(&om, x.t.Namespaced, path.ValidatePathSegmentName, field.NewPath("metadata"))...)

@@ -511,16 +511,21 @@ func nodePortsOf(svc *corev1.Service) map[int32]bool {
 // allocateClusterIP claims the requested cluster IP or a free one.
 func (a *serviceAllocator) allocateClusterIP(ctx context.Context, svc *corev1.Service, c *claims, dryRun bool) error {
 	path := field.NewPath("spec", "clusterIPs")
-	rs, err := a.ranges(ctx)
-	if err != nil {
-		return err
-	}
 	if svc.Spec.ClusterIP != "" {
 		ip, ok := parseClusterIP(svc.Spec.ClusterIP)
 		if !ok {
 			return nil // validation reports it
 		}
-		if !inRanges(rs, ip) {
+		in := (ipRange{a.r.ClusterIPs}).inRange(ip)
+		if !in {
+			// Only then are the ServiceCIDRs read.
+			rs, err := a.ranges(ctx)
+			if err != nil {
+				return err
+			}
+			in = inRanges(rs, ip)
+		}
+		if !in {
 			return invalidService(svc, field.Invalid(path, svc.Spec.ClusterIPs,
 				fmt.Sprintf("failed to allocate IP %s: the provided network does not match the current range", ip)))
 		}
@@ -537,7 +542,7 @@ func (a *serviceAllocator) allocateClusterIP(ctx context.Context, svc *corev1.Se
 		}
 		return nil
 	}
-	ip, err := a.freeIP(ctx, svc, rs, dryRun)
+	ip, err := a.freeIP(ctx, svc, dryRun)
 	if err != nil {
 		return err
 	}
@@ -657,11 +662,14 @@ func inRanges(rs []ipRange, ip netip.Addr) bool {
 	return slices.ContainsFunc(rs, func(r ipRange) bool { return r.inRange(ip) })
 }
 
-// freeIP claims a random free address of the first range with one,
+// freeIP claims a random free address of the first range with one, the
+// server's own first (the ServiceCIDRs are read only once it is full),
 // preferring each range's dynamic band; a dry run only finds one.
-func (a *serviceAllocator) freeIP(ctx context.Context, svc *corev1.Service, rs []ipRange, dryRun bool) (netip.Addr, error) {
+func (a *serviceAllocator) freeIP(ctx context.Context, svc *corev1.Service, dryRun bool) (netip.Addr, error) {
 	var taken map[netip.Addr]bool
-	for _, r := range rs {
+	rs := []ipRange{{a.r.ClusterIPs}}
+	for i := 0; i < len(rs); i++ {
+		r := rs[i]
 		last, static := r.lastOffset(), r.staticBand()
 		if last > static {
 			for range 16 {
@@ -696,6 +704,14 @@ func (a *serviceAllocator) freeIP(ctx context.Context, svc *corev1.Service, rs [
 					return ip, err
 				}
 			}
+		}
+		if i == 0 {
+			// The server's own range is full: the others, after it.
+			all, err := a.ranges(ctx)
+			if err != nil {
+				return netip.Addr{}, err
+			}
+			rs = all
 		}
 	}
 	return netip.Addr{}, apierrors.NewInternalError(fmt.Errorf("failed to allocate a serviceIP: range is full"))

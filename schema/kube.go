@@ -140,8 +140,6 @@ const (
 	generationOnChange
 )
 
-// validator adapts kube's typed validation functions; T is the internal
-// type (a pointer).
 // statusValidator is a status write's validation on kube's internal
 // objects (a status strategy's ValidateUpdate).
 func statusValidator[T runtime.Object](update func(obj, old T) field.ErrorList) func(obj, old runtime.Object) field.ErrorList {
@@ -149,6 +147,8 @@ func statusValidator[T runtime.Object](update func(obj, old T) field.ErrorList) 
 	return v
 }
 
+// validator adapts kube's typed validation functions; T is the internal
+// type (a pointer).
 func validator[T runtime.Object](create func(T) field.ErrorList, update func(obj, old T) field.ErrorList) (func(runtime.Object) field.ErrorList, func(obj, old runtime.Object) field.ErrorList) {
 	return func(obj runtime.Object) field.ErrorList {
 			o, ok := obj.(T)

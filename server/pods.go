@@ -555,7 +555,7 @@ func (r *request) podEviction() error {
 	}
 	// A precondition the client set is its own: no retries then.
 	retriable := apierrors.IsConflict
-	if opts.Preconditions != nil && opts.Preconditions.ResourceVersion != nil {
+	if rvSet(opts) {
 		retriable = func(error) bool { return false }
 	}
 	var pod *corev1.Pod
@@ -568,8 +568,8 @@ func (r *request) podEviction() error {
 			return nil
 		}
 		o := opts
-		if pod.Status.Phase != corev1.PodSucceeded && pod.Status.Phase != corev1.PodFailed && pod.DeletionTimestamp == nil && !rvSet(opts) {
-			o = withResourceVersion(opts, pod.ResourceVersion) // not a Pod that became ready meanwhile
+		if pod.Status.Phase == corev1.PodPending && pod.DeletionTimestamp == nil && !rvSet(opts) {
+			o = withResourceVersion(opts, pod.ResourceVersion) // not a Pod that started meanwhile
 		}
 		if err := r.markAndDeletePod(o); err != nil {
 			return err
@@ -577,16 +577,13 @@ func (r *request) podEviction() error {
 		deleted = true
 		return nil
 	})
-	if err != nil || deleted {
-		if err != nil {
-			return err
-		}
+	if err != nil {
+		return err
+	}
+	if deleted {
 		return r.created()
 	}
 
-	// As kube-apiserver's eviction does, a budget changed meanwhile (the
-	// disruption controller writes its status all the time) is read again
-	// and the eviction retried, rather than failing the client.
 	pdb, several, err := r.podDisruptionBudget(pod)
 	if err != nil {
 		return err
@@ -606,6 +603,10 @@ func (r *request) podEviction() error {
 			pdb.Status.CurrentHealthy >= pdb.Status.DesiredHealthy && pdb.Status.DesiredHealthy > 0
 	}
 	if pdb != nil && !spared {
+		// As kube-apiserver's eviction does, a budget changed meanwhile
+		// (the disruption controller writes its status all the time) is
+		// read again and the eviction retried, rather than failing the
+		// client.
 		err := retry.OnError(evictionRetry, apierrors.IsConflict, func() error {
 			if err := r.spendDisruption(pod, pdb, len(opts.DryRun) > 0); err != nil {
 				if !apierrors.IsConflict(err) {
