@@ -197,11 +197,8 @@ func (m *Manager) gcScan(ctx context.Context, mark string) (found bool, err erro
 	return true, nil
 }
 
-// checkOwners deletes an object whose owners are all gone, or drops the
-// references to the owners that are gone when others remain, as
-// kube-controller-manager's collector does with dangling references.
-// An owner of a kind Tabula does not serve cannot be looked up, so it
-// counts as present: objects owned by, say, Deployments are kept.
+// checkOwners looks at an object whose owner references changed: one
+// whose owners are gone is collected (attemptToDelete).
 func (m *Manager) checkOwners(ctx context.Context, o gcOwner) error {
 	x := m.api.For(o.t)
 	obj, _, err := x.Get(ctx, o.namespace, o.name)
@@ -212,37 +209,10 @@ func (m *Manager) checkOwners(ctx context.Context, o gcOwner) error {
 		return err
 	}
 	acc, _ := meta.Accessor(obj)
-	if acc.GetUID() != o.uid || acc.GetDeletionTimestamp() != nil {
+	if acc.GetUID() != o.uid {
 		return nil
 	}
-	var gone []types.UID
-	for _, ref := range acc.GetOwnerReferences() {
-		absent, err := m.ownerAbsent(ctx, acc.GetNamespace(), ref)
-		if err != nil {
-			return err
-		}
-		if absent {
-			gone = append(gone, ref.UID)
-		}
-	}
-	if len(gone) == 0 {
-		return nil
-	}
-	d := dependent{x: x, obj: obj, acc: acc}
-	if len(gone) == len(acc.GetOwnerReferences()) {
-		policy := metav1.DeletePropagationBackground
-		_, err := x.Delete(ctx, acc.GetNamespace(), acc.GetName(), &metav1.DeleteOptions{PropagationPolicy: &policy})
-		if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
-			return nil
-		}
-		return err
-	}
-	for _, uid := range gone {
-		if err := m.dropOwnerRef(ctx, d, uid); err != nil {
-			return err
-		}
-	}
-	return nil
+	return m.attemptToDelete(ctx, dependent{x: x, obj: obj, acc: acc})
 }
 
 // storageTypes lists one served Type per storage resource (virtual
@@ -335,7 +305,7 @@ func (m *Manager) collect(ctx context.Context, o gcOwner) error {
 	case acc == nil:
 		// Background: delete dependents no other live owner holds.
 		for _, d := range deps {
-			if err := m.releaseOrDelete(ctx, d, o.uid, metav1.DeletePropagationBackground); err != nil {
+			if err := m.attemptToDelete(ctx, d); err != nil {
 				return err
 			}
 		}
@@ -351,7 +321,7 @@ func (m *Manager) collect(ctx context.Context, o gcOwner) error {
 	case hasFinalizer(acc, metav1.FinalizerDeleteDependents):
 		blocked := false
 		for _, d := range deps {
-			if err := m.releaseOrDelete(ctx, d, o.uid, metav1.DeletePropagationForeground); err != nil {
+			if err := m.attemptToDelete(ctx, d); err != nil {
 				return err
 			}
 			if blocks(d.acc, o.uid) {
@@ -377,52 +347,120 @@ func blocks(d metav1.Object, owner types.UID) bool {
 	return false
 }
 
-// releaseOrDelete deletes a dependent whose owners are all gone or going,
-// or drops the reference when another owner still lives.
-func (m *Manager) releaseOrDelete(ctx context.Context, d dependent, owner types.UID, policy metav1.DeletionPropagation) error {
-	for _, ref := range d.acc.GetOwnerReferences() {
-		if ref.UID != owner && m.ownerExists(ctx, d.acc.GetNamespace(), ref) {
-			return m.dropOwnerRef(ctx, d, owner)
+// attemptToDelete judges a dependent by its owners, as
+// kube-controller-manager's collector does (attemptToDeleteItem): each
+// owner is solid (it exists and is not being deleted in the
+// foreground), dangling (gone, or another object of its name), or
+// waiting (being deleted in the foreground). A dependent with a solid
+// owner stays, without its references to the others; one whose owners
+// wait for it and that has dependents of its own goes in the
+// foreground; any other goes as its own finalizers say (orphan,
+// foregroundDeletion), in the background otherwise. A dependent with an
+// owner that cannot be looked up (a kind not served, or a namespaced
+// owner of a cluster-scoped object, which kube leaves alone too) stays
+// as it is.
+//
+// The delete carries the uid and resourceVersion judged; a dependent
+// changed meanwhile is read and judged again.
+func (m *Manager) attemptToDelete(ctx context.Context, d dependent) error {
+	for range 3 {
+		if d.acc.GetDeletionTimestamp() != nil {
+			// Already going; one deleting its own dependents is handled
+			// as an owner (collect).
+			return nil
 		}
-	}
-	if d.acc.GetDeletionTimestamp() != nil {
-		return nil
-	}
-	if policy == metav1.DeletePropagationForeground {
-		// As kube's collector does: a dependent with a dependent of its
-		// own already being deleted in the foreground may close a cycle
-		// of owners, each waiting for the next; its references stop
-		// blocking, so the cycle comes apart.
-		cycle, err := m.deletingDependentsBelow(ctx, d)
-		if err != nil {
-			return err
+		refs := d.acc.GetOwnerReferences()
+		if len(refs) == 0 {
+			return nil
 		}
-		if cycle {
-			if err := m.unblockOwners(ctx, d); err != nil {
+		var solid, gone []types.UID
+		waiting := false
+		for _, ref := range refs {
+			state, err := m.ownerState(ctx, d.x.Type(), d.acc.GetNamespace(), ref)
+			if err != nil || state == ownerUnknown {
 				return err
 			}
+			switch state {
+			case ownerSolid:
+				solid = append(solid, ref.UID)
+			case ownerWaiting:
+				waiting = true
+				gone = append(gone, ref.UID)
+			default:
+				gone = append(gone, ref.UID)
+			}
+		}
+		if len(solid) > 0 {
+			// A waiting owner's reference goes too, or the owner would
+			// wait for this dependent for ever.
+			for _, uid := range gone {
+				if err := m.dropOwnerRef(ctx, d, uid); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+		policy := metav1.DeletePropagationBackground
+		switch {
+		case hasFinalizer(d.acc, metav1.FinalizerOrphanDependents):
+			policy = metav1.DeletePropagationOrphan
+		case hasFinalizer(d.acc, metav1.FinalizerDeleteDependents):
+			policy = metav1.DeletePropagationForeground
+		}
+		if waiting {
+			below, err := m.dependents(ctx, gcOwner{t: d.x.Type(), namespace: d.acc.GetNamespace(), name: d.acc.GetName(), uid: d.acc.GetUID()})
+			if err != nil {
+				return err
+			}
+			if len(below) > 0 {
+				policy = metav1.DeletePropagationForeground
+				// A dependent of its own already being deleted in the
+				// foreground may close a cycle of owners, each waiting
+				// for the next: this one's references stop blocking, so
+				// the cycle comes apart.
+				if slices.ContainsFunc(below, func(b dependent) bool {
+					return b.acc.GetDeletionTimestamp() != nil && hasFinalizer(b.acc, metav1.FinalizerDeleteDependents)
+				}) {
+					if err := m.unblockOwners(ctx, d); err != nil {
+						return err
+					}
+					if d, err = m.reread(ctx, d); err != nil || d.obj == nil {
+						return err
+					}
+				}
+			}
+		}
+		uid, rv := d.acc.GetUID(), d.acc.GetResourceVersion()
+		_, err := d.x.Delete(ctx, d.acc.GetNamespace(), d.acc.GetName(), &metav1.DeleteOptions{
+			PropagationPolicy: &policy, Preconditions: &metav1.Preconditions{UID: &uid, ResourceVersion: &rv}})
+		if !apierrors.IsConflict(err) {
+			if apierrors.IsNotFound(err) {
+				return nil
+			}
+			return err
+		}
+		if d, err = m.reread(ctx, d); err != nil || d.obj == nil {
+			return err
 		}
 	}
-	_, err := d.x.Delete(ctx, d.acc.GetNamespace(), d.acc.GetName(), &metav1.DeleteOptions{PropagationPolicy: &policy})
-	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
-		return nil
-	}
-	return err
+	return nil // changing under us: the owner's next look (or the scan) judges it again
 }
 
-// deletingDependentsBelow reports whether one of d's own dependents is
-// being deleted in the foreground.
-func (m *Manager) deletingDependentsBelow(ctx context.Context, d dependent) (bool, error) {
-	below, err := m.dependents(ctx, gcOwner{t: d.x.Type(), namespace: d.acc.GetNamespace(), name: d.acc.GetName(), uid: d.acc.GetUID()})
+// reread reads d again; its obj is nil when it is gone or another object
+// has its name now.
+func (m *Manager) reread(ctx context.Context, d dependent) (dependent, error) {
+	obj, _, err := d.x.Get(ctx, d.acc.GetNamespace(), d.acc.GetName())
+	if apierrors.IsNotFound(err) {
+		return dependent{}, nil
+	}
 	if err != nil {
-		return false, err
+		return dependent{}, err
 	}
-	for _, b := range below {
-		if b.acc.GetDeletionTimestamp() != nil && hasFinalizer(b.acc, metav1.FinalizerDeleteDependents) {
-			return true, nil
-		}
+	acc, _ := meta.Accessor(obj)
+	if acc.GetUID() != d.acc.GetUID() {
+		return dependent{}, nil
 	}
-	return false, nil
+	return dependent{x: d.x, obj: obj, acc: acc}, nil
 }
 
 // unblockOwners sets blockOwnerDeletion to false on d's references.
@@ -441,48 +479,53 @@ func (m *Manager) unblockOwners(ctx context.Context, d dependent) error {
 	})
 }
 
-// lookupOwner reads the object an owner reference names. served is false
-// when Tabula does not serve the reference's kind (it cannot be checked);
-// acc is nil when no object of that name exists.
-func (m *Manager) lookupOwner(ctx context.Context, namespace string, ref metav1.OwnerReference) (acc metav1.Object, served bool, err error) {
+// ownerStates: how a dependent's owner stands (attemptToDelete).
+type ownerStateKind int
+
+const (
+	ownerUnknown ownerStateKind = iota
+	ownerSolid
+	ownerDangling
+	ownerWaiting
+)
+
+// ownerState looks up the owner ref names for a dependent of type t in
+// namespace. It is unknown when Tabula does not serve the reference's
+// kind, or when a cluster-scoped dependent names a namespaced owner.
+func (m *Manager) ownerState(ctx context.Context, t *schema.Type, namespace string, ref metav1.OwnerReference) (ownerStateKind, error) {
 	gv, err := runtimeschema.ParseGroupVersion(ref.APIVersion)
 	if err != nil {
-		return nil, false, nil
+		return ownerUnknown, nil
 	}
-	for _, t := range m.types.TypesIn(gv) {
-		if t.Kind != ref.Kind {
+	for _, ot := range m.types.TypesIn(gv) {
+		if ot.Kind != ref.Kind {
 			continue
 		}
-		if !t.Namespaced {
+		switch {
+		case !ot.Namespaced:
 			namespace = ""
+		case !t.Namespaced:
+			return ownerUnknown, nil
 		}
-		obj, _, err := m.api.For(t).Get(ctx, namespace, ref.Name)
+		obj, _, err := m.api.For(ot).Get(ctx, namespace, ref.Name)
 		if apierrors.IsNotFound(err) {
-			return nil, true, nil
+			return ownerDangling, nil
 		}
 		if err != nil {
-			return nil, true, err
+			return ownerUnknown, err
 		}
 		acc, err := meta.Accessor(obj)
-		return acc, true, err
+		switch {
+		case err != nil:
+			return ownerUnknown, err
+		case acc.GetUID() != ref.UID:
+			return ownerDangling, nil
+		case acc.GetDeletionTimestamp() != nil && hasFinalizer(acc, metav1.FinalizerDeleteDependents):
+			return ownerWaiting, nil
+		}
+		return ownerSolid, nil
 	}
-	return nil, false, nil
-}
-
-// ownerExists reports whether the owner lives and is not being deleted.
-func (m *Manager) ownerExists(ctx context.Context, namespace string, ref metav1.OwnerReference) bool {
-	acc, _, err := m.lookupOwner(ctx, namespace, ref)
-	return err == nil && acc != nil && acc.GetUID() == ref.UID && acc.GetDeletionTimestamp() == nil
-}
-
-// ownerAbsent reports whether the owner is of a served kind and no object
-// with its name and uid exists.
-func (m *Manager) ownerAbsent(ctx context.Context, namespace string, ref metav1.OwnerReference) (bool, error) {
-	acc, served, err := m.lookupOwner(ctx, namespace, ref)
-	if err != nil || !served {
-		return false, err
-	}
-	return acc == nil || acc.GetUID() != ref.UID, nil
+	return ownerUnknown, nil
 }
 
 // dropOwnerRef removes the reference to owner from a dependent.

@@ -209,3 +209,115 @@ func TestGarbageCollectionCycle(t *testing.T) {
 	}
 	h.eventually("the circle deleted", func() bool { return !h.exists("c1") && !h.exists("c2") && !h.exists("c3") })
 }
+
+// TestGarbageCollectionJudgesOwnersAsKube: the collector sorts a
+// dependent's owners as kube-controller-manager's does
+// (attemptToDeleteItem): any live owner keeps it, even one being deleted
+// under another finalizer; an owner it cannot look up keeps it; a
+// cluster-scoped object naming a namespaced owner is left alone; a
+// dependent that goes is deleted as its own finalizers say, and one with
+// no dependents of its own is not made to wait for them.
+func TestGarbageCollectionJudgesOwnersAsKube(t *testing.T) {
+	h := gcHarness{refNewHarness(t), t}
+	ct := map[string]string{"Content-Type": "application/json"}
+	ref := func(name, uid string) string {
+		return fmt.Sprintf(`{"apiVersion":"v1","kind":"ConfigMap","name":%q,"uid":%q}`, name, uid)
+	}
+	get := func(path string) (int, map[string]any) {
+		r := h.do("GET", path, nil, nil)
+		var o struct{ Metadata map[string]any }
+		_ = json.Unmarshal(r.Body.Bytes(), &o)
+		return r.Code, o.Metadata
+	}
+	// barrier waits for the collector to reach a marker queued now: it
+	// works its queue in order, so what was queued before is done.
+	marks := 0
+	barrier := func() {
+		t.Helper()
+		marks++
+		name := fmt.Sprintf("marker-%d", marks)
+		h.owned(name, "never-existed", fmt.Sprintf("00000000-0000-0000-0000-%012d", marks), false)
+		h.eventually(name+" collected", func() bool { return !h.exists(name) })
+	}
+
+	t.Run("cluster-scoped dependent of a namespaced owner", func(t *testing.T) {
+		uid := h.create("ns-owner", `{"metadata":{"name":"ns-owner"}}`)
+		const roles = "/apis/rbac.authorization.k8s.io/v1/clusterroles"
+		if r := h.do("POST", roles, ct, []byte(`{"metadata":{"name":"owned-role","ownerReferences":[`+ref("ns-owner", uid)+`]}}`)); r.Code != http.StatusCreated {
+			t.Fatalf("create: %d %s", r.Code, r.Body)
+		}
+		barrier()
+		if code, _ := get(roles + "/owned-role"); code != http.StatusOK {
+			t.Fatalf("cluster-scoped dependent of a namespaced owner: %d; want it kept", code)
+		}
+	})
+
+	t.Run("owner deleted under another finalizer is solid", func(t *testing.T) {
+		p := h.create("mo-p", `{"metadata":{"name":"mo-p"}}`)
+		q := h.create("mo-q", `{"metadata":{"name":"mo-q","finalizers":["example.com/hold"]}}`)
+		h.create("mo-d", `{"metadata":{"name":"mo-d","ownerReferences":[`+ref("mo-p", p)+`,`+ref("mo-q", q)+`]}}`)
+		if r := h.do("DELETE", cmPath+"/mo-q", nil, nil); r.Code != http.StatusOK {
+			t.Fatalf("delete mo-q: %d %s", r.Code, r.Body)
+		}
+		if r := h.do("DELETE", cmPath+"/mo-p", nil, nil); r.Code != http.StatusOK {
+			t.Fatalf("delete mo-p: %d %s", r.Code, r.Body)
+		}
+		h.eventually("reference to the deleted owner dropped", func() bool {
+			code, m := get(cmPath + "/mo-d")
+			refs, _ := m["ownerReferences"].([]any)
+			return code == http.StatusOK && len(refs) == 1 && strings.Contains(fmt.Sprint(refs), q)
+		})
+	})
+
+	t.Run("owner of an unserved kind keeps its dependent", func(t *testing.T) {
+		p := h.create("uk-p", `{"metadata":{"name":"uk-p"}}`)
+		h.create("uk-d", `{"metadata":{"name":"uk-d","ownerReferences":[`+ref("uk-p", p)+`,{"apiVersion":"example.com/v1","kind":"Thing","name":"t","uid":"00000000-0000-0000-0000-0000000000b2"}]}}`)
+		if r := h.do("DELETE", cmPath+"/uk-p", nil, nil); r.Code != http.StatusOK {
+			t.Fatalf("delete uk-p: %d %s", r.Code, r.Body)
+		}
+		barrier()
+		if !h.exists("uk-d") {
+			t.Fatal("a dependent with an owner that cannot be looked up was deleted")
+		}
+	})
+
+	t.Run("a dependent's orphan finalizer is honoured", func(t *testing.T) {
+		a := h.create("ch-a", `{"metadata":{"name":"ch-a"}}`)
+		b := h.create("ch-b", `{"metadata":{"name":"ch-b","finalizers":["orphan"],"ownerReferences":[`+ref("ch-a", a)+`]}}`)
+		h.create("ch-c", `{"metadata":{"name":"ch-c","ownerReferences":[`+ref("ch-b", b)+`]}}`)
+		if r := h.do("DELETE", cmPath+"/ch-a", nil, nil); r.Code != http.StatusOK {
+			t.Fatalf("delete ch-a: %d %s", r.Code, r.Body)
+		}
+		h.eventually("ch-b gone", func() bool { return !h.exists("ch-b") })
+		h.eventually("ch-c orphaned", func() bool {
+			code, m := get(cmPath + "/ch-c")
+			return code == http.StatusOK && m["ownerReferences"] == nil
+		})
+	})
+
+	t.Run("foreground owner's dependent without dependents goes in the background", func(t *testing.T) {
+		uid := h.create("fo-owner", `{"metadata":{"name":"fo-owner"}}`)
+		h.create("fo-dep", `{"metadata":{"name":"fo-dep","finalizers":["example.com/hold"],"ownerReferences":[{"apiVersion":"v1","kind":"ConfigMap","name":"fo-owner","uid":"`+uid+`","blockOwnerDeletion":true}]}}`)
+		from := h.objectRV(cmPath + "/fo-dep")
+		if r := h.do("DELETE", cmPath+"/fo-owner", ct, []byte(`{"propagationPolicy":"Foreground"}`)); r.Code != http.StatusOK {
+			t.Fatalf("delete: %d %s", r.Code, r.Body)
+		}
+		var m map[string]any
+		h.eventually("dependent being deleted", func() bool {
+			_, m = get(cmPath + "/fo-dep")
+			return m["deletionTimestamp"] != nil
+		})
+		if f := fmt.Sprint(m["finalizers"]); f != "[example.com/hold]" {
+			t.Fatalf("dependent's finalizers: %s; want only its own (no foregroundDeletion)", f)
+		}
+		if r := h.do("PATCH", cmPath+"/fo-dep", map[string]string{"Content-Type": "application/merge-patch+json"}, []byte(`{"metadata":{"finalizers":null}}`)); r.Code != http.StatusOK {
+			t.Fatalf("release: %d %s", r.Code, r.Body)
+		}
+		h.eventually("owner gone after its dependent", func() bool { return !h.exists("fo-owner") })
+		// Its watchers never saw it wait for dependents it does not have.
+		events := h.do("GET", cmPath+"?watch=1&timeoutSeconds=1&fieldSelector=metadata.name%3Dfo-dep&resourceVersion="+from, nil, nil).Body.String()
+		if !strings.Contains(events, `"DELETED"`) || strings.Contains(events, "foregroundDeletion") {
+			t.Fatalf("dependent's events: %s; want none with foregroundDeletion, ending DELETED", events)
+		}
+	})
+}
