@@ -2,9 +2,11 @@ package schema
 
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	unversionedvalidation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/kube-aggregator/pkg/apis/apiregistration"
 	apiregistrationvalidation "k8s.io/kube-aggregator/pkg/apis/apiregistration/validation"
 	podutil "k8s.io/kubernetes/pkg/api/pod"
@@ -37,6 +39,7 @@ import (
 	schedulingvalidation "k8s.io/kubernetes/pkg/apis/scheduling/validation"
 	"k8s.io/kubernetes/pkg/apis/storage"
 	storagevalidation "k8s.io/kubernetes/pkg/apis/storage/validation"
+	"k8s.io/kubernetes/pkg/features"
 )
 
 // The built-in kinds served through kube's own packages, one entry per
@@ -289,12 +292,15 @@ func appsKinds() []*kubeKind {
 
 	sts := &kubeKind{Type: namespaced("apps", "v1", "StatefulSet", "statefulsets", []string{"sts"}, all, "status").scalable(SelectorLabelSelector).statusWritesMetadata(), generation: generationOnChange}
 	sts.validate, sts.validateUpdate = podTemplated(func(s *apps.StatefulSet) *core.PodTemplateSpec { return &s.Spec.Template },
-		appsvalidation.ValidateStatefulSet, alsoCreate(appsvalidation.ValidateStatefulSet, appsvalidation.ValidateStatefulSetUpdate))
+		appsvalidation.ValidateStatefulSet, appsvalidation.ValidateStatefulSetUpdate)
 	sts.statusValidate = statusValidator(appsvalidation.ValidateStatefulSetStatusUpdate)
 
 	ds := &kubeKind{Type: namespaced("apps", "v1", "DaemonSet", "daemonsets", []string{"ds"}, all, "status").statusWritesMetadata(), generation: generationOnChange}
 	ds.validate, ds.validateUpdate = podTemplated(func(d *apps.DaemonSet) *core.PodTemplateSpec { return &d.Spec.Template },
-		appsvalidation.ValidateDaemonSet, alsoCreate(appsvalidation.ValidateDaemonSet, appsvalidation.ValidateDaemonSetUpdate))
+		appsvalidation.ValidateDaemonSet, func(d, old *apps.DaemonSet, opts corevalidation.PodValidationOptions) field.ErrorList {
+			opts.AllowInvalidLabelValueInSelector = opts.AllowInvalidLabelValueInSelector || unversionedvalidation.LabelSelectorHasInvalidLabelValue(old.Spec.Selector)
+			return appsvalidation.ValidateDaemonSetUpdate(d, old, opts)
+		})
 	ds.prepareCreate = daemonSetPrepareForCreate
 	ds.prepareUpdate = daemonSetPrepareForUpdate
 	ds.statusPrepare = daemonSetPrepareForStatus
@@ -337,10 +343,10 @@ func batchKinds() []*kubeKind {
 func autoscalingKinds() []*kubeKind {
 	hpaValidate, hpaValidateUpdate := validator(
 		func(h *autoscaling.HorizontalPodAutoscaler) field.ErrorList {
-			return autoscalingvalidation.ValidateHorizontalPodAutoscaler(h, hpaValidationOptions())
+			return autoscalingvalidation.ValidateHorizontalPodAutoscaler(h, hpaValidationOptions(h, nil))
 		},
 		func(h, old *autoscaling.HorizontalPodAutoscaler) field.ErrorList {
-			return autoscalingvalidation.ValidateHorizontalPodAutoscalerUpdate(h, old, hpaValidationOptions())
+			return autoscalingvalidation.ValidateHorizontalPodAutoscalerUpdate(h, old, hpaValidationOptions(h, old))
 		})
 	// One stored HPA (autoscaling/v2, kube-apiserver's storage version)
 	// served as v2 and v1.
@@ -352,12 +358,36 @@ func autoscalingKinds() []*kubeKind {
 	return []*kubeKind{v2, v1}
 }
 
-func hpaValidationOptions() autoscalingvalidation.HorizontalPodAutoscalerSpecValidationOptions {
-	return autoscalingvalidation.HorizontalPodAutoscalerSpecValidationOptions{
-		MinReplicasLowerBound:           1,
-		ScaleTargetRefValidationOptions: autoscalingvalidation.CrossVersionObjectReferenceValidationOptions{},
-		ObjectMetricsValidationOptions:  autoscalingvalidation.CrossVersionObjectReferenceValidationOptions{AllowEmptyAPIGroup: true},
+// hpaValidationOptions are kube's hpa strategy's: a ReplicationController,
+// the one scalable kind of the core group, may be named without a group
+// (kubectl autoscale rc does), an update that keeps the target's kind and
+// version does not check it again, zero replicas are allowed with
+// HPAScaleToZero or when the stored HPA has them, and stored object
+// metrics with a bad version stay writable.
+func hpaValidationOptions(h, old *autoscaling.HorizontalPodAutoscaler) autoscalingvalidation.HorizontalPodAutoscalerSpecValidationOptions {
+	opts := autoscalingvalidation.HorizontalPodAutoscalerSpecValidationOptions{
+		MinReplicasLowerBound:          1,
+		ObjectMetricsValidationOptions: autoscalingvalidation.CrossVersionObjectReferenceValidationOptions{AllowEmptyAPIGroup: true},
 	}
+	if utilfeature.DefaultFeatureGate.Enabled(features.HPAScaleToZero) || (old != nil && old.Spec.MinReplicas != nil && *old.Spec.MinReplicas == 0) {
+		opts.MinReplicasLowerBound = 0
+	}
+	switch {
+	case old != nil && old.Spec.ScaleTargetRef.APIVersion == h.Spec.ScaleTargetRef.APIVersion && old.Spec.ScaleTargetRef.Kind == h.Spec.ScaleTargetRef.Kind:
+		opts.ScaleTargetRefValidationOptions.AllowInvalidAPIVersion = true
+	case h.Spec.ScaleTargetRef.Kind == "ReplicationController":
+		opts.ScaleTargetRefValidationOptions.AllowEmptyAPIGroup = true
+	}
+	if old != nil {
+		for _, m := range old.Spec.Metrics {
+			if m.Type == autoscaling.ObjectMetricSourceType && m.Object != nil &&
+				autoscalingvalidation.ValidateAPIVersion(m.Object.DescribedObject, opts.ObjectMetricsValidationOptions) != nil {
+				opts.ObjectMetricsValidationOptions.AllowInvalidAPIVersion = true
+				break
+			}
+		}
+	}
+	return opts
 }
 
 func networkingKinds() []*kubeKind {

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	podutil "k8s.io/kubernetes/pkg/api/pod"
 	"k8s.io/kubernetes/pkg/apis/apps"
 	"k8s.io/kubernetes/pkg/apis/batch"
@@ -18,6 +19,7 @@ import (
 	"k8s.io/kubernetes/pkg/apis/core"
 	"k8s.io/kubernetes/pkg/apis/core/helper/qos"
 	"k8s.io/kubernetes/pkg/apis/discovery"
+	"k8s.io/kubernetes/pkg/features"
 	utilptr "k8s.io/utils/ptr"
 )
 
@@ -42,10 +44,10 @@ func persistentVolumePrepareForCreate(obj runtime.Object) {
 	}
 }
 
-// daemonSetPrepareForCreate: the first template generation is 1 (apps/v1
+// daemonSetPrepareForCreate: the first template generation is at least 1 (apps/v1
 // carries it in the deprecated.daemonset.template.generation annotation).
 func daemonSetPrepareForCreate(obj runtime.Object) {
-	if ds, ok := obj.(*apps.DaemonSet); ok {
+	if ds, ok := obj.(*apps.DaemonSet); ok && ds.Spec.TemplateGeneration < 1 {
 		ds.Spec.TemplateGeneration = 1
 	}
 }
@@ -262,9 +264,18 @@ func jobValidationOptions(j, old *batch.Job) batchvalidation.JobValidationOption
 	}
 	if old != nil {
 		opts.AllowInvalidLabelValueInSelector = metav1validation.LabelSelectorHasInvalidLabelValue(old.Spec.Selector)
+		// A suspended Job that never started may have its scheduling
+		// directives changed (Kueue does so); the rules for one that ran
+		// and was suspended are behind gates off by default in kube 1.35.
 		suspended := old.Spec.Suspend != nil && *old.Spec.Suspend
-		opts.AllowMutableSchedulingDirectives = suspended && batchvalidation.IsConditionTrue(old.Status.Conditions, batch.JobSuspended) && old.Status.Active == 0
-		opts.AllowMutablePodResources = opts.AllowMutableSchedulingDirectives
+		stopped := batchvalidation.IsConditionTrue(old.Status.Conditions, batch.JobSuspended) && old.Status.Active == 0
+		opts.AllowMutableSchedulingDirectives = suspended && old.Status.StartTime == nil
+		if utilfeature.DefaultFeatureGate.Enabled(features.MutablePodResourcesForSuspendedJobs) {
+			opts.AllowMutablePodResources = stopped
+		}
+		if utilfeature.DefaultFeatureGate.Enabled(features.MutableSchedulingDirectivesForSuspendedJobs) {
+			opts.AllowMutableSchedulingDirectives = suspended && stopped
+		}
 		_, hadName := old.Spec.Template.Labels[batch.JobNameLabel]
 		_, hadUID := old.Spec.Template.Labels[batch.ControllerUidLabel]
 		opts.RequirePrefixedLabels = hadName && hadUID
