@@ -12,6 +12,10 @@ import (
 	"os/signal"
 	"syscall"
 	"time"
+
+	// A CronJob names its time zone; a bare binary on a host without
+	// zoneinfo must know them all, as kube-apiserver embeds them.
+	_ "time/tzdata"
 )
 
 func main() {
