@@ -86,6 +86,7 @@ func (x *Resource) Create(ctx context.Context, namespace string, obj runtime.Obj
 		name: mustAccessor(obj).GetName(), dryRun: opts.DryRun, sent: opts.Sent}); err != nil {
 		return Result{}, err
 	}
+	DedupOwnerReferences(ctx, obj, true)
 	if x.hooks != nil {
 		f, err := x.hooks.beginCreate(ctx, obj, opts.DryRun)
 		if err != nil {
@@ -244,8 +245,10 @@ func (x *Resource) validate(obj, old runtime.Object, subresource string) error {
 	}
 	om := codecs.ObjectMetaOf(acc)
 	// Kinds whose validation checks ObjectMeta itself (kube's functions,
-	// with the kind's own name rule) skip the generic ObjectMeta checks on
-	// create. Every update gets them, as kube's validateCommonFields gives
+	// with the kind's own name rule) get the generic ObjectMeta checks on
+	// create only once their own passed, as kube's BeforeCreate runs them
+	// (a budget's validation checks its spec alone), so a cause is not
+	// given twice. Every update gets them, as kube's validateCommonFields gives
 	// them: some kinds' validations (budgets', priority and fairness
 	// objects', most status validations) look at their own fields alone,
 	// and an update must not change what it may not (one setting
@@ -275,6 +278,9 @@ func (x *Resource) validate(obj, old runtime.Object, subresource string) error {
 		errs = append(errs, x.t.ValidateStatus(obj, old)...)
 	case x.t.Validate != nil:
 		errs = append(errs, x.t.Validate(obj, old)...)
+	}
+	if !generic && !update && len(errs) == 0 {
+		errs = apivalidation.ValidateObjectMeta(&om, x.t.Namespaced, path.ValidatePathSegmentName, field.NewPath("metadata"))
 	}
 	if len(errs) > 0 {
 		// Named after the stored kind: events.k8s.io Events are validated

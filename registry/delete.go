@@ -69,7 +69,7 @@ func (x *Resource) Delete(ctx context.Context, namespace, name string, opts *met
 		// through its finalizers, as on kube-apiserver; a later delete
 		// may switch between them (a Namespace under way keeps its own).
 		gcChanged := false
-		if !deleting || !x.t.RemovedByController {
+		if (!deleting || !x.t.RemovedByController) && !x.t.NoGCFinalizers {
 			var finalizers []string
 			if gcChanged, finalizers = x.gcFinalizers(acc, opts); gcChanged {
 				acc.SetFinalizers(finalizers)

@@ -176,6 +176,7 @@ func (x *Resource) updateAttempt(ctx context.Context, namespace, name string, mu
 			name: name, subresource: opts.Subresource, dryRun: opts.DryRun, sent: opts.Sent}); err != nil {
 			return Result{}, false, false, guessed, err
 		}
+		DedupOwnerReferences(ctx, obj, true)
 		// A subresource write keeps only its own fields of what mutating
 		// webhooks and policies returned, as kube's status strategies reset
 		// the rest after admission (kube's built-in plugins change nothing

@@ -155,6 +155,7 @@ func builtinTypes() []*Type {
 			Namespaced: true, Verbs: verbsAll,
 			AllowCreateOnUpdate: true,
 			Expiring:            true,
+			NoGCFinalizers:      true,
 			FieldLabels:         coreEventFieldLabels,
 			Fields:              eventFields,
 			New:                 func() runtime.Object { return &corev1.Event{} },
@@ -188,6 +189,7 @@ func builtinTypes() []*Type {
 			// Stored as core/v1 Events, like kube-apiserver does.
 			StorageResource:     "events",
 			AllowCreateOnUpdate: true,
+			NoGCFinalizers:      true,
 			FieldLabels:         eventsV1FieldLabels,
 			Fields:              eventFields,
 			New:                 func() runtime.Object { return &eventsv1.Event{} },

@@ -614,18 +614,18 @@ func admissionregistrationKinds() []*kubeKind {
 // strategies' admin-access check (a namespace label) is not made.
 func resourceKinds() []*kubeKind {
 	const g = "resource.k8s.io"
-	dc := &kubeKind{Type: cluster(g, "v1", "DeviceClass", "deviceclasses", nil, nil), generation: generationOnChange}
+	dc := &kubeKind{returnsDeleted: true, Type: cluster(g, "v1", "DeviceClass", "deviceclasses", nil, nil), generation: generationOnChange}
 	dc.validate, dc.validateUpdate = validator(resourcevalidation.ValidateDeviceClass, resourcevalidation.ValidateDeviceClassUpdate)
-	rc := &kubeKind{Type: namespaced(g, "v1", "ResourceClaim", "resourceclaims", nil, nil, "status")}
+	rc := &kubeKind{returnsDeleted: true, Type: namespaced(g, "v1", "ResourceClaim", "resourceclaims", nil, nil, "status")}
 	rc.validate, rc.validateUpdate = validator(resourcevalidation.ValidateResourceClaim, resourcevalidation.ValidateResourceClaimUpdate)
 	_, rcStatus := validator(nil, resourcevalidation.ValidateResourceClaimStatusUpdate)
 	rc.subresourceUpdates = map[string]kubeSubresourceUpdate{"status": {prepare: keepSpec, validate: rcStatus}}
-	rct := &kubeKind{Type: namespaced(g, "v1", "ResourceClaimTemplate", "resourceclaimtemplates", nil, nil)}
+	rct := &kubeKind{returnsDeleted: true, Type: namespaced(g, "v1", "ResourceClaimTemplate", "resourceclaimtemplates", nil, nil)}
 	rct.validate, rct.validateUpdate = validator(resourcevalidation.ValidateResourceClaimTemplate,
 		func(t, old *resource.ResourceClaimTemplate) field.ErrorList {
 			return append(resourcevalidation.ValidateResourceClaimTemplate(t), resourcevalidation.ValidateResourceClaimTemplateUpdate(t, old)...)
 		})
-	rs := &kubeKind{Type: cluster(g, "v1", "ResourceSlice", "resourceslices", nil, nil), generation: generationOnChange}
+	rs := &kubeKind{returnsDeleted: true, Type: cluster(g, "v1", "ResourceSlice", "resourceslices", nil, nil), generation: generationOnChange}
 	rs.fields = resourceSliceFields
 	rs.validate, rs.validateUpdate = validator(resourcevalidation.ValidateResourceSlice, resourcevalidation.ValidateResourceSliceUpdate)
 	return []*kubeKind{dc, rc, rct, rs}

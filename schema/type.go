@@ -190,6 +190,10 @@ type Type struct {
 	// the warning such a delete gets (Jobs').
 	OrphanByDefault bool
 	OrphanWarning   string
+	// NoGCFinalizers: a delete never waits for the garbage collector
+	// (kube's Unsupported collection policy, which Events have): it adds
+	// no orphan or foregroundDeletion finalizer, whatever it asks for.
+	NoGCFinalizers bool
 
 	// ReturnDeletedObject makes DELETE answer with the deleted object
 	// instead of a Status (ServiceAccounts, as kube-apiserver does).

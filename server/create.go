@@ -77,6 +77,7 @@ func (r *request) isObjectMediaType(mt string) bool {
 
 // createObject creates a decoded object through the registry and answers.
 func (r *request) createObject(obj runtime.Object, dryRun bool) error {
+	registry.DedupOwnerReferences(r.ctx, obj, false)
 	res, err := r.res.Create(r.ctx, r.ri.Namespace, obj, registry.WriteOptions{DryRun: dryRun, Manager: r.manager(), Sent: r.sentOptions()})
 	if err != nil {
 		return err

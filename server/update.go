@@ -23,6 +23,7 @@ func (r *request) update() error {
 	if err := registry.CheckName(obj, "", r.ri.Name); err != nil {
 		return err
 	}
+	registry.DedupOwnerReferences(r.ctx, obj, false)
 	return r.updateObject(func(cur runtime.Object) (runtime.Object, error) {
 		if cur != nil {
 			if err := r.needResourceVersion(obj); err != nil {
