@@ -45,8 +45,8 @@ func TestKeptAcceptParses(t *testing.T) {
 	if n > acceptCacheMax {
 		t.Fatalf("%d headers kept; at most %d may be", n, acceptCacheMax)
 	}
-	if got, _ := NegotiateWhy("application/yaml;v999=1", Offer{}); got.MediaType != "" {
-		t.Fatalf("an unkept header with an unknown parameter negotiated %+v; want none", got)
+	if got, _ := NegotiateWhy("application/yaml;v999=1;stream=no", Offer{}); got.MediaType != "" {
+		t.Fatalf("an unkept header with an unacceptable stream negotiated %+v; want none", got)
 	}
 }
 
@@ -63,4 +63,32 @@ func negotiateFresh(accept string, offer Offer) (Output, string) {
 	}()
 	// With the cache empty, the parse is fresh; it is dropped again above.
 	return NegotiateWhy(accept, offer)
+}
+
+// TestAcceptParameters: an Accept entry's parameters count as in kube's
+// negotiation: unknown ones (a charset) are passed over, a stream other
+// than watch, a server version other than v1, a YAML stream and a group
+// or version with no kind to convert to make the entry unacceptable.
+func TestAcceptParameters(t *testing.T) {
+	for _, c := range []struct {
+		accept string
+		want   string // media type, or "" for 406
+	}{
+		{"application/json;charset=utf-8", JSON},
+		{"application/json; charset=UTF-8", JSON},
+		{"application/yaml;charset=utf-8", YAML},
+		{"application/json;sv=v1", JSON},
+		{"application/json;sv=v2", ""},
+		{"application/json;stream=watch", JSON},
+		{"application/json;stream=foo", ""},
+		{"application/yaml;stream=watch", ""},
+		{"application/json;g=meta.k8s.io", ""},
+		{"application/json;v=v1", ""},
+		{"application/json;stream=foo, application/yaml", YAML},
+	} {
+		got, _ := Negotiate(c.accept, Offer{Views: true})
+		if got.MediaType != c.want {
+			t.Errorf("Accept %q: %q; want %q", c.accept, got.MediaType, c.want)
+		}
+	}
 }

@@ -201,18 +201,30 @@ func NegotiateWhy(accept string, offer Offer) (Output, string) {
 		default:
 			continue
 		}
+		// kube's negotiation reads these parameters and passes over the
+		// others (charset, say): a stream other than a watch's, or a
+		// server version other than v1, makes the entry unacceptable.
+		if s := a.params["stream"]; s != "" && s != "watch" {
+			continue
+		}
+		if sv := a.params["sv"]; sv != "" && sv != "v1" {
+			continue
+		}
 		as := a.params["as"]
 		if as == "" {
-			if len(a.params) > 0 && a.params["stream"] == "" && a.typ != "*/*" {
-				// Unknown parameters make an entry unacceptable.
-				if _, ok := a.params["pretty"]; !ok && a.params["g"] == "" && a.params["v"] == "" {
-					continue
-				}
+			_, g := a.params["g"]
+			_, v := a.params["v"]
+			if g || v {
+				// A group or version to convert to names no kind.
+				continue
 			}
 			if offer.Watch && mt == YAML {
 				// kube-apiserver's watch negotiation takes the first
 				// acceptable form and refuses it when it cannot stream.
 				return Output{}, "only the following media types are accepted: " + offer.Streams()
+			}
+			if a.params["stream"] != "" && mt == YAML {
+				continue // YAML has no stream form
 			}
 			return Output{MediaType: mt}, ""
 		}
