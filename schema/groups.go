@@ -192,6 +192,8 @@ func coreKinds() []*kubeKind {
 			return corevalidation.ValidatePodUpdate(p, old, podutil.GetValidationOptionsFromPodSpecAndMeta(&p.Spec, &old.Spec, &p.ObjectMeta, &old.ObjectMeta))
 		})
 	pod.prepareCreate = podPrepareForCreate
+	pod.warnings = podWarnings
+	pod.dropDisabled = dropDisabledPodFields
 	pod.statusPrepare = podPrepareForStatus
 	pod.statusValidate = statusValidator(func(p, old *core.Pod) field.ErrorList {
 		return corevalidation.ValidatePodStatusUpdate(p, old, podutil.GetValidationOptionsFromPodSpecAndMeta(&p.Spec, &old.Spec, &p.ObjectMeta, &old.ObjectMeta))
@@ -212,9 +214,11 @@ func coreKinds() []*kubeKind {
 		"resize":              {prepare: podKeepAllButResources, validate: validateResize},
 	}
 
-	pt := &kubeKind{returnsDeleted: true, Type: namespaced("", "v1", "PodTemplate", "podtemplates", nil, nil)}
+	pt := &kubeKind{returnsDeleted: true, Type: namespaced("", "v1", "PodTemplate", "podtemplates", nil, nil), generation: generationOnChange}
 	pt.validate, pt.validateUpdate = podTemplated(func(p *core.PodTemplate) *core.PodTemplateSpec { return &p.Template },
 		corevalidation.ValidatePodTemplate, corevalidation.ValidatePodTemplateUpdate)
+	pt.warnings = podTemplateWarnings
+	pt.dropDisabled = dropDisabledTemplate(func(p *core.PodTemplate) *core.PodTemplateSpec { return &p.Template })
 
 	rc := &kubeKind{Type: namespaced("", "v1", "ReplicationController", "replicationcontrollers", []string{"rc"}, all, "status").scalable(SelectorMap).statusWritesMetadata(), generation: generationOnChange}
 	rc.fields = replicationControllerFields
@@ -222,9 +226,12 @@ func coreKinds() []*kubeKind {
 	rc.validate, rc.validateUpdate = podTemplated(func(c *core.ReplicationController) *core.PodTemplateSpec { return c.Spec.Template },
 		corevalidation.ValidateReplicationController, corevalidation.ValidateReplicationControllerUpdate)
 	rc.statusValidate = statusValidator(corevalidation.ValidateReplicationControllerStatusUpdate)
+	rc.warnings = replicationControllerWarnings
+	rc.dropDisabled = dropDisabledTemplate(func(c *core.ReplicationController) *core.PodTemplateSpec { return c.Spec.Template })
 
 	pvc := &kubeKind{returnsDeleted: true, Type: namespaced("", "v1", "PersistentVolumeClaim", "persistentvolumeclaims", []string{"pvc"}, nil, "status").statusWritesMetadata()}
 	pvc.fields = nameField
+	pvc.dropDisabled = dropDisabledClaimFields
 	pvc.validate, pvc.validateUpdate = validator(
 		func(c *core.PersistentVolumeClaim) field.ErrorList {
 			return corevalidation.ValidatePersistentVolumeClaim(c, corevalidation.ValidationOptionsForPersistentVolumeClaimCreate())
@@ -238,6 +245,7 @@ func coreKinds() []*kubeKind {
 
 	pv := &kubeKind{returnsDeleted: true, Type: cluster("", "v1", "PersistentVolume", "persistentvolumes", []string{"pv"}, nil, "status").statusWritesMetadata()}
 	pv.fields = nameField
+	pv.dropDisabled = dropDisabledVolumeFields
 	pv.validate, pv.validateUpdate = validator(
 		func(v *core.PersistentVolume) field.ErrorList {
 			return corevalidation.ValidatePersistentVolume(v, corevalidation.ValidationOptionsForPersistentVolume(v, nil))
@@ -284,16 +292,22 @@ func appsKinds() []*kubeKind {
 	deploy.validate, deploy.validateUpdate = podTemplated(func(d *apps.Deployment) *core.PodTemplateSpec { return &d.Spec.Template },
 		appsvalidation.ValidateDeployment, appsvalidation.ValidateDeploymentUpdate)
 	deploy.statusValidate = statusValidator(appsvalidation.ValidateDeploymentStatusUpdate)
+	deploy.warnings = deploymentWarnings
+	deploy.dropDisabled = dropDisabledTemplate(func(d *apps.Deployment) *core.PodTemplateSpec { return &d.Spec.Template })
 
 	rs := &kubeKind{Type: namespaced("apps", "v1", "ReplicaSet", "replicasets", []string{"rs"}, all, "status").scalable(SelectorLabelSelector).statusWritesMetadata(), generation: generationOnChange}
 	rs.validate, rs.validateUpdate = podTemplated(func(r *apps.ReplicaSet) *core.PodTemplateSpec { return &r.Spec.Template },
 		appsvalidation.ValidateReplicaSet, appsvalidation.ValidateReplicaSetUpdate)
 	rs.statusValidate = statusValidator(appsvalidation.ValidateReplicaSetStatusUpdate)
+	rs.warnings = replicaSetWarnings
+	rs.dropDisabled = dropDisabledTemplate(func(r *apps.ReplicaSet) *core.PodTemplateSpec { return &r.Spec.Template })
 
 	sts := &kubeKind{Type: namespaced("apps", "v1", "StatefulSet", "statefulsets", []string{"sts"}, all, "status").scalable(SelectorLabelSelector).statusWritesMetadata(), generation: generationOnChange}
 	sts.validate, sts.validateUpdate = podTemplated(func(s *apps.StatefulSet) *core.PodTemplateSpec { return &s.Spec.Template },
 		appsvalidation.ValidateStatefulSet, appsvalidation.ValidateStatefulSetUpdate)
 	sts.statusValidate = statusValidator(appsvalidation.ValidateStatefulSetStatusUpdate)
+	sts.warnings = statefulSetWarnings
+	sts.dropDisabled = dropDisabledStatefulSetFields
 
 	ds := &kubeKind{Type: namespaced("apps", "v1", "DaemonSet", "daemonsets", []string{"ds"}, all, "status").statusWritesMetadata(), generation: generationOnChange}
 	ds.validate, ds.validateUpdate = podTemplated(func(d *apps.DaemonSet) *core.PodTemplateSpec { return &d.Spec.Template },
@@ -305,6 +319,8 @@ func appsKinds() []*kubeKind {
 	ds.prepareUpdate = daemonSetPrepareForUpdate
 	ds.statusPrepare = daemonSetPrepareForStatus
 	ds.statusValidate = statusValidator(appsvalidation.ValidateDaemonSetStatusUpdate)
+	ds.warnings = daemonSetWarnings
+	ds.dropDisabled = dropDisabledTemplate(func(d *apps.DaemonSet) *core.PodTemplateSpec { return &d.Spec.Template })
 
 	cr := &kubeKind{Type: namespaced("apps", "v1", "ControllerRevision", "controllerrevisions", nil, nil)}
 	cr.validate, cr.validateUpdate = validator(appsvalidation.ValidateControllerRevisionCreate, appsvalidation.ValidateControllerRevisionUpdate)
@@ -326,12 +342,16 @@ func batchKinds() []*kubeKind {
 			return alsoCreate(batchvalidation.ValidateJob, batchvalidation.ValidateJobUpdate)(j, old, jobValidationOptions(j, old))
 		})
 	job.prepareCreate = jobPrepareForCreate
+	job.warnings = jobWarnings
+	job.dropDisabled = dropDisabledTemplate(func(j *batch.Job) *core.PodTemplateSpec { return &j.Spec.Template })
 	job.statusValidate = statusValidator(func(j, old *batch.Job) field.ErrorList {
 		return batchvalidation.ValidateJobUpdateStatus(j, old, jobStatusValidationOptions(j, old))
 	})
 
 	cj := &kubeKind{Type: namespaced("batch", "v1", "CronJob", "cronjobs", []string{"cj"}, all, "status").statusWritesMetadata(), generation: generationOnChange}
 	cj.clockCells = openCronJobLastSchedule
+	cj.warnings = cronJobWarnings
+	cj.dropDisabled = dropDisabledTemplate(func(c *batch.CronJob) *core.PodTemplateSpec { return &c.Spec.JobTemplate.Spec.Template })
 	cj.validate, cj.validateUpdate = podTemplated(func(c *batch.CronJob) *core.PodTemplateSpec { return &c.Spec.JobTemplate.Spec.Template },
 		batchvalidation.ValidateCronJobCreate, batchvalidation.ValidateCronJobUpdate)
 	// kube's cronjob status strategy validates nothing.

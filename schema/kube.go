@@ -69,6 +69,11 @@ type kubeKind struct {
 	validate       func(obj runtime.Object) field.ErrorList
 	validateUpdate func(obj, old runtime.Object) field.ErrorList
 
+	// dropDisabled clears the fields behind feature gates that are off,
+	// unless the stored object (old, nil on create) uses them already, as
+	// the kind's strategy does first on create and update (kube's
+	// internal objects).
+	dropDisabled func(obj, old runtime.Object)
 	// prepareCreate adds what a kind's strategy sets on create beyond the
 	// generic rules (kube's internal object).
 	prepareCreate func(obj runtime.Object)
@@ -238,6 +243,9 @@ func (k *kubeKind) build(scheme *runtime.Scheme) *Type {
 				acc.SetGeneration(1)
 			}
 		}
+		if k.dropDisabled != nil {
+			k.dropDisabled(in, nil)
+		}
 		if k.prepareCreate != nil {
 			k.prepareCreate(in)
 		}
@@ -263,11 +271,16 @@ func (k *kubeKind) build(scheme *runtime.Scheme) *Type {
 		if hasStatus {
 			setField(obj, "Status", old)
 		}
-		if k.prepareUpdate != nil {
+		if k.prepareUpdate != nil || k.dropDisabled != nil {
 			in, err1 := toInternal(obj)
 			oin, err2 := toInternal(old)
 			if err1 == nil && err2 == nil {
-				k.prepareUpdate(in, oin)
+				if k.dropDisabled != nil {
+					k.dropDisabled(in, oin)
+				}
+				if k.prepareUpdate != nil {
+					k.prepareUpdate(in, oin)
+				}
 				_ = legacyscheme.Scheme.Convert(in, obj, nil)
 			}
 		}

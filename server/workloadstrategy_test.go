@@ -65,3 +65,95 @@ func TestWorkloadStrategiesAsKube(t *testing.T) {
 		t.Errorf("a StatefulSet update with one error: causes %v; want one", causes)
 	}
 }
+
+// TestWorkloadWarningsAsKube: the workload kinds and Pods warn as kube's
+// strategies do: about deprecated pod template fields on create and on
+// a spec change (not on a change of labels alone), a name that is not a
+// DNS label where Pods are named after it, a StatefulSet keeping every
+// revision. A PodTemplate's generation starts at 1, as kube's strategy
+// sets it.
+func TestWorkloadWarningsAsKube(t *testing.T) {
+	h := refNewHarness(t)
+	const js = "application/json"
+	const betaOS = `spec.template.spec.nodeSelector[beta.kubernetes.io/os]: deprecated since v1.14; use \"kubernetes.io/os\" instead`
+	template := `"template":{"metadata":{"labels":{"app":"w"}},"spec":{"nodeSelector":{"beta.kubernetes.io/os":"linux"},"containers":[{"name":"c","image":"busybox"}]}}`
+	warnings := func(method, path, body string, want int) string {
+		t.Helper()
+		ct := js
+		if method == "PATCH" {
+			ct = "application/merge-patch+json"
+		}
+		r := h.do(method, path, map[string]string{"Content-Type": ct}, []byte(body))
+		if r.Code != want {
+			t.Fatalf("%s %s: %d %s", method, path, r.Code, r.Body)
+		}
+		return strings.Join(r.Header().Values("Warning"), "\n")
+	}
+	const deploys = "/apis/apps/v1/namespaces/default/deployments"
+	w := warnings("POST", deploys, `{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"web.v1"},"spec":{"selector":{"matchLabels":{"app":"w"}},`+template+`}}`, http.StatusCreated)
+	if !strings.Contains(w, betaOS) || !strings.Contains(w, "metadata.name: this is used in Pod names and hostnames") {
+		t.Errorf("create: warnings %q; want the deprecated node selector and the name's", w)
+	}
+	if w := warnings("PATCH", deploys+"/web.v1", `{"metadata":{"labels":{"x":"y"}}}`, http.StatusOK); w != "" {
+		t.Errorf("a label change: warnings %q; want none", w)
+	}
+	if w := warnings("PATCH", deploys+"/web.v1", `{"spec":{"replicas":3}}`, http.StatusOK); !strings.Contains(w, betaOS) || strings.Contains(w, "metadata.name") {
+		t.Errorf("a spec change: warnings %q; want the template's, not the name's", w)
+	}
+
+	const stss = "/apis/apps/v1/namespaces/default/statefulsets"
+	w = warnings("POST", stss, `{"apiVersion":"apps/v1","kind":"StatefulSet","metadata":{"name":"s"},"spec":{"serviceName":"s","revisionHistoryLimit":-1,"selector":{"matchLabels":{"app":"w"}},`+template+`}}`, http.StatusCreated)
+	if !strings.Contains(w, "spec.revisionHistoryLimit: a negative value retains all historical revisions") {
+		t.Errorf("StatefulSet keeping every revision: warnings %q", w)
+	}
+
+	const cjs = "/apis/batch/v1/namespaces/default/cronjobs"
+	warnings("POST", cjs, `{"apiVersion":"batch/v1","kind":"CronJob","metadata":{"name":"cj"},"spec":{"schedule":"* * * * *","jobTemplate":{"spec":{"template":{"spec":{"restartPolicy":"Never","containers":[{"name":"c","image":"busybox"}]}}}}}}`, http.StatusCreated)
+	// A schedule with TZ is refused on create (only data from before
+	// could carry one, and be warned about); this one is not warned about.
+	if w := warnings("PATCH", cjs+"/cj", `{"spec":{"suspend":true}}`, http.StatusOK); w != "" {
+		t.Errorf("CronJob update: warnings %q; want none", w)
+	}
+
+	const pods = "/api/v1/namespaces/default/pods"
+	w = warnings("POST", pods, `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p.1"},"spec":{"nodeSelector":{"beta.kubernetes.io/os":"linux"},"containers":[{"name":"c","image":"busybox"}]}}`, http.StatusCreated)
+	if !strings.Contains(w, `spec.nodeSelector[beta.kubernetes.io/os]: deprecated since v1.14`) || !strings.Contains(w, "metadata.name: this is used in the Pod's hostname") {
+		t.Errorf("Pod create: warnings %q", w)
+	}
+
+	const pts = "/api/v1/namespaces/default/podtemplates"
+	pt := h.mustDo("POST", pts, js, `{"apiVersion":"v1","kind":"PodTemplate","metadata":{"name":"pt"},`+template+`}`, http.StatusCreated)
+	if refDig(pt, "metadata", "generation") != float64(1) {
+		t.Errorf("PodTemplate generation %v; want 1", refDig(pt, "metadata", "generation"))
+	}
+}
+
+// TestDisabledFieldsDropped: fields behind kube 1.35's gates that are
+// off by default are cleared on write, as kube's strategies clear them
+// (a GitOps tool then sees the same diff on either server): a
+// StatefulSet's maxUnavailable (MaxUnavailableStatefulSet, so 0 is not
+// refused either), a container's stopSignal (ContainerStopSignals) in a
+// Pod and in a pod template.
+func TestDisabledFieldsDropped(t *testing.T) {
+	h := refNewHarness(t)
+	const js = "application/json"
+	container := `{"name":"c","image":"busybox","lifecycle":{"stopSignal":"SIGUSR1"}}`
+	sts := h.mustDo("POST", "/apis/apps/v1/namespaces/default/statefulsets", js, `{"apiVersion":"apps/v1","kind":"StatefulSet","metadata":{"name":"s"},"spec":{"serviceName":"s","updateStrategy":{"type":"RollingUpdate","rollingUpdate":{"maxUnavailable":0}},"selector":{"matchLabels":{"app":"s"}},"template":{"metadata":{"labels":{"app":"s"}},"spec":{"os":{"name":"linux"},"containers":[`+container+`]}}}}`, http.StatusCreated)
+	if mu := refDig(sts, "spec", "updateStrategy", "rollingUpdate", "maxUnavailable"); mu != nil {
+		t.Errorf("StatefulSet maxUnavailable %v; want it dropped", mu)
+	}
+	first := func(containers interface{}) interface{} {
+		l, _ := containers.([]interface{})
+		if len(l) == 0 {
+			t.Fatalf("no containers in the answer")
+		}
+		return l[0]
+	}
+	if s := refDig(first(refDig(sts, "spec", "template", "spec", "containers")), "lifecycle"); s != nil {
+		t.Errorf("pod template's lifecycle %v; want stopSignal dropped", s)
+	}
+	pod := h.mustDo("POST", "/api/v1/namespaces/default/pods", js, `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"spec":{"os":{"name":"linux"},"containers":[`+container+`]}}`, http.StatusCreated)
+	if s := refDig(first(refDig(pod, "spec", "containers")), "lifecycle"); s != nil {
+		t.Errorf("Pod's lifecycle %v; want stopSignal dropped", s)
+	}
+}

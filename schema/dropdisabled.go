@@ -1,0 +1,69 @@
+package schema
+
+import (
+	"k8s.io/apimachinery/pkg/runtime"
+	pvutil "k8s.io/kubernetes/pkg/api/persistentvolume"
+	pvcutil "k8s.io/kubernetes/pkg/api/persistentvolumeclaim"
+	podutil "k8s.io/kubernetes/pkg/api/pod"
+	"k8s.io/kubernetes/pkg/apis/apps"
+	"k8s.io/kubernetes/pkg/apis/core"
+	"k8s.io/kubernetes/pkg/features"
+
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
+)
+
+// Fields behind feature gates that are off are cleared on write, unless
+// the stored object already uses them, as kube's strategies do with
+// kube's own helpers: a Pod's and every pod template's (a container's
+// stopSignal, a workload reference, …), volumes' and claims', and a
+// StatefulSet's maxUnavailable.
+
+func dropDisabledPodFields(obj, old runtime.Object) {
+	var o *core.Pod
+	if old != nil {
+		o = old.(*core.Pod)
+	}
+	podutil.DropDisabledPodFields(obj.(*core.Pod), o)
+}
+
+// dropDisabledTemplate drops what a kind's pod template may not carry.
+func dropDisabledTemplate[T runtime.Object](template func(T) *core.PodTemplateSpec) func(obj, old runtime.Object) {
+	return func(obj, old runtime.Object) {
+		var o *core.PodTemplateSpec
+		if old != nil {
+			o = template(old.(T))
+		}
+		podutil.DropDisabledTemplateFields(template(obj.(T)), o)
+	}
+}
+
+func dropDisabledStatefulSetFields(obj, old runtime.Object) {
+	s := obj.(*apps.StatefulSet)
+	var o *apps.StatefulSet
+	var oldTemplate *core.PodTemplateSpec
+	if old != nil {
+		o = old.(*apps.StatefulSet)
+		oldTemplate = &o.Spec.Template
+	}
+	podutil.DropDisabledTemplateFields(&s.Spec.Template, oldTemplate)
+	inUse := o != nil && o.Spec.UpdateStrategy.RollingUpdate != nil && o.Spec.UpdateStrategy.RollingUpdate.MaxUnavailable != nil
+	if !utilfeature.DefaultFeatureGate.Enabled(features.MaxUnavailableStatefulSet) && !inUse && s.Spec.UpdateStrategy.RollingUpdate != nil {
+		s.Spec.UpdateStrategy.RollingUpdate.MaxUnavailable = nil
+	}
+}
+
+func dropDisabledVolumeFields(obj, old runtime.Object) {
+	var o *core.PersistentVolumeSpec
+	if old != nil {
+		o = &old.(*core.PersistentVolume).Spec
+	}
+	pvutil.DropDisabledSpecFields(&obj.(*core.PersistentVolume).Spec, o)
+}
+
+func dropDisabledClaimFields(obj, old runtime.Object) {
+	var o *core.PersistentVolumeClaimSpec
+	if old != nil {
+		o = &old.(*core.PersistentVolumeClaim).Spec
+	}
+	pvcutil.DropDisabledFields(&obj.(*core.PersistentVolumeClaim).Spec, o)
+}

@@ -1,0 +1,160 @@
+package schema
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	jobutil "k8s.io/kubernetes/pkg/api/job"
+	pvcutil "k8s.io/kubernetes/pkg/api/persistentvolumeclaim"
+	podutil "k8s.io/kubernetes/pkg/api/pod"
+	"k8s.io/kubernetes/pkg/apis/apps"
+	"k8s.io/kubernetes/pkg/apis/batch"
+	"k8s.io/kubernetes/pkg/apis/core"
+)
+
+// The warnings kube 1.35's workload strategies give an accepted write
+// (WarningsOnCreate, WarningsOnUpdate): deprecated or surprising pod
+// template fields, a name that is not a DNS label where it names Pods,
+// and a few of each kind's own. An update warns about the template only
+// when it changed the spec (its generation moved), as kube's do.
+
+// podNameWarning is kube's warning for a name its Pods' names and
+// hostnames are made from.
+func podNameWarning(name string) []string {
+	if msgs := validation.IsDNS1123Label(name); len(msgs) != 0 {
+		return []string{fmt.Sprintf("metadata.name: this is used in Pod names and hostnames, which can result in surprising behavior; a DNS label is recommended: %v", msgs)}
+	}
+	return nil
+}
+
+var templatePath = field.NewPath("spec", "template")
+
+// templateWarnings makes a kind's warnings from its pod template; named
+// says the kind's name is used in its Pods'.
+func templateWarnings[T runtime.Object](template func(T) *core.PodTemplateSpec, moved func(obj, old T) bool, named bool) func(obj, old runtime.Object) []string {
+	return func(obj, old runtime.Object) []string {
+		o := obj.(T)
+		if old == nil {
+			var w []string
+			if named {
+				w = podNameWarning(objectName(o))
+			}
+			return append(w, podutil.GetWarningsForPodTemplate(context.TODO(), templatePath, template(o), nil)...)
+		}
+		if p := old.(T); moved(o, p) {
+			return podutil.GetWarningsForPodTemplate(context.TODO(), templatePath, template(o), template(p))
+		}
+		return nil
+	}
+}
+
+func objectName(obj runtime.Object) string {
+	if o, ok := obj.(interface{ GetName() string }); ok {
+		return o.GetName()
+	}
+	return ""
+}
+
+var (
+	deploymentWarnings = templateWarnings(func(d *apps.Deployment) *core.PodTemplateSpec { return &d.Spec.Template },
+		func(d, o *apps.Deployment) bool { return d.Generation != o.Generation }, true)
+	replicaSetWarnings = templateWarnings(func(r *apps.ReplicaSet) *core.PodTemplateSpec { return &r.Spec.Template },
+		func(r, o *apps.ReplicaSet) bool { return r.Generation != o.Generation }, true)
+	daemonSetWarnings = templateWarnings(func(d *apps.DaemonSet) *core.PodTemplateSpec { return &d.Spec.Template },
+		func(d, o *apps.DaemonSet) bool { return d.Spec.TemplateGeneration != o.Spec.TemplateGeneration }, false)
+)
+
+// replicationControllerWarnings: on update kube's rc strategy passes
+// the old template as the new one and the other way round; so does
+// this, for the same warnings.
+func replicationControllerWarnings(obj, old runtime.Object) []string {
+	rc := obj.(*core.ReplicationController)
+	if old == nil {
+		return append(podNameWarning(rc.Name), podutil.GetWarningsForPodTemplate(context.TODO(), templatePath, rc.Spec.Template, nil)...)
+	}
+	if o := old.(*core.ReplicationController); rc.Generation != o.Generation {
+		return podutil.GetWarningsForPodTemplate(context.TODO(), templatePath, o.Spec.Template, rc.Spec.Template)
+	}
+	return nil
+}
+
+// podTemplateWarnings: a PodTemplate's template sits at "template".
+func podTemplateWarnings(obj, old runtime.Object) []string {
+	p, path := obj.(*core.PodTemplate), field.NewPath("template")
+	if old == nil {
+		return podutil.GetWarningsForPodTemplate(context.TODO(), path, &p.Template, nil)
+	}
+	if o := old.(*core.PodTemplate); p.Generation != o.Generation {
+		return podutil.GetWarningsForPodTemplate(context.TODO(), path, &p.Template, &o.Template)
+	}
+	return nil
+}
+
+func statefulSetWarnings(obj, old runtime.Object) []string {
+	s := obj.(*apps.StatefulSet)
+	var w []string
+	claimsPath := field.NewPath("spec", "volumeClaimTemplates")
+	if old == nil {
+		w = podutil.GetWarningsForPodTemplate(context.TODO(), templatePath, &s.Spec.Template, nil)
+		for i, pvc := range s.Spec.VolumeClaimTemplates {
+			w = append(w, pvcutil.GetWarningsForPersistentVolumeClaimSpec(claimsPath.Index(i), pvc.Spec)...)
+		}
+	} else {
+		if o := old.(*apps.StatefulSet); s.Generation != o.Generation {
+			w = podutil.GetWarningsForPodTemplate(context.TODO(), templatePath, &s.Spec.Template, &o.Spec.Template)
+		}
+		// kube's update names the claim's spec with a capital S.
+		for i, pvc := range s.Spec.VolumeClaimTemplates {
+			w = append(w, pvcutil.GetWarningsForPersistentVolumeClaimSpec(claimsPath.Index(i).Child("Spec"), pvc.Spec)...)
+		}
+	}
+	if s.Spec.RevisionHistoryLimit != nil && *s.Spec.RevisionHistoryLimit < 0 {
+		w = append(w, "spec.revisionHistoryLimit: a negative value retains all historical revisions; a value >= 0 is recommended")
+	}
+	return w
+}
+
+func jobWarnings(obj, old runtime.Object) []string {
+	j, path := obj.(*batch.Job), field.NewPath("spec")
+	if old == nil {
+		return append(podNameWarning(j.Name), jobutil.WarningsForJobSpec(context.TODO(), path, &j.Spec, nil)...)
+	}
+	if o := old.(*batch.Job); j.Generation != o.Generation {
+		return jobutil.WarningsForJobSpec(context.TODO(), path, &j.Spec, &o.Spec)
+	}
+	return nil
+}
+
+func cronJobWarnings(obj, old runtime.Object) []string {
+	c, path := obj.(*batch.CronJob), field.NewPath("spec", "jobTemplate", "spec")
+	if old == nil {
+		return append(podNameWarning(c.Name), jobutil.WarningsForJobSpec(context.TODO(), path, &c.Spec.JobTemplate.Spec, nil)...)
+	}
+	var w []string
+	if o := old.(*batch.CronJob); c.Generation != o.Generation {
+		w = jobutil.WarningsForJobSpec(context.TODO(), path, &c.Spec.JobTemplate.Spec, &o.Spec.JobTemplate.Spec)
+	}
+	if strings.Contains(c.Spec.Schedule, "TZ") {
+		// kube's path, as it words it.
+		w = append(w, fmt.Sprintf("cannot use TZ or CRON_TZ in %s, use timeZone instead, see https://kubernetes.io/docs/concepts/workloads/controllers/cron-jobs/ for more details", field.NewPath("spec", "spec", "schedule")))
+	}
+	return w
+}
+
+// podWarnings: a Pod is warned about on create only (kube skips its
+// frequent updates).
+func podWarnings(obj, old runtime.Object) []string {
+	if old != nil {
+		return nil
+	}
+	p := obj.(*core.Pod)
+	var w []string
+	if msgs := validation.IsDNS1123Label(p.Name); len(msgs) != 0 {
+		w = append(w, fmt.Sprintf("metadata.name: this is used in the Pod's hostname, which can result in surprising behavior; a DNS label is recommended: %v", msgs))
+	}
+	return append(w, podutil.GetWarningsForPod(context.TODO(), p, nil)...)
+}
