@@ -285,9 +285,27 @@ type Scale struct {
 	SelectorForm      SelectorForm
 }
 
-// ScaleKind is the kind every scale subresource reads and writes.
+// ScaleKind is the kind every scale subresource reads and writes. Its
+// Table is kube's scale printer's (kubectl get --subresource=scale).
 var ScaleKind = &Type{Group: "autoscaling", Version: "v1", Kind: "Scale", Resource: "scale",
-	New: func() runtime.Object { return &autoscalingv1.Scale{} }}
+	New: func() runtime.Object { return &autoscalingv1.Scale{} },
+	Columns: []metav1.TableColumnDefinition{
+		{Name: "Name", Type: "string", Description: descName},
+		{Name: "Desired", Type: "integer", Description: autoscalingv1.ScaleSpec{}.SwaggerDoc()["replicas"]},
+		{Name: "Available", Type: "integer", Description: autoscalingv1.ScaleStatus{}.SwaggerDoc()["replicas"]},
+		{Name: "Age", Type: "string", Description: descAge},
+	},
+	Cells: scaleCells,
+	Row:   withAges(scaleCells),
+}
+
+func scaleCells(obj runtime.Object) ([]interface{}, error) {
+	sc, ok := obj.(*autoscalingv1.Scale)
+	if !ok || sc == nil {
+		return nil, wrongType(obj, "*v1.Scale")
+	}
+	return []interface{}{sc.Name, int64(sc.Spec.Replicas), int64(sc.Status.Replicas), Since(sc.CreationTimestamp.Time)}, nil
+}
 
 // SelectorForm is how a scalable object writes its selector.
 type SelectorForm int

@@ -120,8 +120,9 @@ func (r *request) negotiateOnce(list bool) (codecs.Output, error) {
 	offer := codecs.Offer{Protobuf: r.t.New != nil && !r.t.Unstructured, CBOR: r.s.codec.CBOR(), List: list, Views: true, NoTable: r.t.NoTable, Kind: r.internalKind(list),
 		Watch: r.verb == "watch"}
 	if k := r.t.SubresourceKind(r.ri.Subresource); k != r.t {
-		// A subresource of its own kind (Scale) has no Table or metadata view.
-		offer.Views, offer.Kind = false, "*"+k.Group+"."+k.Kind
+		// A subresource of its own kind has a Table or metadata view only
+		// where kube prints it (Scale).
+		offer.Views, offer.Kind = k.Columns != nil, "*"+k.Group+"."+k.Kind
 	}
 	out, why := codecs.NegotiateWhy(r.c.Request().Header.Get("Accept"), offer)
 	switch {

@@ -6,6 +6,7 @@ import (
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 
 	"github.com/tabula-dev/tabula/apply"
+	"github.com/tabula-dev/tabula/codecs"
 	"github.com/tabula-dev/tabula/registry"
 	"github.com/tabula-dev/tabula/schema"
 )
@@ -69,5 +70,10 @@ func (r *request) writeScale(sc *autoscalingv1.Scale) error {
 	if err != nil {
 		return err
 	}
-	return r.writeObject(http.StatusOK, out, sc)
+	r.auditResponse(sc)
+	body, err := codecs.ObjectView(out, schema.ScaleKind, sc, r.c.QueryParam("includeObject"))
+	if err != nil {
+		return err
+	}
+	return r.writeBody(http.StatusOK, out, body)
 }

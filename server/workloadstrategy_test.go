@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
@@ -155,5 +156,45 @@ func TestDisabledFieldsDropped(t *testing.T) {
 	pod := h.mustDo("POST", "/api/v1/namespaces/default/pods", js, `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"spec":{"os":{"name":"linux"},"containers":[`+container+`]}}`, http.StatusCreated)
 	if s := refDig(first(refDig(pod, "spec", "containers")), "lifecycle"); s != nil {
 		t.Errorf("Pod's lifecycle %v; want stopSignal dropped", s)
+	}
+}
+
+// TestScaleTable: a scale subresource is printed as kube's scale printer
+// prints it (kubectl get deploy web --subresource=scale), and its
+// metadata view is served.
+func TestScaleTable(t *testing.T) {
+	h := refNewHarness(t)
+	h.mustDo("POST", "/apis/apps/v1/namespaces/default/deployments", "application/json", `{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"web"},"spec":{"replicas":2,"selector":{"matchLabels":{"app":"w"}},"template":{"metadata":{"labels":{"app":"w"}},"spec":{"containers":[{"name":"c","image":"busybox"}]}}}}`, http.StatusCreated)
+	const scale = "/apis/apps/v1/namespaces/default/deployments/web/scale"
+	r := h.do("GET", scale, map[string]string{"Accept": "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"}, nil)
+	var tbl struct {
+		Kind              string
+		ColumnDefinitions []struct{ Name, Type string }
+		Rows              []struct {
+			Cells  []interface{}
+			Object struct{ Kind string }
+		}
+	}
+	if err := json.Unmarshal(r.Body.Bytes(), &tbl); err != nil || r.Code != http.StatusOK || tbl.Kind != "Table" {
+		t.Fatalf("scale as Table: %d %s", r.Code, r.Body)
+	}
+	var cols []string
+	for _, c := range tbl.ColumnDefinitions {
+		cols = append(cols, c.Name+":"+c.Type)
+	}
+	if got := strings.Join(cols, ","); got != "Name:string,Desired:integer,Available:integer,Age:string" {
+		t.Errorf("columns %s; want kube's scale printer's", got)
+	}
+	if len(tbl.Rows) != 1 || len(tbl.Rows[0].Cells) != 4 || tbl.Rows[0].Cells[0] != "web" || tbl.Rows[0].Cells[1] != float64(2) || tbl.Rows[0].Cells[2] != float64(0) ||
+		tbl.Rows[0].Object.Kind != "PartialObjectMetadata" {
+		t.Errorf("rows %+v; want web, 2 desired, 0 available, with its metadata", tbl.Rows)
+	}
+	m := h.mustDo("GET", scale, "", "", http.StatusOK)
+	if m["kind"] != "Scale" {
+		t.Errorf("plain scale: kind %v", m["kind"])
+	}
+	r = h.do("GET", scale, map[string]string{"Accept": "application/json;as=PartialObjectMetadata;v=v1;g=meta.k8s.io"}, nil)
+	if r.Code != http.StatusOK || !strings.Contains(r.Body.String(), `"kind":"PartialObjectMetadata"`) {
+		t.Errorf("scale metadata: %d %s", r.Code, r.Body)
 	}
 }
