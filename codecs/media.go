@@ -230,7 +230,7 @@ func NegotiateWhy(accept string, offer Offer) (Output, string) {
 		}
 		generic := "only the following media types are accepted: " + offer.Available()
 		v := a.params["v"]
-		if !offer.Views || a.params["g"] != "meta.k8s.io" || (v != "v1" && v != "v1beta1") || mt == YAML {
+		if !offer.Views || a.params["g"] != "meta.k8s.io" || (v != "v1" && v != "v1beta1") || (mt == YAML && offer.Watch) {
 			viewProblem = generic
 			continue
 		}

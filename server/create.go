@@ -34,21 +34,31 @@ func (r *request) create() error {
 // A body that does not decode as t may be one of the also Types, which a
 // subresource takes as well (pods/eviction: policy/v1beta1 Evictions).
 func (r *request) readObject(t *schema.Type, also ...*schema.Type) (obj runtime.Object, dryRun bool, err error) {
-	fv, dryRun, err := r.writeOptions()
-	if err != nil {
+	// In kube's order: the answer's form first (406), then, for a create,
+	// the body's (415) before the options (422); an update reads its
+	// options first.
+	if _, err := r.negotiate(false); err != nil {
 		return nil, false, err
+	}
+	var fv fieldValidation
+	if r.verb != "create" {
+		if fv, dryRun, err = r.writeOptions(); err != nil {
+			return nil, false, err
+		}
 	}
 	mediaType, ok := codecs.BodyType(r.c.Request().Header.Get("Content-Type"))
 	if !ok || !r.isObjectMediaType(mediaType) {
 		return nil, false, r.requireBody()
 	}
 	if mediaType == codecs.Protobuf && t.Unstructured {
-		// Custom resources have no Protobuf form: kube-apiserver's 415
-		// offers the others.
+		// Custom resources have no Protobuf form (kube-apiserver fails to
+		// decode one, a 400); the 415 offers the forms they have.
 		return nil, false, r.unsupportedBody(codecs.Offer{CBOR: r.s.codec.CBOR()})
 	}
-	if _, err := r.negotiate(false); err != nil {
-		return nil, false, err
+	if r.verb == "create" {
+		if fv, dryRun, err = r.writeOptions(); err != nil {
+			return nil, false, err
+		}
 	}
 	body, err := r.readBody()
 	if err != nil {

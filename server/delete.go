@@ -50,11 +50,13 @@ func (r *request) delete() error {
 	if r.ri.Subresource != "" {
 		return methodNotAllowed()
 	}
-	opts, err := r.deleteOptions()
-	if err != nil {
+	// The answer's form is checked before the options, as kube's router
+	// refuses an unacceptable one first.
+	if _, err := r.negotiate(false); err != nil {
 		return err
 	}
-	if _, err := r.negotiate(false); err != nil {
+	opts, err := r.deleteOptions()
+	if err != nil {
 		return err
 	}
 	res, err := r.res.Delete(r.ctx, r.ri.Namespace, r.ri.Name, opts)
@@ -62,8 +64,14 @@ func (r *request) delete() error {
 		return err
 	}
 	if !res.Gone {
+		// kube answers 202 to a cascading delete that asked for it with
+		// orphanDependents=false and did not remove the object yet.
+		code := http.StatusOK
+		if opts.OrphanDependents != nil && !*opts.OrphanDependents {
+			code = http.StatusAccepted
+		}
 		out, _ := r.negotiate(false)
-		return r.writeObject(http.StatusOK, out, res.Obj)
+		return r.writeObject(code, out, res.Obj)
 	}
 	if r.t.ReturnDeletedObject {
 		return r.writeRecord(http.StatusOK, res.Rec)

@@ -79,3 +79,55 @@ func TestMetadataAndDeletesAsKube(t *testing.T) {
 		t.Errorf("delete of a DeviceClass answered %v; want the deleted object", obj["kind"])
 	}
 }
+
+// TestRequestChecksInKubeOrder: an unacceptable answer form is refused
+// before a create's body type and options and before a delete's body,
+// as kube's router and handlers check them; an update reads its options
+// before its body's type. A cascading delete asked with
+// orphanDependents=false that leaves the object for the collector is
+// answered 202, as kube's delete handler does.
+func TestRequestChecksInKubeOrder(t *testing.T) {
+	h := refNewHarness(t)
+	code := func(method, path string, hd map[string]string, body string) int {
+		t.Helper()
+		return h.do(method, path, hd, []byte(body)).Code
+	}
+	html := map[string]string{"Accept": "text/html", "Content-Type": "text/plain"}
+	if c := code("POST", cmPath+"?fieldValidation=Bogus", html, "x"); c != http.StatusNotAcceptable {
+		t.Errorf("create, bad Accept, body type and option: %d; want 406", c)
+	}
+	if c := code("POST", cmPath+"?fieldValidation=Bogus", map[string]string{"Content-Type": "text/plain"}, "x"); c != http.StatusUnsupportedMediaType {
+		t.Errorf("create, bad body type and option: %d; want 415", c)
+	}
+	h.mustDo("POST", cmPath, "application/json", `{"metadata":{"name":"held","finalizers":["example.com/hold"]}}`, http.StatusCreated)
+	if c := code("PUT", cmPath+"/held?fieldValidation=Bogus", map[string]string{"Content-Type": "text/plain"}, "x"); c != http.StatusUnprocessableEntity {
+		t.Errorf("update, bad body type and option: %d; want 422", c)
+	}
+	if c := code("DELETE", cmPath+"/held", html, "x"); c != http.StatusNotAcceptable {
+		t.Errorf("delete, bad Accept and body: %d; want 406", c)
+	}
+	if c := code("DELETE", cmPath+"/held?orphanDependents=false", nil, ""); c != http.StatusAccepted {
+		t.Errorf("cascading delete left to its finalizer: %d; want 202", c)
+	}
+}
+
+// TestViewsInYAML: a Table and object metadata are served in YAML, as
+// kube allows them for JSON and YAML (a watch has no YAML form).
+func TestViewsInYAML(t *testing.T) {
+	h := refNewHarness(t)
+	h.mustDo("POST", cmPath, "application/json", `{"metadata":{"name":"y"},"data":{"a":"b"}}`, http.StatusCreated)
+	for _, c := range []struct{ path, accept, want string }{
+		{cmPath, "application/yaml;as=Table;v=v1;g=meta.k8s.io", "kind: Table"},
+		{cmPath + "/y", "application/yaml;as=Table;v=v1;g=meta.k8s.io", "kind: Table"},
+		{cmPath + "/y", "application/yaml;as=PartialObjectMetadata;v=v1;g=meta.k8s.io", "kind: PartialObjectMetadata"},
+		{cmPath, "application/yaml;as=PartialObjectMetadataList;v=v1;g=meta.k8s.io", "kind: PartialObjectMetadataList"},
+	} {
+		r := h.do("GET", c.path, map[string]string{"Accept": c.accept}, nil)
+		if r.Code != http.StatusOK || r.Header().Get("Content-Type") != "application/yaml" || !strings.Contains(r.Body.String(), c.want) {
+			t.Errorf("GET %s as %s: %d %s %q; want YAML with %q", c.path, c.accept, r.Code, r.Header().Get("Content-Type"), r.Body, c.want)
+		}
+	}
+	if r := h.do("GET", cmPath+"?watch=1", map[string]string{"Accept": "application/yaml;as=Table;v=v1;g=meta.k8s.io"}, nil); r.Code != http.StatusNotAcceptable {
+		t.Errorf("watch as a YAML Table: %d; want 406", r.Code)
+	}
+}
