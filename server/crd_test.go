@@ -910,3 +910,26 @@ func TestCRDUnservedStorageVersionHash(t *testing.T) {
 		}
 	}
 }
+
+// TestCRNotAcceptable: a custom resource's 406 is its handler's, as kube
+// serves custom resources outside its router: the forms of its
+// serializers, Protobuf among them, or their stream forms for a watch,
+// with no details.
+func TestCRNotAcceptable(t *testing.T) {
+	h := refNewHarness(t)
+	h.createNamespace("crd-406", nil)
+	h.mustDo("POST", crdPath, "application/json", gadgetsCRD, http.StatusCreated)
+	establish(t, h, "gadgets.test.example.com")
+	const gadgets = "/apis/test.example.com/v1/namespaces/crd-406/gadgets"
+	for _, c := range []struct{ path, want string }{
+		{gadgets, "only the following media types are accepted: application/json, application/yaml, application/vnd.kubernetes.protobuf"},
+		{gadgets + "?watch=1", "only the following media types are accepted: application/json;stream=watch, application/vnd.kubernetes.protobuf;stream=watch"},
+	} {
+		r := h.do("GET", c.path, map[string]string{"Accept": "text/html"}, nil)
+		var st map[string]interface{}
+		_ = json.Unmarshal(r.Body.Bytes(), &st)
+		if r.Code != http.StatusNotAcceptable || !strings.HasPrefix(fmt.Sprint(st["message"]), c.want) || st["details"] != nil {
+			t.Errorf("GET %s as text/html: %d %s; want 406 %q without details", c.path, r.Code, r.Body, c.want)
+		}
+	}
+}

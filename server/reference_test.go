@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -19,6 +20,8 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/version"
 	"sigs.k8s.io/yaml"
 
@@ -1265,6 +1268,21 @@ func (h *refHarness) compare(rc refCase, c *refFile, rec *httptest.ResponseRecor
 	case bytes.HasPrefix(ref, []byte(`{"$base64"`)):
 		if !bytes.HasPrefix(ours, []byte("k8s\x00")) {
 			add("body is not Kubernetes Protobuf: %.60q", ours)
+			break
+		}
+		// A Status is compared field by field, as its JSON is.
+		var enc struct {
+			Base64 string `json:"$base64"`
+		}
+		_ = json.Unmarshal([]byte(c.Response.Body), &enc)
+		raw, _ := base64.StdEncoding.DecodeString(enc.Base64)
+		if want, ok := refProtobufStatus(raw); ok {
+			got, ok := refProtobufStatus(ours)
+			if !ok {
+				add("body is not a Protobuf Status: %.60q", ours)
+				break
+			}
+			p = append(p, refCompareJSON(c, want, got, h.state)...)
 		}
 	case ref[0] == '"' && refText == "":
 		if len(ours) != 0 {
@@ -1716,4 +1734,24 @@ func TestReferenceCompareDetectsDifferences(t *testing.T) {
 		`uid <uid> at <time>, layout 2006-01-02T15:04:05.000000Z07:00, sent 2020-01-02T03:04:05Z`; got != want {
 		t.Errorf("refNormalise:\n got  %s\n want %s", got, want)
 	}
+}
+
+// refProtobufStatus is the JSON of a Status in kube's Protobuf envelope;
+// false for any other body.
+func refProtobufStatus(b []byte) ([]byte, bool) {
+	body, ok := bytes.CutPrefix(b, []byte("k8s\x00"))
+	if !ok {
+		return nil, false
+	}
+	var u runtime.Unknown
+	if err := u.Unmarshal(body); err != nil || u.Kind != "Status" {
+		return nil, false
+	}
+	var st metav1.Status
+	if err := st.Unmarshal(u.Raw); err != nil {
+		return nil, false
+	}
+	st.TypeMeta = metav1.TypeMeta{Kind: u.Kind, APIVersion: u.APIVersion}
+	j, err := json.Marshal(&st)
+	return j, err == nil
 }
