@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	runtimeschema "k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/warning"
@@ -225,16 +226,19 @@ func (x *Resource) beforeGracefulDelete(obj runtime.Object, acc metav1.Object, o
 	return true, false, period
 }
 
+// checkPreconditions is kube's BeforeDelete check, whose conflict names
+// the object's kind where other conflicts name its resource.
 func (x *Resource) checkPreconditions(acc metav1.Object, pre *metav1.Preconditions) error {
 	if pre == nil {
 		return nil
 	}
+	kind := runtimeschema.GroupResource{Group: x.st.Group, Resource: x.st.Kind}
 	if pre.UID != nil && *pre.UID != acc.GetUID() {
-		return apierrors.NewConflict(x.t.GroupResource(), acc.GetName(),
+		return apierrors.NewConflict(kind, acc.GetName(),
 			fmt.Errorf("the UID in the precondition (%s) does not match the UID in record (%s). The object might have been deleted and then recreated", *pre.UID, acc.GetUID()))
 	}
 	if pre.ResourceVersion != nil && *pre.ResourceVersion != acc.GetResourceVersion() {
-		return apierrors.NewConflict(x.t.GroupResource(), acc.GetName(),
+		return apierrors.NewConflict(kind, acc.GetName(),
 			fmt.Errorf("the ResourceVersion in the precondition (%s) does not match the ResourceVersion in record (%s). The object might have been modified", *pre.ResourceVersion, acc.GetResourceVersion()))
 	}
 	return nil

@@ -597,6 +597,117 @@ var refCases = []refCase{
 	{file: "writes/ssa-custom-resource"},
 	{file: "writes/ssa-custom-resource-conflict"},
 	{file: "writes/ssa-custom-resource-yaml11-boolean"},
+
+	// deletion/: in ref-deletion, objects made as the recorder made them
+	// (its User-Agent names their manager); the collector's steps are
+	// waited for where the recorder waited.
+	{file: "deletion/finalizer-create"},
+	{file: "deletion/finalizer-delete"},
+	{file: "deletion/finalizer-get-while-pending"},
+	{file: "deletion/finalizer-delete-again"},
+	{file: "deletion/finalizer-add-while-deleting"},
+	{file: "deletion/finalizer-clear-deletiontimestamp"},
+	{file: "deletion/finalizer-remove"},
+	{file: "deletion/finalizer-get-after-removal"},
+	{file: "deletion/precondition-uid-mismatch", prep: func(h *refHarness) { refDeletionCM(h, "pre", "", "") }},
+	{file: "deletion/precondition-rv-mismatch"},
+	{file: "deletion/precondition-match", prep: func(h *refHarness) {
+		m := h.getJSON("/api/v1/namespaces/ref-deletion/configmaps/pre")
+		h.vars["<uid>"], _ = refDig(m, "metadata", "uid").(string)
+		h.vars["<rv>"], _ = refDig(m, "metadata", "resourceVersion").(string)
+	}},
+	{file: "deletion/propagation-default-configmap", prep: func(h *refHarness) {
+		uid := refDeletionCM(h, "owner-dflt", "", "")
+		refDeletionCM(h, "dep-dflt", uid, "owner-dflt")
+	}},
+	{file: "deletion/propagation-bogus"},
+	{file: "deletion/propagation-and-orphandependents"},
+	{file: "deletion/propagation-background-delete", prep: func(h *refHarness) {
+		uid := refDeletionCM(h, "owner-bg", "", "")
+		refDeletionCM(h, "dep-bg", uid, "owner-bg")
+	}},
+	{file: "deletion/propagation-background-dependent-gone", prep: func(h *refHarness) {
+		h.waitFor("dep-bg collected", func() bool {
+			return h.do("GET", "/api/v1/namespaces/ref-deletion/configmaps/dep-bg", nil, nil).Code == http.StatusNotFound
+		})
+	}},
+	{file: "deletion/propagation-orphan-delete", prep: func(h *refHarness) {
+		uid := refDeletionCM(h, "owner-or", "", "")
+		refDeletionCM(h, "dep-or", uid, "owner-or")
+	}},
+	{file: "deletion/propagation-orphan-dependent-kept", prep: func(h *refHarness) {
+		h.waitFor("owner-or gone", func() bool {
+			return h.do("GET", "/api/v1/namespaces/ref-deletion/configmaps/owner-or", nil, nil).Code == http.StatusNotFound
+		})
+	}},
+	{file: "deletion/propagation-in-body"},
+	{file: "deletion/orphandependents-deprecated", prep: func(h *refHarness) { refDeletionCM(h, "owner-od", "", "") }},
+	{file: "deletion/propagation-foreground-delete", prep: func(h *refHarness) {
+		uid := refDeletionCM(h, "owner-fg", "", "")
+		refDeletionCM(h, "dep-fg", uid, "owner-fg")
+	}},
+	{file: "deletion/propagation-foreground-dependent-deleting", prep: func(h *refHarness) {
+		h.waitFor("dep-fg being deleted", func() bool {
+			return refDig(h.getJSON("/api/v1/namespaces/ref-deletion/configmaps/dep-fg"), "metadata", "deletionTimestamp") != nil
+		})
+	}},
+	{file: "deletion/propagation-foreground-owner-waiting"},
+	{file: "deletion/namespace-delete", prep: func(h *refHarness) {
+		ua := map[string]string{"Content-Type": "application/json", "User-Agent": "anchors-recorder/1.0"}
+		for _, c := range []struct{ path, body string }{
+			{"/api/v1/namespaces", `{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"ref-nsdel"}}`},
+			{"/api/v1/namespaces/ref-nsdel/configmaps", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"held","finalizers":["example.com/hold"]},"data":{"k":"v"}}`},
+		} {
+			if rec := h.do("POST", c.path, ua, []byte(c.body)); rec.Code != http.StatusCreated {
+				h.t.Fatalf("POST %s: %d %s", c.path, rec.Code, rec.Body)
+			}
+		}
+	}},
+	{file: "deletion/namespace-terminating", prep: func(h *refHarness) {
+		h.waitFor("the namespace's conditions", func() bool {
+			return len(refList(refDig(h.getJSON("/api/v1/namespaces/ref-nsdel"), "status", "conditions"))) == 5
+		})
+	}},
+	{file: "deletion/namespace-content-while-terminating", prep: func(h *refHarness) {
+		h.waitFor("only the held configmap left", func() bool {
+			return len(refList(refDig(h.getJSON("/api/v1/namespaces/ref-nsdel/configmaps"), "items"))) == 1
+		})
+	}},
+	{file: "deletion/namespace-delete-again"},
+	{file: "deletion/namespace-gone", prep: func(h *refHarness) {
+		h.mustDo("PATCH", "/api/v1/namespaces/ref-nsdel/configmaps/held", "application/merge-patch+json", `{"metadata":{"finalizers":null}}`, http.StatusOK)
+		h.waitFor("ref-nsdel gone", func() bool { return h.do("GET", "/api/v1/namespaces/ref-nsdel", nil, nil).Code == http.StatusNotFound })
+	}},
+	{file: "deletion/propagation-foreground-owner-gone", prep: func(h *refHarness) {
+		h.do("PATCH", "/api/v1/namespaces/ref-deletion/configmaps/dep-fg", map[string]string{"Content-Type": "application/merge-patch+json"}, []byte(`{"metadata":{"finalizers":null}}`))
+		h.waitFor("owner-fg gone", func() bool {
+			return h.do("GET", "/api/v1/namespaces/ref-deletion/configmaps/owner-fg", nil, nil).Code == http.StatusNotFound
+		})
+	}},
+}
+
+// refDeletionCM creates a ConfigMap in ref-deletion as the recorder did
+// (data k=v; a dependent of owner blocks it, and the foreground case's
+// carries the hold finalizer) and returns its uid.
+func refDeletionCM(h *refHarness, name, ownerUID, owner string) string {
+	h.t.Helper()
+	meta := fmt.Sprintf(`{"name":%q}`, name)
+	if owner != "" {
+		hold := ""
+		if name == "dep-fg" {
+			hold = `"finalizers":["example.com/hold"],`
+		}
+		meta = fmt.Sprintf(`{"name":%q,%s"ownerReferences":[{"apiVersion":"v1","kind":"ConfigMap","name":%q,"uid":%q,"blockOwnerDeletion":true}]}`, name, hold, owner, ownerUID)
+	}
+	rec := h.do("POST", "/api/v1/namespaces/ref-deletion/configmaps", map[string]string{"Content-Type": "application/json", "User-Agent": "anchors-recorder/1.0"},
+		[]byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":`+meta+`,"data":{"k":"v"}}`))
+	if rec.Code != http.StatusCreated {
+		h.t.Fatalf("create %s: %d %s", name, rec.Code, rec.Body)
+	}
+	var m map[string]interface{}
+	_ = json.Unmarshal(rec.Body.Bytes(), &m)
+	uid, _ := refDig(m, "metadata", "uid").(string)
+	return uid
 }
 
 // refCoreEventFields is the body of a core/v1 Event after its metadata.
@@ -720,7 +831,8 @@ func refBigNamespace(h *refHarness) {
 
 // refGroupSetup creates what a folder's cases expect before its first case.
 var refGroupSetup = map[string]func(h *refHarness){
-	"types": func(h *refHarness) { h.createNamespace("ref-types", nil) },
+	"deletion": func(h *refHarness) { h.createNamespace("ref-deletion", nil) },
+	"types":    func(h *refHarness) { h.createNamespace("ref-types", nil) },
 	"errors": func(h *refHarness) {
 		h.createNamespace("ref-errors", nil)
 		cms := "/api/v1/namespaces/ref-errors/configmaps"
@@ -1200,16 +1312,22 @@ func refLiveTimes(body []byte, live map[string]interface{}) []byte {
 }
 
 var (
-	refUUID      = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`)
-	refTime      = regexp.MustCompile(`(19|20)([013-9]\d|2[1-9])-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z`)
-	refRVInJSON  = regexp.MustCompile(`(\\*"resourceVersion\\*":\\*")\d+`)
-	refTooLarge  = regexp.MustCompile(`Too large resource version: \d+, current: \d+`)
-	refGenerated = regexp.MustCompile(`-gen-[0-9a-z]{5}$`)
+	refUUID       = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`)
+	refTime       = regexp.MustCompile(`(19|20)([013-9]\d|2[1-9])-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z`)
+	refRVInJSON   = regexp.MustCompile(`(\\*"resourceVersion\\*":\\*")\d+`)
+	refTooLarge   = regexp.MustCompile(`Too large resource version: \d+, current: \d+`)
+	refRVInRecord = regexp.MustCompile(`(ResourceVersion in record \()\d+`)
+	refGenerated  = regexp.MustCompile(`-gen-[0-9a-z]{5}$`)
 )
 
 // normalise applies RECORDING.md's placeholders to a message of ours.
 func refNormalise(s string) string {
-	s = refUUID.ReplaceAllString(s, "<uid>")
+	s = refUUID.ReplaceAllStringFunc(s, func(u string) string {
+		if u == "00000000-0000-0000-0000-000000000000" { // the recorder's own, kept
+			return u
+		}
+		return "<uid>"
+	})
 	s = refTime.ReplaceAllStringFunc(s, func(t string) string {
 		if strings.HasPrefix(t, "2006-01-02T15:04:05") { // Go's layout
 			return t
@@ -1217,6 +1335,7 @@ func refNormalise(s string) string {
 		return "<time>"
 	})
 	s = refRVInJSON.ReplaceAllString(s, "${1}<rv>")
+	s = refRVInRecord.ReplaceAllString(s, "${1}<rv>")
 	s = refTooLarge.ReplaceAllString(s, "Too large resource version: <current-rv+100000>, current: <rv>")
 	return s
 }
