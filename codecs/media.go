@@ -58,6 +58,9 @@ type Offer struct {
 	// Watch is true for a watch: YAML, which has no stream form, is
 	// refused, and the 406 of a built-in kind names the stream forms too.
 	Watch bool
+	// ListRoute is true for a list, which kube serves on the watch's
+	// route: its 406 names the stream forms too.
+	ListRoute bool
 	// Views is true where Table/PartialObjectMetadata may be served.
 	Views bool
 	// NoTable refuses the Table view of a kind that has none.
@@ -260,7 +263,7 @@ func NegotiateWhy(accept string, offer Offer) (Output, string) {
 	}
 	if viewProblem == "" {
 		viewProblem = "406: Not Acceptable\n\nAvailable representations: " + offer.Available()
-		if offer.Watch && offer.Protobuf {
+		if (offer.Watch || offer.ListRoute) && offer.Protobuf {
 			viewProblem += ", " + offer.Streams()
 		}
 	}

@@ -131,3 +131,17 @@ func TestViewsInYAML(t *testing.T) {
 		t.Errorf("watch as a YAML Table: %d; want 406", r.Code)
 	}
 }
+
+// TestListNotAcceptableNamesStreams: a list's 406 names the stream forms
+// too, as kube's list route offers them (it serves watches); a get's
+// does not.
+func TestListNotAcceptableNamesStreams(t *testing.T) {
+	h := refNewHarness(t)
+	h.mustDo("POST", cmPath, "application/json", `{"metadata":{"name":"n"}}`, http.StatusCreated)
+	for path, streams := range map[string]bool{cmPath: true, cmPath + "/n": false} {
+		r := h.do("GET", path, map[string]string{"Accept": "text/html"}, nil)
+		if got := strings.Contains(r.Body.String(), "application/json;stream=watch"); r.Code != http.StatusNotAcceptable || got != streams {
+			t.Errorf("GET %s as text/html: %d %s; want 406 naming the stream forms: %v", path, r.Code, r.Body, streams)
+		}
+	}
+}
