@@ -92,3 +92,31 @@ func TestAcceptParameters(t *testing.T) {
 		}
 	}
 }
+
+// TestAcceptOrderAsKube: entries are taken in the order of kube's parser
+// (goautoneg): by q-value, a concrete type before a wildcard whatever
+// their q-values, q=0 kept; kube's router refuses a built-in kind an
+// Accept with no */* and no form it produces (application/* alone),
+// where a custom resource's handler takes application/*.
+func TestAcceptOrderAsKube(t *testing.T) {
+	routed := Offer{Protobuf: true, Views: true, Routed: true}
+	for _, c := range []struct {
+		accept string
+		offer  Offer
+		want   string // media type, or "" for 406
+	}{
+		{"*/*, application/yaml", routed, YAML},
+		{"*/*;q=0.9, application/yaml;q=0.8", routed, YAML},
+		{"application/*, application/vnd.kubernetes.protobuf", routed, Protobuf},
+		{"application/json;q=0", routed, JSON},
+		{"application/*", routed, ""},
+		{"application/*", Offer{Views: true}, JSON},
+		{"text/html, */*;q=0.1", routed, JSON},
+		{"application/vnd.kubernetes.protobuf;q=0.5, application/json", routed, JSON},
+	} {
+		got, _ := Negotiate(c.accept, c.offer)
+		if got.MediaType != c.want {
+			t.Errorf("Accept %q (routed %v): %q; want %q", c.accept, c.offer.Routed, got.MediaType, c.want)
+		}
+	}
+}

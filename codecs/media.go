@@ -2,11 +2,11 @@ package codecs
 
 import (
 	"mime"
-	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+
+	"github.com/munnerz/goautoneg"
 )
 
 // Wire media types.
@@ -61,6 +61,9 @@ type Offer struct {
 	// ListRoute is true for a list, which kube serves on the watch's
 	// route: its 406 names the stream forms too.
 	ListRoute bool
+	// Routed: kube's router picks the endpoint by the Accept header
+	// first (a built-in kind's; custom resources are served outside it).
+	Routed bool
 	// Views is true where Table/PartialObjectMetadata may be served.
 	Views bool
 	// NoTable refuses the Table view of a kind that has none.
@@ -134,27 +137,15 @@ func parsedAccept(h string) []accepted {
 	return a
 }
 
+// parseAccept orders an Accept header's entries as kube's negotiation
+// does, with its parser (goautoneg): by q-value, a concrete type before
+// a wildcard, an entry with q=0 kept; types and parameters as written.
 func parseAccept(h string) []accepted {
-	var out []accepted
-	for i, part := range strings.Split(h, ",") {
-		part = strings.TrimSpace(part)
-		if part == "" {
-			continue
-		}
-		typ, params, err := mime.ParseMediaType(part)
-		if err != nil {
-			continue
-		}
-		q := 1.0
-		if v, ok := params["q"]; ok {
-			if f, err := strconv.ParseFloat(v, 64); err == nil {
-				q = f
-			}
-			delete(params, "q")
-		}
-		out = append(out, accepted{typ: typ, params: params, q: q, order: i})
+	clauses := goautoneg.ParseAccept(h)
+	out := make([]accepted, 0, len(clauses))
+	for i, c := range clauses {
+		out = append(out, accepted{typ: c.Type + "/" + c.SubType, params: c.Params, q: c.Q, order: i})
 	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].q > out[j].q })
 	return out
 }
 
@@ -173,11 +164,11 @@ func NegotiateWhy(accept string, offer Offer) (Output, string) {
 	if strings.TrimSpace(accept) == "" {
 		return Output{MediaType: JSON}, ""
 	}
+	if offer.Routed && !routeAccepts(accept, offer) {
+		return Output{}, offer.notAcceptable()
+	}
 	viewProblem := ""
 	for _, a := range parsedAccept(accept) {
-		if a.q <= 0 {
-			continue
-		}
 		var mt string
 		switch a.typ {
 		case JSON, "*/*", "application/*":
@@ -245,16 +236,17 @@ func NegotiateWhy(accept string, offer Offer) (Output, string) {
 				continue
 			}
 			return Output{MediaType: mt, View: ViewTable, ViewVersion: v}, ""
+		// kube's negotiation takes either metadata view for any endpoint;
+		// the wrong one fails when the answer is converted, so a later
+		// entry is not tried.
 		case "PartialObjectMetadata":
 			if offer.List {
-				viewProblem = "you requested PartialObjectMetadata, but the requested object is a list (" + offer.Kind + ")"
-				continue
+				return Output{}, "you requested PartialObjectMetadata, but the requested object is a list (" + offer.Kind + ")"
 			}
 			return Output{MediaType: mt, View: ViewPartialObjectMetadata, ViewVersion: v}, ""
 		case "PartialObjectMetadataList":
 			if !offer.List {
-				viewProblem = "you requested PartialObjectMetadataList, but the requested object is not a list (" + offer.Kind + ")"
-				continue
+				return Output{}, "you requested PartialObjectMetadataList, but the requested object is not a list (" + offer.Kind + ")"
 			}
 			return Output{MediaType: mt, View: ViewPartialObjectMetadataList, ViewVersion: v}, ""
 		default:
@@ -262,12 +254,44 @@ func NegotiateWhy(accept string, offer Offer) (Output, string) {
 		}
 	}
 	if viewProblem == "" {
-		viewProblem = "406: Not Acceptable\n\nAvailable representations: " + offer.Available()
-		if (offer.Watch || offer.ListRoute) && offer.Protobuf {
-			viewProblem += ", " + offer.Streams()
-		}
+		viewProblem = offer.notAcceptable()
 	}
 	return Output{}, viewProblem
+}
+
+// notAcceptable is the 406 text of kube's router for offer's route.
+func (o Offer) notAcceptable() string {
+	s := "406: Not Acceptable\n\nAvailable representations: " + o.Available()
+	if (o.Watch || o.ListRoute) && o.Protobuf {
+		s += ", " + o.Streams()
+	}
+	return s
+}
+
+// routeAccepts is kube's router's check of an Accept header (go-restful
+// matchesAccept): some entry, its parameters and q-value cut off, is
+// */* or exactly a form the route produces. application/* is not.
+func routeAccepts(accept string, o Offer) bool {
+	for part := range strings.SplitSeq(accept, ",") {
+		typ, _, _ := strings.Cut(part, ";")
+		switch strings.TrimSpace(typ) {
+		case "*/*", JSON, YAML:
+			return true
+		case Protobuf:
+			if o.Protobuf {
+				return true
+			}
+		case CBOR:
+			if o.CBOR {
+				return true
+			}
+		case CBORSequence:
+			if o.CBOR && (o.Watch || o.ListRoute) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // BodyType classifies a request Content-Type; "" means JSON, as
@@ -283,8 +307,6 @@ func BodyType(contentType string) (string, bool) {
 	switch typ {
 	case JSON, YAML, Protobuf, JSONPatch, MergePatch, StrategicPatch, ApplyPatch, ApplyPatchCBOR, CBOR:
 		return typ, true
-	case "application/x-yaml", "text/yaml":
-		return YAML, true
 	}
 	return typ, false
 }

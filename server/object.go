@@ -118,7 +118,7 @@ type negotiation struct {
 
 func (r *request) negotiateOnce(list bool) (codecs.Output, error) {
 	offer := codecs.Offer{Protobuf: r.t.New != nil && !r.t.Unstructured, CBOR: r.s.codec.CBOR(), List: list, Views: true, NoTable: r.t.NoTable, Kind: r.internalKind(list),
-		Watch: r.verb == "watch", ListRoute: r.verb == "list"}
+		Watch: r.verb == "watch", ListRoute: r.verb == "list", Routed: !r.t.Unstructured}
 	if k := r.t.SubresourceKind(r.ri.Subresource); k != r.t {
 		// A subresource of its own kind has a Table or metadata view only
 		// where kube prints it (Scale).

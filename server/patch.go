@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"mime"
 	"net/http"
 	"strings"
 
@@ -73,7 +72,12 @@ type patchRequest struct {
 func (r *request) readPatch() (*patchRequest, error) {
 	// The content type is judged first (415), then the options (422), as
 	// kube-apiserver's patch handler does.
-	ct, _, _ := mime.ParseMediaType(r.c.Request().Header.Get("Content-Type"))
+	// As kube's handler reads it: cut at the first ';', as written (no
+	// spaces trimmed, case kept).
+	ct := r.c.Request().Header.Get("Content-Type")
+	if i := strings.Index(ct, ";"); i > 0 {
+		ct = ct[:i]
+	}
 	kind := apply.Kind(ct)
 	applyCBOR := ct == codecs.ApplyPatchCBOR && r.s.codec.CBOR()
 	if applyCBOR {
