@@ -299,6 +299,20 @@ var ScaleKind = &Type{Group: "autoscaling", Version: "v1", Kind: "Scale", Resour
 	Row:   withAges(scaleCells),
 }
 
+// CustomResourceScaleKind is ScaleKind as a custom resource's scale
+// subresource prints it: apiextensions' own columns, not kube's printer's.
+var CustomResourceScaleKind = &Type{Group: "autoscaling", Version: "v1", Kind: "Scale", Resource: "scale",
+	New: ScaleKind.New,
+	Columns: []metav1.TableColumnDefinition{
+		{Name: "Name", Type: "string", Format: "name", Description: descName},
+		{Name: "Desired", Type: "integer", Description: "Number of desired replicas"},
+		{Name: "Available", Type: "integer", Description: "Number of actual replicas"},
+		{Name: "Age", Type: "date", Description: descAge},
+	},
+	Cells: scaleCells,
+	Row:   withAges(scaleCells),
+}
+
 func scaleCells(obj runtime.Object) ([]interface{}, error) {
 	sc, ok := obj.(*autoscalingv1.Scale)
 	if !ok || sc == nil {

@@ -498,6 +498,22 @@ func TestCRScaleAdmission(t *testing.T) {
 	if r := h.do("PATCH", knob+"/scale", ct, []byte(`{"spec":{"replicas":3}}`)); r.Code != http.StatusOK {
 		t.Errorf("scale to 3: %d %s", r.Code, r.Body)
 	}
+	// Printed with apiextensions' scale columns (kube's
+	// getScaleColumnsForVersion), not the built-in printer's.
+	r = h.do("GET", knob+"/scale", map[string]string{"Accept": "application/json;as=Table;v=v1;g=meta.k8s.io"}, nil)
+	var tbl struct {
+		ColumnDefinitions []struct{ Name, Type, Format, Description string }
+		Rows              []struct{ Cells []interface{} }
+	}
+	_ = json.Unmarshal(r.Body.Bytes(), &tbl)
+	var cols []string
+	for _, c := range tbl.ColumnDefinitions {
+		cols = append(cols, c.Name+":"+c.Type+":"+c.Format)
+	}
+	if got := strings.Join(cols, ","); r.Code != http.StatusOK || got != "Name:string:name,Desired:integer:,Available:integer:,Age:date:" ||
+		len(tbl.Rows) != 1 || fmt.Sprint(tbl.Rows[0].Cells[:3]) != "[k 3 0]" {
+		t.Errorf("a custom resource's scale as a Table: %d columns %s rows %v", r.Code, got, tbl.Rows)
+	}
 }
 
 // TestCRUpdateNeedsResourceVersion: as kube's custom resource strategy

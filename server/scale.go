@@ -71,7 +71,11 @@ func (r *request) writeScale(sc *autoscalingv1.Scale) error {
 		return err
 	}
 	r.auditResponse(sc)
-	body, err := codecs.ObjectView(out, schema.ScaleKind, sc, r.c.QueryParam("includeObject"))
+	printed := schema.ScaleKind
+	if r.t.Unstructured {
+		printed = schema.CustomResourceScaleKind
+	}
+	body, err := codecs.ObjectView(out, printed, sc, r.c.QueryParam("includeObject"))
 	if err != nil {
 		return err
 	}
