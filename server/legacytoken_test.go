@@ -120,6 +120,12 @@ func TestLegacyServiceAccountToken(t *testing.T) {
 	if !strings.Contains(rec.Body.String(), `"authenticated":true`) || !strings.Contains(rec.Body.String(), `"audiences":["`+auth.DefaultIssuer+`"]`) {
 		t.Errorf("token review: %d %s", rec.Code, rec.Body)
 	}
+	// Not for another audience: a Secret's token names none, so it is
+	// the API server's alone (a vault asking about its own is refused).
+	rec = h.do("POST", "/apis/authentication.k8s.io/v1/tokenreviews", as("tok-root"), []byte(`{"apiVersion":"authentication.k8s.io/v1","kind":"TokenReview","spec":{"token":"`+tok+`","audiences":["vault"]}}`))
+	if strings.Contains(rec.Body.String(), `"authenticated":true`) || !strings.Contains(rec.Body.String(), `is invalid for the target audiences [\"vault\"]`) {
+		t.Errorf("token review for another audience: %d %s; want it refused", rec.Code, rec.Body)
+	}
 
 	// Refused: marked invalid, another token in the Secret, the Secret gone.
 	for _, c := range []struct{ what, patch string }{

@@ -263,6 +263,25 @@ func TestTokenRequestChecksAsKube(t *testing.T) {
 		!strings.Contains(r.Body.String(), `"authentication.kubernetes.io/pod-name":["p"]`) || !strings.Contains(r.Body.String(), `"authentication.kubernetes.io/node-name":["n1"]`) {
 		t.Errorf("token of a Pod in its grace period: %d %s; want it authenticated", r.Code, r.Body)
 	}
+
+	// A Pod on a Node that does not exist: its token names the Node
+	// without a uid, and its user has no node-uid extra (kube's claims
+	// and user info leave an empty uid out).
+	if r := do("admintoken", "POST", ns+"/pods", `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"ghostly"},"spec":{"serviceAccountName":"bot","nodeName":"ghost","containers":[{"name":"c","image":"busybox"}]}}`); r.Code != http.StatusCreated {
+		t.Fatalf("pod on a missing node: %d %s", r.Code, r.Body)
+	}
+	r = request(``, `"boundObjectRef":{"kind":"Pod","apiVersion":"v1","name":"ghostly"}`)
+	if err := json.Unmarshal(r.Body.Bytes(), &tr); err != nil || r.Code != http.StatusCreated {
+		t.Fatalf("token of a pod on a missing node: %d %s", r.Code, r.Body)
+	}
+	payload, _ = base64.RawURLEncoding.DecodeString(strings.Split(tr.Status.Token, ".")[1])
+	if !strings.Contains(string(payload), `"node":{"name":"ghost"}`) {
+		t.Errorf("claims %s; want the node named without a uid", payload)
+	}
+	if r := do(tr.Status.Token, "POST", "/apis/authentication.k8s.io/v1/selfsubjectreviews", `{}`); r.Code != http.StatusCreated ||
+		!strings.Contains(r.Body.String(), `"authentication.kubernetes.io/node-name":["ghost"]`) || strings.Contains(r.Body.String(), "node-uid") {
+		t.Errorf("user of a pod on a missing node: %d %s; want node-name and no node-uid", r.Code, r.Body)
+	}
 }
 
 // tokenServer is a server issuing and accepting service account tokens,

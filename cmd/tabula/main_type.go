@@ -168,7 +168,7 @@ type Config struct {
 	// ServiceAccountIssuers are kube-apiserver's --service-account-issuer
 	// (the first issues, all are accepted; default
 	// https://kubernetes.default.svc.cluster.local), APIAudiences its
-	// --api-audiences (default the first issuer),
+	// --api-audiences (default every issuer),
 	// ServiceAccountMaxTokenExpiration its
 	// --service-account-max-token-expiration, ServiceAccountJWKSURI its
 	// --service-account-jwks-uri.
@@ -353,7 +353,7 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.Func("feature-gates", "kube-apiserver's feature gates, key=value pairs (MutatingAdmissionPolicy=true with --runtime-config=admissionregistration.k8s.io/v1beta1=true turns on mutating admission policies; CBORServingAndStorage, on by default here, serves application/cbor)", utilfeature.DefaultMutableFeatureGate.Set)
 	fs.Var(invertedBool{&c.Admission.ClusterIPRouting}, "enable-aggregator-routing", "call admission and conversion webhooks named by a Service at a ready endpoint of it (default true); false calls the Service's cluster IP, which must route from here")
 	fs.Var((*stringList)(&c.ServiceAccountIssuers), "service-account-issuer", "the `URL` service account tokens name as their issuer; repeated, the first issues and all are accepted (default https://kubernetes.default.svc.cluster.local)")
-	fs.Var((*stringList)(&c.APIAudiences), "api-audiences", "the audiences a token must name to authenticate to the API (default the first --service-account-issuer)")
+	fs.Var((*stringList)(&c.APIAudiences), "api-audiences", "the audiences a token must name to authenticate to the API (default every --service-account-issuer)")
 	fs.DurationVar(&c.ServiceAccountMaxTokenExpiration, "service-account-max-token-expiration", 0, "the longest a requested service account token may live; longer requests are shortened (0: no limit)")
 	fs.StringVar(&c.ServiceAccountJWKSURI, "service-account-jwks-uri", "", "the key set `URL` the issuer's discovery document names (default https://<advertise-address>:<port>/openid/v1/jwks)")
 	fs.StringVar(&c.RequestHeaderClientCAFile, "requestheader-client-ca-file", "", "the CA `file` of front proxies that authenticate users and name them in request headers")
@@ -495,7 +495,10 @@ func (m *Main) Run(ctx context.Context) error {
 	saTokens := auth.NewServiceAccountTokens(saKey)
 	if len(c.ServiceAccountIssuers) > 0 {
 		saTokens.Issuer, saTokens.OtherIssuers = c.ServiceAccountIssuers[0], c.ServiceAccountIssuers[1:]
-		saTokens.Audiences = []string{saTokens.Issuer}
+		// Every issuer is an audience by default, as kube-apiserver
+		// defaults --api-audiences: tokens of the issuer being retired
+		// stay valid while they last.
+		saTokens.Audiences = slices.Clone(c.ServiceAccountIssuers)
 	}
 	if len(c.APIAudiences) > 0 {
 		saTokens.Audiences = c.APIAudiences

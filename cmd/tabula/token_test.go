@@ -6,9 +6,12 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
@@ -189,4 +192,36 @@ func readSealed(t *testing.T, m *Main) []byte {
 		t.Fatal(err)
 	}
 	return rec.Value
+}
+
+// TestEveryIssuerIsAnAudience: with several --service-account-issuer,
+// every one is an API audience by default, as kube-apiserver defaults
+// --api-audiences: a TokenRequest naming none gets them all, and a token
+// of the issuer being retired (its audience that issuer) still
+// authenticates while it lasts.
+func TestEveryIssuerIsAnAudience(t *testing.T) {
+	_, cs := serve(t, "--service-account-issuer", "https://new.example", "--service-account-issuer", "https://old.example")
+	ctx := context.Background()
+	if _, err := cs.CoreV1().ServiceAccounts("default").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "issuers"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	tr, err := cs.CoreV1().ServiceAccounts("default").CreateToken(ctx, "issuers", &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(tr.Spec.Audiences, ","); got != "https://new.example,https://old.example" {
+		t.Fatalf("a TokenRequest's default audiences: %s; want both issuers", got)
+	}
+	old, err := cs.CoreV1().ServiceAccounts("default").CreateToken(ctx, "issuers",
+		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{Audiences: []string{"https://old.example"}}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	review, err := cs.AuthenticationV1().TokenReviews().Create(ctx, &authenticationv1.TokenReview{Spec: authenticationv1.TokenReviewSpec{Token: old.Status.Token}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !review.Status.Authenticated {
+		t.Fatalf("a token for the other issuer: %+v; want it authenticated", review.Status)
+	}
 }

@@ -131,16 +131,8 @@ func (a *Authenticator) authenticateLegacyToken(ctx context.Context, token strin
 	a.markLegacyTokenUsed(ctx, secret)
 	u := &User{Name: c.Subject, UID: saUID,
 		Groups:    []string{"system:serviceaccounts", "system:serviceaccounts:" + ns},
-		audiences: intersect(legacyAudiences(c, audiences), audiences)}
+		audiences: intersect(a.saTokens.legacyAudiences(c), audiences)}
 	return u, true, nil
-}
-
-// legacyAudiences: the token's, or (none named) those wanted.
-func legacyAudiences(c *claims, wanted []string) []string {
-	if len(c.Audience) > 0 {
-		return c.Audience
-	}
-	return wanted
 }
 
 // markLegacyTokenUsed labels the Secret with today's date unless it

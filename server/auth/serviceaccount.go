@@ -124,8 +124,8 @@ type kubeClaims struct {
 }
 
 type objRef struct {
-	Name string `json:"name"`
-	UID  string `json:"uid"`
+	Name string `json:"name,omitempty"`
+	UID  string `json:"uid,omitempty"`
 }
 
 type claims struct {
@@ -225,9 +225,10 @@ func (t *ServiceAccountTokens) verify(token string, audiences []string) (*claims
 	now := time.Now().Unix()
 	if c.Issuer == LegacyIssuer {
 		// A Secret's token names no audience: it is valid for the API
-		// server's (kube's implicit audiences), and never expires.
-		if len(c.Audience) > 0 && !slices.ContainsFunc(c.Audience, func(a string) bool { return slices.Contains(audiences, a) }) {
-			return nil, fmt.Errorf("token audiences %q is invalid for the target audiences %q", c.Audience, audiences)
+		// server's alone (kube's implicit audiences), not for one a
+		// TokenReview asks about, and never expires.
+		if tokenAuds := t.legacyAudiences(&c); !slices.ContainsFunc(tokenAuds, func(a string) bool { return slices.Contains(audiences, a) }) {
+			return nil, fmt.Errorf("token audiences %q is invalid for the target audiences %q", tokenAuds, audiences)
 		}
 		return &c, nil
 	}
@@ -313,8 +314,12 @@ func (a *Authenticator) authenticateServiceAccount(ctx context.Context, token st
 	if p := c.Kube.Pod; p != nil {
 		extra["authentication.kubernetes.io/pod-name"], extra["authentication.kubernetes.io/pod-uid"] = []string{p.Name}, []string{p.UID}
 	}
-	if n := c.Kube.Node; n != nil {
-		extra["authentication.kubernetes.io/node-name"], extra["authentication.kubernetes.io/node-uid"] = []string{n.Name}, []string{n.UID}
+	if n := c.Kube.Node; n != nil && n.Name != "" {
+		// A Node that did not exist when the token was made has no uid.
+		extra["authentication.kubernetes.io/node-name"] = []string{n.Name}
+		if n.UID != "" {
+			extra["authentication.kubernetes.io/node-uid"] = []string{n.UID}
+		}
 	}
 	u := &User{Name: "system:serviceaccount:" + ns + ":" + sa.Name, UID: sa.UID,
 		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + ns}, Extra: extra,
@@ -340,4 +345,13 @@ func intersect(a, b []string) []string {
 		}
 	}
 	return out
+}
+
+// legacyAudiences are a Secret's token's audiences: those it names, or
+// the API server's when it names none.
+func (t *ServiceAccountTokens) legacyAudiences(c *claims) []string {
+	if len(c.Audience) > 0 {
+		return c.Audience
+	}
+	return t.Audiences
 }
