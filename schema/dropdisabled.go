@@ -60,10 +60,22 @@ func dropDisabledVolumeFields(obj, old runtime.Object) {
 	pvutil.DropDisabledSpecFields(&obj.(*core.PersistentVolume).Spec, o)
 }
 
-func dropDisabledClaimFields(obj, old runtime.Object) {
+// prepareClaimSpec is what kube's claim strategy does to a claim's spec
+// first: drop what is behind gates that are off, a dataSource of a kind
+// no provisioner reads (neither a claim nor a VolumeSnapshot) where no
+// dataSourceRef is set, and fill dataSource and dataSourceRef from each
+// other (external provisioners read the latter); a stored claim's too,
+// so one saved before passes validation.
+func prepareClaimSpec(obj, old runtime.Object) {
+	spec := &obj.(*core.PersistentVolumeClaim).Spec
 	var o *core.PersistentVolumeClaimSpec
 	if old != nil {
 		o = &old.(*core.PersistentVolumeClaim).Spec
 	}
-	pvcutil.DropDisabledFields(&obj.(*core.PersistentVolumeClaim).Spec, o)
+	pvcutil.DropDisabledFields(spec, o)
+	pvcutil.EnforceDataSourceBackwardsCompatibility(spec, o)
+	pvcutil.NormalizeDataSources(spec)
+	if o != nil {
+		pvcutil.NormalizeDataSources(o)
+	}
 }

@@ -40,6 +40,7 @@ import (
 	"k8s.io/kubernetes/pkg/apis/storage"
 	storagevalidation "k8s.io/kubernetes/pkg/apis/storage/validation"
 	"k8s.io/kubernetes/pkg/features"
+	volumevalidation "k8s.io/kubernetes/pkg/volume/validation"
 )
 
 // The built-in kinds served through kube's own packages, one entry per
@@ -231,7 +232,8 @@ func coreKinds() []*kubeKind {
 
 	pvc := &kubeKind{returnsDeleted: true, Type: namespaced("", "v1", "PersistentVolumeClaim", "persistentvolumeclaims", []string{"pvc"}, nil, "status").statusWritesMetadata()}
 	pvc.fields = nameField
-	pvc.dropDisabled = dropDisabledClaimFields
+	pvc.dropDisabled = prepareClaimSpec
+	pvc.warnings = claimWarnings
 	pvc.validate, pvc.validateUpdate = validator(
 		func(c *core.PersistentVolumeClaim) field.ErrorList {
 			return corevalidation.ValidatePersistentVolumeClaim(c, corevalidation.ValidationOptionsForPersistentVolumeClaimCreate())
@@ -246,13 +248,15 @@ func coreKinds() []*kubeKind {
 	pv := &kubeKind{returnsDeleted: true, Type: cluster("", "v1", "PersistentVolume", "persistentvolumes", []string{"pv"}, nil, "status").statusWritesMetadata()}
 	pv.fields = nameField
 	pv.dropDisabled = dropDisabledVolumeFields
+	pv.warnings = volumeWarnings
+	// kube's strategy also refuses mount options a volume type cannot take.
 	pv.validate, pv.validateUpdate = validator(
 		func(v *core.PersistentVolume) field.ErrorList {
-			return corevalidation.ValidatePersistentVolume(v, corevalidation.ValidationOptionsForPersistentVolume(v, nil))
+			return append(corevalidation.ValidatePersistentVolume(v, corevalidation.ValidationOptionsForPersistentVolume(v, nil)), volumevalidation.ValidatePersistentVolume(v)...)
 		},
 		func(v, old *core.PersistentVolume) field.ErrorList {
-			return alsoCreate(corevalidation.ValidatePersistentVolume, corevalidation.ValidatePersistentVolumeUpdate)(
-				v, old, corevalidation.ValidationOptionsForPersistentVolume(v, old))
+			return append(alsoCreate(corevalidation.ValidatePersistentVolume, corevalidation.ValidatePersistentVolumeUpdate)(
+				v, old, corevalidation.ValidationOptionsForPersistentVolume(v, old)), volumevalidation.ValidatePersistentVolume(v)...)
 		})
 	pv.prepareCreate = persistentVolumePrepareForCreate
 	pv.statusPrepare = persistentVolumePrepareForStatus
@@ -415,6 +419,7 @@ func networkingKinds() []*kubeKind {
 	ing := &kubeKind{Type: namespaced(g, "v1", "Ingress", "ingresses", []string{"ing"}, nil, "status").statusWritesMetadata(), generation: generationOnChange}
 	ing.validate, ing.validateUpdate = validator(networkingvalidation.ValidateIngressCreate, networkingvalidation.ValidateIngressUpdate)
 	ing.statusValidate = statusValidator(networkingvalidation.ValidateIngressStatusUpdate)
+	ing.warnings = ingressWarnings
 
 	ic := &kubeKind{Type: cluster(g, "v1", "IngressClass", "ingressclasses", nil, nil), generation: generationOnChange}
 	ic.validate, ic.validateUpdate = validator(networkingvalidation.ValidateIngressClass, networkingvalidation.ValidateIngressClassUpdate)
@@ -422,11 +427,15 @@ func networkingKinds() []*kubeKind {
 	np := &kubeKind{Type: namespaced(g, "v1", "NetworkPolicy", "networkpolicies", []string{"netpol"}, nil), generation: generationOnChange}
 	np.validate, np.validateUpdate = validator(
 		func(p *networking.NetworkPolicy) field.ErrorList {
-			return networkingvalidation.ValidateNetworkPolicy(p, networkingvalidation.NetworkPolicyValidationOptions{})
+			return networkingvalidation.ValidateNetworkPolicy(p, networkingvalidation.ValidationOptionsForNetworking(p, nil))
 		},
 		func(p, old *networking.NetworkPolicy) field.ErrorList {
-			return networkingvalidation.ValidateNetworkPolicyUpdate(p, old, networkingvalidation.NetworkPolicyValidationOptions{})
+			// kube's update validation checks only what may not change;
+			// a selector stored invalid stays writable.
+			opts := networkingvalidation.ValidationOptionsForNetworking(p, old)
+			return append(networkingvalidation.ValidateNetworkPolicy(p, opts), networkingvalidation.ValidateNetworkPolicyUpdate(p, old, opts)...)
 		})
+	np.warnings = networkPolicyWarnings
 
 	ip := &kubeKind{Type: cluster(g, "v1", "IPAddress", "ipaddresses", []string{"ip"}, nil)}
 	ip.validate, ip.validateUpdate = validator(networkingvalidation.ValidateIPAddress, networkingvalidation.ValidateIPAddressUpdate)
@@ -479,13 +488,20 @@ func rbacKinds() []*kubeKind {
 func storageKinds() []*kubeKind {
 	const g = "storage.k8s.io"
 	sc := &kubeKind{returnsDeleted: true, Type: cluster(g, "v1", "StorageClass", "storageclasses", []string{"sc"}, nil)}
-	sc.validate, sc.validateUpdate = validator(storagevalidation.ValidateStorageClass, storagevalidation.ValidateStorageClassUpdate)
+	sc.validate, sc.validateUpdate = validator(storagevalidation.ValidateStorageClass,
+		func(c, old *storage.StorageClass) field.ErrorList {
+			// kube's update validation checks only what may not change.
+			return append(storagevalidation.ValidateStorageClass(c), storagevalidation.ValidateStorageClassUpdate(c, old)...)
+		})
 
 	driver := &kubeKind{returnsDeleted: true, Type: cluster(g, "v1", "CSIDriver", "csidrivers", nil, nil).conditionalUpdates()}
 	driver.validate, driver.validateUpdate = validator(storagevalidation.ValidateCSIDriver, storagevalidation.ValidateCSIDriverUpdate)
+	driver.prepareUpdate = csiDriverPrepareForUpdate
+	driver.warnings = csiDriverWarnings
 
 	csiNode := &kubeKind{returnsDeleted: true, Type: cluster(g, "v1", "CSINode", "csinodes", nil, nil).conditionalUpdates()}
-	csiNodeOpts := storagevalidation.CSINodeValidationOptions{}
+	// kube's csinode strategy allows node IDs of 256 characters.
+	csiNodeOpts := storagevalidation.CSINodeValidationOptions{AllowLongNodeID: true}
 	csiNode.validate, csiNode.validateUpdate = validator(
 		func(n *storage.CSINode) field.ErrorList { return storagevalidation.ValidateCSINode(n, csiNodeOpts) },
 		func(n, old *storage.CSINode) field.ErrorList {
@@ -499,7 +515,11 @@ func storageKinds() []*kubeKind {
 		}, storagevalidation.ValidateCSIStorageCapacityUpdate)
 
 	va := &kubeKind{returnsDeleted: true, Type: cluster(g, "v1", "VolumeAttachment", "volumeattachments", nil, nil, "status").conditionalUpdates()}
-	va.validate, va.validateUpdate = validator(storagevalidation.ValidateVolumeAttachment, storagevalidation.ValidateVolumeAttachmentUpdate)
+	va.validate, va.validateUpdate = validator(
+		func(a *storage.VolumeAttachment) field.ErrorList {
+			// A new v1 attachment is held to the tighter checks too.
+			return append(storagevalidation.ValidateVolumeAttachment(a), storagevalidation.ValidateVolumeAttachmentV1(a)...)
+		}, storagevalidation.ValidateVolumeAttachmentUpdate)
 
 	vac := &kubeKind{returnsDeleted: true, Type: cluster(g, "v1", "VolumeAttributesClass", "volumeattributesclasses", []string{"vac"}, nil)}
 	vac.validate, vac.validateUpdate = validator(storagevalidation.ValidateVolumeAttributesClass, storagevalidation.ValidateVolumeAttributesClassUpdate)
@@ -521,6 +541,7 @@ func discoveryKinds() []*kubeKind {
 			return discoveryvalidation.ValidateEndpointSliceUpdate(s, old)
 		})
 	es.warnings = endpointSliceWarnings
+	es.dropDisabled = endpointSliceDropTopology
 	return []*kubeKind{es}
 }
 

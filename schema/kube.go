@@ -70,9 +70,10 @@ type kubeKind struct {
 	validateUpdate func(obj, old runtime.Object) field.ErrorList
 
 	// dropDisabled clears the fields behind feature gates that are off,
-	// unless the stored object (old, nil on create) uses them already, as
-	// the kind's strategy does first on create and update (kube's
-	// internal objects).
+	// unless the stored object (old, nil on create) uses them already, and
+	// those the served version may not write (an EndpointSlice's
+	// deprecatedTopology), as the kind's strategy does first on create and
+	// update (kube's internal objects).
 	dropDisabled func(obj, old runtime.Object)
 	// prepareCreate adds what a kind's strategy sets on create beyond the
 	// generic rules (kube's internal object).

@@ -1,6 +1,7 @@
 package schema
 
 import (
+	corev1 "k8s.io/api/core/v1"
 	"time"
 
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -18,7 +19,9 @@ import (
 	"k8s.io/kubernetes/pkg/apis/certificates"
 	"k8s.io/kubernetes/pkg/apis/core"
 	"k8s.io/kubernetes/pkg/apis/core/helper/qos"
+	corevalidation "k8s.io/kubernetes/pkg/apis/core/validation"
 	"k8s.io/kubernetes/pkg/apis/discovery"
+	"k8s.io/kubernetes/pkg/apis/storage"
 	"k8s.io/kubernetes/pkg/features"
 	utilptr "k8s.io/utils/ptr"
 )
@@ -425,5 +428,42 @@ func keepSpec(obj, old runtime.Object) {
 		if o, ok := old.(metav1.Object); ok {
 			metav1.ResetObjectMetaForStatus(n, o)
 		}
+	}
+}
+
+// csiDriverPrepareForUpdate: a spec change moves the generation on (kube's
+// csidriver strategy; a new driver has none).
+func csiDriverPrepareForUpdate(obj, old runtime.Object) {
+	d, o := obj.(*storage.CSIDriver), old.(*storage.CSIDriver)
+	if !equality.Semantic.DeepEqual(d.Spec, o.Spec) {
+		d.Generation = o.Generation + 1
+	}
+}
+
+// endpointSliceDropTopology is kube's dropTopologyOnV1: a discovery/v1
+// write keeps no endpoint's deprecatedTopology. An update that leaves
+// the endpoints as they were keeps what is stored; one that changes
+// them moves a hostname the stored slice named there into nodeName.
+func endpointSliceDropTopology(obj, old runtime.Object) {
+	s := obj.(*discovery.EndpointSlice)
+	var known map[string]bool
+	if old != nil {
+		o := old.(*discovery.EndpointSlice)
+		if equality.Semantic.DeepEqual(o.Endpoints, s.Endpoints) {
+			return
+		}
+		known = map[string]bool{}
+		for _, ep := range o.Endpoints {
+			if n, ok := ep.DeprecatedTopology[corev1.LabelHostname]; ok {
+				known[n] = true
+			}
+		}
+	}
+	for i := range s.Endpoints {
+		ep := &s.Endpoints[i]
+		if n, ok := ep.DeprecatedTopology[corev1.LabelHostname]; ep.NodeName == nil && ok && known[n] && len(corevalidation.ValidateNodeName(n, false)) == 0 {
+			ep.NodeName = &n
+		}
+		ep.DeprecatedTopology = nil
 	}
 }

@@ -5,15 +5,21 @@ import (
 	"fmt"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	jobutil "k8s.io/kubernetes/pkg/api/job"
+	pvutil "k8s.io/kubernetes/pkg/api/persistentvolume"
 	pvcutil "k8s.io/kubernetes/pkg/api/persistentvolumeclaim"
 	podutil "k8s.io/kubernetes/pkg/api/pod"
 	"k8s.io/kubernetes/pkg/apis/apps"
 	"k8s.io/kubernetes/pkg/apis/batch"
 	"k8s.io/kubernetes/pkg/apis/core"
+	"k8s.io/kubernetes/pkg/apis/networking"
+	"k8s.io/kubernetes/pkg/apis/storage"
+	"k8s.io/kubernetes/pkg/features"
 )
 
 // The warnings kube 1.35's workload strategies give an accepted write
@@ -157,4 +163,68 @@ func podWarnings(obj, old runtime.Object) []string {
 		w = append(w, fmt.Sprintf("metadata.name: this is used in the Pod's hostname, which can result in surprising behavior; a DNS label is recommended: %v", msgs))
 	}
 	return append(w, podutil.GetWarningsForPod(context.TODO(), p, nil)...)
+}
+
+// Storage kinds' warnings, as kube's strategies give them: deprecated
+// volume sources, annotations and reclaim policies, fractional byte
+// sizes; a CSI driver asking for tokens without keeping them in Secrets.
+
+func volumeWarnings(obj, _ runtime.Object) []string {
+	return pvutil.GetWarningsForPersistentVolume(obj.(*core.PersistentVolume))
+}
+
+// claimWarnings: kube's claim strategy warns on create and update alike.
+func claimWarnings(obj, _ runtime.Object) []string {
+	return pvcutil.GetWarningsForPersistentVolumeClaim(obj.(*core.PersistentVolumeClaim))
+}
+
+const tokensInSecretsWarning = "spec.serviceAccountTokenInSecrets is unset; if supported by this CSI driver, set to true to prevent possible logging of tokens in volume attributes"
+
+func csiDriverWarnings(obj, old runtime.Object) []string {
+	d := obj.(*storage.CSIDriver)
+	if !utilfeature.DefaultFeatureGate.Enabled(features.CSIServiceAccountTokenSecrets) || len(d.Spec.TokenRequests) == 0 || d.Spec.ServiceAccountTokenInSecrets != nil {
+		return nil
+	}
+	if old != nil && equality.Semantic.DeepEqual(old.(*storage.CSIDriver).Spec.TokenRequests, d.Spec.TokenRequests) {
+		return nil // warned when they were set
+	}
+	return []string{tokensInSecretsWarning}
+}
+
+// Networking kinds' warnings: an ambiguous CIDR in a NetworkPolicy (a
+// host address with a prefix, "10.0.0.1/8": which was meant?), the
+// deprecated ingress class annotation on a new Ingress.
+
+func networkPolicyWarnings(obj, _ runtime.Object) []string {
+	p := obj.(*networking.NetworkPolicy)
+	var w []string
+	block := func(path *field.Path, b *networking.IPBlock) {
+		if b == nil {
+			return
+		}
+		path = path.Child("ipBlock")
+		w = append(w, validation.GetWarningsForCIDR(path.Child("cidr"), b.CIDR)...)
+		for k, except := range b.Except {
+			w = append(w, validation.GetWarningsForCIDR(path.Child("except").Index(k), except)...)
+		}
+	}
+	for i, rule := range p.Spec.Ingress {
+		for j, peer := range rule.From {
+			block(field.NewPath("spec", "ingress").Index(i).Child("from").Index(j), peer.IPBlock)
+		}
+	}
+	for i, rule := range p.Spec.Egress {
+		for j, peer := range rule.To {
+			block(field.NewPath("spec", "egress").Index(i).Child("to").Index(j), peer.IPBlock)
+		}
+	}
+	return w
+}
+
+func ingressWarnings(obj, old runtime.Object) []string {
+	ing := obj.(*networking.Ingress)
+	if _, set := ing.Annotations["kubernetes.io/ingress.class"]; old == nil && set && ing.Spec.IngressClassName == nil {
+		return []string{`annotation "kubernetes.io/ingress.class" is deprecated, please use 'spec.ingressClassName' instead`}
+	}
+	return nil
 }
