@@ -386,9 +386,25 @@ func admissionError(err error) error {
 // store write of x's objects (pods/eviction, pods/binding,
 // serviceaccounts/token): obj is the request's object, of kind kind.
 func (x *Resource) AdmitSubresource(ctx context.Context, namespace, name, subresource string, kind *schema.Type, obj runtime.Object, dryRun bool) error {
+	return x.admitSubresource(ctx, namespace, name, subresource, kind, obj, dryRun, mutate|validate)
+}
+
+// MutateSubresource and ValidateSubresource are AdmitSubresource's two
+// phases, for a subresource whose storage fills in the request between
+// them (serviceaccounts/token: validation sees its defaults, as kube's
+// token storage calls it).
+func (x *Resource) MutateSubresource(ctx context.Context, namespace, name, subresource string, kind *schema.Type, obj runtime.Object, dryRun bool) error {
+	return x.admitSubresource(ctx, namespace, name, subresource, kind, obj, dryRun, mutate)
+}
+
+func (x *Resource) ValidateSubresource(ctx context.Context, namespace, name, subresource string, kind *schema.Type, obj runtime.Object, dryRun bool) error {
+	return x.admitSubresource(ctx, namespace, name, subresource, kind, obj, dryRun, validate)
+}
+
+func (x *Resource) admitSubresource(ctx context.Context, namespace, name, subresource string, kind *schema.Type, obj runtime.Object, dryRun bool, phases int) error {
 	gvk := runtimeschema.GroupVersionKind{Group: kind.Group, Version: kind.Version, Kind: kind.Kind}
 	return x.admitPhases(ctx, admissionWrite{op: admission.Create, obj: obj, namespace: namespace, name: name,
-		subresource: subresource, kind: &gvk, dryRun: dryRun}, mutate|validate)
+		subresource: subresource, kind: &gvk, dryRun: dryRun}, phases)
 }
 
 // AdmitConnect runs admission for a CONNECT of one of x's objects (pods

@@ -120,6 +120,17 @@ func (r *request) serviceAccountToken() error {
 	if err := r.bodyNamespace(tr); err != nil {
 		return err
 	}
+	if tr.Spec.ExpirationSeconds == nil {
+		one := int64(3600) // the v1 default, set as the body is decoded
+		tr.Spec.ExpirationSeconds = &one
+	}
+	// Mutating admission sees the request as sent, audiences unset
+	// included (NodeRestriction reads them so); validating admission
+	// sees it as the token storage filled it in, as in kube.
+	accounts := r.s.api.MustLookup("", "v1", "serviceaccounts")
+	if err := accounts.MutateSubresource(r.ctx, r.ri.Namespace, r.ri.Name, "token", tokenRequestKind, tr, dryRun); err != nil {
+		return err
+	}
 	if tr.Name != "" && tr.Name != r.ri.Name {
 		return apierrors.NewInvalid(tokenRequestGK, r.ri.Name, field.ErrorList{
 			field.Invalid(field.NewPath("metadata", "name"), tr.Name, "must match the service account name if specified")})
@@ -134,22 +145,6 @@ func (r *request) serviceAccountToken() error {
 		return apierrors.NewConflict(runtimeschema.GroupResource{Group: tokenRequestGK.Group, Resource: tokenRequestGK.Kind}, r.ri.Name,
 			fmt.Errorf("the UID in the token request (%s) does not match the UID of the service account (%s)", tr.UID, sa.UID))
 	}
-	if tr.Spec.ExpirationSeconds == nil {
-		one := int64(3600)
-		tr.Spec.ExpirationSeconds = &one
-	}
-	in := &authentication.TokenRequest{}
-	if err := legacyscheme.Scheme.Convert(tr, in, nil); err != nil {
-		return err
-	}
-	if errs := authenticationvalidation.ValidateTokenRequest(in); len(errs) > 0 {
-		return apierrors.NewInvalid(tokenRequestGK, "", errs)
-	}
-	// Admission sees the request as sent, audiences unset included, as
-	// kube's mutating plugins (NodeRestriction) do.
-	if err := r.s.api.MustLookup("", "v1", "serviceaccounts").AdmitSubresource(r.ctx, r.ri.Namespace, r.ri.Name, "token", tokenRequestKind, tr, dryRun); err != nil {
-		return err
-	}
 	if len(tr.Spec.Audiences) == 0 {
 		tr.Spec.Audiences = r.s.cfg.ServiceAccountTokens.Audiences
 	}
@@ -157,6 +152,16 @@ func (r *request) serviceAccountToken() error {
 	now := time.Now()
 	tr.CreationTimestamp = metav1.NewTime(now)
 	tr.Status = authenticationv1.TokenRequestStatus{}
+	in := &authentication.TokenRequest{}
+	if err := legacyscheme.Scheme.Convert(tr, in, nil); err != nil {
+		return err
+	}
+	if errs := authenticationvalidation.ValidateTokenRequest(in); len(errs) > 0 {
+		return apierrors.NewInvalid(tokenRequestGK, "", errs)
+	}
+	if err := accounts.ValidateSubresource(r.ctx, r.ri.Namespace, r.ri.Name, "token", tokenRequestKind, tr.DeepCopy(), dryRun); err != nil {
+		return err
+	}
 	subject := auth.TokenSubject{Namespace: sa.Namespace, Name: sa.Name, UID: string(sa.UID), Audiences: tr.Spec.Audiences}
 	if ref := tr.Spec.BoundObjectRef; ref != nil {
 		// As kube's: the reference's group (from its apiVersion) and kind.

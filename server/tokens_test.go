@@ -312,3 +312,27 @@ func tokenServer(t *testing.T) (do func(token, method, path, body string) *httpt
 		return rec
 	}
 }
+
+// TestTokenRequestAdmissionSeesDefaults: validating admission of a
+// TokenRequest sees it as the token storage filled it in (the account's
+// name, the API audiences), as kube's token storage calls it; a policy
+// on those fields holds for a request that sent none.
+func TestTokenRequestAdmissionSeesDefaults(t *testing.T) {
+	h := refNewHarness(t)
+	const js = "application/json"
+	h.mustDo("POST", "/api/v1/namespaces/default/serviceaccounts", js, `{"metadata":{"name":"bot"}}`, http.StatusCreated)
+	h.mustDo("POST", "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies", js,
+		`{"metadata":{"name":"tokens"},"spec":{"failurePolicy":"Fail","matchConstraints":{"resourceRules":[{"apiGroups":[""],
+		"apiVersions":["v1"],"operations":["CREATE"],"resources":["serviceaccounts/token"]}]},
+		"validations":[{"expression":"object.metadata.name == 'bot' && size(object.spec.audiences) > 0","message":"named, with audiences"},
+		{"expression":"object.spec.expirationSeconds <= 3600","message":"an hour at most"}]}}`, http.StatusCreated)
+	h.mustDo("POST", "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings", js,
+		`{"metadata":{"name":"tokens"},"spec":{"policyName":"tokens","validationActions":["Deny"]}}`, http.StatusCreated)
+	const token = "/api/v1/namespaces/default/serviceaccounts/bot/token"
+	h.waitFor("the policy to refuse a long token", func() bool {
+		return h.do("POST", token, map[string]string{"Content-Type": js}, []byte(`{"spec":{"expirationSeconds":7200}}`)).Code == http.StatusUnprocessableEntity
+	})
+	if r := h.do("POST", token, map[string]string{"Content-Type": js}, []byte(`{}`)); r.Code != http.StatusCreated {
+		t.Errorf("a request naming nothing: %d %s; want the policy to see the defaults and pass it", r.Code, r.Body)
+	}
+}
