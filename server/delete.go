@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	runtimeschema "k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/warning"
 
 	"github.com/tabula-dev/tabula/codecs"
 )
@@ -92,7 +93,8 @@ func (r *request) delete() error {
 // deleteCollection handles DELETE of a collection: every matching object
 // is deleted and the list of them returned.
 func (r *request) deleteCollection() error {
-	opts, err := r.deleteOptions()
+	// kube's order: the answer's form, the list options, then the body.
+	out, err := r.negotiate(true)
 	if err != nil {
 		return err
 	}
@@ -100,9 +102,13 @@ func (r *request) deleteCollection() error {
 	if err != nil {
 		return err
 	}
-	out, err := r.negotiate(true)
+	opts, err := r.deleteOptions()
 	if err != nil {
 		return err
+	}
+	if opts.PropagationPolicy == nil && opts.OrphanDependents == nil && r.t.OrphanByDefault && r.t.OrphanWarning != "" {
+		// Warned whether or not anything matches, as kube's Job storage.
+		warning.AddWarning(r.ctx, "", r.t.OrphanWarning)
 	}
 	// As kube's DeleteCollection: the page the list options name
 	// (limit and continue included) is deleted, and answered as listed,

@@ -186,6 +186,13 @@ func TestOrphanByDefault(t *testing.T) {
 		t.Fatalf("delete job in the background: %d %s %q; want 200, no orphan finalizer, no warning", r.Code, r.Body, r.Header().Get("Warning"))
 	}
 	h.eventually("job2's pod deleted", func() bool { code, _ := podOwners("job2-pod"); return code == http.StatusNotFound })
+
+	// A deletecollection of Jobs without a policy warns even when it
+	// matches none, as kube's Job storage does.
+	r = h.do("DELETE", jobs+"?labelSelector=none%3Dmatch", nil, nil)
+	if w := r.Header().Get("Warning"); r.Code != http.StatusOK || !strings.Contains(w, "child pods are preserved by default when jobs are deleted") {
+		t.Errorf("deletecollection of no jobs: %d %q; want kube's warning", r.Code, w)
+	}
 }
 
 // TestGarbageCollectionCycle: three objects owning each other in a circle
