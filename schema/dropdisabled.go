@@ -2,11 +2,13 @@ package schema
 
 import (
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	pvutil "k8s.io/kubernetes/pkg/api/persistentvolume"
 	pvcutil "k8s.io/kubernetes/pkg/api/persistentvolumeclaim"
 	podutil "k8s.io/kubernetes/pkg/api/pod"
 	"k8s.io/kubernetes/pkg/apis/apps"
 	"k8s.io/kubernetes/pkg/apis/core"
+	corevalidation "k8s.io/kubernetes/pkg/apis/core/validation"
 	"k8s.io/kubernetes/pkg/features"
 
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
@@ -64,8 +66,8 @@ func dropDisabledVolumeFields(obj, old runtime.Object) {
 // first: drop what is behind gates that are off, a dataSource of a kind
 // no provisioner reads (neither a claim nor a VolumeSnapshot) where no
 // dataSourceRef is set, and fill dataSource and dataSourceRef from each
-// other (external provisioners read the latter); a stored claim's too,
-// so one saved before passes validation.
+// other (external provisioners read the latter). The stored claim is
+// normalized where its update is validated (claimUpdateValid).
 func prepareClaimSpec(obj, old runtime.Object) {
 	spec := &obj.(*core.PersistentVolumeClaim).Spec
 	var o *core.PersistentVolumeClaimSpec
@@ -75,7 +77,13 @@ func prepareClaimSpec(obj, old runtime.Object) {
 	pvcutil.DropDisabledFields(spec, o)
 	pvcutil.EnforceDataSourceBackwardsCompatibility(spec, o)
 	pvcutil.NormalizeDataSources(spec)
-	if o != nil {
-		pvcutil.NormalizeDataSources(o)
-	}
+}
+
+// claimUpdateValid validates a claim's update against the stored claim
+// with its data sources normalized too, as kube's strategy normalizes
+// the old object: a claim stored with only a dataSource (by an older
+// Tabula) would otherwise read as having its spec changed.
+func claimUpdateValid(c, old *core.PersistentVolumeClaim) field.ErrorList {
+	pvcutil.NormalizeDataSources(&old.Spec)
+	return corevalidation.ValidatePersistentVolumeClaimUpdate(c, old, corevalidation.ValidationOptionsForPersistentVolumeClaim(c, old))
 }

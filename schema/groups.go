@@ -238,9 +238,7 @@ func coreKinds() []*kubeKind {
 		func(c *core.PersistentVolumeClaim) field.ErrorList {
 			return corevalidation.ValidatePersistentVolumeClaim(c, corevalidation.ValidationOptionsForPersistentVolumeClaimCreate())
 		},
-		func(c, old *core.PersistentVolumeClaim) field.ErrorList {
-			return corevalidation.ValidatePersistentVolumeClaimUpdate(c, old, corevalidation.ValidationOptionsForPersistentVolumeClaim(c, old))
-		})
+		claimUpdateValid)
 	pvc.statusValidate = statusValidator(func(c, old *core.PersistentVolumeClaim) field.ErrorList {
 		return corevalidation.ValidatePersistentVolumeClaimStatusUpdate(c, old, corevalidation.ValidationOptionsForPersistentVolumeClaim(c, old))
 	})
