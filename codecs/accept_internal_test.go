@@ -70,6 +70,10 @@ func negotiateFresh(accept string, offer Offer) (Output, string) {
 // than watch, a server version other than v1, a YAML stream and a group
 // or version with no kind to convert to make the entry unacceptable.
 func TestAcceptParameters(t *testing.T) {
+	// A watch passes a YAML stream entry over for the next.
+	if got, why := NegotiateWhy("application/yaml;stream=watch, application/json", Offer{Watch: true, Routed: true}); got.MediaType != JSON {
+		t.Errorf("a watch asking a YAML stream, then JSON: %+v %q; want JSON", got, why)
+	}
 	for _, c := range []struct {
 		accept string
 		want   string // media type, or "" for 406

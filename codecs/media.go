@@ -212,13 +212,17 @@ func NegotiateWhy(accept string, offer Offer) (Output, string) {
 				// A group or version to convert to names no kind.
 				continue
 			}
+			if a.params["stream"] != "" && mt == YAML {
+				continue // YAML has no stream form: the entry is passed over
+			}
 			if offer.Watch && mt == YAML {
 				// kube-apiserver's watch negotiation takes the first
-				// acceptable form and refuses it when it cannot stream.
-				return Output{}, "only the following media types are accepted: " + offer.Streams()
-			}
-			if a.params["stream"] != "" && mt == YAML {
-				continue // YAML has no stream form
+				// acceptable form and refuses it when it cannot stream,
+				// naming the stream forms (a custom resource's handler
+				// names Protobuf's too).
+				streams := offer
+				streams.Protobuf = offer.Protobuf || !offer.Routed
+				return Output{}, "only the following media types are accepted: " + streams.Streams()
 			}
 			return Output{MediaType: mt}, ""
 		}

@@ -70,7 +70,7 @@ func (x *Resource) Delete(ctx context.Context, namespace, name string, opts *met
 		// through its finalizers, as on kube-apiserver; a later delete
 		// may switch between them (a Namespace under way keeps its own).
 		gcChanged := false
-		if (!deleting || !x.t.RemovedByController) && !x.t.NoGCFinalizers {
+		if !deleting || !x.t.RemovedByController {
 			var finalizers []string
 			if gcChanged, finalizers = x.gcFinalizers(acc, opts); gcChanged {
 				acc.SetFinalizers(finalizers)
@@ -163,6 +163,11 @@ func (x *Resource) gcFinalizers(acc metav1.Object, opts *metav1.DeleteOptions) (
 		foreground = true
 	default:
 		orphan = x.t.OrphanByDefault
+	}
+	if x.t.NoGCFinalizers {
+		// kube's Unsupported policy: neither is added, and one the
+		// object carries is taken off.
+		orphan, foreground = false, false
 	}
 	for _, f := range old {
 		if f != metav1.FinalizerOrphanDependents && f != metav1.FinalizerDeleteDependents {

@@ -192,7 +192,8 @@ type Type struct {
 	OrphanWarning   string
 	// NoGCFinalizers: a delete never waits for the garbage collector
 	// (kube's Unsupported collection policy, which Events have): it adds
-	// no orphan or foregroundDeletion finalizer, whatever it asks for.
+	// no orphan or foregroundDeletion finalizer, whatever it asks for,
+	// and takes off one the object carries.
 	NoGCFinalizers bool
 
 	// ReturnDeletedObject makes DELETE answer with the deleted object

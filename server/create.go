@@ -51,8 +51,9 @@ func (r *request) readObject(t *schema.Type, also ...*schema.Type) (obj runtime.
 		return nil, false, r.requireBody()
 	}
 	if mediaType == codecs.Protobuf && t.Unstructured {
-		// Custom resources have no Protobuf form (kube-apiserver fails to
-		// decode one, a 400); the 415 offers the forms they have.
+		// Custom resources have no Protobuf form. kube-apiserver tries to
+		// decode one and fails with a 400; this 415 says plainly which
+		// forms they take (a deliberate difference).
 		return nil, false, r.unsupportedBody(codecs.Offer{CBOR: r.s.codec.CBOR()})
 	}
 	if r.verb == "create" {

@@ -72,6 +72,11 @@ func TestMetadataAndDeletesAsKube(t *testing.T) {
 		t.Errorf("orphan delete of an Event: %v; want it gone at once, answered with a Status", st)
 	}
 	h.mustDo("GET", events+"/ev", "", "", http.StatusNotFound)
+	// One created with the orphan finalizer goes at once too: the policy
+	// takes it off.
+	h.mustDo("POST", events, js, `{"apiVersion":"v1","kind":"Event","metadata":{"name":"ev2","finalizers":["orphan"]},"involvedObject":{"kind":"ConfigMap","name":"dup","namespace":"default"},"reason":"R","message":"m"}`, http.StatusCreated)
+	h.mustDo("DELETE", events+"/ev2", "", "", http.StatusOK)
+	h.mustDo("GET", events+"/ev2", "", "", http.StatusNotFound)
 
 	const classes = "/apis/resource.k8s.io/v1/deviceclasses"
 	h.mustDo("POST", classes, js, `{"apiVersion":"resource.k8s.io/v1","kind":"DeviceClass","metadata":{"name":"gpu"},"spec":{}}`, http.StatusCreated)
