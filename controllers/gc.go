@@ -431,19 +431,34 @@ func (m *Manager) attemptToDelete(ctx context.Context, d dependent) error {
 			}
 		}
 		uid, rv := d.acc.GetUID(), d.acc.GetResourceVersion()
+		judged := d.acc.GetOwnerReferences()
 		_, err := d.x.Delete(ctx, d.acc.GetNamespace(), d.acc.GetName(), &metav1.DeleteOptions{
 			PropagationPolicy: &policy, Preconditions: &metav1.Preconditions{UID: &uid, ResourceVersion: &rv}})
 		if !apierrors.IsConflict(err) {
-			if apierrors.IsNotFound(err) {
-				return nil
-			}
-			return err
+			return ignoreGone(err)
 		}
 		if d, err = m.reread(ctx, d); err != nil || d.obj == nil {
 			return err
 		}
+		if d.acc.GetDeletionTimestamp() == nil && equality.Semantic.DeepEqual(d.acc.GetOwnerReferences(), judged) {
+			// As kube's collector: what changed meanwhile was not the
+			// owners, so the judgement stands and the delete goes on
+			// without the resourceVersion, lest a busy object starve it.
+			_, err := d.x.Delete(ctx, d.acc.GetNamespace(), d.acc.GetName(), &metav1.DeleteOptions{
+				PropagationPolicy: &policy, Preconditions: &metav1.Preconditions{UID: &uid}})
+			return ignoreGone(err)
+		}
 	}
-	return nil // changing under us: the owner's next look (or the scan) judges it again
+	return nil // its owners keep changing: the owner's next look (or the scan) judges it again
+}
+
+// ignoreGone: a dependent gone, or replaced by another of its name, needs
+// nothing more.
+func ignoreGone(err error) error {
+	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+		return nil
+	}
+	return err
 }
 
 // reread reads d again; its obj is nil when it is gone or another object
