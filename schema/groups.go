@@ -194,6 +194,7 @@ func coreKinds() []*kubeKind {
 		})
 	pod.prepareCreate = podPrepareForCreate
 	pod.warnings = podWarnings
+	pod.updateWarnings = warnOnCreateOnly
 	pod.dropDisabled = dropDisabledPodFields
 	pod.statusPrepare = podPrepareForStatus
 	pod.statusValidate = statusValidator(func(p, old *core.Pod) field.ErrorList {
@@ -219,6 +220,7 @@ func coreKinds() []*kubeKind {
 	pt.validate, pt.validateUpdate = podTemplated(func(p *core.PodTemplate) *core.PodTemplateSpec { return &p.Template },
 		corevalidation.ValidatePodTemplate, corevalidation.ValidatePodTemplateUpdate)
 	pt.warnings = podTemplateWarnings
+	pt.updateWarnings = warnOnGenerationMoved
 	pt.dropDisabled = dropDisabledTemplate(func(p *core.PodTemplate) *core.PodTemplateSpec { return &p.Template })
 
 	rc := &kubeKind{Type: namespaced("", "v1", "ReplicationController", "replicationcontrollers", []string{"rc"}, all, "status").scalable(SelectorMap).statusWritesMetadata(), generation: generationOnChange}
@@ -228,6 +230,7 @@ func coreKinds() []*kubeKind {
 		corevalidation.ValidateReplicationController, corevalidation.ValidateReplicationControllerUpdate)
 	rc.statusValidate = statusValidator(corevalidation.ValidateReplicationControllerStatusUpdate)
 	rc.warnings = replicationControllerWarnings
+	rc.updateWarnings = warnOnGenerationMoved
 	rc.dropDisabled = dropDisabledTemplate(func(c *core.ReplicationController) *core.PodTemplateSpec { return c.Spec.Template })
 
 	pvc := &kubeKind{returnsDeleted: true, Type: namespaced("", "v1", "PersistentVolumeClaim", "persistentvolumeclaims", []string{"pvc"}, nil, "status").statusWritesMetadata()}
@@ -295,6 +298,7 @@ func appsKinds() []*kubeKind {
 		appsvalidation.ValidateDeployment, appsvalidation.ValidateDeploymentUpdate)
 	deploy.statusValidate = statusValidator(appsvalidation.ValidateDeploymentStatusUpdate)
 	deploy.warnings = deploymentWarnings
+	deploy.updateWarnings = warnOnGenerationMoved
 	deploy.dropDisabled = dropDisabledTemplate(func(d *apps.Deployment) *core.PodTemplateSpec { return &d.Spec.Template })
 
 	rs := &kubeKind{Type: namespaced("apps", "v1", "ReplicaSet", "replicasets", []string{"rs"}, all, "status").scalable(SelectorLabelSelector).statusWritesMetadata(), generation: generationOnChange}
@@ -302,6 +306,7 @@ func appsKinds() []*kubeKind {
 		appsvalidation.ValidateReplicaSet, appsvalidation.ValidateReplicaSetUpdate)
 	rs.statusValidate = statusValidator(appsvalidation.ValidateReplicaSetStatusUpdate)
 	rs.warnings = replicaSetWarnings
+	rs.updateWarnings = warnOnGenerationMoved
 	rs.dropDisabled = dropDisabledTemplate(func(r *apps.ReplicaSet) *core.PodTemplateSpec { return &r.Spec.Template })
 
 	sts := &kubeKind{Type: namespaced("apps", "v1", "StatefulSet", "statefulsets", []string{"sts"}, all, "status").scalable(SelectorLabelSelector).statusWritesMetadata(), generation: generationOnChange}
@@ -345,6 +350,7 @@ func batchKinds() []*kubeKind {
 		})
 	job.prepareCreate = jobPrepareForCreate
 	job.warnings = jobWarnings
+	job.updateWarnings = warnOnGenerationMoved
 	job.dropDisabled = dropDisabledTemplate(func(j *batch.Job) *core.PodTemplateSpec { return &j.Spec.Template })
 	job.statusValidate = statusValidator(func(j, old *batch.Job) field.ErrorList {
 		return batchvalidation.ValidateJobUpdateStatus(j, old, jobStatusValidationOptions(j, old))

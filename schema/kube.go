@@ -64,6 +64,10 @@ type kubeKind struct {
 
 	// warnings receives kube's internal objects (old is nil on create).
 	warnings func(obj, old runtime.Object) []string
+	// updateWarnings says when an update can warn at all, so the others
+	// are not converted for nothing: kube warns on no Pod update, and on
+	// a workload's only when its spec (its generation) moved.
+	updateWarnings updateWarningRule
 
 	// validate and validateUpdate receive kube's internal objects.
 	validate       func(obj runtime.Object) field.ErrorList
@@ -341,6 +345,9 @@ func (k *kubeKind) build(scheme *runtime.Scheme) *Type {
 
 	if k.warnings != nil {
 		t.Warnings = func(obj, old runtime.Object) []string {
+			if old != nil && !k.updateWarnings.may(obj, old) {
+				return nil
+			}
 			in, err := toInternal(obj)
 			if err != nil {
 				return nil
@@ -468,4 +475,25 @@ func sameBesidesMeta(a, b runtime.Object) bool {
 		return c
 	}
 	return equality.Semantic.DeepEqual(strip(a), strip(b))
+}
+
+// updateWarningRule is when a kind's update may warn (kubeKind.updateWarnings).
+type updateWarningRule int
+
+const (
+	warnOnUpdate updateWarningRule = iota
+	warnOnGenerationMoved
+	warnOnCreateOnly
+)
+
+func (r updateWarningRule) may(obj, old runtime.Object) bool {
+	switch r {
+	case warnOnCreateOnly:
+		return false
+	case warnOnGenerationMoved:
+		acc, err1 := meta.Accessor(obj)
+		oacc, err2 := meta.Accessor(old)
+		return err1 != nil || err2 != nil || acc.GetGeneration() != oacc.GetGeneration()
+	}
+	return true
 }
