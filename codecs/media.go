@@ -97,11 +97,11 @@ func (o Offer) Available() string {
 	return s
 }
 
+// accepted is one Accept entry, in the order kube's negotiation tries
+// it (parseAccept).
 type accepted struct {
 	typ    string
 	params map[string]string
-	q      float64
-	order  int
 }
 
 // A client sends the same Accept header on every request (client-go's is
@@ -143,8 +143,8 @@ func parsedAccept(h string) []accepted {
 func parseAccept(h string) []accepted {
 	clauses := goautoneg.ParseAccept(h)
 	out := make([]accepted, 0, len(clauses))
-	for i, c := range clauses {
-		out = append(out, accepted{typ: c.Type + "/" + c.SubType, params: c.Params, q: c.Q, order: i})
+	for _, c := range clauses {
+		out = append(out, accepted{typ: c.Type + "/" + c.SubType, params: c.Params})
 	}
 	return out
 }
@@ -218,15 +218,12 @@ func NegotiateWhy(accept string, offer Offer) (Output, string) {
 			if offer.Watch && mt == YAML {
 				// kube-apiserver's watch negotiation takes the first
 				// acceptable form and refuses it when it cannot stream,
-				// naming the stream forms (a custom resource's handler
-				// names Protobuf's too).
-				streams := offer
-				streams.Protobuf = offer.Protobuf || !offer.Routed
-				return Output{}, "only the following media types are accepted: " + streams.Streams()
+				// naming the stream forms.
+				return Output{}, "only the following media types are accepted: " + offer.named().Streams()
 			}
 			return Output{MediaType: mt}, ""
 		}
-		generic := "only the following media types are accepted: " + offer.Available()
+		generic := "only the following media types are accepted: " + offer.named().Available()
 		v := a.params["v"]
 		if !offer.Views || a.params["g"] != "meta.k8s.io" || (v != "v1" && v != "v1beta1") || (mt == YAML && offer.Watch) {
 			viewProblem = generic
@@ -263,8 +260,27 @@ func NegotiateWhy(accept string, offer Offer) (Output, string) {
 	return Output{}, viewProblem
 }
 
-// notAcceptable is the 406 text of kube's router for offer's route.
+// named is the offer as its refusals name it: a custom resource's
+// handler (outside kube's router) names Protobuf among its forms, though
+// it cannot encode a custom resource in it.
+func (o Offer) named() Offer {
+	if !o.Routed {
+		o.Protobuf = true
+	}
+	return o
+}
+
+// notAcceptable is the 406 text of kube's router for offer's route, or
+// of a custom resource's handler, which names its serializers (their
+// stream forms for a watch).
 func (o Offer) notAcceptable() string {
+	if !o.Routed {
+		list := o.named().Available()
+		if o.Watch {
+			list = o.named().Streams()
+		}
+		return "only the following media types are accepted: " + list
+	}
 	s := "406: Not Acceptable\n\nAvailable representations: " + o.Available()
 	if (o.Watch || o.ListRoute) && o.Protobuf {
 		s += ", " + o.Streams()

@@ -260,9 +260,7 @@ func (x *Resource) validate(obj, old runtime.Object, subresource string) error {
 			return err
 		}
 		oom := codecs.ObjectMetaOf(oacc)
-		if generic || update {
-			errs = append(errs, apivalidation.ValidateObjectMetaUpdate(&om, &oom, field.NewPath("metadata"))...)
-		}
+		errs = append(errs, apivalidation.ValidateObjectMetaUpdate(&om, &oom, field.NewPath("metadata"))...)
 		errs = append(errs, noNewFinalizersWhileDeleting(&om, &oom)...)
 	}
 	switch {

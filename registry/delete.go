@@ -33,9 +33,7 @@ type DeleteResult struct {
 // deletionTimestamp; the last finalizer's removal completes it.
 func (x *Resource) Delete(ctx context.Context, namespace, name string, opts *metav1.DeleteOptions) (DeleteResult, error) {
 	dryRun := len(opts.DryRun) > 0
-	if opts.PropagationPolicy == nil && opts.OrphanDependents == nil && x.t.OrphanByDefault && x.t.OrphanWarning != "" {
-		warning.AddWarning(ctx, "", x.t.OrphanWarning)
-	}
+	x.WarnOrphaning(ctx, opts)
 	for attempt := 0; ; attempt++ {
 		obj, cur, err := x.Get(ctx, namespace, name)
 		if err != nil {
@@ -141,6 +139,15 @@ func (x *Resource) Delete(ctx context.Context, namespace, name string, opts *met
 			x.g.observer.Deleting(x.st, acc)
 		}
 		return DeleteResult{Result: Result{Rec: rec, Obj: obj}}, nil
+	}
+}
+
+// WarnOrphaning gives the kind's warning to a delete that names no
+// propagation where the kind orphans by default (Jobs), as kube's
+// storage does for a delete or a deletecollection, whatever it matches.
+func (x *Resource) WarnOrphaning(ctx context.Context, opts *metav1.DeleteOptions) {
+	if opts.PropagationPolicy == nil && opts.OrphanDependents == nil && x.t.OrphanByDefault && x.t.OrphanWarning != "" {
+		warning.AddWarning(ctx, "", x.t.OrphanWarning)
 	}
 }
 

@@ -26,7 +26,9 @@ import (
 // (WarningsOnCreate, WarningsOnUpdate): deprecated or surprising pod
 // template fields, a name that is not a DNS label where it names Pods,
 // and a few of each kind's own. An update warns about the template only
-// when it changed the spec (its generation moved), as kube's do.
+// when it changed the spec: the kinds whose rule that is (Deployments,
+// ReplicaSets, ReplicationControllers, PodTemplates, Jobs) are asked only
+// then (kubeKind.updateWarnings), so their functions do not check again.
 
 // podNameWarning is kube's warning for a name its Pods' names and
 // hostnames are made from.
@@ -39,65 +41,53 @@ func podNameWarning(name string) []string {
 
 var templatePath = field.NewPath("spec", "template")
 
-// templateWarnings makes a kind's warnings from its pod template; named
-// says the kind's name is used in its Pods'.
-func templateWarnings[T runtime.Object](template func(T) *core.PodTemplateSpec, moved func(obj, old T) bool, named bool) func(obj, old runtime.Object) []string {
+// templateWarnings makes a kind's warnings from its pod template at
+// path; named says the kind's name is used in its Pods'.
+func templateWarnings[T interface {
+	runtime.Object
+	GetName() string
+}](path *field.Path, template func(T) *core.PodTemplateSpec, named bool) func(obj, old runtime.Object) []string {
 	return func(obj, old runtime.Object) []string {
 		o := obj.(T)
-		if old == nil {
-			var w []string
-			if named {
-				w = podNameWarning(objectName(o))
-			}
-			return append(w, podutil.GetWarningsForPodTemplate(context.TODO(), templatePath, template(o), nil)...)
+		if old != nil {
+			return podutil.GetWarningsForPodTemplate(context.TODO(), path, template(o), template(old.(T)))
 		}
-		if p := old.(T); moved(o, p) {
-			return podutil.GetWarningsForPodTemplate(context.TODO(), templatePath, template(o), template(p))
+		var w []string
+		if named {
+			w = podNameWarning(o.GetName())
 		}
-		return nil
+		return append(w, podutil.GetWarningsForPodTemplate(context.TODO(), path, template(o), nil)...)
 	}
-}
-
-func objectName(obj runtime.Object) string {
-	if o, ok := obj.(interface{ GetName() string }); ok {
-		return o.GetName()
-	}
-	return ""
 }
 
 var (
-	deploymentWarnings = templateWarnings(func(d *apps.Deployment) *core.PodTemplateSpec { return &d.Spec.Template },
-		func(d, o *apps.Deployment) bool { return d.Generation != o.Generation }, true)
-	replicaSetWarnings = templateWarnings(func(r *apps.ReplicaSet) *core.PodTemplateSpec { return &r.Spec.Template },
-		func(r, o *apps.ReplicaSet) bool { return r.Generation != o.Generation }, true)
-	daemonSetWarnings = templateWarnings(func(d *apps.DaemonSet) *core.PodTemplateSpec { return &d.Spec.Template },
-		func(d, o *apps.DaemonSet) bool { return d.Spec.TemplateGeneration != o.Spec.TemplateGeneration }, false)
+	deploymentWarnings  = templateWarnings(templatePath, func(d *apps.Deployment) *core.PodTemplateSpec { return &d.Spec.Template }, true)
+	replicaSetWarnings  = templateWarnings(templatePath, func(r *apps.ReplicaSet) *core.PodTemplateSpec { return &r.Spec.Template }, true)
+	podTemplateWarnings = templateWarnings(field.NewPath("template"), func(p *core.PodTemplate) *core.PodTemplateSpec { return &p.Template }, false)
 )
+
+// daemonSetWarnings: a DaemonSet's update warns when its template
+// generation moved (not on other spec changes), as kube's strategy.
+func daemonSetWarnings(obj, old runtime.Object) []string {
+	d := obj.(*apps.DaemonSet)
+	if old == nil {
+		return podutil.GetWarningsForPodTemplate(context.TODO(), templatePath, &d.Spec.Template, nil)
+	}
+	if o := old.(*apps.DaemonSet); d.Spec.TemplateGeneration != o.Spec.TemplateGeneration {
+		return podutil.GetWarningsForPodTemplate(context.TODO(), templatePath, &d.Spec.Template, &o.Spec.Template)
+	}
+	return nil
+}
 
 // replicationControllerWarnings: on update kube's rc strategy passes
 // the old template as the new one and the other way round; so does
 // this, for the same warnings.
 func replicationControllerWarnings(obj, old runtime.Object) []string {
 	rc := obj.(*core.ReplicationController)
-	if old == nil {
-		return append(podNameWarning(rc.Name), podutil.GetWarningsForPodTemplate(context.TODO(), templatePath, rc.Spec.Template, nil)...)
+	if old != nil {
+		return podutil.GetWarningsForPodTemplate(context.TODO(), templatePath, old.(*core.ReplicationController).Spec.Template, rc.Spec.Template)
 	}
-	if o := old.(*core.ReplicationController); rc.Generation != o.Generation {
-		return podutil.GetWarningsForPodTemplate(context.TODO(), templatePath, o.Spec.Template, rc.Spec.Template)
-	}
-	return nil
-}
-
-// podTemplateWarnings: a PodTemplate's template sits at "template".
-func podTemplateWarnings(obj, old runtime.Object) []string {
-	p, path := obj.(*core.PodTemplate), field.NewPath("template")
-	if old == nil {
-		return podutil.GetWarningsForPodTemplate(context.TODO(), path, &p.Template, nil)
-	}
-	if o := old.(*core.PodTemplate); p.Generation != o.Generation {
-		return podutil.GetWarningsForPodTemplate(context.TODO(), path, &p.Template, &o.Template)
-	}
-	return nil
+	return append(podNameWarning(rc.Name), podutil.GetWarningsForPodTemplate(context.TODO(), templatePath, rc.Spec.Template, nil)...)
 }
 
 func statefulSetWarnings(obj, old runtime.Object) []string {
@@ -126,13 +116,10 @@ func statefulSetWarnings(obj, old runtime.Object) []string {
 
 func jobWarnings(obj, old runtime.Object) []string {
 	j, path := obj.(*batch.Job), field.NewPath("spec")
-	if old == nil {
-		return append(podNameWarning(j.Name), jobutil.WarningsForJobSpec(context.TODO(), path, &j.Spec, nil)...)
+	if old != nil {
+		return jobutil.WarningsForJobSpec(context.TODO(), path, &j.Spec, &old.(*batch.Job).Spec)
 	}
-	if o := old.(*batch.Job); j.Generation != o.Generation {
-		return jobutil.WarningsForJobSpec(context.TODO(), path, &j.Spec, &o.Spec)
-	}
-	return nil
+	return append(podNameWarning(j.Name), jobutil.WarningsForJobSpec(context.TODO(), path, &j.Spec, nil)...)
 }
 
 func cronJobWarnings(obj, old runtime.Object) []string {

@@ -937,15 +937,16 @@ func TestCRNotAcceptable(t *testing.T) {
 	h.mustDo("POST", crdPath, "application/json", gadgetsCRD, http.StatusCreated)
 	establish(t, h, "gadgets.test.example.com")
 	const gadgets = "/apis/test.example.com/v1/namespaces/crd-406/gadgets"
-	for _, c := range []struct{ path, want string }{
-		{gadgets, "only the following media types are accepted: application/json, application/yaml, application/vnd.kubernetes.protobuf"},
-		{gadgets + "?watch=1", "only the following media types are accepted: application/json;stream=watch, application/vnd.kubernetes.protobuf;stream=watch"},
+	for _, c := range []struct{ path, accept, want string }{
+		{gadgets, "text/html", "only the following media types are accepted: application/json, application/yaml, application/vnd.kubernetes.protobuf"},
+		{gadgets + "?watch=1", "text/html", "only the following media types are accepted: application/json;stream=watch, application/vnd.kubernetes.protobuf;stream=watch"},
+		{gadgets, "application/vnd.kubernetes.protobuf;as=Table;v=v1;g=meta.k8s.io", "only the following media types are accepted: application/json, application/yaml, application/vnd.kubernetes.protobuf"},
 	} {
-		r := h.do("GET", c.path, map[string]string{"Accept": "text/html"}, nil)
+		r := h.do("GET", c.path, map[string]string{"Accept": c.accept}, nil)
 		var st map[string]interface{}
 		_ = json.Unmarshal(r.Body.Bytes(), &st)
 		if r.Code != http.StatusNotAcceptable || !strings.HasPrefix(fmt.Sprint(st["message"]), c.want) || st["details"] != nil {
-			t.Errorf("GET %s as text/html: %d %s; want 406 %q without details", c.path, r.Code, r.Body, c.want)
+			t.Errorf("GET %s as %s: %d %s; want 406 %q without details", c.path, c.accept, r.Code, r.Body, c.want)
 		}
 	}
 }

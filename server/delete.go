@@ -10,7 +10,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	runtimeschema "k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apiserver/pkg/warning"
 
 	"github.com/tabula-dev/tabula/codecs"
 )
@@ -106,10 +105,7 @@ func (r *request) deleteCollection() error {
 	if err != nil {
 		return err
 	}
-	if opts.PropagationPolicy == nil && opts.OrphanDependents == nil && r.t.OrphanByDefault && r.t.OrphanWarning != "" {
-		// Warned whether or not anything matches, as kube's Job storage.
-		warning.AddWarning(r.ctx, "", r.t.OrphanWarning)
-	}
+	r.res.WarnOrphaning(r.ctx, opts) // whether or not anything matches
 	// As kube's DeleteCollection: the page the list options name
 	// (limit and continue included) is deleted, and answered as listed,
 	// with its continue token, so a client can delete in chunks.

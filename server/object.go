@@ -128,20 +128,6 @@ func (r *request) negotiateOnce(list bool) (codecs.Output, error) {
 	switch {
 	case why == "":
 		return out, nil
-	case strings.HasPrefix(why, "406:") && r.t.Unstructured:
-		// Custom resources are served outside kube's router: their
-		// handler's refusal names its serializers, Protobuf among them
-		// (which fails for a custom resource's object), or their stream
-		// forms for a watch.
-		forms := codecs.Offer{Protobuf: true, CBOR: offer.CBOR}
-		list := forms.Available()
-		if offer.Watch {
-			list = forms.Streams()
-		}
-		return out, &apierrors.StatusError{ErrStatus: metav1.Status{
-			Status: metav1.StatusFailure, Code: http.StatusNotAcceptable, Reason: metav1.StatusReasonNotAcceptable,
-			Message: "only the following media types are accepted: " + list,
-		}}
 	case strings.HasPrefix(why, "406:"):
 		return out, notAcceptable(strings.TrimPrefix(why, "406: Not Acceptable\n\nAvailable representations: "))
 	}
