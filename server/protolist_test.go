@@ -2,11 +2,15 @@ package server_test
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"reflect"
 	"strings"
 	"testing"
+
+	"google.golang.org/protobuf/encoding/protowire"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -112,6 +116,7 @@ func TestListWarmEqualsCold(t *testing.T) {
 			t.Fatalf("create: %d %s", r.Code, r.Body)
 		}
 	}
+	waitForRootCA(h, "default")
 	for _, accept := range []string{"application/vnd.kubernetes.protobuf", "application/json"} {
 		t.Run(accept, func(t *testing.T) { listWarmEqualsCold(t, h, map[string]string{"Accept": accept}) })
 	}
@@ -125,9 +130,7 @@ func listWarmEqualsCold(t *testing.T, h *refHarness, pb map[string]string) {
 		if cold.Code != http.StatusOK || warm.Code != http.StatusOK {
 			t.Fatalf("%s: %d, %d", path, cold.Code, warm.Code)
 		}
-		if !bytes.Equal(cold.Body.Bytes(), warm.Body.Bytes()) {
-			t.Fatalf("%s: the warm list differs from the cold one", path)
-		}
+		sameListButRevision(t, path, cold.Body.Bytes(), warm.Body.Bytes())
 		obj, _, err := clientscheme.Codecs.UniversalDeserializer().Decode(warm.Body.Bytes(), nil, nil)
 		if err != nil {
 			t.Fatalf("%s: decode: %v", path, err)
@@ -227,6 +230,7 @@ func TestMetadataListsWarmEqualCold(t *testing.T) {
 			t.Fatalf("create: %d %s", r.Code, r.Body)
 		}
 	}
+	waitForRootCA(h, "default")
 	scheme := runtime.NewScheme()
 	metav1.AddMetaToScheme(scheme)
 	metav1beta1.AddMetaToScheme(scheme)
@@ -271,9 +275,7 @@ func TestMetadataListsWarmEqualCold(t *testing.T) {
 			if cold.Code != http.StatusOK || warm.Code != http.StatusOK {
 				t.Fatalf("%s%s as %s: %d, %d %s", path, query, accept, cold.Code, warm.Code, warm.Body)
 			}
-			if !bytes.Equal(cold.Body.Bytes(), warm.Body.Bytes()) {
-				t.Fatalf("%s%s as %s: the warm list differs from the cold one", path, query, accept)
-			}
+			sameListButRevision(t, path+query+" as "+accept, cold.Body.Bytes(), warm.Body.Bytes())
 			got := items(accept, warm.Body.Bytes())
 			want := map[string]int{"": n, "?limit=7": 7, "?labelSelector=n%3D5": 1}[query]
 			if got["cm-005"] != "5" || len(got) < want || len(got) > want+1 { // +1: kube-root-ca.crt
@@ -313,4 +315,147 @@ func TestMetadataListsWarmEqualCold(t *testing.T) {
 			t.Fatalf("%s after the update: cm-005 %q, cm-006 %q", accept, got["cm-005"], got["cm-006"])
 		}
 	}
+}
+
+// sameListButRevision fails t unless warm is cold's list, byte for byte,
+// but for the list's own resourceVersion and the one in its continue
+// token: those are the store's revision when each list was read, and any
+// write in between (a controller's, anywhere) moves it. A JSON list is
+// compared around its metadata, a Protobuf one field by field around its
+// ListMeta.
+func sameListButRevision(t *testing.T, what string, cold, warm []byte) {
+	t.Helper()
+	if bytes.HasPrefix(cold, []byte("k8s\x00")) {
+		if !bytes.HasPrefix(warm, []byte("k8s\x00")) {
+			t.Fatalf("%s: the warm list is not Protobuf", what)
+		}
+		// A list's ListMeta is its field 1, but in meta.k8s.io/v1beta1's
+		// PartialObjectMetadataList, where it is 2.
+		metaField := protowire.Number(1)
+		sameProtobufFields(t, what, cold[4:], warm[4:], func(num protowire.Number, c, w []byte) bool {
+			if num == 1 { // runtime.Unknown's TypeMeta
+				var tm runtime.TypeMeta
+				if err := tm.Unmarshal(c); err != nil {
+					t.Fatalf("%s: TypeMeta: %v", what, err)
+				}
+				if tm.APIVersion == "meta.k8s.io/v1beta1" {
+					metaField = 2
+				}
+				return false
+			}
+			if num != 2 { // runtime.Unknown's raw: the list itself
+				return false
+			}
+			sameProtobufFields(t, what, c, w, func(num protowire.Number, c, w []byte) bool {
+				if num != metaField {
+					return false
+				}
+				var cm, wm metav1.ListMeta
+				if err := cm.Unmarshal(c); err != nil {
+					t.Fatalf("%s: cold ListMeta: %v", what, err)
+				}
+				if err := wm.Unmarshal(w); err != nil {
+					t.Fatalf("%s: warm ListMeta: %v", what, err)
+				}
+				sameListMeta(t, what, cm, wm)
+				return true
+			})
+			return true
+		})
+		return
+	}
+	var c, w struct {
+		Metadata json.RawMessage `json:"metadata"`
+	}
+	if err := json.Unmarshal(cold, &c); err != nil {
+		t.Fatalf("%s: cold list: %v", what, err)
+	}
+	if err := json.Unmarshal(warm, &w); err != nil {
+		t.Fatalf("%s: warm list: %v", what, err)
+	}
+	ci, wi := bytes.Index(cold, c.Metadata), bytes.Index(warm, w.Metadata)
+	if ci < 0 || wi < 0 || !bytes.Equal(cold[:ci], warm[:wi]) || !bytes.Equal(cold[ci+len(c.Metadata):], warm[wi+len(w.Metadata):]) {
+		t.Fatalf("%s: the warm list differs from the cold one:\n%s\n%s", what, cold, warm)
+	}
+	var cm, wm metav1.ListMeta
+	if err := json.Unmarshal(c.Metadata, &cm); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(w.Metadata, &wm); err != nil {
+		t.Fatal(err)
+	}
+	sameListMeta(t, what, cm, wm)
+}
+
+// sameProtobufFields fails t unless the messages c and w hold the same
+// fields in the same order, each the same bytes unless inner (given the
+// field's number and both values) compares it and says so.
+func sameProtobufFields(t *testing.T, what string, c, w []byte, inner func(num protowire.Number, c, w []byte) bool) {
+	t.Helper()
+	for len(c) > 0 || len(w) > 0 {
+		cn, ct, cl := protowire.ConsumeTag(c)
+		wn, wt, wl := protowire.ConsumeTag(w)
+		if cl < 0 || wl < 0 || cn != wn || ct != wt {
+			t.Fatalf("%s: the warm list's fields differ from the cold one's (%d, %d)", what, cn, wn)
+		}
+		cf := protowire.ConsumeFieldValue(cn, ct, c[cl:])
+		wf := protowire.ConsumeFieldValue(wn, wt, w[wl:])
+		if cf < 0 || wf < 0 {
+			t.Fatalf("%s: malformed Protobuf", what)
+		}
+		cv, wv := c[cl:cl+cf], w[wl:wl+wf]
+		compared := false
+		if ct == protowire.BytesType {
+			cb, _ := protowire.ConsumeBytes(cv)
+			wb, _ := protowire.ConsumeBytes(wv)
+			compared = inner(cn, cb, wb)
+		}
+		if !compared && !bytes.Equal(cv, wv) {
+			t.Fatalf("%s: field %d of the warm list differs from the cold one's", what, cn)
+		}
+		c, w = c[cl+cf:], w[wl+wf:]
+	}
+}
+
+// sameListMeta fails t unless the lists' metadata agree but for their
+// revisions.
+func sameListMeta(t *testing.T, what string, c, w metav1.ListMeta) {
+	t.Helper()
+	if c.ResourceVersion == "" || w.ResourceVersion == "" {
+		t.Fatalf("%s: a list without its resourceVersion (%q, %q)", what, c.ResourceVersion, w.ResourceVersion)
+	}
+	c.ResourceVersion, w.ResourceVersion = "", ""
+	c.Continue, w.Continue = continueButRevision(t, c.Continue), continueButRevision(t, w.Continue)
+	if !reflect.DeepEqual(c, w) {
+		t.Fatalf("%s: the warm list's metadata differs from the cold one's: %+v, %+v", what, w, c)
+	}
+}
+
+// continueButRevision is a continue token's fields without its revision.
+func continueButRevision(t *testing.T, token string) string {
+	t.Helper()
+	if token == "" {
+		return ""
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(token)
+	var fields map[string]any
+	if err == nil {
+		err = json.Unmarshal(raw, &fields)
+	}
+	if err != nil || fields["rv"] == nil {
+		t.Fatalf("continue token %q: %v", token, err)
+	}
+	delete(fields, "rv")
+	b, _ := json.Marshal(fields)
+	return string(b)
+}
+
+// waitForRootCA waits for the kube-root-ca.crt ConfigMap that the
+// in-process publisher writes to namespace on its own, so that it does
+// not arrive between two lists that are compared.
+func waitForRootCA(h *refHarness, namespace string) {
+	h.t.Helper()
+	h.waitFor("kube-root-ca.crt in "+namespace, func() bool {
+		return h.do("GET", "/api/v1/namespaces/"+namespace+"/configmaps/kube-root-ca.crt", nil, nil).Code == http.StatusOK
+	})
 }
