@@ -16,8 +16,13 @@ import (
 	"github.com/tabula-dev/tabula/sqlstore/kv"
 )
 
-// bookmarkInterval is how often a watch that allows bookmarks gets one.
-const bookmarkInterval = time.Minute
+// bookmarkInterval is how often a watch that allows bookmarks gets one,
+// and bookmarkBeforeTimeout how long before its timeout it gets one more
+// (kube's cacher: cacheWatcher.nextBookmarkTime).
+const (
+	bookmarkInterval      = time.Minute
+	bookmarkBeforeTimeout = 2 * time.Second
+)
 
 // watch handles ?watch=true and the legacy /watch/ paths: a chunked stream
 // of watch events until the timeout, the client leaving, or shutdown.
@@ -115,11 +120,40 @@ func (r *request) watch() error {
 	lastRev := start
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
-	var tick <-chan time.Time
+	// As kube-apiserver's cacher: a watch that allows bookmarks gets one
+	// every minute and one 2 s before its timeout (none when the timeout
+	// is shorter), each only when the store has moved past what the
+	// client was sent, so a client resumes from near the newest revision
+	// even when nothing it watches changed (a selector on a quiet kind).
+	var tick, preTimeout <-chan time.Time
 	if p.bookmarks {
 		t := time.NewTicker(bookmarkInterval)
 		defer t.Stop()
 		tick = t.C
+		if timeout > bookmarkBeforeTimeout {
+			pre := time.NewTimer(timeout - bookmarkBeforeTimeout)
+			defer pre.Stop()
+			preTimeout = pre.C
+		}
+	}
+	// progress sends a bookmark at the newest revision below which the
+	// client has every event of its watch, if that is past lastRev. The
+	// store's progress is read before the events are seen drained: what
+	// it covers was on Events by then.
+	progress := func() error {
+		if initial {
+			return nil
+		}
+		rev := w.Progress()
+		if rev <= lastRev || len(w.Events()) > 0 {
+			return nil
+		}
+		if err := enc.bookmark(rev, false); err != nil {
+			return err
+		}
+		lastRev = rev
+		enc.flush()
+		return nil
 	}
 	for {
 		select {
@@ -132,24 +166,17 @@ func (r *request) watch() error {
 			// watches of its storage; clients watch anew.
 			return nil
 		case <-timer.C:
-			// Like kube-apiserver, a watch that allows bookmarks gets one
-			// as it closes, so the client resumes from the newest revision.
-			if p.bookmarks && !initial {
-				if err := enc.bookmark(lastRev, false); err == nil {
-					enc.flush()
-				}
-			}
 			return nil
 		case <-enc.idleC():
 			enc.quiet()
 		case <-tick:
-			if initial {
-				continue
-			}
-			if err := enc.bookmark(lastRev, false); err != nil {
+			if progress() != nil {
 				return nil
 			}
-			enc.flush()
+		case <-preTimeout:
+			if progress() != nil {
+				return nil
+			}
 		case ev, ok := <-w.Events():
 			if !ok {
 				switch werr := w.Err(); {

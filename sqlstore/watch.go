@@ -546,7 +546,7 @@ func (s *Store) Watch(ctx context.Context, opts kv.WatchOptions) (kv.Watcher, er
 	}
 	// A few events in hand let the reader see a burst coming and write
 	// it out in one go.
-	out := &Watch{events: make(chan kv.Event, watchHandoff), w: w}
+	out := &Watch{events: make(chan kv.Event, watchHandoff), w: w, hub: s.hub}
 	w.out = out.events
 	h := s.hub
 	h.mu.Lock()
@@ -695,6 +695,7 @@ type Watch struct {
 	events chan kv.Event
 	cancel context.CancelFunc
 	w      *watcher
+	hub    *hub
 	mu     sync.Mutex
 	err    error
 }
@@ -704,6 +705,22 @@ func (w *Watch) Events() <-chan kv.Event { return w.events }
 
 // Stop ends the watch.
 func (w *Watch) Stop() { w.cancel() }
+
+// Progress is the hub's newest delivered revision once the watch's
+// goroutine has handed out its state, history and queue (direct): from
+// then on the hub puts each event of the watch on Events as it delivers
+// the event's revision, both under h.mu, so every event at or below
+// h.last is on Events already. Before that, 0.
+func (w *Watch) Progress() int64 {
+	w.hub.mu.Lock()
+	defer w.hub.mu.Unlock()
+	w.w.mu.Lock()
+	defer w.w.mu.Unlock()
+	if !w.w.direct {
+		return 0
+	}
+	return w.hub.last
+}
 
 // Err says why the event channel closed (nil when the caller stopped it).
 func (w *Watch) Err() error {

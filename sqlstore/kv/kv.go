@@ -200,6 +200,12 @@ type Watcher interface {
 	Stop()
 	// Err says why Events closed; nil when the caller stopped it.
 	Err() error
+	// Progress is a revision up to which every event of this watch has
+	// been put on Events (other resources' and namespaces' writes move
+	// it too), or 0 while the watch still reads its state or history. A
+	// bookmark there, once Events is drained, tells the client that
+	// nothing it watches changed up to it, as kube-apiserver's do.
+	Progress() int64
 }
 
 // CompactionStatus reports how compaction is doing, for /readyz and logs.

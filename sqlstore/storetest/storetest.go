@@ -61,6 +61,7 @@ func Run(t *testing.T, open Factory) {
 		{"WatchReplayThenLive", testWatchReplayThenLive},
 		{"WatchReplayOneNamespaceOrName", testWatchReplayOneNamespaceOrName},
 		{"WatchSelectorTransitions", testWatchSelectorTransitions},
+		{"WatchProgress", testWatchProgress},
 		{"WatchInitialState", testWatchInitialState},
 		{"WatchInitialStateSharesValues", testWatchInitialStateSharesValues},
 		{"RefreshFields", testRefreshFields},
@@ -504,6 +505,72 @@ func testWatchSelectorTransitions(t *testing.T, s *sqlstore.Store) {
 			t.Errorf("event %d carries %s (written at %d); want %s (%d)", i, ev.Value, ev.ValueRev, wantValue, wantValueRev)
 		}
 	}
+}
+
+// testWatchProgress: a watch's progress moves with writes it does not
+// see (another resource, an object outside its selector), and whenever it
+// reaches a revision, the watch's events up to it are on its channel
+// already: a bookmark there never runs ahead of an event.
+func testWatchProgress(t *testing.T, s *sqlstore.Store) {
+	web := map[string]string{"app": "web"}
+	p := mustCreate(t, s, key("p"), web)
+	sel, _ := labels.Parse("app=web")
+	w, err := s.Watch(ctx(t), kv.WatchOptions{Resource: "configmaps", Namespace: "ns1", After: p.Rev, Pred: kv.Predicate{Label: sel}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	// reach waits for the watch's progress to reach rev.
+	reach := func(rev int64) int64 {
+		t.Helper()
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			if got := w.Progress(); got >= rev {
+				return got
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("progress %d; want %d within 20s", w.Progress(), rev)
+			}
+			<-time.After(5 * time.Millisecond) // polling with a deadline
+		}
+	}
+	mustCreate(t, s, kv.Key{Resource: "secrets", Namespace: "ns1", Name: "s"}, web)
+	other := mustCreate(t, s, key("q"), map[string]string{"app": "db"})
+	reach(other.Rev)
+	if n := len(w.Events()); n != 0 {
+		t.Fatalf("%d events for writes the watch does not see", n)
+	}
+	// More updates than the channel holds, unread: the rest wait in the
+	// watch's queue, which progress must not pass.
+	var revs []int64
+	rev := p.Rev
+	for range 20 {
+		u, err := s.Update(ctx(t), key("p"), rev, enc("p", web))
+		if err != nil {
+			t.Fatal(err)
+		}
+		rev = u.Rev
+		revs = append(revs, rev)
+	}
+	upTo := w.Progress()
+	onChannel := map[int64]bool{}
+	for n := len(w.Events()); n > 0; n-- {
+		onChannel[(<-w.Events()).Rev] = true
+	}
+	for _, r := range revs {
+		if r <= upTo && !onChannel[r] {
+			t.Fatalf("progress was %d while the event at %d was not on the channel", upTo, r)
+		}
+	}
+	for _, r := range revs {
+		if onChannel[r] {
+			continue
+		}
+		if ev := recv(t, w); ev.Type != kv.Modified || ev.Rev != r {
+			t.Fatalf("event %s@%d; want MODIFIED@%d", ev.Type, ev.Rev, r)
+		}
+	}
+	reach(rev)
 }
 
 func testConcurrentCreatesOneWins(t *testing.T, s *sqlstore.Store) {
