@@ -78,6 +78,30 @@ func RunTwoStoresWithStandbys(t *testing.T, newURL func(t *testing.T) string, po
 			t.Fatalf("event = %s@%d; want ADDED@%d", ev.Type, ev.Rev, r.Rev)
 		}
 	})
+	t.Run("ProgressFollowsOtherReplicasWrites", func(t *testing.T) {
+		// A watch's progress (its bookmarks' revision) moves with
+		// another replica's writes it does not see, as they are told.
+		t.Parallel()
+		url := newURL(t)
+		a, b := open(t, url, 0), open(t, url, pollInterval)
+		start, _ := b.CurrentRev(ctx(t))
+		w, err := b.Watch(ctx(t), kv.WatchOptions{Resource: "configmaps", After: start})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Stop()
+		r := mustCreate(t, a, kv.Key{Resource: "secrets", Namespace: "ns1", Name: "s"}, nil)
+		deadline := time.Now().Add(20 * time.Second)
+		for w.Progress() < r.Rev {
+			if time.Now().After(deadline) {
+				t.Fatalf("progress %d; want %d (the other replica's write) within 20s", w.Progress(), r.Rev)
+			}
+			<-time.After(5 * time.Millisecond) // polling with a deadline
+		}
+		if n := len(w.Events()); n != 0 {
+			t.Fatalf("%d events for another resource's write", n)
+		}
+	})
 	t.Run("ConcurrentCreatesAcrossProcessesOneWins", func(t *testing.T) {
 		t.Parallel()
 		url := newURL(t)
