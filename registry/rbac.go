@@ -163,6 +163,16 @@ func (h rbacEscalation) checkBinding(ctx context.Context, a authorizer.Authorize
 		return nil
 	}
 	rules, err := resolver.GetRoleReferenceRules(ctx, ref, namespace)
+	if apierrors.IsNotFound(err) {
+		// The caches' listers name the resource in the singular; kube's
+		// check reads the role through its storage, which names it
+		// "roles" or "clusterroles".
+		resource := "roles"
+		if ref.Kind == "ClusterRole" {
+			resource = "clusterroles"
+		}
+		return apierrors.NewNotFound(rbacv1.Resource(resource), ref.Name)
+	}
 	if err != nil {
 		return err
 	}

@@ -2,16 +2,21 @@ package server
 
 import (
 	"fmt"
-	corev1 "k8s.io/api/core/v1"
 	"net/http"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	runtimeschema "k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
+	genericrest "k8s.io/apiserver/pkg/registry/rest"
+	authorizationinternal "k8s.io/kubernetes/pkg/apis/authorization"
+	authorizationconv "k8s.io/kubernetes/pkg/apis/authorization/v1"
+	authorizationutil "k8s.io/kubernetes/pkg/registry/authorization/util"
 
 	"github.com/tabula-dev/tabula/server/auth"
 )
@@ -22,15 +27,25 @@ import (
 
 // review answers a create of a Virtual type.
 func (r *request) review(obj runtime.Object, dryRun bool) error {
+	acc, err := meta.Accessor(obj)
+	if err != nil {
+		return err
+	}
+	// As kube's create handler does: the system's own fields a client
+	// sent are dropped (but on pods/binding, whose uid is the Pod's
+	// precondition: kube's BindingREST preserves them on its subresource),
+	// and a cluster-scoped object's namespace, before the review's
+	// "metadata must be empty" check.
+	if r.ri.Subresource == "" {
+		genericrest.WipeObjectMetaSystemFields(acc)
+	}
 	if r.t.Namespaced {
-		acc, err := meta.Accessor(obj)
-		if err != nil {
-			return err
-		}
 		if err := r.bodyNamespace(acc); err != nil {
 			return err
 		}
 		acc.SetNamespace(r.ri.Namespace)
+	} else {
+		acc.SetNamespace("")
 	}
 	if r.t.Validate != nil {
 		if errs := r.t.Validate(obj, nil); len(errs) > 0 {
@@ -45,7 +60,9 @@ func (r *request) review(obj runtime.Object, dryRun bool) error {
 		if requester == nil {
 			return apierrors.NewBadRequest("no user present on request")
 		}
-		o.Status.UserInfo = userInfo(requester)
+		// A new object, stamped now, as kube's answers.
+		*o = authenticationv1.SelfSubjectReview{TypeMeta: o.TypeMeta, ObjectMeta: metav1.ObjectMeta{CreationTimestamp: metav1.Now()},
+			Status: authenticationv1.SelfSubjectReviewStatus{UserInfo: userInfo(requester)}}
 	case *authenticationv1.TokenReview:
 		if o.Spec.Token == "" {
 			return apierrors.NewBadRequest("token is required for TokenReview in authentication")
@@ -76,7 +93,8 @@ func (r *request) review(obj runtime.Object, dryRun bool) error {
 		if o.Spec.Namespace == "" {
 			return apierrors.NewBadRequest("no namespace on request")
 		}
-		o.Status = r.rules(requester, o.Spec.Namespace)
+		// The answer is a new object holding only the status, as kube's.
+		*o = authorizationv1.SelfSubjectRulesReview{TypeMeta: o.TypeMeta, Status: r.rules(requester, o.Spec.Namespace)}
 	default:
 		return apierrors.NewBadRequest(fmt.Sprintf("%s is not a review this server answers", r.t.Kind))
 	}
@@ -111,22 +129,25 @@ func subject(spec authorizationv1.SubjectAccessReviewSpec) *auth.User {
 }
 
 // decide asks the authorizer about u doing what the attributes describe,
-// and answers as kube's SubjectAccessReview storage does.
+// and answers as kube's SubjectAccessReview storage does, with its own
+// helpers: an empty version is any version, the field and label
+// selectors go to the authorizer (the Node authorizer lets a node list
+// its own pods by spec.nodeName), and one that does not parse is said so
+// in evaluationError.
 func (r *request) decide(u *auth.User, res *authorizationv1.ResourceAttributes, nonRes *authorizationv1.NonResourceAttributes) authorizationv1.SubjectAccessReviewStatus {
 	a := authorizer.AttributesRecord{User: u.Info()}
 	if res != nil {
-		a.ResourceRequest = true
-		a.Verb, a.Namespace, a.APIGroup, a.APIVersion = res.Verb, res.Namespace, res.Group, res.Version
-		a.Resource, a.Subresource, a.Name = res.Resource, res.Subresource, res.Name
+		var in authorizationinternal.ResourceAttributes
+		if err := authorizationconv.Convert_v1_ResourceAttributes_To_authorization_ResourceAttributes(res, &in, nil); err != nil {
+			return authorizationv1.SubjectAccessReviewStatus{EvaluationError: err.Error()}
+		}
+		a = authorizationutil.ResourceAttributesFrom(u.Info(), in)
 	} else if nonRes != nil {
 		a.Verb, a.Path = nonRes.Verb, nonRes.Path
 	}
 	decision, reason, err := r.s.authz.Authorize(r.ctx, a)
-	st := authorizationv1.SubjectAccessReviewStatus{Allowed: decision == authorizer.DecisionAllow, Denied: decision == authorizer.DecisionDeny, Reason: reason}
-	if err != nil {
-		st.EvaluationError = err.Error()
-	}
-	return st
+	return authorizationv1.SubjectAccessReviewStatus{Allowed: decision == authorizer.DecisionAllow, Denied: decision == authorizer.DecisionDeny, Reason: reason,
+		EvaluationError: authorizationutil.BuildEvaluationError(err, a)}
 }
 
 // rules lists what u may do in namespace (SelfSubjectRulesReview).

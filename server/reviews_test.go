@@ -1,9 +1,13 @@
 package server_test
 
 import (
+	"encoding/json"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/tabula-dev/tabula/server"
 )
 
 // TestReviews: each review resource answers a create with the answer in
@@ -99,5 +103,74 @@ func TestReviewsHaveNoTable(t *testing.T) {
 	// A kind with a Table keeps it.
 	if rec := h.do("GET", "/api/v1/namespaces", map[string]string{"Accept": table}, nil); rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), `"kind":"Table"`) {
 		t.Errorf("namespaces as a Table: %d %.300s", rec.Code, rec.Body)
+	}
+}
+
+// TestReviewsAsKube: the review storages' finer points, as kube 1.35's:
+// a review's selectors reach the authorizer (the Node authorizer lets a
+// node list its own pods by spec.nodeName) and one that does not parse is
+// said so; the system's metadata fields a client sends are dropped
+// before "metadata must be empty"; the rules review and who-am-I answer
+// with new objects; a binding to a missing role is refused naming
+// "roles", as kube's escalation check reads it through its storage.
+func TestReviewsAsKube(t *testing.T) {
+	h, _, as := authServer(t, "tok-root,root,1,\"system:masters\"\ntok-alice,alice,2\n", server.Config{})
+	root := as("tok-root")
+	const sars = "/apis/authorization.k8s.io/v1/subjectaccessreviews"
+	review := func(attrs string) map[string]any {
+		t.Helper()
+		r := h.do("POST", sars, root, []byte(`{"apiVersion":"authorization.k8s.io/v1","kind":"SubjectAccessReview","spec":{"user":"system:node:n1","groups":["system:nodes"],"resourceAttributes":`+attrs+`}}`))
+		if r.Code != http.StatusCreated {
+			t.Fatalf("review %s: %d %s", attrs, r.Code, r.Body)
+		}
+		var out map[string]any
+		_ = json.Unmarshal(r.Body.Bytes(), &out)
+		return out
+	}
+	if got := review(`{"verb":"list","resource":"pods","fieldSelector":{"rawSelector":"spec.nodeName=n1"}}`); refDig(got, "status", "allowed") != true {
+		t.Errorf("a node listing its own pods by field selector: %v; want allowed", got["status"])
+	}
+	if got := review(`{"verb":"list","resource":"pods","fieldSelector":{"requirements":[{"key":"spec.nodeName","operator":"In","values":["n1"]}]}}`); refDig(got, "status", "allowed") != true {
+		t.Errorf("the same by requirements: %v; want allowed", got["status"])
+	}
+	if got := review(`{"verb":"list","resource":"pods"}`); refDig(got, "status", "allowed") == true {
+		t.Errorf("a node listing every pod: %v; want not allowed", got["status"])
+	}
+	got := review(`{"verb":"list","resource":"pods","labelSelector":{"rawSelector":"a in (b"}}`)
+	if e, _ := refDig(got, "status", "evaluationError").(string); !strings.Contains(e, "spec.resourceAttributes.labelSelector ignored due to parse error") {
+		t.Errorf("an unparsable label selector: %v; want it named in evaluationError", got["status"])
+	}
+
+	r := h.do("POST", sars, root, []byte(`{"apiVersion":"authorization.k8s.io/v1","kind":"SubjectAccessReview","metadata":{"namespace":"foo","uid":"abc","creationTimestamp":"2020-01-02T03:04:05Z"},"spec":{"user":"jane","nonResourceAttributes":{"verb":"get","path":"/healthz"}}}`))
+	if r.Code != http.StatusCreated || strings.Contains(r.Body.String(), `"abc"`) || strings.Contains(r.Body.String(), `"foo"`) {
+		t.Errorf("a review with system metadata: %d %s; want 201 without it", r.Code, r.Body)
+	}
+	r = h.do("POST", "/apis/authorization.k8s.io/v1/selfsubjectrulesreviews", root, []byte(`{"apiVersion":"authorization.k8s.io/v1","kind":"SelfSubjectRulesReview","metadata":{"name":"x"},"spec":{"namespace":"default"}}`))
+	if r.Code != http.StatusCreated || !strings.Contains(r.Body.String(), `"metadata":{},"spec":{},"status":{`) {
+		t.Errorf("rules review: %d %s; want a new object with status alone", r.Code, r.Body)
+	}
+	r = h.do("POST", "/apis/authentication.k8s.io/v1/selfsubjectreviews", root, []byte(`{"apiVersion":"authentication.k8s.io/v1","kind":"SelfSubjectReview","metadata":{"name":"x","labels":{"a":"b"}}}`))
+	if r.Code != http.StatusCreated || !strings.Contains(r.Body.String(), `"metadata":{"creationTimestamp":"`) || strings.Contains(r.Body.String(), `"name":"x"`) {
+		t.Errorf("who am I: %d %s; want a new object stamped now", r.Code, r.Body)
+	}
+
+	for path, body := range map[string]string{
+		"clusterroles":        `{"metadata":{"name":"binder"},"rules":[{"apiGroups":["rbac.authorization.k8s.io"],"resources":["rolebindings"],"verbs":["create"]}]}`,
+		"clusterrolebindings": `{"metadata":{"name":"alice-binder"},"roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"ClusterRole","name":"binder"},"subjects":[{"kind":"User","name":"alice"}]}`,
+	} {
+		if r := h.do("POST", "/apis/rbac.authorization.k8s.io/v1/"+path, root, []byte(body)); r.Code != http.StatusCreated {
+			t.Fatalf("%s: %d %s", path, r.Code, r.Body)
+		}
+	}
+	for kind, want := range map[string]string{"Role": `roles.rbac.authorization.k8s.io \"nope\" not found`, "ClusterRole": `clusterroles.rbac.authorization.k8s.io \"nope\" not found`} {
+		body := `{"metadata":{"name":"b-` + strings.ToLower(kind) + `"},"roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"` + kind + `","name":"nope"},"subjects":[{"kind":"User","name":"alice"}]}`
+		var r *httptest.ResponseRecorder
+		h.waitFor("alice's binding in force", func() bool {
+			r = h.do("POST", "/apis/rbac.authorization.k8s.io/v1/namespaces/default/rolebindings", as("tok-alice"), []byte(body))
+			return r.Code != http.StatusForbidden
+		})
+		if r.Code != http.StatusNotFound || !strings.Contains(r.Body.String(), want) {
+			t.Errorf("binding to a missing %s: %d %s; want 404 %s", kind, r.Code, r.Body, want)
+		}
 	}
 }
