@@ -49,7 +49,10 @@ func (r *request) review(obj runtime.Object, dryRun bool) error {
 	}
 	if r.t.Validate != nil {
 		if errs := r.t.Validate(obj, nil); len(errs) > 0 {
-			return apierrors.NewInvalid(runtimeschema.GroupKind{Group: r.t.Group, Kind: r.t.Kind}, "", errs)
+			// kube's review storages name the kind of the decoded
+			// internal object, whose TypeMeta conversion left empty:
+			// `.authorization.k8s.io "" is invalid`.
+			return apierrors.NewInvalid(runtimeschema.GroupKind{Group: r.t.Group}, "", errs)
 		}
 	}
 	requester, _ := auth.UserFrom(r.ctx)

@@ -141,7 +141,12 @@ func TestReviewsAsKube(t *testing.T) {
 		t.Errorf("an unparsable label selector: %v; want it named in evaluationError", got["status"])
 	}
 
-	r := h.do("POST", sars, root, []byte(`{"apiVersion":"authorization.k8s.io/v1","kind":"SubjectAccessReview","metadata":{"namespace":"foo","uid":"abc","creationTimestamp":"2020-01-02T03:04:05Z"},"spec":{"user":"jane","nonResourceAttributes":{"verb":"get","path":"/healthz"}}}`))
+	// kube names the kind of the decoded internal object, which has none.
+	r := h.do("POST", sars, root, []byte(`{"apiVersion":"authorization.k8s.io/v1","kind":"SubjectAccessReview","spec":{"user":"jane"}}`))
+	if r.Code != http.StatusUnprocessableEntity || !strings.Contains(r.Body.String(), `"message":".authorization.k8s.io \"\" is invalid: `) {
+		t.Errorf("an invalid review: %d %s; want kube's message naming no kind", r.Code, r.Body)
+	}
+	r = h.do("POST", sars, root, []byte(`{"apiVersion":"authorization.k8s.io/v1","kind":"SubjectAccessReview","metadata":{"namespace":"foo","uid":"abc","creationTimestamp":"2020-01-02T03:04:05Z"},"spec":{"user":"jane","nonResourceAttributes":{"verb":"get","path":"/healthz"}}}`))
 	if r.Code != http.StatusCreated || strings.Contains(r.Body.String(), `"abc"`) || strings.Contains(r.Body.String(), `"foo"`) {
 		t.Errorf("a review with system metadata: %d %s; want 201 without it", r.Code, r.Body)
 	}
