@@ -49,7 +49,7 @@ var coreEventFieldLabels = []string{
 // are converted per group-version before matching: events.k8s.io/v1 has its
 // own label conversion (pkg/apis/events/v1 AddFieldLabelConversionsForEvent)
 // which accepts the events.k8s.io names (regarding.*, reportingController)
-// plus reason, source and type, maps them onto the core field set, and
+// plus reason and type (not source, which core/v1 has), maps them onto the core field set, and
 // rejects everything else — including the core names involvedObject.* and
 // reportingComponent ("field label not supported: involvedObject.name").
 // Tabula has no label conversion step, so the keys listed here are the
@@ -68,7 +68,6 @@ var eventsV1FieldLabels = []string{
 	"regarding.fieldPath",
 	"reason",
 	"reportingController",
-	"source",
 	"type",
 }
 

@@ -1,15 +1,27 @@
 package server
 
 import (
+	"fmt"
 	"net/http"
 	"strconv"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
 )
 
 // get handles GET of one object. Every resourceVersion a get may name is
 // satisfied by the latest state, once the store has reached it.
 func (r *request) get() error {
+	if export, ok := r.c.QueryParams()["export"]; ok {
+		// kube's get handler refuses what kubectl --export once sent.
+		exporting := true
+		if err := runtime.Convert_Slice_string_To_bool(&export, &exporting, nil); err != nil {
+			return apierrors.NewBadRequest(fmt.Sprintf("the export parameter cannot be parsed: %v", err))
+		}
+		if exporting {
+			return apierrors.NewBadRequest("the export parameter, deprecated since v1.14, is no longer supported")
+		}
+	}
 	if rv := r.c.QueryParam("resourceVersion"); rv != "" && rv != "0" {
 		n, err := strconv.ParseInt(rv, 10, 64)
 		if err != nil || n < 0 {

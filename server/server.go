@@ -301,5 +301,5 @@ func (s *Server) WaitWatches(ctx context.Context) {
 }
 
 func prettyUserAgent(ua string) bool {
-	return strings.HasPrefix(ua, "curl") || strings.HasPrefix(ua, "Wget") || strings.HasPrefix(ua, "Mozilla/")
+	return strings.HasPrefix(ua, "curl") || strings.HasPrefix(ua, "Wget") || strings.HasPrefix(ua, "Mozilla/5.0")
 }

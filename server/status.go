@@ -144,12 +144,15 @@ func notFoundPath() *apierrors.StatusError {
 	}}
 }
 
+// wantsPretty reads ?pretty as kube's isPrettyPrint does (strconv's
+// booleans: 1, t, T, TRUE, true, True), else the User-Agent.
 func wantsPretty(c echo.Context) bool {
 	p := c.QueryParam("pretty")
 	if p == "" {
 		return prettyUserAgent(c.Request().UserAgent())
 	}
-	return p == "true" || p == "1"
+	pretty, _ := strconv.ParseBool(p)
+	return pretty
 }
 
 func writeIndented(w io.Writer, v any) error {

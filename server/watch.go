@@ -39,8 +39,20 @@ func (r *request) watch() error {
 		return err
 	}
 	if r.ri.Name != "" {
-		// A watch on a named path watches that one object.
+		// A watch on a named path watches that one object; a field
+		// selector there must name it (kube's handlers/get.go).
+		if p.pred.Field != nil && !p.pred.Field.Empty() {
+			if selected, ok := p.pred.Field.RequiresExactMatch("metadata.name"); !ok || selected != r.ri.Name {
+				return apierrors.NewBadRequest("fieldSelector metadata.name doesn't match requested name")
+			}
+		}
 		p.pred.Field = andName(p.pred.Field, r.ri.Name)
+	}
+	if out.View == codecs.ViewTable {
+		// Refused before the stream, as a list's or a get's Table.
+		if err := codecs.CheckIncludeObject(r.c.QueryParam("includeObject")); err != nil {
+			return err
+		}
 	}
 	ctx := r.ctx
 	// As kube's: a negative timeoutSeconds ends the watch at once.

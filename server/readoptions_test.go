@@ -1,0 +1,48 @@
+package server_test
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+)
+
+// TestReadOptionsAsKube: request options kube-apiserver 1.35's read
+// handlers check before they answer: a legacy named watch's field
+// selector must name its object, a Table watch's includeObject is checked
+// before the stream, ?export is refused on a get, ?pretty is read as a Go
+// boolean and only a Mozilla/5.0 browser gets indentation unasked, and
+// events.k8s.io has no "source" field label.
+func TestReadOptionsAsKube(t *testing.T) {
+	h := refNewHarness(t)
+	const cms = "/api/v1/namespaces/default/configmaps"
+	h.mustDo("POST", cms, "application/json", `{"metadata":{"name":"p0"}}`, http.StatusCreated)
+	for _, c := range []struct {
+		path    string
+		headers map[string]string
+		code    int
+		want    string
+	}{
+		{"/api/v1/watch/namespaces/default/configmaps/p0?timeoutSeconds=1&fieldSelector=metadata.name%3Dp1", nil,
+			http.StatusBadRequest, "fieldSelector metadata.name doesn't match requested name"},
+		{"/api/v1/watch/namespaces/default/configmaps/p0?timeoutSeconds=1&fieldSelector=metadata.namespace%3Ddefault", nil,
+			http.StatusBadRequest, "fieldSelector metadata.name doesn't match requested name"},
+		{"/api/v1/watch/namespaces/default/configmaps/p0?timeoutSeconds=1&fieldSelector=metadata.name%3Dp0", nil,
+			http.StatusOK, `"type":"ADDED"`},
+		{cms + "?watch=1&timeoutSeconds=1&includeObject=bogus", map[string]string{"Accept": "application/json;as=Table;v=v1;g=meta.k8s.io"},
+			http.StatusBadRequest, "Unable to convert to Table as requested"},
+		{cms + "/p0?export=true", nil, http.StatusBadRequest, "the export parameter, deprecated since v1.14, is no longer supported"},
+		{cms + "/p0?export=maybe", nil, http.StatusBadRequest, "no longer supported"}, // anything but 0 and false is true
+		{cms + "/p0?export=false", nil, http.StatusOK, `"name":"p0"`},
+		{cms + "/p0?pretty=True", nil, http.StatusOK, "{\n  \"kind\": \"ConfigMap\""},
+		{cms + "/p0?pretty=0", map[string]string{"User-Agent": "curl/8.0"}, http.StatusOK, `{"kind":"ConfigMap"`},
+		{cms + "/p0", map[string]string{"User-Agent": "Mozilla/4.0"}, http.StatusOK, `{"kind":"ConfigMap"`},
+		{cms + "/p0", map[string]string{"User-Agent": "Mozilla/5.0 (X11)"}, http.StatusOK, "{\n  \"kind\": \"ConfigMap\""},
+		{"/apis/events.k8s.io/v1/namespaces/default/events?fieldSelector=source%3Dkubelet", nil, http.StatusBadRequest, "field label not supported: source"},
+		{"/api/v1/namespaces/default/events?fieldSelector=source%3Dkubelet", nil, http.StatusOK, `"kind":"EventList"`},
+	} {
+		r := h.do("GET", c.path, c.headers, nil)
+		if r.Code != c.code || !strings.Contains(r.Body.String(), c.want) {
+			t.Errorf("GET %s %v: %d %.300s; want %d with %q", c.path, c.headers, r.Code, r.Body, c.code, c.want)
+		}
+	}
+}
