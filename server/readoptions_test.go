@@ -46,3 +46,14 @@ func TestReadOptionsAsKube(t *testing.T) {
 		}
 	}
 }
+
+// TestWatchOfUnwatchableKind: a watch of a kind that lists but does not
+// watch is kube's 405 naming it.
+func TestWatchOfUnwatchableKind(t *testing.T) {
+	h := refNewHarness(t)
+	r := h.do("GET", "/api/v1/componentstatuses?watch=1", nil, nil)
+	if r.Code != http.StatusMethodNotAllowed || !strings.Contains(r.Body.String(), `"message":"watch is not supported on resources of kind \"componentstatuses\""`) ||
+		!strings.Contains(r.Body.String(), `"details":{"kind":"componentstatuses"}`) {
+		t.Errorf("watch of componentstatuses: %d %s", r.Code, r.Body)
+	}
+}

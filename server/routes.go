@@ -150,7 +150,12 @@ func (s *Server) serveResource(c echo.Context, group, version, rest string) erro
 	if verb == "" {
 		return methodNotAllowed()
 	}
-	if !hasVerb(t.Verbs, verb) && !(verb == "watch" && hasVerb(t.Verbs, "watch")) {
+	if !hasVerb(t.Verbs, verb) {
+		if verb == "watch" && !ri.WatchPath && hasVerb(t.Verbs, "list") {
+			// kube's list handler names what it cannot do
+			// (componentstatuses?watch=1).
+			return apierrors.NewMethodNotSupported(t.GroupResource(), "watch")
+		}
 		return methodNotAllowed()
 	}
 	if ri.Name != "" {
