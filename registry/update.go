@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	handlerfieldmanager "k8s.io/apiserver/pkg/endpoints/handlers/fieldmanager"
 	"reflect"
 	"strconv"
 	"strings"
@@ -220,6 +221,13 @@ func (x *Resource) storeUpdate(ctx context.Context, namespace, name string, obj,
 			return Result{}, false, err
 		}
 	}
+	// As kube's store: a write whose only change is managedFields' times
+	// (a client writing back an older copy, or times it normalised) keeps
+	// the stored times, so it changes nothing and is not stored below.
+	if obj, err = handlerfieldmanager.IgnoreManagedFieldsTimestampsTransformer(ctx, obj, old); err != nil {
+		return Result{}, false, err
+	}
+	acc = mustAccessor(obj)
 	if !opts.SkipValidation && !opts.admitted && !admittedAs(ctx) {
 		if err := x.admitValidate(ctx, admissionWrite{op: admission.Update, obj: obj, old: old, namespace: acc.GetNamespace(),
 			name: name, subresource: opts.Subresource, dryRun: opts.DryRun, sent: opts.Sent}); err != nil {

@@ -489,3 +489,37 @@ func TestTooLargeWithManagedFields(t *testing.T) {
 		t.Errorf("apply of the same data: %d %.300s", r.Code, r.Body)
 	}
 }
+
+// TestManagedFieldsTimesAloneAreNotAWrite: as kube's store, an update
+// whose only change is the managedFields' times (a PUT of an older copy,
+// a patch of a time) keeps the stored times and is not written: the
+// resourceVersion stays.
+func TestManagedFieldsTimesAloneAreNotAWrite(t *testing.T) {
+	h := refNewHarness(t)
+	const path = "/api/v1/namespaces/default/configmaps/times"
+	h.mustDo("POST", "/api/v1/namespaces/default/configmaps", "application/json", `{"metadata":{"name":"times"},"data":{"a":"b"}}`, http.StatusCreated)
+	stored := h.getJSON(path)
+	rv := refDig(stored, "metadata", "resourceVersion")
+	entries := refDig(stored, "metadata", "managedFields").([]any)
+	was := entries[0].(map[string]any)["time"]
+	for _, c := range []struct{ what, method, ct, body string }{
+		{"a PUT with an older time", "PUT", "application/json", func() string {
+			entries[0].(map[string]any)["time"] = "2001-01-01T00:00:00Z"
+			b, _ := json.Marshal(stored)
+			return string(b)
+		}()},
+		{"a JSON patch of the time", "PATCH", "application/json-patch+json", `[{"op":"replace","path":"/metadata/managedFields/0/time","value":"2002-02-02T00:00:00Z"}]`},
+	} {
+		got := h.mustDo(c.method, path, c.ct, c.body, http.StatusOK)
+		if refDig(got, "metadata", "resourceVersion") != rv {
+			t.Errorf("%s: resourceVersion %v; want %v (nothing written)", c.what, refDig(got, "metadata", "resourceVersion"), rv)
+		}
+		if now := refDig(h.getJSON(path), "metadata", "managedFields").([]any)[0].(map[string]any)["time"]; now != was {
+			t.Errorf("%s: stored time %v; want %v", c.what, now, was)
+		}
+	}
+	// A real change still moves it, with its manager's time.
+	if got := h.mustDo("PATCH", path, "application/merge-patch+json", `{"data":{"a":"c"}}`, http.StatusOK); refDig(got, "metadata", "resourceVersion") == rv {
+		t.Errorf("a change kept the resourceVersion %v", rv)
+	}
+}
