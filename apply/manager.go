@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -45,7 +46,11 @@ func NewManager(t *schema.Type, subresource string) (*Manager, error) {
 	if reset := t.ResetFields(subresource); len(reset) > 0 {
 		set := fieldpath.NewSet()
 		for _, f := range reset {
-			set.Insert(fieldpath.MakePathOrDie(f))
+			var path []interface{}
+			for _, name := range strings.Split(f, ".") {
+				path = append(path, name)
+			}
+			set.Insert(fieldpath.MakePathOrDie(path...))
 		}
 		filters = fieldpath.NewExcludeFilterSetMap(map[fieldpath.APIVersion]*fieldpath.Set{
 			fieldpath.APIVersion(t.GroupVersion().String()): set,

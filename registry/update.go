@@ -401,6 +401,8 @@ func keepMetadata(obj, old runtime.Object, fields []string) {
 			acc.SetLabels(oacc.GetLabels())
 		case "ownerReferences":
 			acc.SetOwnerReferences(oacc.GetOwnerReferences())
+		case "deletionTimestamp":
+			acc.SetDeletionTimestamp(oacc.GetDeletionTimestamp())
 		}
 	}
 }

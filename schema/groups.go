@@ -180,7 +180,7 @@ func coreKinds() []*kubeKind {
 
 	pod := &kubeKind{returnsDeleted: true, Type: namespaced("", "v1", "Pod", "pods", []string{"po"}, all,
 		"attach", "binding", "ephemeralcontainers", "eviction", "exec", "log", "portforward", "proxy", "resize", "status").
-		with(podSubresources).statusWritesMetadata("ownerReferences"), generation: generationOnChange}
+		with(podSubresources).statusWritesMetadata("deletionTimestamp", "ownerReferences"), generation: generationOnChange}
 	pod.fields = podFields
 	pod.GracePeriod = podGracePeriod
 	pod.clockCells = openPodRestarts
@@ -589,6 +589,15 @@ func certificatesKinds() []*kubeKind {
 	csr.prepareUpdate = csrKeepSpec
 	_, approval := validator(nil, certificatesvalidation.ValidateCertificateSigningRequestApprovalUpdate)
 	_, status := validator(nil, certificatesvalidation.ValidateCertificateSigningRequestStatusUpdate)
+	// kube's CSR strategies reset more than whole parts of the object
+	// (certificates/strategy.go GetResetFields): no writer owns the spec
+	// but its creator's request, and each subresource's writer what it
+	// alone may write.
+	csr.ResetPaths = map[string][]string{
+		"":         {"spec", "status"},
+		"status":   {"spec", "status.conditions"},
+		"approval": {"spec", "status.certificate"},
+	}
 	csr.subresourceUpdates = map[string]kubeSubresourceUpdate{
 		"approval": {prepare: csrKeepAllButConditions, validate: approval},
 		"status":   {prepare: csrKeepSpecAndDecisions, validate: status},
@@ -598,7 +607,7 @@ func certificatesKinds() []*kubeKind {
 
 func flowcontrolKinds() []*kubeKind {
 	const g = "flowcontrol.apiserver.k8s.io"
-	fs := &kubeKind{Type: cluster(g, "v1", "FlowSchema", "flowschemas", nil, nil, "status").statusWritesMetadata(), generation: generationOnChange}
+	fs := &kubeKind{Type: cluster(g, "v1", "FlowSchema", "flowschemas", nil, nil, "status"), generation: generationOnChange}
 	fs.validate, fs.validateUpdate = validator(flowcontrolvalidation.ValidateFlowSchema,
 		func(fs, old *flowcontrol.FlowSchema) field.ErrorList {
 			return flowcontrolvalidation.ValidateFlowSchemaUpdate(old, fs)
@@ -606,7 +615,7 @@ func flowcontrolKinds() []*kubeKind {
 	fs.statusValidate = statusValidator(func(fs, old *flowcontrol.FlowSchema) field.ErrorList {
 		return flowcontrolvalidation.ValidateFlowSchemaStatusUpdate(old, fs)
 	})
-	pl := &kubeKind{Type: cluster(g, "v1", "PriorityLevelConfiguration", "prioritylevelconfigurations", nil, nil, "status").statusWritesMetadata(), generation: generationOnChange}
+	pl := &kubeKind{Type: cluster(g, "v1", "PriorityLevelConfiguration", "prioritylevelconfigurations", nil, nil, "status"), generation: generationOnChange}
 	validPL := func(pl *flowcontrol.PriorityLevelConfiguration) field.ErrorList {
 		return flowcontrolvalidation.ValidatePriorityLevelConfiguration(pl, flowcontrolGV, flowcontrolvalidation.PriorityLevelValidationOptions{})
 	}

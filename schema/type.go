@@ -183,6 +183,10 @@ type Type struct {
 	// keeps as stored ("labels" of Deployments, "ownerReferences" of Pods).
 	StatusMetadata      bool
 	StatusKeepsMetadata []string
+	// ResetPaths, when set for a subresource ("" for the main resource),
+	// are the dotted field paths kube's strategy for it resets
+	// (GetResetFields), in place of the ones ResetFields derives.
+	ResetPaths map[string][]string
 
 	// OrphanByDefault makes a delete that names neither propagationPolicy
 	// nor orphanDependents orphan the dependents, as kube-apiserver keeps
@@ -469,12 +473,24 @@ func (t *Type) Writes(subresource string) []string {
 	return subresourceWrites[subresource]
 }
 
-// ResetFields are the top-level fields a write through subresource ("" for
-// the main resource) never changes, so writing them there gives no
-// ownership in managedFields (kube's strategies' reset fields): status for
-// the main resource of a kind with a status subresource; for a
-// subresource, the object's parts it does not write.
+// ResetFields are the fields (dotted paths) a write through subresource
+// ("" for the main resource) never changes, so writing them there gives
+// no ownership in managedFields and no conflict (kube's strategies' reset
+// fields): ResetPaths where the kind names them; else status for the main
+// resource of a kind with a status subresource; for a subresource, the
+// object's parts it does not write, and for a status write that writes
+// metadata, the metadata fields it keeps as stored.
 func (t *Type) ResetFields(subresource string) []string {
+	if paths, ok := t.ResetPaths[subresource]; ok {
+		return paths
+	}
+	if subresource == "status" && t.StatusMetadata {
+		reset := []string{"spec"}
+		for _, f := range t.StatusKeepsMetadata {
+			reset = append(reset, "metadata."+f)
+		}
+		return reset
+	}
 	if subresource == "" {
 		if t.HasSubresource("status") {
 			return []string{"status"}

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -521,5 +523,76 @@ func TestManagedFieldsTimesAloneAreNotAWrite(t *testing.T) {
 	// A real change still moves it, with its manager's time.
 	if got := h.mustDo("PATCH", path, "application/merge-patch+json", `{"data":{"a":"c"}}`, http.StatusOK); refDig(got, "metadata", "resourceVersion") == rv {
 		t.Errorf("a change kept the resourceVersion %v", rv)
+	}
+}
+
+// TestApplyResetFieldsAsKube: what a write cannot change gives no
+// ownership and no conflict, per kube's strategies' reset fields: a
+// Deployment's status apply does not touch its labels, a Pod's status
+// apply its owner references, a CSR's creator owns none of its spec; a
+// FlowSchema's status write keeps its metadata as stored.
+func TestApplyResetFieldsAsKube(t *testing.T) {
+	h := refNewHarness(t)
+	apply := func(path, manager, body string, force bool) *httptest.ResponseRecorder {
+		t.Helper()
+		q := "?fieldManager=" + manager
+		if force {
+			q += "&force=true"
+		}
+		return h.do("PATCH", path+q, map[string]string{"Content-Type": "application/apply-patch+yaml"}, []byte(body))
+	}
+	owns := func(path, manager, field string) bool {
+		t.Helper()
+		entries, _ := refDig(h.getJSON(path), "metadata", "managedFields").([]any)
+		for _, e := range entries {
+			m := e.(map[string]any)
+			if m["manager"] == manager {
+				b, _ := json.Marshal(m["fieldsV1"])
+				return strings.Contains(string(b), field)
+			}
+		}
+		return false
+	}
+
+	const deploy = "/apis/apps/v1/namespaces/default/deployments/d"
+	if r := apply(deploy, "a", `{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"d","labels":{"tier":"a"}},"spec":{"selector":{"matchLabels":{"app":"d"}},"template":{"metadata":{"labels":{"app":"d"}},"spec":{"containers":[{"name":"c","image":"nginx"}]}}}}`, false); r.Code != http.StatusCreated {
+		t.Fatalf("deployment: %d %s", r.Code, r.Body)
+	}
+	if r := apply(deploy+"/status", "ctl", `{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"d","labels":{"tier":"zz","extra":"x"}},"status":{"observedGeneration":1}}`, false); r.Code != http.StatusOK {
+		t.Errorf("a Deployment status apply naming labels: %d %s; want 200 (its labels are reset)", r.Code, r.Body)
+	}
+	if refDig(h.getJSON(deploy), "metadata", "labels", "tier") != "a" || owns(deploy, "ctl", "f:labels") {
+		t.Errorf("a Deployment status apply changed or owns its labels: %v", refDig(h.getJSON(deploy), "metadata"))
+	}
+
+	const pod = "/api/v1/namespaces/default/pods/p"
+	// An owner that exists: the collector deletes a Pod whose owner does not.
+	o := h.mustDo("POST", "/api/v1/namespaces/default/configmaps", "application/json", `{"metadata":{"name":"o"}}`, http.StatusCreated)
+	owner := `{"apiVersion":"v1","kind":"ConfigMap","name":"o","uid":"` + refDig(o, "metadata", "uid").(string) + `"}`
+	if r := apply(pod, "a", `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","ownerReferences":[`+owner+`]},"spec":{"containers":[{"name":"c","image":"nginx"}]}}`, false); r.Code != http.StatusCreated {
+		t.Fatalf("pod: %d %s", r.Code, r.Body)
+	}
+	other := strings.Replace(owner, `"name":"o"`, `"name":"other"`, 1)
+	if r := apply(pod+"/status", "kubelet", `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","ownerReferences":[`+other+`]},"status":{"message":"hi"}}`, false); r.Code != http.StatusOK {
+		t.Errorf("a Pod status apply naming owner references: %d %s; want 200 (they are reset)", r.Code, r.Body)
+	}
+	if owns(pod, "kubelet", "f:ownerReferences") {
+		t.Errorf("the kubelet owns owner references it cannot write")
+	}
+
+	const csrs = "/apis/certificates.k8s.io/v1/certificatesigningrequests"
+	csr := `{"apiVersion":"certificates.k8s.io/v1","kind":"CertificateSigningRequest","metadata":{"name":"c"},"spec":{"signerName":"example.com/s","usages":["client auth"],"request":"` + typicalCSR + `"}}`
+	if r := apply(csrs+"/c", "creator", csr, false); r.Code != http.StatusCreated || owns(csrs+"/c", "creator", "f:spec") {
+		t.Fatalf("csr: %d %s; want created with no ownership of its spec", r.Code, r.Body)
+	}
+	if r := apply(csrs+"/c", "other", strings.Replace(csr, `"client auth"`, `"server auth"`, 1), false); r.Code != http.StatusOK {
+		t.Errorf("another applier naming a CSR's spec: %d %s; want 200 (the spec is reset)", r.Code, r.Body)
+	}
+
+	const fs = "/apis/flowcontrol.apiserver.k8s.io/v1/flowschemas/f"
+	h.mustDo("POST", "/apis/flowcontrol.apiserver.k8s.io/v1/flowschemas", "application/json", `{"metadata":{"name":"f","labels":{"a":"b"}},"spec":{"priorityLevelConfiguration":{"name":"global-default"},"matchingPrecedence":5000}}`, http.StatusCreated)
+	got := h.mustDo("PATCH", fs+"/status", "application/merge-patch+json", `{"metadata":{"labels":{"a":"changed","x":"y"}},"status":{"conditions":[{"type":"Dangling","status":"False"}]}}`, http.StatusOK)
+	if l := refDig(got, "metadata", "labels"); !reflect.DeepEqual(l, map[string]any{"a": "b"}) {
+		t.Errorf("a FlowSchema status write changed its labels to %v; kube's status strategy keeps its metadata", l)
 	}
 }
