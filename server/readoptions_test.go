@@ -57,3 +57,18 @@ func TestWatchOfUnwatchableKind(t *testing.T) {
 		t.Errorf("watch of componentstatuses: %d %s", r.Code, r.Body)
 	}
 }
+
+// TestPatchOfSubresourceWithoutPatch: a subresource whose discovery lists
+// no patch has no PATCH route (kube's finalize storage only updates).
+func TestPatchOfSubresourceWithoutPatch(t *testing.T) {
+	h := refNewHarness(t)
+	for _, path := range []string{"/api/v1/namespaces/default/finalize", "/api/v1/namespaces/default/pods/p/log", "/api/v1/namespaces/default/serviceaccounts/default/token"} {
+		r := h.do("PATCH", path, map[string]string{"Content-Type": "application/merge-patch+json"}, []byte(`{"metadata":{"labels":{"a":"b"}}}`))
+		if r.Code != http.StatusMethodNotAllowed {
+			t.Errorf("PATCH %s: %d %s; want 405", path, r.Code, r.Body)
+		}
+	}
+	if r := h.do("PATCH", "/api/v1/namespaces/default/status", map[string]string{"Content-Type": "application/merge-patch+json"}, []byte(`{"metadata":{"labels":{"a":"b"}}}`)); r.Code != http.StatusOK {
+		t.Errorf("PATCH of a namespace's status: %d %s; want 200", r.Code, r.Body)
+	}
+}

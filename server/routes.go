@@ -150,6 +150,11 @@ func (s *Server) serveResource(c echo.Context, group, version, rest string) erro
 	if verb == "" {
 		return methodNotAllowed()
 	}
+	if verb == "patch" && ri.Subresource != "" && !hasVerb(t.Subresource(ri.Subresource).Verbs, "patch") {
+		// kube has no PATCH route for a subresource that does not list
+		// the verb (namespaces/finalize, pods/exec, pods/log).
+		return methodNotAllowed()
+	}
 	if !hasVerb(t.Verbs, verb) {
 		if verb == "watch" && !ri.WatchPath && hasVerb(t.Verbs, "list") {
 			// kube's list handler names what it cannot do
