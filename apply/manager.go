@@ -43,7 +43,23 @@ func NewManager(t *schema.Type, subresource string) (*Manager, error) {
 		return nil, err
 	}
 	var filters map[fieldpath.APIVersion]fieldpath.Filter
-	if reset := t.ResetFields(subresource); len(reset) > 0 {
+	if owned := t.OwnedPaths[subresource]; len(owned) > 0 {
+		var matchers []*fieldpath.SetMatcher
+		for _, f := range owned {
+			var parts []interface{}
+			for _, name := range strings.Split(f, ".") {
+				if name == "*" {
+					parts = append(parts, fieldpath.MatchAnyPathElement())
+				} else {
+					parts = append(parts, name)
+				}
+			}
+			matchers = append(matchers, fieldpath.MakePrefixMatcherOrDie(parts...))
+		}
+		filters = map[fieldpath.APIVersion]fieldpath.Filter{
+			fieldpath.APIVersion(t.GroupVersion().String()): fieldpath.NewIncludeMatcherFilter(matchers...),
+		}
+	} else if reset := t.ResetFields(subresource); len(reset) > 0 {
 		set := fieldpath.NewSet()
 		for _, f := range reset {
 			var path []interface{}

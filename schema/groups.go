@@ -182,6 +182,13 @@ func coreKinds() []*kubeKind {
 		"attach", "binding", "ephemeralcontainers", "eviction", "exec", "log", "portforward", "proxy", "resize", "status").
 		with(podSubresources).statusWritesMetadata("deletionTimestamp", "ownerReferences"), generation: generationOnChange}
 	pod.fields = podFields
+	// kube's ephemeral-containers and resize strategies compare and own
+	// only what they write (core/pod/strategy.go include filters).
+	pod.OwnedPaths = map[string][]string{
+		"ephemeralcontainers": {"spec.ephemeralContainers"},
+		"resize": {"spec.containers.*.resources", "spec.containers.*.resizePolicy",
+			"spec.initContainers.*.resources", "spec.initContainers.*.resizePolicy"},
+	}
 	pod.GracePeriod = podGracePeriod
 	pod.clockCells = openPodRestarts
 	pod.RowConditions = podRowConditions

@@ -187,6 +187,11 @@ type Type struct {
 	// are the dotted field paths kube's strategy for it resets
 	// (GetResetFields), in place of the ones ResetFields derives.
 	ResetPaths map[string][]string
+	// OwnedPaths, when set for a subresource, are the only fields (dotted
+	// prefixes, "*" for any list item) a write through it is compared and
+	// owned by, as kube's strategies' include filters
+	// (GetResetFieldsFilter) for pods/ephemeralcontainers and pods/resize.
+	OwnedPaths map[string][]string
 
 	// OrphanByDefault makes a delete that names neither propagationPolicy
 	// nor orphanDependents orphan the dependents, as kube-apiserver keeps

@@ -596,3 +596,39 @@ func TestApplyResetFieldsAsKube(t *testing.T) {
 		t.Errorf("a FlowSchema status write changed its labels to %v; kube's status strategy keeps its metadata", l)
 	}
 }
+
+// TestApplyEphemeralAndResizeOwnOnlyTheirFields: as kube's include
+// filters, an apply through pods/ephemeralcontainers or pods/resize is
+// compared and owned only on the fields it writes.
+func TestApplyEphemeralAndResizeOwnOnlyTheirFields(t *testing.T) {
+	h := refNewHarness(t)
+	const pod = "/api/v1/namespaces/default/pods/r"
+	apply := func(sub, manager, body string) *httptest.ResponseRecorder {
+		return h.do("PATCH", strings.TrimSuffix(pod+"/"+sub, "/")+"?fieldManager="+manager, map[string]string{"Content-Type": "application/apply-patch+yaml"}, []byte(body))
+	}
+	// Made by the resizer's manager, which then owns the resources.
+	if r := apply("", "rs", `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"r"},"spec":{"containers":[{"name":"c","image":"nginx","resources":{"requests":{"cpu":"100m"},"limits":{"cpu":"100m"}}}]}}`); r.Code != http.StatusCreated {
+		t.Fatalf("pod: %d %s", r.Code, r.Body)
+	}
+	r := apply("ephemeralcontainers", "dbg", `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"r","labels":{"e":"x"}},`+
+		`"spec":{"activeDeadlineSeconds":30,"ephemeralContainers":[{"name":"debugger","image":"busybox","targetContainerName":"c"}]},"status":{"message":"m"}}`)
+	if r.Code != http.StatusOK {
+		t.Fatalf("ephemeral containers apply: %d %s", r.Code, r.Body)
+	}
+	var fields string
+	for _, e := range refDig(h.getJSON(pod), "metadata", "managedFields").([]any) {
+		if m := e.(map[string]any); m["manager"] == "dbg" {
+			b, _ := json.Marshal(m["fieldsV1"])
+			fields = string(b)
+		}
+	}
+	if !strings.Contains(fields, "f:ephemeralContainers") || strings.Contains(fields, "f:activeDeadlineSeconds") || strings.Contains(fields, "f:labels") || strings.Contains(fields, "f:message") {
+		t.Errorf("the ephemeral containers writer owns %s; want its containers alone", fields)
+	}
+	// The same resources (shared, no conflict) and a status message the
+	// ephemeral containers' writer sent, which the resize cannot write.
+	r = apply("resize", "rs", `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"r"},"spec":{"containers":[{"name":"c","resources":{"requests":{"cpu":"100m"},"limits":{"cpu":"100m"}}}]},"status":{"message":"other"}}`)
+	if r.Code != http.StatusOK {
+		t.Errorf("a resize apply naming what another subresource's writer sent: %d %s; want 200", r.Code, r.Body)
+	}
+}
