@@ -38,16 +38,23 @@ func RunTwoStoresWithStandbys(t *testing.T, newURL func(t *testing.T) string, po
 		t.Cleanup(func() { s.Close() })
 		return s
 	}
-	t.Run("WritersOnBothDenseInOrder", func(t *testing.T) {
-		t.Parallel()
+	// pair opens two stores on one new database, and a watch of
+	// ConfigMaps on the second from its current revision.
+	pair := func(t *testing.T) (a, b *sqlstore.Store, start int64, w kv.Watcher) {
+		t.Helper()
 		url := newURL(t)
-		a, b := open(t, url, 0), open(t, url, pollInterval)
-		start, _ := b.CurrentRev(ctx(t))
+		a, b = open(t, url, 0), open(t, url, pollInterval)
+		start, _ = b.CurrentRev(ctx(t))
 		w, err := b.Watch(ctx(t), kv.WatchOptions{Resource: "configmaps", After: start})
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer w.Stop()
+		t.Cleanup(w.Stop)
+		return a, b, start, w
+	}
+	t.Run("WritersOnBothDenseInOrder", func(t *testing.T) {
+		t.Parallel()
+		a, b, start, w := pair(t)
 		const writers, each = 4, 25
 		createAndUpdate(t, []*sqlstore.Store{a, b, a, b, a, b, a, b}[:writers*2], "p", each)
 		total := int64(writers * 2 * each * 2)
@@ -65,14 +72,7 @@ func RunTwoStoresWithStandbys(t *testing.T, newURL func(t *testing.T) string, po
 	})
 	t.Run("OtherReplicaSeesWriteWithoutPolling", func(t *testing.T) {
 		t.Parallel()
-		url := newURL(t)
-		a, b := open(t, url, 0), open(t, url, pollInterval)
-		start, _ := b.CurrentRev(ctx(t))
-		w, err := b.Watch(ctx(t), kv.WatchOptions{Resource: "configmaps", After: start})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer w.Stop()
+		a, _, _, w := pair(t)
 		r := mustCreate(t, a, key("x"), nil)
 		if ev := recv(t, w); ev.Rev != r.Rev || ev.Type != kv.Added {
 			t.Fatalf("event = %s@%d; want ADDED@%d", ev.Type, ev.Rev, r.Rev)
@@ -82,14 +82,7 @@ func RunTwoStoresWithStandbys(t *testing.T, newURL func(t *testing.T) string, po
 		// A watch's progress (its bookmarks' revision) moves with
 		// another replica's writes it does not see, as they are told.
 		t.Parallel()
-		url := newURL(t)
-		a, b := open(t, url, 0), open(t, url, pollInterval)
-		start, _ := b.CurrentRev(ctx(t))
-		w, err := b.Watch(ctx(t), kv.WatchOptions{Resource: "configmaps", After: start})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer w.Stop()
+		a, _, _, w := pair(t)
 		r := mustCreate(t, a, kv.Key{Resource: "secrets", Namespace: "ns1", Name: "s"}, nil)
 		deadline := time.Now().Add(20 * time.Second)
 		for w.Progress() < r.Rev {
