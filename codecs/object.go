@@ -306,6 +306,12 @@ func FromStorage(newObj func() runtime.Object, gvk runtimeschema.GroupVersionKin
 		if err := sigsjson.UnmarshalCaseSensitivePreserveInts(data, &u.Object); err != nil {
 			return nil, fmt.Errorf("codecs: decode stored object: %w", err)
 		}
+		if u.GetAPIVersion() != "" {
+			// The version it was stored in (WithStoredVersion), which
+			// the Type's FromStorage converts from.
+			u.SetKind(gvk.Kind)
+			return u, nil
+		}
 		u.SetGroupVersionKind(gvk)
 		return u, nil
 	}
@@ -314,6 +320,23 @@ func FromStorage(newObj func() runtime.Object, gvk runtimeschema.GroupVersionKin
 	}
 	obj.GetObjectKind().SetGroupVersionKind(gvk)
 	return obj, nil
+}
+
+// WithStoredVersion adds apiVersion to stored object bytes, for a kind
+// whose objects remember the version they were stored in (custom
+// resources); such bytes are always decoded, never served as they are.
+func WithStoredVersion(stored []byte, apiVersion string) []byte {
+	if len(stored) < 2 || stored[0] != '{' {
+		return stored
+	}
+	head := `{"apiVersion":` + quote(apiVersion)
+	rest := bytes.TrimLeft(stored[1:], " \t\r\n")
+	out := make([]byte, 0, len(head)+1+len(rest))
+	out = append(out, head...)
+	if len(rest) > 0 && rest[0] != '}' {
+		out = append(out, ',')
+	}
+	return append(out, rest...)
 }
 
 // WithTypeMeta prefixes stored object bytes with kind and apiVersion, the

@@ -229,7 +229,11 @@ func (x *Resource) Encode(obj runtime.Object) ([]byte, error) {
 			return nil, err
 		}
 	}
-	return codecs.StorageBytes(obj)
+	b, err := codecs.StorageBytes(obj)
+	if err != nil || !x.t.StoresVersion {
+		return b, err
+	}
+	return codecs.WithStoredVersion(b, x.t.Group+"/"+x.t.StorageVersion), nil
 }
 
 // GetRecord reads one stored object; 404 when it does not exist.

@@ -72,17 +72,24 @@ func CustomResourceTypes(crd *apiextensionsv1.CustomResourceDefinition, convert 
 	types := customTypeConverter(crd)
 	// The storage version's schema prunes what is stored and defaults what
 	// is read, whichever version serves it (it may serve none).
-	storageSt := &crStrategy{preserve: crd.Spec.PreserveUnknownFields}
-	var err error
-	if storageSt.structural, _, err = structuralFor(crd, storage); err != nil {
-		return nil, fmt.Errorf("%s version %s: %w", crd.Name, storage, err)
+	// Each object is read with the schema of the version it was stored
+	// in, which is the storage version when it was written: every
+	// version's, served or not, as a CRD's storage version may change.
+	byVersion := map[string]*crStrategy{}
+	for _, v := range crd.Spec.Versions {
+		st := &crStrategy{preserve: crd.Spec.PreserveUnknownFields}
+		var err error
+		if st.structural, _, err = structuralFor(crd, v.Name); err != nil {
+			return nil, fmt.Errorf("%s version %s: %w", crd.Name, v.Name, err)
+		}
+		byVersion[v.Name] = st
 	}
 	var out []*Type
 	for _, v := range crd.Spec.Versions {
 		if !v.Served {
 			continue
 		}
-		t, err := customResourceType(crd, v, storage, storageSt, convert)
+		t, err := customResourceType(crd, v, storage, byVersion, convert)
 		if err == nil {
 			t.ManagedFields = customManagedFields(types, t)
 		}
@@ -106,7 +113,8 @@ type crStrategy struct {
 	preserve        bool
 }
 
-func customResourceType(crd *apiextensionsv1.CustomResourceDefinition, v apiextensionsv1.CustomResourceDefinitionVersion, storage string, storageSt *crStrategy, convert runtime.ObjectConvertor) (*Type, error) {
+func customResourceType(crd *apiextensionsv1.CustomResourceDefinition, v apiextensionsv1.CustomResourceDefinitionVersion, storage string, byVersion map[string]*crStrategy, convert runtime.ObjectConvertor) (*Type, error) {
+	storageSt := byVersion[storage]
 	names := crd.Status.AcceptedNames
 	gvk := schema.GroupVersionKind{Group: crd.Spec.Group, Version: v.Name, Kind: names.Kind}
 	listKind := names.ListKind
@@ -123,7 +131,8 @@ func customResourceType(crd *apiextensionsv1.CustomResourceDefinition, v apiexte
 		StorageUnserved: !slices.ContainsFunc(crd.Spec.Versions, func(o apiextensionsv1.CustomResourceDefinitionVersion) bool {
 			return o.Storage && o.Served
 		}),
-		Unstructured: true,
+		Unstructured:  true,
+		StoresVersion: true,
 		// As kube's custom resource strategy: no unconditional updates.
 		UpdateNeedsResourceVersion: true,
 		retired:                    make(chan struct{}),
@@ -171,24 +180,31 @@ func customResourceType(crd *apiextensionsv1.CustomResourceDefinition, v apiexte
 	}
 
 	t.Coerce = st.coerce
-	t.FromStorage = st.fromStorage
 	t.Convertor = convert
 	if convert == nil {
 		t.Convertor = APIVersionConvertor(crd.Spec.Group)
 	}
 	webhook := crd.Spec.Conversion != nil && crd.Spec.Conversion.Strategy == apiextensionsv1.WebhookConverter
-	switch {
-	case v.Name == storage:
-	case !webhook || convert != nil:
+	if webhook && convert == nil {
+		// Another version than the one stored would need the webhook,
+		// which this server cannot call: fail clearly.
+		err := fmt.Errorf("conversion webhook for %s failed: webhook conversion is not supported by this server; use version %s", gvk, storage)
+		if v.Name != storage {
+			t.Coerce = func(runtime.Object) ([]string, error) { return nil, err }
+		}
+		convert = failingConvertor{err}
+	}
+	conv := t.Convertor
+	if webhook {
+		conv = convert
+	}
+	storageGV := schema.GroupVersion{Group: crd.Spec.Group, Version: storage}
+	if v.Name != storage {
 		// Objects are stored in the storage version, as kube-apiserver's
 		// storage codec keeps them: converted (by the webhook, or by
 		// apiVersion alone), then pruned to the storage version's schema,
-		// so a field only this version has is not kept. Read, an object
-		// is defaulted by the storage version's schema, converted, and
-		// pruned to this version's; this version's defaults apply to
-		// request bodies alone, as in kube.
-		storageGV := schema.GroupVersion{Group: crd.Spec.Group, Version: storage}
-		conv := t.Convertor
+		// so a field only this version has is not kept. This version's
+		// defaults apply to request bodies alone, as in kube.
 		t.LossyStorage = true
 		t.ToStorage = func(obj runtime.Object) (runtime.Object, error) {
 			out, err := conv.ConvertToVersion(obj, storageGV)
@@ -200,37 +216,45 @@ func customResourceType(crd *apiextensionsv1.CustomResourceDefinition, v apiexte
 			}
 			return out, nil
 		}
-		t.FromStorage = func(obj runtime.Object) (runtime.Object, error) {
-			// Stored bytes carry no apiVersion: they are in the storage
-			// version ToStorage wrote. (A CRD whose storage version
-			// changes later would need the version stored with each
-			// object; Tabula does not keep it yet.)
-			obj.GetObjectKind().SetGroupVersionKind(storageGV.WithKind(t.Kind))
-			in, err := storageSt.fromStorage(obj)
-			if err != nil {
-				return nil, err
-			}
-			out := in
-			if webhook {
-				if out, err = conv.ConvertToVersion(in, t.GroupVersion()); err != nil {
-					return nil, apierrors.NewInternalError(err)
-				}
-			} else {
-				// The versions differ in apiVersion alone, and the
-				// decoded object is this read's own: no copy.
-				out.GetObjectKind().SetGroupVersionKind(gvk)
-			}
-			if err := st.pruneConverted(out); err != nil {
+	}
+	// Read, an object is pruned and defaulted by the schema of the
+	// version it was stored in (named in its stored bytes; the storage
+	// version for bytes from before Tabula kept it), then converted to
+	// this version and pruned to its schema, as kube's decoder does
+	// (customresource_handler.go's schemaCoercingDecoder). A CRD whose
+	// storage version changed reads its older objects so, and keeps
+	// them as they were until they are written again.
+	t.FromStorage = func(obj runtime.Object) (runtime.Object, error) {
+		u, ok := obj.(*unstructured.Unstructured)
+		if !ok {
+			return nil, fmt.Errorf("custom resource: %T is not unstructured", obj)
+		}
+		in := storage
+		if gv, err := schema.ParseGroupVersion(u.GetAPIVersion()); err == nil && gv.Group == crd.Spec.Group && byVersion[gv.Version] != nil {
+			in = gv.Version
+		}
+		u.SetGroupVersionKind(schema.GroupVersionKind{Group: crd.Spec.Group, Version: in, Kind: t.Kind})
+		if in == v.Name {
+			return st.fromStorage(u)
+		}
+		if _, err := byVersion[in].fromStorage(u); err != nil {
+			return nil, err
+		}
+		out := runtime.Object(u)
+		if webhook {
+			var err error
+			if out, err = conv.ConvertToVersion(u, t.GroupVersion()); err != nil {
 				return nil, apierrors.NewInternalError(err)
 			}
-			return out, nil
+		} else {
+			// The versions differ in apiVersion alone, and the decoded
+			// object is this read's own: no copy.
+			u.SetGroupVersionKind(gvk)
 		}
-	default:
-		// Objects are kept in the storage version; another version would
-		// need the webhook, which Tabula does not call: fail clearly.
-		err := fmt.Errorf("conversion webhook for %s failed: webhook conversion is not supported by this server; use version %s", gvk, storage)
-		t.Coerce = func(runtime.Object) ([]string, error) { return nil, err }
-		t.FromStorage = func(runtime.Object) (runtime.Object, error) { return nil, apierrors.NewInternalError(err) }
+		if err := st.pruneConverted(out); err != nil {
+			return nil, apierrors.NewInternalError(err)
+		}
+		return out, nil
 	}
 	t.PrepareForCreate = st.prepareForCreate
 	t.PrepareForUpdate = st.prepareForUpdate
@@ -751,4 +775,16 @@ func crDeprecation(crd *apiextensionsv1.CustomResourceDefinition, deprecated str
 		msg += fmt.Sprintf("; use %s/%s %s", crd.Spec.Group, newest, kind)
 	}
 	return &Deprecation{Message: msg}
+}
+
+// failingConvertor answers every conversion with err: a CRD converted by a
+// webhook this server cannot call.
+type failingConvertor struct{ err error }
+
+func (f failingConvertor) Convert(in, out, context interface{}) error { return f.err }
+func (f failingConvertor) ConvertToVersion(in runtime.Object, gv runtime.GroupVersioner) (runtime.Object, error) {
+	return nil, f.err
+}
+func (f failingConvertor) ConvertFieldLabel(gvk schema.GroupVersionKind, label, value string) (string, string, error) {
+	return "", "", f.err
 }

@@ -76,6 +76,10 @@ type Type struct {
 	// version is pruned to the storage version's schema), so a write is
 	// answered with what was stored, decoded, as kube-apiserver answers.
 	LossyStorage bool
+	// StoresVersion: its objects' stored bytes name the version they
+	// were stored in (custom resources, whose CRD's storage version may
+	// change while objects stored in the old one remain).
+	StoresVersion bool
 	// Convertor converts a custom resource between its served versions
 	// (admission gives webhooks the version they ask for); nil for
 	// built-in kinds, which kube's scheme converts.

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -948,5 +949,77 @@ func TestCRNotAcceptable(t *testing.T) {
 		if r.Code != http.StatusNotAcceptable || !strings.HasPrefix(fmt.Sprint(st["message"]), c.want) || st["details"] != nil {
 			t.Errorf("GET %s as %s: %d %s; want 406 %q without details", c.path, c.accept, r.Code, r.Body, c.want)
 		}
+	}
+}
+
+// TestCRStorageVersionChange: an object keeps the version it was stored
+// in, so after a CRD's storage version changes it is read as kube reads
+// it: pruned and defaulted by that version's schema, then converted. It
+// used to be read as if stored in the new version, which lost the fields
+// only the old one has.
+func TestCRStorageVersionChange(t *testing.T) {
+	h := refNewHarness(t)
+	schema := func(field, def string) string {
+		d := ""
+		if def != "" {
+			d = `,"default":"` + def + `"`
+		}
+		return `{"openAPIV3Schema":{"type":"object","properties":{"spec":{"type":"object","properties":{"` + field + `":{"type":"string"` + d + `},"keep":{"type":"string"}}}}}}`
+	}
+	crd := func(storage string) string {
+		return `{"apiVersion":"apiextensions.k8s.io/v1","kind":"CustomResourceDefinition","metadata":{"name":"pairs.p.example.com"},"spec":{"group":"p.example.com","scope":"Namespaced",
+			"names":{"plural":"pairs","singular":"pair","kind":"Pair","listKind":"PairList"},"versions":[
+			{"name":"v1","served":true,"storage":` + fmt.Sprint(storage == "v1") + `,"schema":` + schema("a", "") + `},
+			{"name":"v2","served":true,"storage":` + fmt.Sprint(storage == "v2") + `,"schema":` + schema("b", "bd") + `}]}}`
+	}
+	h.mustDo("POST", crdPath, "application/json", crd("v1"), http.StatusCreated)
+	establish(t, h, "pairs.p.example.com")
+	const v1, v2 = "/apis/p.example.com/v1/namespaces/default/pairs", "/apis/p.example.com/v2/namespaces/default/pairs"
+	h.mustDo("POST", v1, "application/json", `{"apiVersion":"p.example.com/v1","kind":"Pair","metadata":{"name":"i1"},"spec":{"a":"x","keep":"k"}}`, http.StatusCreated)
+
+	live := h.getJSON(crdPath + "/pairs.p.example.com")
+	var body map[string]any
+	_ = json.Unmarshal([]byte(crd("v2")), &body)
+	body["metadata"] = map[string]any{"name": "pairs.p.example.com", "resourceVersion": refDig(live, "metadata", "resourceVersion")}
+	b, _ := json.Marshal(body)
+	h.mustDo("PUT", crdPath+"/pairs.p.example.com", "application/json", string(b), http.StatusOK)
+	spec := func(path string) map[string]any {
+		t.Helper()
+		var got map[string]any
+		h.waitFor("the "+path+" read", func() bool {
+			r := h.do("GET", path, nil, nil)
+			if r.Code != http.StatusOK || json.Unmarshal(r.Body.Bytes(), &got) != nil {
+				return false
+			}
+			return true
+		})
+		s, _ := got["spec"].(map[string]any)
+		return s
+	}
+	// Read through either version, i1 is still the v1 object it was
+	// stored as: v1 shows it whole; v2 drops what v2 lacks and adds no v2
+	// default (defaults come from the schema it was stored with).
+	// The new storage version is in force once a v2 object keeps its v2
+	// field (before, it was stored as v1, without it).
+	n := 0
+	h.waitFor("v2 the storage version", func() bool {
+		n++
+		name := fmt.Sprintf("probe-%d", n)
+		h.mustDo("POST", v2, "application/json", `{"apiVersion":"p.example.com/v2","kind":"Pair","metadata":{"name":"`+name+`"},"spec":{"b":"y"}}`, http.StatusCreated)
+		return refDig(h.getJSON(v2+"/"+name), "spec", "b") == "y"
+	})
+	h.mustDo("POST", v2, "application/json", `{"apiVersion":"p.example.com/v2","kind":"Pair","metadata":{"name":"i2"},"spec":{"b":"y","keep":"k2"}}`, http.StatusCreated)
+	if got := spec(v1 + "/i1"); !reflect.DeepEqual(got, map[string]any{"a": "x", "keep": "k"}) {
+		t.Errorf("i1 read as v1 after the storage version changed: %v; want {a:x keep:k}", got)
+	}
+	if got := spec(v2 + "/i1"); !reflect.DeepEqual(got, map[string]any{"keep": "k"}) {
+		t.Errorf("i1 read as v2: %v; want {keep:k}", got)
+	}
+	// i2, stored as v2: its v2 fields, and as v1 without them.
+	if got := spec(v2 + "/i2"); !reflect.DeepEqual(got, map[string]any{"b": "y", "keep": "k2"}) {
+		t.Errorf("i2 read as v2: %v", got)
+	}
+	if got := spec(v1 + "/i2"); !reflect.DeepEqual(got, map[string]any{"keep": "k2"}) {
+		t.Errorf("i2 read as v1: %v; want {keep:k2}", got)
 	}
 }
