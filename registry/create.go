@@ -3,6 +3,7 @@ package registry
 import (
 	"context"
 	"crypto/rand"
+	"errors"
 	"fmt"
 	"time"
 
@@ -116,7 +117,7 @@ func (x *Resource) Create(ctx context.Context, namespace string, obj runtime.Obj
 	if opts.DryRun {
 		// The store would refuse a name that is taken; so does a dry run.
 		if _, err := x.GetRecord(ctx, acc.GetNamespace(), acc.GetName()); err == nil {
-			return Result{}, apierrors.NewAlreadyExists(x.t.GroupResource(), acc.GetName())
+			return Result{}, x.alreadyExists(ctx, acc.GetNamespace(), acc.GetName())
 		} else if !apierrors.IsNotFound(err) {
 			return Result{}, err
 		}
@@ -126,6 +127,9 @@ func (x *Resource) Create(ctx context.Context, namespace string, obj runtime.Obj
 	rec, err := x.g.store.Create(ctx, key, x.encoder(obj))
 	if dropManagedFields(err, obj, opts) {
 		rec, err = x.g.store.Create(ctx, key, x.encoder(obj))
+	}
+	if errors.Is(err, kv.ErrExists) {
+		return Result{}, x.alreadyExists(ctx, acc.GetNamespace(), acc.GetName())
 	}
 	if err != nil {
 		return Result{}, x.storeError(err, acc.GetName())
@@ -323,4 +327,17 @@ func WithRequester(ctx context.Context, who schema.Requester) context.Context {
 func RequesterFrom(ctx context.Context) (schema.Requester, bool) {
 	who, ok := ctx.Value(requesterKey{}).(schema.Requester)
 	return who, ok
+}
+
+// alreadyExists is the 409 for a name that is taken; kube's store says so
+// when the object there is on its way out (registry/store.go Create), as
+// it is right after a namespace was deleted and before it is gone.
+func (x *Resource) alreadyExists(ctx context.Context, namespace, name string) error {
+	err := apierrors.NewAlreadyExists(x.t.GroupResource(), name)
+	if obj, _, gerr := x.Get(ctx, namespace, name); gerr == nil {
+		if acc, aerr := meta.Accessor(obj); aerr == nil && acc.GetDeletionTimestamp() != nil {
+			err.ErrStatus.Message = "object is being deleted: " + err.ErrStatus.Message
+		}
+	}
+	return err
 }

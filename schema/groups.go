@@ -1,6 +1,10 @@
 package schema
 
 import (
+	"errors"
+	"slices"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	unversionedvalidation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -36,6 +40,7 @@ import (
 	rbacvalidation "k8s.io/kubernetes/pkg/apis/rbac/validation"
 	"k8s.io/kubernetes/pkg/apis/resource"
 	resourcevalidation "k8s.io/kubernetes/pkg/apis/resource/validation"
+	schedulingapiv1 "k8s.io/kubernetes/pkg/apis/scheduling/v1"
 	schedulingvalidation "k8s.io/kubernetes/pkg/apis/scheduling/validation"
 	"k8s.io/kubernetes/pkg/apis/storage"
 	storagevalidation "k8s.io/kubernetes/pkg/apis/storage/validation"
@@ -541,6 +546,14 @@ func storageKinds() []*kubeKind {
 func schedulingKinds() []*kubeKind {
 	pc := &kubeKind{Type: cluster("scheduling.k8s.io", "v1", "PriorityClass", "priorityclasses", []string{"pc"}, nil), generation: generationFixed}
 	pc.validate, pc.validateUpdate = validator(schedulingvalidation.ValidatePriorityClass, schedulingvalidation.ValidatePriorityClassUpdate)
+	// kube's PriorityClass storage refuses to delete the system classes
+	// (priorityclass/storage/storage.go Delete).
+	pc.ValidateDelete = func(name string) error {
+		if slices.Contains(schedulingapiv1.SystemPriorityClassNames(), name) {
+			return apierrors.NewForbidden(schema.GroupResource{Group: "scheduling.k8s.io", Resource: "priorityclasses"}, name, errors.New("this is a system priority class and cannot be deleted"))
+		}
+		return nil
+	}
 	return []*kubeKind{pc}
 }
 

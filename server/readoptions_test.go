@@ -72,3 +72,28 @@ func TestPatchOfSubresourceWithoutPatch(t *testing.T) {
 		t.Errorf("PATCH of a namespace's status: %d %s; want 200", r.Code, r.Body)
 	}
 }
+
+// TestAdmissionNeighboursAsKube: three answers next to kube's admission
+// plugins: a privileged container is allowed (kube-apiserver as kubeadm,
+// kind and k3s start it), the system PriorityClasses cannot be deleted,
+// and creating a name whose object is being deleted says so.
+func TestAdmissionNeighboursAsKube(t *testing.T) {
+	h := refNewHarness(t)
+	r := h.do("POST", "/api/v1/namespaces/default/pods", map[string]string{"Content-Type": "application/json"},
+		[]byte(`{"metadata":{"name":"priv"},"spec":{"containers":[{"name":"c","image":"cni","securityContext":{"privileged":true}}]}}`))
+	if r.Code != http.StatusCreated {
+		t.Errorf("a privileged pod: %d %s; want 201", r.Code, r.Body)
+	}
+	r = h.do("DELETE", "/apis/scheduling.k8s.io/v1/priorityclasses/system-node-critical", nil, nil)
+	if r.Code != http.StatusForbidden || !strings.Contains(r.Body.String(), "this is a system priority class and cannot be deleted") {
+		t.Errorf("deleting system-node-critical: %d %s; want 403", r.Code, r.Body)
+	}
+	h.mustDo("POST", "/api/v1/namespaces/default/configmaps", "application/json", `{"metadata":{"name":"going","finalizers":["example.com/hold"]}}`, http.StatusCreated)
+	h.mustDo("DELETE", "/api/v1/namespaces/default/configmaps/going", "", "", http.StatusOK)
+	for _, q := range []string{"", "?dryRun=All"} {
+		r = h.do("POST", "/api/v1/namespaces/default/configmaps"+q, map[string]string{"Content-Type": "application/json"}, []byte(`{"metadata":{"name":"going"}}`))
+		if r.Code != http.StatusConflict || !strings.Contains(r.Body.String(), `"message":"object is being deleted: configmaps \"going\" already exists"`) {
+			t.Errorf("creating a name being deleted%s: %d %s", q, r.Code, r.Body)
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"k8s.io/kubernetes/pkg/capabilities"
 	"log/slog"
 	"net/http"
 	"net/netip"
@@ -64,6 +65,12 @@ type Config struct {
 	// once; more get 429 with Retry-After. Members of system:masters are
 	// not counted. Zero means no limit.
 	MaxWatchesPerUser int
+	// DenyPrivileged refuses Pods with privileged containers, as
+	// kube-apiserver's --allow-privileged=false does. It is the process's
+	// (kube's capabilities are set once per binary): the first server
+	// made decides. Allowed by default, as kubeadm, kind and k3s start
+	// kube-apiserver: CNI and CSI DaemonSets need it.
+	DenyPrivileged bool
 	// WatchWriteTimeout is how long one watch frame may take to reach a
 	// client (default 30s): a watcher that stops reading is closed then
 	// (and at its timeoutSeconds, whichever is first), its goroutine and
@@ -174,6 +181,7 @@ type Server struct {
 
 // New builds a Server; Handler returns its HTTP handler.
 func New(cfg Config) (*Server, error) {
+	capabilities.Setup(!cfg.DenyPrivileged, 0)
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}

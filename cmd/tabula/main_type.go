@@ -121,6 +121,8 @@ type Config struct {
 	// MaxWatchesPerUser bounds the watches one user holds at once
 	// (system:masters excepted; 0: no limit).
 	MaxWatchesPerUser int
+	// AllowPrivileged: Pods may have privileged containers.
+	AllowPrivileged bool
 	// MemoryLimit is the Go runtime's soft memory limit (0: GOMEMLIMIT,
 	// or none).
 	MemoryLimit ByteSize
@@ -221,6 +223,7 @@ func NewMain() *Main {
 		WatchWriteTimeout:           30 * time.Second,
 		WatchBuffer:                 4 << 20,
 		MaxWatchesPerUser:           1000,
+		AllowPrivileged:             true,
 		MaxRequestsInflight:         400,
 		PriorityAndFairness:         true,
 		MaxMutatingRequestsInflight: 200,
@@ -332,6 +335,7 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.DurationVar(&c.IdleTimeout, "idle-timeout", c.IdleTimeout, "close keep-alive connections idle this long (kube-apiserver's 90s)")
 	fs.DurationVar(&c.WatchWriteTimeout, "watch-write-timeout", c.WatchWriteTimeout, "how long a watch's pending frames may take to reach its client before the watch is closed")
 	fs.Var(&c.WatchBuffer, "watch-buffer", "the events a watcher may fall behind by, in bytes (a quantity: 4Mi), before it is closed and its client re-lists")
+	fs.BoolVar(&c.AllowPrivileged, "allow-privileged", c.AllowPrivileged, "allow Pods with privileged containers (kube-apiserver's flag; true as kubeadm, kind and k3s set it, for CNI and CSI DaemonSets)")
 	fs.IntVar(&c.MaxWatchesPerUser, "max-watches-per-user", c.MaxWatchesPerUser, "watches one user may hold open at once; more get 429 with Retry-After (system:masters excepted; 0: no limit)")
 	fs.Var((*stringList)(&c.Controllers), "controllers", "kube-controller-manager's controllers Tabula runs itself, in kcm's syntax: * for all, -name to switch one off (garbage-collector-controller, namespace-controller, serviceaccount-controller, root-ca-certificate-publisher-controller, persistentvolume-protection-controller, persistentvolumeclaim-protection-controller, clusterrole-aggregation-controller); switch off those a kube-controller-manager beside Tabula runs (default *)")
 	fs.Var(&c.MemoryLimit, "memory-limit", "the Go runtime's soft memory limit (a quantity: 1Gi; default GOMEMLIMIT, or none): past it the server collects garbage harder instead of growing")
@@ -579,7 +583,7 @@ func (m *Main) Run(ctx context.Context) error {
 	m.srv, err = server.New(server.Config{
 		Store: m.store, Registry: reg, Authenticator: authn, Version: v, OpenAPI: oa.Handler(),
 		Logger: m.log, Metrics: metrics, EventTTL: c.EventTTL, RequestTimeout: c.RequestTimeout, WatchWriteTimeout: c.WatchWriteTimeout, CABundle: rootCABundle(pki), ClientCABundle: pki.ClientCAPEM,
-		MaxRequestsInflight: c.MaxRequestsInflight, MaxMutatingRequestsInflight: c.MaxMutatingRequestsInflight, MaxWatchesPerUser: c.MaxWatchesPerUser, Controllers: c.Controllers,
+		MaxRequestsInflight: c.MaxRequestsInflight, MaxMutatingRequestsInflight: c.MaxMutatingRequestsInflight, MaxWatchesPerUser: c.MaxWatchesPerUser, DenyPrivileged: !c.AllowPrivileged, Controllers: c.Controllers,
 		Profiling: c.Profiling, ServiceRanges: ranges, Advertise: advertise, ServiceAccountTokens: saTokens,
 		Kubelet: kubeletConfig(&c, pki), AuthorizationModes: authorizationModes(&c), AnonymousAuth: c.AnonymousAuth, AnonymousPaths: anonymousPaths,
 		ServiceAccountJWKSURI: c.ServiceAccountJWKSURI, Audit: c.Audit, RequestHeader: requestHeader, Admission: c.Admission,
