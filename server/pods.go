@@ -459,7 +459,14 @@ func (r *request) bind(b *corev1.Binding, dryRun bool) error {
 	}
 	bindingGR := runtimeschema.GroupResource{Resource: "pods/binding"}
 	pods := r.s.api.MustLookup("", "v1", "pods")
-	if err := pods.AdmitSubresource(r.ctx, r.ri.Namespace, b.Name, "binding", bindingKind, b, dryRun); err != nil {
+	// The legacy collection is its own resource to admission, as kube's
+	// bindings storage is: plugins and policies for pods/binding
+	// (PodTopologyLabels) do not see it.
+	admitter, subresource := pods, "binding"
+	if r.ri.Subresource == "" {
+		admitter, subresource = r.s.api.MustLookup("", "v1", "bindings"), ""
+	}
+	if err := admitter.AdmitSubresource(r.ctx, r.ri.Namespace, b.Name, subresource, bindingKind, b, dryRun); err != nil {
 		return err
 	}
 	_, _, err := pods.Update(r.ctx, r.ri.Namespace, b.Name, func(cur runtime.Object) (runtime.Object, error) {

@@ -334,6 +334,17 @@ func TestPodTopologyLabels(t *testing.T) {
 		t.Fatalf("create placed: %d %s", r.Code, r.Body)
 	}
 	want("placed", labels("placed"))
+	// The legacy bindings collection is admitted as itself, which the
+	// plugin does not act on (kube: podtopologylabels/admission.go).
+	if r := h.do("POST", pods, ct, []byte(`{"metadata":{"name":"legacy"},"spec":{"containers":[{"name":"c","image":"busybox"}]}}`)); r.Code != http.StatusCreated {
+		t.Fatalf("create legacy: %d %s", r.Code, r.Body)
+	}
+	if r := h.do("POST", "/api/v1/namespaces/default/bindings", ct, []byte(`{"apiVersion":"v1","kind":"Binding","metadata":{"name":"legacy"},"target":{"kind":"Node","name":"n1"}}`)); r.Code != http.StatusCreated {
+		t.Fatalf("legacy binding: %d %s", r.Code, r.Body)
+	}
+	if l := labels("legacy"); l["topology.kubernetes.io/zone"] != "" {
+		t.Errorf("a pod bound through /bindings got labels %v; want none copied", l)
+	}
 }
 
 // TestEvictionMarkIsNotAdmittedAgain: the DisruptionTarget mark an
