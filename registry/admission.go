@@ -10,6 +10,7 @@ import (
 	"k8s.io/kubernetes/plugin/pkg/admission/defaulttolerationseconds"
 	"k8s.io/kubernetes/plugin/pkg/admission/priority"
 	"k8s.io/kubernetes/plugin/pkg/admission/serviceaccount"
+	"net/http"
 	"strings"
 	"sync"
 
@@ -373,13 +374,16 @@ func (x *Resource) admitPhases(ctx context.Context, w admissionWrite, phases int
 	return nil
 }
 
-// admissionError keeps a plugin's API error; anything else is a 403, as
-// kube-apiserver's admission wraps it.
+// admissionError keeps a plugin's API error. Anything else reaches
+// kube-apiserver's response writer as it is, which answers 500 with no
+// reason and the error's text (responsewriters ErrorToAPIStatus): the
+// quota plugin's "insufficient quota to match these scopes" is one.
 func admissionError(err error) error {
 	if _, ok := err.(apierrors.APIStatus); ok {
 		return err
 	}
-	return apierrors.NewForbidden(runtimeschema.GroupResource{}, "", err)
+	return &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: http.StatusInternalServerError,
+		Reason: metav1.StatusReasonUnknown, Message: err.Error()}}
 }
 
 // AdmitSubresource runs admission for a subresource write that is not a

@@ -2,8 +2,12 @@ package server_test
 
 import (
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/tabula-dev/tabula/server"
 )
 
 // TestReadOptionsAsKube: request options kube-apiserver 1.35's read
@@ -95,5 +99,35 @@ func TestAdmissionNeighboursAsKube(t *testing.T) {
 		if r.Code != http.StatusConflict || !strings.Contains(r.Body.String(), `"message":"object is being deleted: configmaps \"going\" already exists"`) {
 			t.Errorf("creating a name being deleted%s: %d %s", q, r.Code, r.Body)
 		}
+	}
+}
+
+// TestAdmissionPlainErrorIs500: an admission plugin's error that is not
+// an API error reaches the client as kube's response writer turns it: 500,
+// no reason, its text (the quota plugin's limited-resource scopes).
+func TestAdmissionPlainErrorIs500(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "admission.yaml")
+	if err := os.WriteFile(file, []byte(`apiVersion: apiserver.config.k8s.io/v1
+kind: AdmissionConfiguration
+plugins:
+- name: ResourceQuota
+  configuration:
+    apiVersion: apiserver.config.k8s.io/v1
+    kind: ResourceQuotaConfiguration
+    limitedResources:
+    - resource: pods
+      matchScopes:
+      - scopeName: PriorityClass
+        operator: In
+        values: ["system-node-critical"]
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h := refNewHarnessConfig(t, func(cfg *server.Config) { cfg.Admission.ConfigFile = file })
+	r := h.do("POST", "/api/v1/namespaces/default/pods", map[string]string{"Content-Type": "application/json"},
+		[]byte(`{"metadata":{"name":"crit"},"spec":{"priorityClassName":"system-node-critical","containers":[{"name":"c","image":"x"}]}}`))
+	if r.Code != http.StatusInternalServerError || strings.Contains(r.Body.String(), `"reason"`) ||
+		!strings.Contains(r.Body.String(), `"message":"insufficient quota to match these scopes: [{PriorityClass In [system-node-critical]}]"`) {
+		t.Errorf("a pod in a limited scope without quota: %d %s", r.Code, r.Body)
 	}
 }
