@@ -1023,3 +1023,26 @@ func TestCRStorageVersionChange(t *testing.T) {
 		t.Errorf("i2 read as v1: %v; want {keep:k2}", got)
 	}
 }
+
+// TestCRNotFoundShapes: what kube's custom resource handler does not
+// serve goes to the server's last handler, a plain-text 404 (a resource no
+// CRD defines in a CRD group-version, a custom resource in the wrong
+// scope); a subresource its CRD lacks is the handler's own 404 naming the
+// object.
+func TestCRNotFoundShapes(t *testing.T) {
+	h := refNewHarness(t)
+	h.mustDo("POST", crdPath, "application/json", gadgetsCRD, http.StatusCreated)
+	establish(t, h, "gadgets.test.example.com")
+	const base = "/apis/test.example.com/v1"
+	h.waitFor("gadgets served", func() bool { return h.do("GET", base+"/namespaces/default/gadgets", nil, nil).Code == http.StatusOK })
+	for _, path := range []string{base + "/namespaces/default/nothings", base + "/gadgets/g1", base + "/namespaces/default/gadgets/g1/status"} {
+		r := h.do("GET", path, nil, nil)
+		want := "404 page not found\n"
+		if strings.HasSuffix(path, "/status") {
+			want = `"message":"gadgets.test.example.com \"g1\" not found"`
+		}
+		if r.Code != http.StatusNotFound || !strings.Contains(r.Body.String(), want) {
+			t.Errorf("GET %s: %d %q; want 404 with %q", path, r.Code, r.Body, want)
+		}
+	}
+}

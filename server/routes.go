@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -121,18 +122,30 @@ func (s *Server) serveResource(c echo.Context, group, version, rest string) erro
 		return notFoundPath()
 	}
 	ri.Group, ri.Version = group, version
+	// kube's custom resource handler passes what it does not serve to the
+	// server's last handler, whose 404 is plain text: a resource no CRD
+	// defines in a group-version only CRDs serve, or a custom resource
+	// addressed in the wrong scope.
+	delegated := func() error { return plainText(c, http.StatusNotFound, "404 page not found\n") }
 	t, ok := s.reg.Lookup(group, version, ri.Resource)
 	if !ok {
-		if len(s.reg.TypesIn(runtimeschema.GroupVersion{Group: group, Version: version})) == 0 && group != "" {
-			return plainText(c, http.StatusNotFound, "404 page not found\n")
+		if group != "" && !slices.ContainsFunc(s.reg.TypesIn(runtimeschema.GroupVersion{Group: group, Version: version}), func(t *schema.Type) bool { return !t.Unstructured }) {
+			return delegated()
 		}
 		return notFoundPath()
 	}
 	ri.Type = t
 	if ri.Namespace != "" && !t.Namespaced {
+		if t.Unstructured {
+			return delegated()
+		}
 		return notFoundPath()
 	}
 	if ri.Subresource != "" && !t.HasSubresource(ri.Subresource) {
+		if t.Unstructured {
+			// The handler names the object (customresource_handler.go).
+			return apierrors.NewNotFound(runtimeschema.GroupResource{Group: group, Resource: ri.Resource}, ri.Name)
+		}
 		return notFoundPath()
 	}
 	verb := verbFor(c.Request().Method, ri, c)
@@ -142,7 +155,10 @@ func (s *Server) serveResource(c echo.Context, group, version, rest string) erro
 		// there (404), and the collection's other methods are not
 		// allowed (405; a custom resource's handler answers 404). A
 		// DELETE of /api/v1/configmaps must not empty every namespace.
-		if ri.Name != "" || t.Unstructured {
+		if t.Unstructured {
+			return delegated()
+		}
+		if ri.Name != "" {
 			return notFoundPath()
 		}
 		return methodNotAllowed()
