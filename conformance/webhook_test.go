@@ -602,6 +602,40 @@ func conversionWebhookScenario(t *testing.T, tg *target) {
 	if c, _, _ := unstructured.NestedString(list.Items[0].Object, "spec", "colour"); c != "blue" {
 		t.Errorf("listed in v2: spec.colour = %q, want blue", c)
 	}
+	// The storage version moves to v2. w1, stored in v1, is read from the
+	// version it was stored in, converted: whole in both versions (it was
+	// read as if stored in v2, and pruned to nothing).
+	hash := func() string {
+		rl, err := tg.clientset(t).Discovery().ServerResourcesForGroupVersion(group + "/v1")
+		if err != nil {
+			return ""
+		}
+		for _, r := range rl.APIResources {
+			if r.Name == "widgets" {
+				return r.StorageVersionHash
+			}
+		}
+		return ""
+	}
+	before := hash()
+	cur, err := ext.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, crd.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cur.Spec.Versions[0].Storage, cur.Spec.Versions[1].Storage = false, true
+	if _, err := ext.ApiextensionsV1().CustomResourceDefinitions().Update(ctx, cur, metav1.UpdateOptions{}); err != nil {
+		t.Fatalf("storage version to v2: %v", err)
+	}
+	waitFor(t, "v2 the storage version in discovery", 30*time.Second, func() (bool, string) {
+		h := hash()
+		return h != "" && h != before, h
+	})
+	if got := read(v1, "color"); got != "blue" {
+		t.Errorf("after the storage version moved: v1 spec.color = %q, want blue", got)
+	}
+	if got := read(v2, "colour"); got != "blue" {
+		t.Errorf("after the storage version moved: v2 spec.colour = %q, want blue", got)
+	}
 	// kubectl reads the preferred version.
 	k := newKubectl(t, tg)
 	if out := k.ok(t, "get", "widgets."+group, "w1", "-n", ns, "-o", "jsonpath={.apiVersion} {.spec}"); !strings.Contains(out, group+"/v") || !strings.Contains(out, "blue") {
