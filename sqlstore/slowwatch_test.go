@@ -186,3 +186,46 @@ func TestWatchBehindAndCaughtUp(t *testing.T) {
 	want = stateAt
 	read(initial, last)
 }
+
+// TestStoppedWatchHasNoProgress: a watcher the hub stopped for falling
+// behind lost the events it dropped, so its progress (the revision of its
+// bookmarks) must not pass them: it is 0 from the stop on, even once its
+// goroutine has handed out all it kept.
+func TestStoppedWatchHasNoProgress(t *testing.T) {
+	ctx := context.Background()
+	s, err := sqlstore.Open(ctx, "sqlite://:memory:", sqlstore.Options{WatchBuffer: 10, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	start, _ := s.CurrentRev(ctx)
+	w, err := s.Watch(ctx, kv.WatchOptions{Resource: "configmaps", After: start})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	for i := range 50 {
+		if _, err := s.Create(ctx, kv.Key{Resource: "configmaps", Namespace: "n", Name: fmt.Sprint(i)},
+			func(int64) (kv.Entry, error) { return kv.Entry{Value: []byte(`{}`)}, nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	newest := start
+	deadline := time.After(20 * time.Second)
+	for open := true; open; {
+		select {
+		case ev, ok := <-w.Events():
+			if open = ok; ok {
+				newest = ev.Rev
+			}
+		case <-deadline:
+			t.Fatal("the slow watch was not closed")
+		}
+	}
+	if !errors.Is(w.Err(), kv.ErrWatchClosed) {
+		t.Fatalf("the watch ended with %v; want it closed for falling behind", w.Err())
+	}
+	if p := w.Progress(); p > newest {
+		t.Fatalf("progress %d after the stop; the newest event sent was %d", p, newest)
+	}
+}

@@ -711,15 +711,29 @@ func (w *Watch) Stop() { w.cancel() }
 // then on the hub puts each event of the watch on Events as it delivers
 // the event's revision, both under h.mu, so every event at or below
 // h.last is on Events already. Before that, 0.
+//
+// A watcher the hub stopped (too slow, or behind compaction) lost events
+// the hub dropped, and a stopped one may still go direct as its goroutine
+// finds the emptied queue: it has no progress. Every stop happens under
+// h.mu, as this read does.
 func (w *Watch) Progress() int64 {
-	w.hub.mu.Lock()
-	defer w.hub.mu.Unlock()
+	h := w.hub
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if _, registered := h.watchers[w.w.opts.Resource][w.w]; !registered {
+		return 0
+	}
+	select {
+	case <-w.w.done:
+		return 0
+	default:
+	}
 	w.w.mu.Lock()
 	defer w.w.mu.Unlock()
 	if !w.w.direct {
 		return 0
 	}
-	return w.hub.last
+	return h.last
 }
 
 // Err says why the event channel closed (nil when the caller stopped it).
