@@ -208,7 +208,13 @@ func (x *Resource) Key(namespace, name string) kv.Key {
 
 // Decode turns stored bytes into an object of the served Type.
 func (x *Resource) Decode(rec kv.Record) (runtime.Object, error) {
-	obj, err := codecs.FromStorage(x.st.New, x.st.GroupVersionKind(), rec.Value)
+	gvk := x.st.GroupVersionKind()
+	if x.t.StoresVersion {
+		// Bytes that name no version (stored before versions were kept)
+		// are in the storage version, whichever version reads them.
+		gvk.Version = x.t.StorageVersion
+	}
+	obj, err := codecs.FromStorage(x.st.New, gvk, rec.Value)
 	if err != nil {
 		return nil, err
 	}

@@ -230,7 +230,13 @@ func customResourceType(crd *apiextensionsv1.CustomResourceDefinition, v apiexte
 			return nil, fmt.Errorf("custom resource: %T is not unstructured", obj)
 		}
 		in := storage
-		if gv, err := schema.ParseGroupVersion(u.GetAPIVersion()); err == nil && gv.Group == crd.Spec.Group && byVersion[gv.Version] != nil {
+		if av := u.GetAPIVersion(); av != "" {
+			gv, err := schema.ParseGroupVersion(av)
+			if err != nil || gv.Group != crd.Spec.Group || byVersion[gv.Version] == nil {
+				// A version the CRD no longer has: kube's converter
+				// refuses it rather than prune it by another schema.
+				return nil, apierrors.NewInternalError(fmt.Errorf("request to convert CR from an invalid group/version: %s", av))
+			}
 			in = gv.Version
 		}
 		u.SetGroupVersionKind(schema.GroupVersionKind{Group: crd.Spec.Group, Version: in, Kind: t.Kind})

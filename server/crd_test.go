@@ -21,6 +21,7 @@ import (
 	"github.com/tabula-dev/tabula/schema"
 	"github.com/tabula-dev/tabula/server"
 	"github.com/tabula-dev/tabula/sqlstore"
+	"github.com/tabula-dev/tabula/sqlstore/kv"
 )
 
 // The CRD tests run on the reference harness (an in-process server with
@@ -1043,6 +1044,33 @@ func TestCRNotFoundShapes(t *testing.T) {
 		}
 		if r.Code != http.StatusNotFound || !strings.Contains(r.Body.String(), want) {
 			t.Errorf("GET %s: %d %q; want 404 with %q", path, r.Code, r.Body, want)
+		}
+	}
+}
+
+// TestCRBytesWithoutVersion: a custom resource stored before objects
+// named their version is in the storage version, and is converted from it
+// when read through another (it was read as if stored in that one).
+func TestCRBytesWithoutVersion(t *testing.T) {
+	h := refNewHarness(t)
+	crd := `{"apiVersion":"apiextensions.k8s.io/v1","kind":"CustomResourceDefinition","metadata":{"name":"olds.p.example.com"},"spec":{"group":"p.example.com","scope":"Namespaced",
+		"names":{"plural":"olds","singular":"old","kind":"Old","listKind":"OldList"},"versions":[
+		{"name":"v1","served":true,"storage":true,"schema":{"openAPIV3Schema":{"type":"object","properties":{"spec":{"type":"object","properties":{"a":{"type":"string"},"keep":{"type":"string"}}}}}}},
+		{"name":"v2","served":true,"storage":false,"schema":{"openAPIV3Schema":{"type":"object","properties":{"spec":{"type":"object","properties":{"b":{"type":"string","default":"bd"},"keep":{"type":"string"}}}}}}}]}}`
+	h.mustDo("POST", crdPath, "application/json", crd, http.StatusCreated)
+	establish(t, h, "olds.p.example.com")
+	h.waitFor("olds served", func() bool {
+		return h.do("GET", "/apis/p.example.com/v2/namespaces/default/olds", nil, nil).Code == http.StatusOK
+	})
+	stored := []byte(`{"metadata":{"name":"o","namespace":"default","uid":"6a0f6c4e-0000-4000-8000-000000000001","creationTimestamp":"2020-01-02T03:04:05Z"},"spec":{"a":"x","keep":"k"}}`)
+	if _, err := h.store.Create(context.Background(), kv.Key{Resource: "olds.p.example.com", Namespace: "default", Name: "o"},
+		func(int64) (kv.Entry, error) { return kv.Entry{Value: stored}, nil }); err != nil {
+		t.Fatal(err)
+	}
+	for version, want := range map[string]map[string]any{"v1": {"a": "x", "keep": "k"}, "v2": {"keep": "k"}} {
+		got := h.getJSON("/apis/p.example.com/" + version + "/namespaces/default/olds/o")
+		if spec := got["spec"]; !reflect.DeepEqual(spec, want) || got["apiVersion"] != "p.example.com/"+version {
+			t.Errorf("read as %s: %v %v; want %v", version, got["apiVersion"], spec, want)
 		}
 	}
 }
