@@ -3,6 +3,7 @@ package registry
 import (
 	"context"
 	"crypto/rand"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -334,8 +335,14 @@ func RequesterFrom(ctx context.Context) (schema.Requester, bool) {
 // it is right after a namespace was deleted and before it is gone.
 func (x *Resource) alreadyExists(ctx context.Context, namespace, name string) error {
 	err := apierrors.NewAlreadyExists(x.t.GroupResource(), name)
-	if obj, _, gerr := x.Get(ctx, namespace, name); gerr == nil {
-		if acc, aerr := meta.Accessor(obj); aerr == nil && acc.GetDeletionTimestamp() != nil {
+	// The stored metadata is enough: no decode, no conversion.
+	if rec, gerr := x.GetRecord(ctx, namespace, name); gerr == nil {
+		var m struct {
+			Metadata struct {
+				DeletionTimestamp *string `json:"deletionTimestamp"`
+			} `json:"metadata"`
+		}
+		if json.Unmarshal(rec.Value, &m) == nil && m.Metadata.DeletionTimestamp != nil {
 			err.ErrStatus.Message = "object is being deleted: " + err.ErrStatus.Message
 		}
 	}

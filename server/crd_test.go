@@ -1036,7 +1036,7 @@ func TestCRNotFoundShapes(t *testing.T) {
 	establish(t, h, "gadgets.test.example.com")
 	const base = "/apis/test.example.com/v1"
 	h.waitFor("gadgets served", func() bool { return h.do("GET", base+"/namespaces/default/gadgets", nil, nil).Code == http.StatusOK })
-	for _, path := range []string{base + "/namespaces/default/nothings", base + "/gadgets/g1", base + "/namespaces/default/gadgets/g1/status"} {
+	for _, path := range []string{base + "/namespaces/default/nothings", base + "/gadgets/g1", base + "/gadgets/g1/bogus", base + "/namespaces/default/gadgets/g1/status"} {
 		r := h.do("GET", path, nil, nil)
 		want := "404 page not found\n"
 		if strings.HasSuffix(path, "/status") {

@@ -143,6 +143,9 @@ func (s *Server) serveResource(c echo.Context, group, version, rest string) erro
 	}
 	if ri.Subresource != "" && !t.HasSubresource(ri.Subresource) {
 		if t.Unstructured {
+			if t.Namespaced && ri.Namespace == "" {
+				return delegated() // the handler checks the scope first
+			}
 			// The handler names the object (customresource_handler.go).
 			return apierrors.NewNotFound(runtimeschema.GroupResource{Group: group, Resource: ri.Resource}, ri.Name)
 		}
