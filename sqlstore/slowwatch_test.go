@@ -21,18 +21,7 @@ import (
 func slowAndFast(t *testing.T, opts sqlstore.Options, n int, value []byte) (int, error) {
 	t.Helper()
 	ctx := context.Background()
-	opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-	s, err := sqlstore.Open(ctx, "sqlite://:memory:", opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	start, _ := s.CurrentRev(ctx)
-	slow, err := s.Watch(ctx, kv.WatchOptions{Resource: "configmaps", After: start})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer slow.Stop()
+	s, start, slow := watchedStore(t, opts)
 	fast, err := s.Watch(ctx, kv.WatchOptions{Resource: "configmaps", After: start})
 	if err != nil {
 		t.Fatal(err)
@@ -193,17 +182,7 @@ func TestWatchBehindAndCaughtUp(t *testing.T) {
 // goroutine has handed out all it kept.
 func TestStoppedWatchHasNoProgress(t *testing.T) {
 	ctx := context.Background()
-	s, err := sqlstore.Open(ctx, "sqlite://:memory:", sqlstore.Options{WatchBuffer: 10, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	start, _ := s.CurrentRev(ctx)
-	w, err := s.Watch(ctx, kv.WatchOptions{Resource: "configmaps", After: start})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Stop()
+	s, start, w := watchedStore(t, sqlstore.Options{WatchBuffer: 10})
 	for i := range 50 {
 		if _, err := s.Create(ctx, kv.Key{Resource: "configmaps", Namespace: "n", Name: fmt.Sprint(i)},
 			func(int64) (kv.Entry, error) { return kv.Entry{Value: []byte(`{}`)}, nil }); err != nil {
@@ -228,4 +207,24 @@ func TestStoppedWatchHasNoProgress(t *testing.T) {
 	if p := w.Progress(); p > newest {
 		t.Fatalf("progress %d after the stop; the newest event sent was %d", p, newest)
 	}
+}
+
+// watchedStore opens an in-memory store with opts and a watch of its
+// ConfigMaps from its current revision, both closed when t ends.
+func watchedStore(t *testing.T, opts sqlstore.Options) (*sqlstore.Store, int64, kv.Watcher) {
+	t.Helper()
+	ctx := context.Background()
+	opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	s, err := sqlstore.Open(ctx, "sqlite://:memory:", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	start, _ := s.CurrentRev(ctx)
+	w, err := s.Watch(ctx, kv.WatchOptions{Resource: "configmaps", After: start})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.Stop)
+	return s, start, w
 }
