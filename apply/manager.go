@@ -46,15 +46,7 @@ func NewManager(t *schema.Type, subresource string) (*Manager, error) {
 	if owned := t.OwnedPaths[subresource]; len(owned) > 0 {
 		var matchers []*fieldpath.SetMatcher
 		for _, f := range owned {
-			var parts []interface{}
-			for _, name := range strings.Split(f, ".") {
-				if name == "*" {
-					parts = append(parts, fieldpath.MatchAnyPathElement())
-				} else {
-					parts = append(parts, name)
-				}
-			}
-			matchers = append(matchers, fieldpath.MakePrefixMatcherOrDie(parts...))
+			matchers = append(matchers, fieldpath.MakePrefixMatcherOrDie(dotted(f)...))
 		}
 		filters = map[fieldpath.APIVersion]fieldpath.Filter{
 			fieldpath.APIVersion(t.GroupVersion().String()): fieldpath.NewIncludeMatcherFilter(matchers...),
@@ -62,11 +54,7 @@ func NewManager(t *schema.Type, subresource string) (*Manager, error) {
 	} else if reset := t.ResetFields(subresource); len(reset) > 0 {
 		set := fieldpath.NewSet()
 		for _, f := range reset {
-			var path []interface{}
-			for _, name := range strings.Split(f, ".") {
-				path = append(path, name)
-			}
-			set.Insert(fieldpath.MakePathOrDie(path...))
+			set.Insert(fieldpath.MakePathOrDie(dotted(f)...))
 		}
 		filters = fieldpath.NewExcludeFilterSetMap(map[fieldpath.APIVersion]*fieldpath.Set{
 			fieldpath.APIVersion(t.GroupVersion().String()): set,
@@ -81,6 +69,20 @@ func NewManager(t *schema.Type, subresource string) (*Manager, error) {
 		return nil, err
 	}
 	return &Manager{t: t, mf: mf, fm: fm}, nil
+}
+
+// dotted is the path elements of a dotted field path ("spec.containers"),
+// with "*" any list item (for a prefix matcher).
+func dotted(path string) []interface{} {
+	var parts []interface{}
+	for _, name := range strings.Split(path, ".") {
+		if name == "*" {
+			parts = append(parts, fieldpath.MatchAnyPathElement())
+		} else {
+			parts = append(parts, name)
+		}
+	}
+	return parts
 }
 
 // Update records in obj's managedFields what manager changed from live

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	handlerfieldmanager "k8s.io/apiserver/pkg/endpoints/handlers/fieldmanager"
 	"reflect"
 	"strconv"
 	"strings"
@@ -18,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	runtimeschema "k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/admission"
+	handlerfieldmanager "k8s.io/apiserver/pkg/endpoints/handlers/fieldmanager"
 
 	"github.com/tabula-dev/tabula/sqlstore/kv"
 )

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"fmt"
 	"net/http"
 	"strconv"
 
@@ -13,11 +12,10 @@ import (
 // satisfied by the latest state, once the store has reached it.
 func (r *request) get() error {
 	if export, ok := r.c.QueryParams()["export"]; ok {
-		// kube's get handler refuses what kubectl --export once sent.
+		// kube's get handler refuses what kubectl --export once sent
+		// (any value but 0 and false is true; the conversion never fails).
 		exporting := true
-		if err := runtime.Convert_Slice_string_To_bool(&export, &exporting, nil); err != nil {
-			return apierrors.NewBadRequest(fmt.Sprintf("the export parameter cannot be parsed: %v", err))
-		}
+		_ = runtime.Convert_Slice_string_To_bool(&export, &exporting, nil)
 		if exporting {
 			return apierrors.NewBadRequest("the export parameter, deprecated since v1.14, is no longer supported")
 		}
