@@ -44,6 +44,48 @@ func operatorBinary() (string, error) {
 	})
 }
 
+// gizmoCRD is the operator's CRD: the gadgets fixture renamed.
+func gizmoCRD(t *testing.T) string {
+	return strings.NewReplacer("gadgets", "gizmos", "gadget", "gizmo", "Gadget", "Gizmo", "[gdt]", "[gzm]", "conformance.tabula.test", "operator.tabula.test").
+		Replace(mustRead(t, crdFixture("gadgets.yaml")))
+}
+
+// TestEnvtest runs the operator's own envtest test (testdata/operator,
+// TestEnvtest), unchanged controller-runtime envtest as an operator's
+// author runs it, with KUBEBUILDER_ASSETS holding links to tabula named
+// kube-apiserver and etcd: envtest starts Tabula in kube-apiserver's
+// place with kube-apiserver's flags, installs the CRD, and the
+// reconciler, users, service account tokens and namespace deletion work
+// against it.
+func TestEnvtest(t *testing.T) {
+	bin, err := tabulaBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	assets, crds := t.TempDir(), t.TempDir()
+	for _, name := range []string{"kube-apiserver", "etcd"} {
+		if err := os.Symlink(bin, filepath.Join(assets, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(crds, "gizmos.yaml"), []byte(gizmoCRD(t)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	src, err := filepath.Abs(filepath.Join("testdata", "operator"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := goOutside(src, []string{"KUBEBUILDER_ASSETS=" + assets, "GIZMO_CRDS=" + crds},
+		"test", "-run", "^TestEnvtest$", "-count=1", "-v", ".")
+	t.Logf("%s", out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(out), "--- PASS: TestEnvtest") {
+		t.Fatal("the operator's TestEnvtest did not pass")
+	}
+}
+
 // TestControllerRuntime runs a controller-runtime manager against each
 // target: it wins leader election on a Lease, reconciles a custom
 // resource into an owned ConfigMap and writes the resource's status; the
@@ -64,8 +106,7 @@ func TestControllerRuntime(t *testing.T) {
 			cs := tg.clientset(t)
 			crdGVR := schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
 			var crd map[string]interface{}
-			if err := yaml.Unmarshal([]byte(strings.NewReplacer("gadgets", "gizmos", "gadget", "gizmo", "Gadget", "Gizmo", "[gdt]", "[gzm]", "conformance.tabula.test", "operator.tabula.test").
-				Replace(mustRead(t, crdFixture("gadgets.yaml")))), &crd); err != nil {
+			if err := yaml.Unmarshal([]byte(gizmoCRD(t)), &crd); err != nil {
 				t.Fatal(err)
 			}
 			if _, err := dyn.Resource(crdGVR).Create(ctx, &unstructured.Unstructured{Object: crd}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 	"time"
 
@@ -19,37 +20,40 @@ import (
 )
 
 func main() {
-	if len(os.Args) < 2 {
+	name, args, ok := command(os.Args)
+	if !ok {
 		usage(os.Stderr)
 		os.Exit(2)
 	}
-	switch os.Args[1] {
+	switch name {
 	case "version", "--version":
 		fmt.Println(Version().GitVersion)
 		return
-	case "serve":
+	case "serve", "kube-apiserver":
+	case "etcd":
+		os.Exit(runEtcdStandIn(args, os.Stderr))
 	case "probe":
-		os.Exit(probe(os.Args[2:], os.Stderr))
+		os.Exit(probe(args, os.Stderr))
 	case "backup":
-		os.Exit(runBackup(os.Args[2:], os.Stdout, os.Stderr))
+		os.Exit(runBackup(args, os.Stdout, os.Stderr))
 	case "restore":
-		os.Exit(runRestore(os.Args[2:], os.Stdout, os.Stderr))
+		os.Exit(runRestore(args, os.Stdout, os.Stderr))
 	case "help", "-h", "--help":
 		usage(os.Stdout)
 		return
 	default:
-		fmt.Fprintf(os.Stderr, "tabula: unknown command %q\n", os.Args[1])
+		fmt.Fprintf(os.Stderr, "tabula: unknown command %q\n", name)
 		usage(os.Stderr)
 		os.Exit(2)
 	}
 	m := NewMain()
-	if err := m.ParseFlags(os.Args[2:]); err != nil {
+	if err := parseServeArgs(m, name, args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			m.WriteUsage(os.Stdout)
 			return
 		}
 		fmt.Fprintln(os.Stderr, "tabula:", err)
-		fmt.Fprintln(os.Stderr, "Run 'tabula serve --help' for the flags.")
+		fmt.Fprintf(os.Stderr, "Run 'tabula %s --help' for the flags.\n", name)
 		os.Exit(2)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -65,6 +69,20 @@ func main() {
 	}
 }
 
+// command is the command and its arguments. Under the name
+// kube-apiserver or etcd (a link to it, as tools that start those
+// binaries from a directory find them) the binary is that command.
+func command(argv []string) (name string, args []string, ok bool) {
+	switch base := filepath.Base(argv[0]); base {
+	case "kube-apiserver", "etcd":
+		return base, argv[1:], true
+	}
+	if len(argv) < 2 {
+		return "", nil, false
+	}
+	return argv[1], argv[2:], true
+}
+
 func usage(w io.Writer) {
 	fmt.Fprint(w, `Usage: tabula <command> [flags]
 
@@ -75,6 +93,14 @@ Commands:
   backup    copy an SQLite database while it serves (tabula backup FILE)
   restore   put a backup back, with every replica stopped (tabula restore --from FILE)
   version   print the version
+
+  kube-apiserver  serve, from kube-apiserver's command line (for tools
+            that start kube-apiserver, such as controller-runtime's envtest)
+  etcd      stand in for the etcd such tools start beside kube-apiserver:
+            answer its health check, store nothing
+
+Linked or copied under the name kube-apiserver or etcd, the binary is
+that command.
 `)
 }
 

@@ -3,6 +3,7 @@ package main
 import (
 	"cmp"
 	"context"
+	"crypto/ecdsa"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
@@ -178,6 +179,12 @@ type Config struct {
 	APIAudiences                     []string
 	ServiceAccountMaxTokenExpiration time.Duration
 	ServiceAccountJWKSURI            string
+	// ServiceAccountSigningKeyFile is kube-apiserver's
+	// --service-account-signing-key-file (default: <data-dir>/pki/sa.key,
+	// made on first start); ServiceAccountKeyFiles its
+	// --service-account-key-file, which may name only that key here.
+	ServiceAccountSigningKeyFile string
+	ServiceAccountKeyFiles       []string
 	// Audit is kube-apiserver's --audit-* flags.
 	Audit server.AuditConfig
 	// RequestHeader* are kube-apiserver's --requestheader-* flags
@@ -198,7 +205,9 @@ type Main struct {
 	// KubeconfigPath is the kubeconfig written by Run.
 	KubeconfigPath string
 
-	flags  *flag.FlagSet
+	flags *flag.FlagSet
+	// usage heads the flags in WriteUsage (default: tabula serve's).
+	usage  string
 	log    *slog.Logger
 	store  *sqlstore.Store
 	srv    *server.Server
@@ -298,11 +307,21 @@ func envName(flagName string) string {
 // (TABULA_DB, TABULA_LISTEN, …) as defaults. -h and --help return
 // flag.ErrHelp; WriteUsage then prints the help.
 func (m *Main) ParseFlags(args []string) error {
-	fs := flag.NewFlagSet("tabula serve", flag.ContinueOnError)
+	fs, err := m.defineFlags("tabula serve")
+	if err != nil {
+		return err
+	}
+	return m.parseFlags(fs, args)
+}
+
+// defineFlags makes the flag set of `tabula serve` over m.Config, whose
+// values are the defaults.
+func (m *Main) defineFlags(name string) (*flag.FlagSet, error) {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	// Tabula serves CBOR by default (kube-apiserver 1.35 does with this
 	// gate on); --feature-gates=CBORServingAndStorage=false stops it.
 	if err := utilfeature.DefaultMutableFeatureGate.SetFromMap(map[string]bool{string(genericfeatures.CBORServingAndStorage): true}); err != nil {
-		return err
+		return nil, err
 	}
 	// Errors are returned, and help printed by WriteUsage, not by the flag
 	// package on its own.
@@ -360,6 +379,8 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.Var((*stringList)(&c.APIAudiences), "api-audiences", "the audiences a token must name to authenticate to the API (default every --service-account-issuer)")
 	fs.DurationVar(&c.ServiceAccountMaxTokenExpiration, "service-account-max-token-expiration", 0, "the longest a requested service account token may live; longer requests are shortened (0: no limit)")
 	fs.StringVar(&c.ServiceAccountJWKSURI, "service-account-jwks-uri", "", "the key set `URL` the issuer's discovery document names (default https://<advertise-address>:<port>/openid/v1/jwks)")
+	fs.StringVar(&c.ServiceAccountSigningKeyFile, "service-account-signing-key-file", "", "the ECDSA P-256 private key `file` service account tokens are signed with (default: <data-dir>/pki/sa.key, made on first start)")
+	fs.Var((*repeated)(&c.ServiceAccountKeyFiles), "service-account-key-file", "a PEM `file` of the keys tokens are verified with (repeatable); Tabula verifies with the signing key alone, so it may hold only that key, as a public key, certificate or private key")
 	fs.StringVar(&c.RequestHeaderClientCAFile, "requestheader-client-ca-file", "", "the CA `file` of front proxies that authenticate users and name them in request headers")
 	fs.Var((*stringList)(&c.RequestHeaderAllowedNames), "requestheader-allowed-names", "the common names a front proxy's certificate may have (default: any the CA signed)")
 	fs.Var((*stringList)(&c.RequestHeaderUsernameHeaders), "requestheader-username-headers", "the headers a front proxy names the user in, the first present wins (kube's usual: X-Remote-User)")
@@ -377,6 +398,11 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.StringVar(&c.Audit.WebhookConfigFile, "audit-webhook-config-file", "", "a kubeconfig `file` naming the webhook audit events are sent to, in batches")
 	fs.Var(trackedBool{&c.AnonymousAuth, &c.anonymousAuthSet}, "anonymous-auth", "let requests without credentials in as system:anonymous (group system:unauthenticated) for the authorizers to decide; off with AlwaysAllow")
 	fs.StringVar(&c.AuthenticationConfig, "authentication-config", "", "an AuthenticationConfiguration `file` (apiserver.config.k8s.io): JWT issuers whose tokens authenticate users, with claim mappings and CEL rules, reloaded when it changes; its anonymous section replaces --anonymous-auth")
+	return fs, nil
+}
+
+// parseFlags reads the environment's TABULA_<FLAG> variables, then args.
+func (m *Main) parseFlags(fs *flag.FlagSet, args []string) error {
 	var envErr error
 	fs.VisitAll(func(f *flag.Flag) {
 		env := envName(f.Name)
@@ -404,7 +430,10 @@ func (m *Main) WriteUsage(w io.Writer) {
 	if m.flags == nil {
 		_ = m.ParseFlags(nil)
 	}
-	fmt.Fprint(w, `Usage: tabula serve [flags]
+	if m.usage != "" {
+		fmt.Fprint(w, m.usage)
+	} else {
+		fmt.Fprint(w, `Usage: tabula serve [flags]
 
 Serves the Kubernetes API from a SQL database (SQLite in --data-dir unless
 --db names another). Every flag can also be set by its environment
@@ -412,6 +441,7 @@ variable; a flag on the command line wins over the variable.
 
 Flags:
 `)
+	}
 	m.flags.VisitAll(func(f *flag.Flag) {
 		kind, usage := flag.UnquoteUsage(f)
 		if kind == "" {
@@ -491,7 +521,7 @@ func (m *Main) Run(ctx context.Context) error {
 		m.store.Close()
 		return err
 	}
-	saKey, err := auth.EnsureServiceAccountKey(pki.Dir)
+	saKey, err := serviceAccountKey(&c, pki.Dir)
 	if err != nil {
 		m.store.Close()
 		return err
@@ -827,6 +857,28 @@ func usePKIFiles(pki *auth.PKI, c *Config) error {
 		return fmt.Errorf("--service-account-max-token-expiration must be at least 1h, got %v", c.ServiceAccountMaxTokenExpiration)
 	}
 	return checkKubeletFlags(c)
+}
+
+// serviceAccountKey is the key service account tokens are signed with:
+// --service-account-signing-key-file, else the PKI directory's own;
+// --service-account-key-file must hold only it.
+func serviceAccountKey(c *Config, pkiDir string) (*ecdsa.PrivateKey, error) {
+	var key *ecdsa.PrivateKey
+	var err error
+	if c.ServiceAccountSigningKeyFile != "" {
+		key, err = auth.LoadServiceAccountKey(c.ServiceAccountSigningKeyFile)
+		if err != nil {
+			return nil, fmt.Errorf("--service-account-signing-key-file: %w", err)
+		}
+	} else if key, err = auth.EnsureServiceAccountKey(pkiDir); err != nil {
+		return nil, err
+	}
+	for _, f := range c.ServiceAccountKeyFiles {
+		if err := auth.CheckVerificationKeys(f, key); err != nil {
+			return nil, fmt.Errorf("--service-account-key-file: %w", err)
+		}
+	}
+	return key, nil
 }
 
 // requestHeaderAuth is front-proxy authentication from the flags, or

@@ -2,6 +2,7 @@ package auth
 
 import (
 	"context"
+	"crypto"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -71,15 +72,7 @@ func NewServiceAccountTokens(key *ecdsa.PrivateKey) *ServiceAccountTokens {
 func EnsureServiceAccountKey(dir string) (*ecdsa.PrivateKey, error) {
 	path := filepath.Join(dir, SAKeyFile)
 	if b, err := os.ReadFile(path); err == nil {
-		signer, err := parseKeyPEM(b)
-		if err != nil {
-			return nil, fmt.Errorf("service account key %s: %w", path, err)
-		}
-		key, ok := signer.(*ecdsa.PrivateKey)
-		if !ok || key.Curve != elliptic.P256() {
-			return nil, fmt.Errorf("service account key %s: want an ECDSA P-256 key", path)
-		}
-		return key, nil
+		return serviceAccountKey(path, b)
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return nil, err
 	}
@@ -96,6 +89,75 @@ func EnsureServiceAccountKey(dir string) (*ecdsa.PrivateKey, error) {
 	}
 	// Another replica may have written its key first: use whichever won.
 	return EnsureServiceAccountKey(dir)
+}
+
+// LoadServiceAccountKey reads a signing key given by its file
+// (kube-apiserver's --service-account-signing-key-file).
+func LoadServiceAccountKey(path string) (*ecdsa.PrivateKey, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return serviceAccountKey(path, b)
+}
+
+func serviceAccountKey(path string, pemBytes []byte) (*ecdsa.PrivateKey, error) {
+	signer, err := parseKeyPEM(pemBytes)
+	if err != nil {
+		return nil, fmt.Errorf("service account key %s: %w", path, err)
+	}
+	key, ok := signer.(*ecdsa.PrivateKey)
+	if !ok || key.Curve != elliptic.P256() {
+		return nil, fmt.Errorf("service account key %s: want an ECDSA P-256 key (tokens are signed with ES256)", path)
+	}
+	return key, nil
+}
+
+// CheckVerificationKeys reads kube-apiserver's --service-account-key-file:
+// the keys tokens are verified with. Tabula verifies with its signing key
+// alone, so the file may hold only that key (public, in a certificate, or
+// private), as the files tools such as controller-runtime's envtest write.
+func CheckVerificationKeys(path string, signing *ecdsa.PrivateKey) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	found := false
+	for {
+		var block *pem.Block
+		block, data = pem.Decode(data)
+		if block == nil {
+			break
+		}
+		var pub crypto.PublicKey
+		switch block.Type {
+		case "PUBLIC KEY":
+			pub, err = x509.ParsePKIXPublicKey(block.Bytes)
+		case "CERTIFICATE":
+			var cert *x509.Certificate
+			if cert, err = x509.ParseCertificate(block.Bytes); err == nil {
+				pub = cert.PublicKey
+			}
+		case "EC PRIVATE KEY", "PRIVATE KEY", "RSA PRIVATE KEY":
+			var signer crypto.Signer
+			if signer, err = parseKeyPEM(pem.EncodeToMemory(block)); err == nil {
+				pub = signer.Public()
+			}
+		default:
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		if !publicKeysEqual(pub, &signing.PublicKey) {
+			return fmt.Errorf("%s: holds a key other than the service account signing key; Tabula verifies tokens with the signing key alone", path)
+		}
+		found = true
+	}
+	if !found {
+		return fmt.Errorf("%s: no public key, certificate or private key PEM block", path)
+	}
+	return nil
 }
 
 // TokenSubject is who and what a token is for.

@@ -67,8 +67,26 @@ func main() {
 		fmt.Fprintln(os.Stderr, "manager:", err)
 		os.Exit(1)
 	}
+	if err := setupReconciler(mgr); err != nil {
+		fmt.Fprintln(os.Stderr, "controller:", err)
+		os.Exit(1)
+	}
+	if os.Getenv("WEBHOOK_CERT_DIR") != "" {
+		srv := mgr.GetWebhookServer()
+		srv.Register("/default-gizmo", &webhook.Admission{Handler: admission.HandlerFunc(defaultGizmo)})
+		srv.Register("/validate-gizmo", &webhook.Admission{Handler: admission.HandlerFunc(validateGizmo)})
+	}
+	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
+		fmt.Fprintln(os.Stderr, "manager stopped:", err)
+		os.Exit(1)
+	}
+}
+
+// setupReconciler registers the Gizmo controller with mgr: each Gizmo gets
+// a ConfigMap it owns with its color, and status.phase Ready.
+func setupReconciler(mgr ctrl.Manager) error {
 	c := mgr.GetClient()
-	err = ctrl.NewControllerManagedBy(mgr).
+	return ctrl.NewControllerManagedBy(mgr).
 		For(newGizmo()).
 		Owns(&corev1.ConfigMap{}).
 		Complete(reconcile.Func(func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
@@ -93,19 +111,6 @@ func main() {
 			}
 			return reconcile.Result{}, c.Status().Patch(ctx, g, client.MergeFrom(before))
 		}))
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "controller:", err)
-		os.Exit(1)
-	}
-	if os.Getenv("WEBHOOK_CERT_DIR") != "" {
-		srv := mgr.GetWebhookServer()
-		srv.Register("/default-gizmo", &webhook.Admission{Handler: admission.HandlerFunc(defaultGizmo)})
-		srv.Register("/validate-gizmo", &webhook.Admission{Handler: admission.HandlerFunc(validateGizmo)})
-	}
-	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
-		fmt.Fprintln(os.Stderr, "manager stopped:", err)
-		os.Exit(1)
-	}
 }
 
 // defaultGizmo answers with the patch that gives a Gizmo without a color
