@@ -110,6 +110,9 @@ func (x *Resource) Create(ctx context.Context, namespace string, obj runtime.Obj
 	if err := x.validate(obj, nil, ""); err != nil {
 		return Result{}, err
 	}
+	if err := x.authorizeReferences(ctx, obj, nil, ""); err != nil {
+		return Result{}, err
+	}
 	if err := x.admitValidate(ctx, admissionWrite{op: admission.Create, obj: obj, namespace: acc.GetNamespace(),
 		name: acc.GetName(), dryRun: opts.DryRun, sent: opts.Sent}); err != nil {
 		return Result{}, err

@@ -125,6 +125,16 @@ func New(cfg Config) (*Registry, error) {
 			g.hooks[t] = rbacEscalation{g: g, resource: r}
 		}
 	}
+	// Admission policies and bindings name only parameters their writer
+	// may read, as kube's storage checks.
+	for _, r := range []struct{ version, resource string }{
+		{"v1", "validatingadmissionpolicies"}, {"v1", "validatingadmissionpolicybindings"},
+		{"v1beta1", "mutatingadmissionpolicies"}, {"v1beta1", "mutatingadmissionpolicybindings"},
+	} {
+		if t, ok := cfg.Types.Lookup("admissionregistration.k8s.io", r.version, r.resource); ok {
+			g.hooks[t] = paramAuthorization{g: g}
+		}
+	}
 	// kube's admission plugins, over the built-in kinds they read.
 	if admissionReadsServed(cfg.Types) {
 		a, err := newAdmission(g, cfg.Admission)

@@ -220,6 +220,9 @@ func (x *Resource) storeUpdate(ctx context.Context, namespace, name string, obj,
 		if err := x.validate(obj, old, opts.Subresource); err != nil {
 			return Result{}, false, err
 		}
+		if err := x.authorizeReferences(ctx, obj, old, opts.Subresource); err != nil {
+			return Result{}, false, err
+		}
 	}
 	// As kube's store: a write whose only change is managedFields' times
 	// (a client writing back an older copy, or times it normalised) keeps
