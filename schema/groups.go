@@ -677,9 +677,8 @@ func admissionregistrationKinds() []*kubeKind {
 	mapb := &kubeKind{Type: cluster(g, "v1beta1", "MutatingAdmissionPolicyBinding", "mutatingadmissionpolicybindings", nil, ext).conditionalUpdates(), generation: generationOnChange}
 	mapb.validate, mapb.validateUpdate = validator(admissionregistrationvalidation.ValidateMutatingAdmissionPolicyBinding,
 		admissionregistrationvalidation.ValidateMutatingAdmissionPolicyBindingUpdate)
-	// kube 1.35 warns on every request to the beta version.
-	map_.Deprecation = &Deprecation{In: "1.37", RemovedIn: "1.40"}
-	mapb.Deprecation = &Deprecation{In: "1.37", RemovedIn: "1.40"}
+	// No deprecation: the beta version's lifecycle deprecates it in 1.37,
+	// and kube 1.35 warns only of what is deprecated by its own version.
 	return []*kubeKind{mwc, vap, vapb, vwc, map_, mapb}
 }
 
