@@ -75,6 +75,31 @@ func TestPatchOfSubresourceWithoutPatch(t *testing.T) {
 	if r := h.do("PATCH", "/api/v1/namespaces/default/status", map[string]string{"Content-Type": "application/merge-patch+json"}, []byte(`{"metadata":{"labels":{"a":"b"}}}`)); r.Code != http.StatusOK {
 		t.Errorf("PATCH of a namespace's status: %d %s; want 200", r.Code, r.Body)
 	}
+	// Nor a GET route for one that is not read.
+	if r := h.do("GET", "/api/v1/namespaces/default/finalize", nil, nil); r.Code != http.StatusMethodNotAllowed {
+		t.Errorf("GET of a namespace's finalize: %d %s; want 405", r.Code, r.Body)
+	}
+	if r := h.do("GET", "/api/v1/namespaces/default/status", nil, nil); r.Code != http.StatusOK {
+		t.Errorf("GET of a namespace's status: %d %s; want 200", r.Code, r.Body)
+	}
+}
+
+// TestNamedPathOfCreateOnlyKind: a kind that is only created has no route
+// for one object: 404 for every method, as kube; its collection's other
+// methods are 405.
+func TestNamedPathOfCreateOnlyKind(t *testing.T) {
+	h := refNewHarness(t)
+	for _, path := range []string{"/apis/authentication.k8s.io/v1/tokenreviews/x", "/apis/authentication.k8s.io/v1/selfsubjectreviews/x",
+		"/api/v1/namespaces/default/bindings/x", "/apis/authorization.k8s.io/v1/subjectaccessreviews/x"} {
+		for _, method := range []string{"GET", "POST", "DELETE"} {
+			if r := h.do(method, path, map[string]string{"Content-Type": "application/json"}, []byte(`{}`)); r.Code != http.StatusNotFound {
+				t.Errorf("%s %s: %d %s; want 404", method, path, r.Code, r.Body)
+			}
+		}
+	}
+	if r := h.do("GET", "/apis/authentication.k8s.io/v1/tokenreviews", nil, nil); r.Code != http.StatusMethodNotAllowed {
+		t.Errorf("GET of tokenreviews: %d %s; want 405", r.Code, r.Body)
+	}
 }
 
 // TestAdmissionNeighboursAsKube: three answers next to kube's admission

@@ -166,12 +166,20 @@ func (s *Server) serveResource(c echo.Context, group, version, rest string) erro
 		}
 		return methodNotAllowed()
 	}
+	if ri.Name != "" && ri.Subresource == "" && !slices.ContainsFunc(t.Verbs, func(v string) bool {
+		return v == "get" || v == "update" || v == "patch" || v == "delete"
+	}) {
+		// A kind that is only created (the reviews, legacy bindings) has
+		// no route for one object in kube, whatever the method.
+		return notFoundPath()
+	}
 	if verb == "" {
 		return methodNotAllowed()
 	}
-	if verb == "patch" && ri.Subresource != "" && !hasVerb(t.Subresource(ri.Subresource).Verbs, "patch") {
-		// kube has no PATCH route for a subresource that does not list
-		// the verb (namespaces/finalize, pods/exec, pods/log).
+	if (verb == "get" || verb == "update" || verb == "patch") && ri.Subresource != "" && !hasVerb(t.Subresource(ri.Subresource).Verbs, verb) {
+		// kube has no route for a subresource's method its storage does
+		// not serve (GET or PATCH of namespaces/finalize, PATCH of
+		// pods/exec or pods/log).
 		return methodNotAllowed()
 	}
 	if !hasVerb(t.Verbs, verb) {
