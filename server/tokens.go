@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strings"
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	validationpath "k8s.io/apimachinery/pkg/api/validation/path"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	runtimeschema "k8s.io/apimachinery/pkg/runtime/schema"
@@ -173,6 +175,14 @@ func (r *request) serviceAccountToken() error {
 		ns := r.ri.Namespace
 		if ref.Kind == "Node" {
 			ns = ""
+		}
+		// kube reads the object through its storage, whose key function
+		// refuses a name no path could hold.
+		if ref.Name == "" {
+			return apierrors.NewBadRequest("Name parameter required.")
+		}
+		if msgs := validationpath.IsValidPathSegmentName(ref.Name); len(msgs) > 0 {
+			return apierrors.NewBadRequest(fmt.Sprintf("Name parameter invalid: %q: %s", ref.Name, strings.Join(msgs, ";")))
 		}
 		bound, _, err := r.s.api.MustLookup(where.group, "v1", where.resource).Get(r.ctx, ns, ref.Name)
 		if err != nil {

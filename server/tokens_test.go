@@ -211,6 +211,9 @@ func TestTokenRequestChecksAsKube(t *testing.T) {
 		{"its own Pod", ``, `"boundObjectRef":{"kind":"Pod","apiVersion":"v1","name":"p"}`, http.StatusCreated, ``},
 		{"a Pod of another group", ``, `"boundObjectRef":{"kind":"Pod","apiVersion":"apps/v1","name":"p"}`, http.StatusBadRequest, `cannot bind token to object of type apps/v1, Kind=Pod`},
 		{"a ConfigMap", ``, `"boundObjectRef":{"kind":"ConfigMap","apiVersion":"v1","name":"p"}`, http.StatusBadRequest, `cannot bind token to object of type /v1, Kind=ConfigMap`},
+		{"a Secret without a name", ``, `"boundObjectRef":{"kind":"Secret","apiVersion":"v1"}`, http.StatusBadRequest, `"message":"Name parameter required."`},
+		{"a Node without a name", ``, `"boundObjectRef":{"kind":"Node","apiVersion":"v1"}`, http.StatusBadRequest, `"message":"Name parameter required."`},
+		{"a Pod named ..", ``, `"boundObjectRef":{"kind":"Pod","apiVersion":"v1","name":".."}`, http.StatusBadRequest, `Name parameter invalid: \"..\"`},
 	} {
 		r := request(c.meta, c.spec)
 		if r.Code != c.code || !strings.Contains(r.Body.String(), c.text) {
