@@ -3,7 +3,6 @@ module github.com/tabula-dev/tabula
 go 1.26.0
 
 require (
-	github.com/evanphx/json-patch/v5 v5.9.11
 	github.com/go-sql-driver/mysql v1.10.1
 	github.com/google/gnostic-models v0.7.0
 	github.com/google/uuid v1.6.0
@@ -17,6 +16,7 @@ require (
 	golang.org/x/sync v0.24.0
 	golang.org/x/sys v0.49.0
 	google.golang.org/protobuf v1.36.12-0.20260120151049-f2248ac996af
+	gopkg.in/evanphx/json-patch.v4 v4.13.0
 	k8s.io/api v0.35.10
 	k8s.io/apimachinery v0.35.10
 	k8s.io/client-go v0.35.10
@@ -76,7 +76,6 @@ require (
 	golang.org/x/text v0.43.0 // indirect
 	golang.org/x/time v0.15.0 // indirect
 	golang.org/x/tools v0.52.0 // indirect
-	gopkg.in/evanphx/json-patch.v4 v4.13.0 // indirect
 	gopkg.in/inf.v0 v0.9.1 // indirect
 	gopkg.in/yaml.v3 v3.0.1 // indirect
 	k8s.io/gengo/v2 v2.0.0-20250922181213-ec3ebc5fd46b // indirect

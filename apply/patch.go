@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 
-	jsonpatch "github.com/evanphx/json-patch/v5"
+	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	"k8s.io/apimachinery/pkg/util/mergepatch"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
 )
@@ -19,10 +19,20 @@ const (
 	StrategicPatch Kind = "application/strategic-merge-patch+json"
 )
 
-// BadPatchError: the patch document itself is malformed (400).
-type BadPatchError struct{ Err error }
+// BadPatchError: the patch document itself is malformed (400). Bare
+// errors are told as they are, the others after "error decoding patch: ",
+// as kube-apiserver tells each.
+type BadPatchError struct {
+	Err  error
+	Bare bool
+}
 
-func (e *BadPatchError) Error() string { return "error decoding patch: " + e.Err.Error() }
+func (e *BadPatchError) Error() string {
+	if e.Bare {
+		return e.Err.Error()
+	}
+	return "error decoding patch: " + e.Err.Error()
+}
 func (e *BadPatchError) Unwrap() error { return e.Err }
 
 // InvalidPatchError: the patch is well-formed but cannot be applied to
@@ -34,6 +44,13 @@ func (e *InvalidPatchError) Unwrap() error { return e.Err }
 
 // maxJSONPatchOps bounds work done for one request, as kube-apiserver does.
 const maxJSONPatchOps = 10000
+
+func init() {
+	// As kube-apiserver sets it (its JSONPatchMaxCopyBytes): a patch's
+	// copies may add at most 3 MiB, so a few operations copying a value
+	// into itself cannot double it until memory runs out.
+	jsonpatch.AccumulatedCopySizeLimit = 3 << 20
+}
 
 // TooLargePatchError: a JSON Patch of more operations than kube-apiserver
 // applies (413).
@@ -49,58 +66,44 @@ func (e *TooLargePatchError) Error() string {
 func Apply(kind Kind, original, patch []byte, schema any) ([]byte, error) {
 	switch kind {
 	case JSONPatch:
-		var ops []map[string]json.RawMessage
-		if err := json.Unmarshal(patch, &ops); err != nil {
-			return nil, &BadPatchError{Err: err}
+		// kube-apiserver's own library (json-patch v4), so that what it
+		// refuses or accepts — an add at the root, a test or copy of a
+		// missing path, an operation named in another case — is so here.
+		p, err := jsonpatch.DecodePatch(patch)
+		if err != nil {
+			return nil, &BadPatchError{Err: err, Bare: true}
 		}
-		if len(ops) > maxJSONPatchOps {
-			return nil, &TooLargePatchError{Ops: len(ops)}
+		if len(p) > maxJSONPatchOps {
+			return nil, &TooLargePatchError{Ops: len(p)}
 		}
-		rewritten := false
-		for i, op := range ops {
-			// This library dereferences "value" for these without
-			// checking; kube's (json-patch v4) adds or replaces with null.
-			var name string
-			_ = json.Unmarshal(op["op"], &name)
-			if _, ok := op["value"]; !ok {
-				switch name {
-				case "add", "replace":
-					op["value"], rewritten = json.RawMessage("null"), true
-				case "test":
-					return nil, &BadPatchError{Err: fmt.Errorf("operation %d (%s) has no value", i, name)}
+		for _, op := range p {
+			// v4 dereferences the missing value of a test of the whole
+			// document (kube-apiserver answers its panic with a 500); it
+			// is a test that fails.
+			if op.Kind() == "test" {
+				if path, _ := op.Path(); path == "" && op["value"] == nil {
+					return nil, &InvalidPatchError{Err: fmt.Errorf("testing value %s failed: %w", path, jsonpatch.ErrTestFailed)}
 				}
 			}
 		}
-		if rewritten {
-			patch, _ = json.Marshal(ops)
-		}
-		p, err := jsonpatch.DecodePatch(patch)
-		if err != nil {
-			return nil, &BadPatchError{Err: err}
-		}
-		out, err := p.ApplyWithOptions(original, &jsonpatch.ApplyOptions{
-			SupportNegativeIndices:   true,
-			AccumulatedCopySizeLimit: 0,
-			EnsurePathExistsOnAdd:    false,
-		})
+		out, err := p.Apply(original)
 		if err != nil {
 			return nil, &InvalidPatchError{Err: err}
 		}
 		return out, nil
 	case MergePatch:
-		if !json.Valid(patch) {
-			var v any
-			return nil, &BadPatchError{Err: json.Unmarshal(patch, &v)}
-		}
 		out, err := jsonpatch.MergePatch(original, patch)
+		if errors.Is(err, jsonpatch.ErrBadJSONPatch) {
+			return nil, &BadPatchError{Err: err, Bare: true}
+		}
 		if err != nil {
-			return nil, &InvalidPatchError{Err: err}
+			return nil, err
 		}
 		return out, nil
 	case StrategicPatch:
 		var m map[string]any
 		if err := json.Unmarshal(patch, &m); err != nil {
-			return nil, &BadPatchError{Err: err}
+			return nil, &BadPatchError{Err: err, Bare: true}
 		}
 		if schema == nil {
 			return nil, &InvalidPatchError{Err: errors.New("strategic merge patch is not supported for this kind")}

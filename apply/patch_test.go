@@ -2,6 +2,7 @@ package apply
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -16,12 +17,21 @@ func TestApply(t *testing.T) {
 		want  string // JSON result, or "" when an error is wanted
 		bad   bool   // BadPatchError (400) rather than InvalidPatchError (422)
 	}{
-		{name: "json add", kind: JSONPatch, patch: `[{"op":"add","path":"/data/b","value":"2"}]`, want: `{"metadata":{"name":"c"},"data":{"a":"1","b":"2"}}`},
+		{name: "json add", kind: JSONPatch, patch: `[{"op":"add","path":"/data/b","value":"2"}]`, want: `{"data":{"a":"1","b":"2"},"metadata":{"name":"c"}}`},
 		{name: "json test fails", kind: JSONPatch, patch: `[{"op":"test","path":"/data/a","value":"9"}]`},
-		{name: "json test without value", kind: JSONPatch, patch: `[{"op":"test","path":""}]`, bad: true},
+		{name: "json test of the document without value", kind: JSONPatch, patch: `[{"op":"test","path":""}]`},
 		{name: "json not an array", kind: JSONPatch, patch: `{"op":"add"}`, bad: true},
-		{name: "merge", kind: MergePatch, patch: `{"data":{"a":null,"b":"2"}}`, want: `{"metadata":{"name":"c"},"data":{"b":"2"}}`},
+		// kube-apiserver's json-patch v4, where RFC 6902 readings differ:
+		{name: "json add at the root", kind: JSONPatch, patch: `[{"op":"add","path":"","value":{"data":{"x":"y"}}}]`},
+		{name: "json operation in another case", kind: JSONPatch, patch: `[{"op":"Add","path":"/data/b","value":"2"}]`},
+		{name: "json copy of a missing path", kind: JSONPatch, patch: `[{"op":"copy","from":"/data/zz","path":"/data/q"}]`, want: `{"data":{"a":"1","q":null},"metadata":{"name":"c"}}`},
+		{name: "json test without value of a missing path", kind: JSONPatch, patch: `[{"op":"test","path":"/data/zz"},{"op":"add","path":"/data/b","value":"2"}]`, want: `{"data":{"a":"1","b":"2"},"metadata":{"name":"c"}}`},
+		{name: "json test without value of a present path", kind: JSONPatch, patch: `[{"op":"test","path":"/data/a"}]`},
+		{name: "json copies past 3 MiB", kind: JSONPatch, patch: `[{"op":"add","path":"/data/a","value":"` + strings.Repeat("x", 1<<20) + `"},` +
+			`{"op":"copy","from":"/data/a","path":"/data/b"},{"op":"copy","from":"/data/a","path":"/data/c"},{"op":"copy","from":"/data/a","path":"/data/d"}]`},
+		{name: "merge", kind: MergePatch, patch: `{"data":{"a":null,"b":"2"}}`, want: `{"data":{"b":"2"},"metadata":{"name":"c"}}`},
 		{name: "merge truncated", kind: MergePatch, patch: `{"data":`, bad: true},
+		{name: "merge null", kind: MergePatch, patch: `null`, bad: true},
 		{name: "strategic", kind: StrategicPatch, patch: `{"data":{"b":"2"}}`, want: `{"data":{"a":"1","b":"2"},"metadata":{"name":"c"}}`},
 		{name: "strategic not an object", kind: StrategicPatch, patch: `[1]`, bad: true},
 	}

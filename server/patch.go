@@ -138,10 +138,20 @@ func (r *request) readPatch() (*patchRequest, error) {
 		}
 	case kind != apply.JSONPatch && kind != apply.ServerSideApply:
 		var doc map[string]any
-		if strictErrs, err := sigsjson.UnmarshalStrict(body, &doc); err == nil {
-			for _, e := range strictErrs {
-				p.dups = append(p.dups, e.Error())
-			}
+		strictErrs, err := sigsjson.UnmarshalStrict(body, &doc)
+		switch {
+		case err != nil && kind == apply.StrategicPatch:
+			// kube decodes a strategic merge patch into a map first,
+			// whatever the field validation, and says why it could not.
+			return nil, apierrors.NewBadRequest(err.Error())
+		case err != nil && fv != fvIgnore:
+			// A merge patch is decoded so only to look for field
+			// problems (kube's Warn and Strict); without that, json-patch
+			// judges it.
+			return nil, apierrors.NewBadRequest("error decoding patch: " + err.Error())
+		}
+		for _, e := range strictErrs {
+			p.dups = append(p.dups, e.Error())
 		}
 	}
 	return p, nil

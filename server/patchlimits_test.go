@@ -75,6 +75,28 @@ func TestPatchAnswersAsKube(t *testing.T) {
 		t.Errorf("add and replace without a value: %d %s; want both set to null (\"\")", r.Code, r.Body)
 	}
 
+	// kube's json-patch v4 refuses an add at the root, where RFC 6902
+	// would replace the whole object.
+	if r := patch(cm, "application/json-patch+json", `[{"op":"add","path":"","value":{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c"},"data":{"only":"this"}}}]`); r.Code != http.StatusUnprocessableEntity ||
+		h.getJSON(cm)["data"].(map[string]any)["k"] == nil {
+		t.Errorf("add at the root: %d %s; want 422 and the object kept", r.Code, r.Body)
+	}
+	// A body that is no patch document: kube's 400s, each in its words.
+	for _, c := range []struct{ ct, body, message string }{
+		{"application/merge-patch+json", `[1]`, `"message":"error decoding patch: json: cannot unmarshal array into Go value of type map[string]interface {}"`},
+		{"application/merge-patch+json", `null`, `"message":"Invalid JSON Patch"`},
+		{"application/strategic-merge-patch+json", `[1]`, `"message":"json: cannot unmarshal array into Go value of type map[string]interface {}"`},
+		{"application/json-patch+json?fieldValidation=Ignore", `{}`, `"message":"json: cannot unmarshal object into Go value of type jsonpatch.Patch"`},
+	} {
+		ct, query, _ := strings.Cut(c.ct, "?")
+		if query != "" {
+			query = "?" + query
+		}
+		if r := patch(cm+query, ct, c.body); r.Code != http.StatusBadRequest || !strings.Contains(r.Body.String(), c.message) {
+			t.Errorf("%s %s: %d %s; want 400 with %s", c.ct, c.body, r.Code, r.Body, c.message)
+		}
+	}
+
 	// Apply to pods/ephemeralcontainers: the container is added, owned by
 	// the applier under that subresource.
 	h.mustDo("POST", "/api/v1/namespaces/default/pods", "application/json", `{"metadata":{"name":"p"},"spec":{"containers":[{"name":"c","image":"busybox"}]}}`, http.StatusCreated)

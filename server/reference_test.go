@@ -111,8 +111,6 @@ var refKnownGaps = map[string]string{
 	// Lists.
 	// Writes.
 	"writes/fv-unknown-merge-patch-strict":  "422 Invalid on field patch as kube-apiserver, but the quoted patched object differs (kube writes it with sorted keys and managedFields)",
-	"writes/fv-unknown-json-patch-strict":   "422 Invalid on field patch as kube-apiserver, but the quoted patched object differs (kube writes it with sorted keys and managedFields)",
-	"writes/fv-dup-merge-patch-strict":      "422 Invalid on field patch as kube-apiserver, but the quoted patched object differs (kube writes it with sorted keys and managedFields)",
 	"writes/jsonpatch-not-array":            "decode message names []map[string]json.RawMessage, want []handlers.jsonPatchOp",
 	"writes/jsonpatch-remove-missing":       "422 message should be the generic \"the server rejected our request due to an error in our request\"",
 	"writes/jsonpatch-test-fails":           "422 message should be the generic \"the server rejected our request due to an error in our request\"",
