@@ -386,6 +386,18 @@ func admissionError(err error) error {
 		Reason: metav1.StatusReasonUnknown, Message: err.Error()}}
 }
 
+// MutateCreate and ValidateCreate are admission's two phases for the
+// create of an object that is not stored (the reviews, answered from the
+// request): kube's create handler mutates it, and their storage calls
+// validation once its own checks pass.
+func (x *Resource) MutateCreate(ctx context.Context, namespace string, obj runtime.Object, dryRun bool) error {
+	return x.admitPhases(ctx, admissionWrite{op: admission.Create, obj: obj, namespace: namespace, name: mustAccessor(obj).GetName(), dryRun: dryRun}, mutate)
+}
+
+func (x *Resource) ValidateCreate(ctx context.Context, namespace string, obj runtime.Object, dryRun bool) error {
+	return x.admitPhases(ctx, admissionWrite{op: admission.Create, obj: obj, namespace: namespace, name: mustAccessor(obj).GetName(), dryRun: dryRun}, validate)
+}
+
 // AdmitSubresource runs admission for a subresource write that is not a
 // store write of x's objects (pods/eviction, pods/binding,
 // serviceaccounts/token): obj is the request's object, of kind kind.

@@ -47,6 +47,13 @@ func (r *request) review(obj runtime.Object, dryRun bool) error {
 	} else {
 		acc.SetNamespace("")
 	}
+	// Bindings are admitted as the Pod's subresource, in bind.
+	_, binding := obj.(*corev1.Binding)
+	if !binding {
+		if err := r.res.MutateCreate(r.ctx, acc.GetNamespace(), obj, dryRun); err != nil {
+			return err
+		}
+	}
 	if r.t.Validate != nil {
 		if errs := r.t.Validate(obj, nil); len(errs) > 0 {
 			// kube's review storages name the kind of the decoded
@@ -56,6 +63,11 @@ func (r *request) review(obj runtime.Object, dryRun bool) error {
 		}
 	}
 	requester, _ := auth.UserFrom(r.ctx)
+	// Each review's storage checks what it needs, then calls validating
+	// admission (kube's createValidation), then answers.
+	validate := func() error {
+		return r.res.ValidateCreate(r.ctx, acc.GetNamespace(), obj, dryRun)
+	}
 	switch o := obj.(type) {
 	case *corev1.Binding:
 		return r.bind(o, dryRun)
@@ -63,12 +75,18 @@ func (r *request) review(obj runtime.Object, dryRun bool) error {
 		if requester == nil {
 			return apierrors.NewBadRequest("no user present on request")
 		}
+		if err := validate(); err != nil {
+			return err
+		}
 		// A new object, stamped now, as kube's answers.
 		*o = authenticationv1.SelfSubjectReview{TypeMeta: o.TypeMeta, ObjectMeta: metav1.ObjectMeta{CreationTimestamp: metav1.Now()},
 			Status: authenticationv1.SelfSubjectReviewStatus{UserInfo: userInfo(requester)}}
 	case *authenticationv1.TokenReview:
 		if o.Spec.Token == "" {
 			return apierrors.NewBadRequest("token is required for TokenReview in authentication")
+		}
+		if err := validate(); err != nil {
+			return err
 		}
 		u, auds, ok, err := r.s.cfg.Authenticator.AuthenticateToken(r.ctx, o.Spec.Token, o.Spec.Audiences)
 		o.Spec.Token = "" // never echoed back
@@ -83,11 +101,20 @@ func (r *request) review(obj runtime.Object, dryRun bool) error {
 		if requester == nil {
 			return apierrors.NewBadRequest("no user present on request")
 		}
+		if err := validate(); err != nil {
+			return err
+		}
 		o.Status = r.decide(requester, o.Spec.ResourceAttributes, o.Spec.NonResourceAttributes)
 	case *authorizationv1.SubjectAccessReview:
+		if err := validate(); err != nil {
+			return err
+		}
 		o.Status = r.decide(subject(o.Spec), o.Spec.ResourceAttributes, o.Spec.NonResourceAttributes)
 	case *authorizationv1.LocalSubjectAccessReview:
 		// Validation made spec.resourceAttributes.namespace the URL's.
+		if err := validate(); err != nil {
+			return err
+		}
 		o.Status = r.decide(subject(o.Spec), o.Spec.ResourceAttributes, o.Spec.NonResourceAttributes)
 	case *authorizationv1.SelfSubjectRulesReview:
 		if requester == nil {
@@ -95,6 +122,9 @@ func (r *request) review(obj runtime.Object, dryRun bool) error {
 		}
 		if o.Spec.Namespace == "" {
 			return apierrors.NewBadRequest("no namespace on request")
+		}
+		if err := validate(); err != nil {
+			return err
 		}
 		// The answer is a new object holding only the status, as kube's.
 		*o = authorizationv1.SelfSubjectRulesReview{TypeMeta: o.TypeMeta, Status: r.rules(requester, o.Spec.Namespace)}

@@ -179,3 +179,46 @@ func TestReviewsAsKube(t *testing.T) {
 		}
 	}
 }
+
+// TestReviewsPassAdmission: a review is a create, and kube's create
+// handler mutates it and its storage validates it with the admission
+// chain before answering: a ValidatingAdmissionPolicy on the reviews
+// refuses every one of them, and its match conditions see the review.
+func TestReviewsPassAdmission(t *testing.T) {
+	h, _, as := authServer(t, "tok-root,root,1,\"system:masters\"\n", server.Config{})
+	root := as("tok-root")
+	const ar = "/apis/admissionregistration.k8s.io/v1"
+	mustDo := func(path, body string) {
+		t.Helper()
+		if r := h.do("POST", path, root, []byte(body)); r.Code != http.StatusCreated {
+			t.Fatalf("POST %s: %d %s", path, r.Code, r.Body)
+		}
+	}
+	mustDo(ar+"/validatingadmissionpolicies", `{"metadata":{"name":"no-reviews"},"spec":{
+		"matchConstraints":{"resourceRules":[
+		 {"apiGroups":["authentication.k8s.io","authorization.k8s.io"],"apiVersions":["v1"],"operations":["CREATE"],"resources":["*"]}]},
+		"validations":[{"expression":"false","messageExpression":"'no ' + object.kind"}]}}`)
+	mustDo(ar+"/validatingadmissionpolicybindings", `{"metadata":{"name":"no-reviews"},"spec":{"policyName":"no-reviews","validationActions":["Deny"]}}`)
+	reviews := []struct{ path, body, kind string }{
+		{"/apis/authentication.k8s.io/v1/tokenreviews", `{"spec":{"token":"x"}}`, "TokenReview"},
+		{"/apis/authentication.k8s.io/v1/selfsubjectreviews", `{}`, "SelfSubjectReview"},
+		{"/apis/authorization.k8s.io/v1/subjectaccessreviews", `{"spec":{"user":"u","resourceAttributes":{"verb":"get","resource":"pods"}}}`, "SubjectAccessReview"},
+		{"/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", `{"spec":{"resourceAttributes":{"verb":"get","resource":"pods"}}}`, "SelfSubjectAccessReview"},
+		{"/apis/authorization.k8s.io/v1/namespaces/default/localsubjectaccessreviews", `{"spec":{"user":"u","resourceAttributes":{"verb":"get","resource":"pods","namespace":"default"}}}`, "LocalSubjectAccessReview"},
+		{"/apis/authorization.k8s.io/v1/selfsubjectrulesreviews", `{"spec":{"namespace":"default"}}`, "SelfSubjectRulesReview"},
+	}
+	h.waitFor("the policy to refuse a TokenReview", func() bool {
+		r := h.do("POST", reviews[0].path, root, []byte(reviews[0].body))
+		return r.Code == http.StatusUnprocessableEntity
+	})
+	for _, rv := range reviews {
+		r := h.do("POST", rv.path, root, []byte(rv.body))
+		if want := "ValidatingAdmissionPolicy 'no-reviews' with binding 'no-reviews' denied request: no " + rv.kind; r.Code != http.StatusUnprocessableEntity || !strings.Contains(r.Body.String(), want) {
+			t.Errorf("%s: %d %s; want 422 with %q", rv.kind, r.Code, r.Body, want)
+		}
+	}
+	// The review's own checks come first, as in kube's storage.
+	if r := h.do("POST", reviews[0].path, root, []byte(`{"spec":{}}`)); r.Code != http.StatusBadRequest {
+		t.Errorf("a TokenReview without a token: %d %s; want its 400 before admission", r.Code, r.Body)
+	}
+}
