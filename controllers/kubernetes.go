@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -36,6 +37,9 @@ const (
 	kubernetesName = "kubernetes"
 	// endpointLeaseLabel marks the Leases that announce a replica.
 	endpointLeaseLabel = "tabula.dev/apiserver-endpoint"
+	// identityLeaseLabel is kube-apiserver's label of the Leases that
+	// name its instances.
+	identityLeaseLabel = "apiserver.kubernetes.io/identity"
 	// endpointPortAnnotation is the port a replica serves on.
 	endpointPortAnnotation = "tabula.dev/apiserver-port"
 )
@@ -177,7 +181,13 @@ func (m *Manager) renewEndpointLease(ctx context.Context, leases *registry.Resou
 		if l == nil {
 			l = &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: name}}
 		}
-		l.Labels = map[string]string{endpointLeaseLabel: "true"}
+		// kube-apiserver's identity labels too, by which clients count
+		// the API servers (kubectl get leases -n kube-system -l
+		// apiserver.kubernetes.io/identity=kube-apiserver).
+		l.Labels = map[string]string{endpointLeaseLabel: "true", identityLeaseLabel: "kube-apiserver"}
+		if host, err := os.Hostname(); err == nil {
+			l.Labels[corev1.LabelHostname] = host
+		}
 		l.Annotations = map[string]string{endpointPortAnnotation: strconv.Itoa(int(m.cfg.Advertise.Port()))}
 		l.Spec.HolderIdentity, l.Spec.LeaseDurationSeconds, l.Spec.RenewTime = &holder, &seconds, &now
 		l.ResourceVersion = ""

@@ -126,6 +126,15 @@ func TestKubernetesService(t *testing.T) {
 		t.Fatalf("kubernetes Service %+v; want 10.96.0.1, https 443 → 7443", svc.Spec)
 	}
 	eventually("both replicas are listed", want("192.0.2.1", "192.0.2.2"))
+	// Each replica's Lease carries kube-apiserver's identity label, by
+	// which clients count the API servers.
+	var leases struct {
+		Items []struct{ Metadata struct{ Name string } }
+	}
+	if get("/apis/coordination.k8s.io/v1/namespaces/kube-system/leases?labelSelector=apiserver.kubernetes.io%2Fidentity%3Dkube-apiserver,kubernetes.io%2Fhostname", &leases) != http.StatusOK ||
+		len(leases.Items) != 2 {
+		t.Errorf("identity Leases: %+v; want the two replicas'", leases)
+	}
 
 	// The default ServiceCIDR names the range, Ready, as kube-apiserver's
 	// (the e2e suite's ServiceCIDR spec reads it).
