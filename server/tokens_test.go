@@ -339,3 +339,62 @@ func TestTokenRequestAdmissionSeesDefaults(t *testing.T) {
 		t.Errorf("a request naming nothing: %d %s; want the policy to see the defaults and pass it", r.Code, r.Body)
 	}
 }
+
+// TestTokenReviewErrorsAsKube: a TokenReview of a token that no longer
+// authenticates says why in kube's words (serviceaccount/claims.go): its
+// bound Secret gone, its account gone or made again; a static token
+// asked for another audience is an invalid bearer token, as kube's
+// audience-agnostic authenticators pass it on.
+func TestTokenReviewErrorsAsKube(t *testing.T) {
+	do := tokenServer(t)
+	const ns = "/api/v1/namespaces/default"
+	for _, c := range []struct{ path, body string }{
+		{ns + "/serviceaccounts", `{"metadata":{"name":"bot"}}`},
+		{ns + "/secrets", `{"metadata":{"name":"s"}}`},
+	} {
+		if r := do("admintoken", "POST", c.path, c.body); r.Code != http.StatusCreated {
+			t.Fatalf("create %s: %d %s", c.path, r.Code, r.Body)
+		}
+	}
+	token := func(spec string) string {
+		t.Helper()
+		r := do("admintoken", "POST", ns+"/serviceaccounts/bot/token", `{"spec":{`+spec+`}}`)
+		var tr struct{ Status struct{ Token string } }
+		if err := json.Unmarshal(r.Body.Bytes(), &tr); err != nil || r.Code != http.StatusCreated {
+			t.Fatalf("token: %d %s", r.Code, r.Body)
+		}
+		return tr.Status.Token
+	}
+	review := func(what, tok, audiences, want string) {
+		t.Helper()
+		r := do("admintoken", "POST", "/apis/authentication.k8s.io/v1/tokenreviews", `{"spec":{"token":"`+tok+`"`+audiences+`}}`)
+		var tr struct {
+			Status struct {
+				Authenticated bool
+				Error         string
+			}
+		}
+		if err := json.Unmarshal(r.Body.Bytes(), &tr); err != nil || r.Code != http.StatusCreated || tr.Status.Authenticated || tr.Status.Error != want {
+			t.Errorf("%s: %d %s; want unauthenticated with %q", what, r.Code, r.Body, want)
+		}
+	}
+	bound := token(`"boundObjectRef":{"kind":"Secret","apiVersion":"v1","name":"s"}`)
+	plain := token(``)
+	if r := do("admintoken", "DELETE", ns+"/secrets/s", ""); r.Code != http.StatusOK {
+		t.Fatalf("delete secret: %d %s", r.Code, r.Body)
+	}
+	review("bound to a deleted Secret", bound, "", "service account token has been invalidated")
+	var sa struct{ Metadata struct{ UID string } }
+	_ = json.Unmarshal(do("admintoken", "GET", ns+"/serviceaccounts/bot", "").Body.Bytes(), &sa)
+	if r := do("admintoken", "DELETE", ns+"/serviceaccounts/bot", ""); r.Code != http.StatusOK {
+		t.Fatalf("delete account: %d %s", r.Code, r.Body)
+	}
+	review("its account deleted", plain, "", `serviceaccounts "bot" not found`)
+	r := do("admintoken", "POST", ns+"/serviceaccounts", `{"metadata":{"name":"bot"}}`)
+	var again struct{ Metadata struct{ UID string } }
+	if err := json.Unmarshal(r.Body.Bytes(), &again); err != nil || r.Code != http.StatusCreated {
+		t.Fatalf("create account again: %d %s", r.Code, r.Body)
+	}
+	review("its account made again", plain, "", "service account UID ("+again.Metadata.UID+") does not match claim ("+sa.Metadata.UID+")")
+	review("a static token for another audience", "admintoken", `,"audiences":["vault"]`, "invalid bearer token")
+}

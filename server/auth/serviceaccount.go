@@ -21,6 +21,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apiserver/pkg/authentication/authenticator"
 )
 
@@ -355,8 +357,17 @@ func (a *Authenticator) authenticateServiceAccount(ctx context.Context, token st
 		if err != nil {
 			return err
 		}
-		if !found || uid != ref.UID {
-			return fmt.Errorf("%s %s/%s the token is bound to no longer exists", strings.ToLower(kind), namespace, ref.Name)
+		// kube's claim validation's words (serviceaccount/claims.go).
+		lower := strings.ToLower(kind)
+		switch {
+		case !found && kind == "ServiceAccount":
+			return apierrors.NewNotFound(corev1.Resource("serviceaccounts"), ref.Name)
+		case !found:
+			return errors.New("service account token has been invalidated")
+		case uid != ref.UID && kind == "ServiceAccount":
+			return fmt.Errorf("service account UID (%s) does not match claim (%s)", uid, ref.UID)
+		case uid != ref.UID:
+			return fmt.Errorf("%s UID (%s) does not match service account %s ref claim (%s)", lower, uid, lower, ref.UID)
 		}
 		return nil
 	}
