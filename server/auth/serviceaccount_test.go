@@ -68,7 +68,7 @@ func TestServiceAccountTokens(t *testing.T) {
 		t.Fatalf("pod token naming a node no lookup finds: %+v %v %v", u, ok, err)
 	}
 	delete(objects, "Pod/ns/p")
-	if _, _, ok, err := a.AuthenticateToken(ctx, boundTok, nil); ok || err == nil || !strings.Contains(err.Error(), "pod ns/p") {
+	if _, _, ok, err := a.AuthenticateToken(ctx, boundTok, nil); ok || err == nil || err.Error() != "service account token has been invalidated" {
 		t.Fatalf("bound token after the pod went: %v %v", ok, err)
 	}
 
