@@ -206,6 +206,16 @@ func keepAllocated(svc, old *corev1.Service) {
 			svc.Spec.ClusterIPs = old.Spec.ClusterIPs
 		}
 	}
+	// As kube's normalizeClusterIPs on an update: a writer that changed
+	// the singular field alone (an old client, a merge patch) meant the
+	// plural's first too, so validation judges the address it asked for.
+	if svc.Spec.ClusterIP != old.Spec.ClusterIP && slices.Equal(svc.Spec.ClusterIPs, old.Spec.ClusterIPs) && len(old.Spec.ClusterIPs) > 0 {
+		if svc.Spec.ClusterIP == "" {
+			svc.Spec.ClusterIPs = nil
+		} else {
+			svc.Spec.ClusterIPs = []string{svc.Spec.ClusterIP}
+		}
+	}
 	if len(svc.Spec.ClusterIPs) == 0 && svc.Spec.ClusterIP != "" {
 		svc.Spec.ClusterIPs = []string{svc.Spec.ClusterIP}
 	}

@@ -328,6 +328,12 @@ func TestServiceClaimsAndTypeChangesAsKube(t *testing.T) {
 	_, _, err = create(service("plain", "", "10.96.0.9"), false)
 	invalidWith(t, err, "failed to allocate IP 10.96.0.9: provided IP is already allocated")
 
+	// Changing the singular clusterIP alone (a merge patch) changes the
+	// plural's first too, as kube's normalizeClusterIPs reads it, so the
+	// refusal names the address asked for.
+	_, err = update("zeros", func(svc *corev1.Service) { svc.Spec.ClusterIP = "10.96.0.50" })
+	invalidWith(t, err, `spec.clusterIPs[0]: Invalid value: ["10.96.0.50"]: may not change once set`)
+
 	// A LoadBalancer that allocates none holds what it names.
 	lb := service("lb-named", "LoadBalancer", "", 30001)
 	lb.Spec.AllocateLoadBalancerNodePorts = &no
