@@ -36,8 +36,13 @@ func (e *BadPatchError) Error() string {
 func (e *BadPatchError) Unwrap() error { return e.Err }
 
 // InvalidPatchError: the patch is well-formed but cannot be applied to
-// this object, such as a failing JSON Patch test (422).
-type InvalidPatchError struct{ Err error }
+// this object, such as a failing JSON Patch test (422). Untold errors are
+// answered, as kube-apiserver answers a JSON Patch that fails, with the
+// generic 422 alone (json-patch v4's texts can be garbled: "%!w(<nil>)").
+type InvalidPatchError struct {
+	Err    error
+	Untold bool
+}
 
 func (e *InvalidPatchError) Error() string { return e.Err.Error() }
 func (e *InvalidPatchError) Unwrap() error { return e.Err }
@@ -82,13 +87,13 @@ func Apply(kind Kind, original, patch []byte, schema any) ([]byte, error) {
 			// is a test that fails.
 			if op.Kind() == "test" {
 				if path, _ := op.Path(); path == "" && op["value"] == nil {
-					return nil, &InvalidPatchError{Err: fmt.Errorf("testing value %s failed: %w", path, jsonpatch.ErrTestFailed)}
+					return nil, &InvalidPatchError{Err: fmt.Errorf("testing value %s failed: %w", path, jsonpatch.ErrTestFailed), Untold: true}
 				}
 			}
 		}
 		out, err := p.Apply(original)
 		if err != nil {
-			return nil, &InvalidPatchError{Err: err}
+			return nil, &InvalidPatchError{Err: err, Untold: true}
 		}
 		return out, nil
 	case MergePatch:

@@ -285,6 +285,9 @@ func patchError(err error) error {
 		return apierrors.NewRequestEntityTooLargeError(large.Error())
 	}
 	var inv *apply.InvalidPatchError
+	if errors.As(err, &inv) && inv.Untold {
+		return apierrors.NewGenericServerResponse(http.StatusUnprocessableEntity, "", runtimeschema.GroupResource{}, "", inv.Error(), 0, false)
+	}
 	if errors.As(err, &inv) {
 		return &apierrors.StatusError{ErrStatus: metav1.Status{
 			Status: metav1.StatusFailure, Code: http.StatusUnprocessableEntity, Reason: metav1.StatusReasonInvalid,

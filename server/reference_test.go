@@ -110,12 +110,9 @@ var refKnownGaps = map[string]string{
 	"errors/update-invalid-resourceversion": "kube-apiserver answers a non-numeric resourceVersion with 500 \"strconv.ParseUint: …\"; Tabula with 400",
 	// Lists.
 	// Writes.
-	"writes/fv-unknown-merge-patch-strict":  "422 Invalid on field patch as kube-apiserver, but the quoted patched object differs (kube writes it with sorted keys and managedFields)",
-	"writes/jsonpatch-not-array":            "decode message names []map[string]json.RawMessage, want []handlers.jsonPatchOp",
-	"writes/jsonpatch-remove-missing":       "422 message should be the generic \"the server rejected our request due to an error in our request\"",
-	"writes/jsonpatch-test-fails":           "422 message should be the generic \"the server rejected our request due to an error in our request\"",
-	"writes/jsonpatch-test-resourceversion": "422 message should be the generic \"the server rejected our request due to an error in our request\"",
-	"writes/smp-configmap-bad-directive":    "unknown $patch directive: kube-apiserver answers 500, Tabula 422",
+	"writes/fv-unknown-merge-patch-strict": "422 Invalid on field patch as kube-apiserver, but the quoted patched object differs (kube writes it with sorted keys and managedFields)",
+	"writes/jsonpatch-not-array":           "decode message names []map[string]json.RawMessage, want []handlers.jsonPatchOp",
+	"writes/smp-configmap-bad-directive":   "unknown $patch directive: kube-apiserver answers 500, Tabula 422",
 }
 
 var refCases = []refCase{

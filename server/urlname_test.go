@@ -31,7 +31,7 @@ func TestWritesKeepTheURLName(t *testing.T) {
 		{"JSON patch removing the name", "PATCH", cms + "/p1", "application/json-patch+json", `[{"op":"remove","path":"/metadata/name"}]`,
 			http.StatusBadRequest, noName},
 		{"JSON patch replacing the whole object", "PATCH", cms + "/p1", "application/json-patch+json", `[{"op":"replace","path":"","value":null}]`,
-			http.StatusBadRequest, ""},
+			http.StatusUnprocessableEntity, `"message":"the server rejected our request due to an error in our request"`},
 		{"merge patch renaming", "PATCH", cms + "/p1", "application/merge-patch+json", `{"metadata":{"name":"p3"}}`,
 			http.StatusBadRequest, "the name of the object (p3) does not match the name on the URL (p1)"},
 		{"merge patch moving namespaces", "PATCH", cms + "/p1", "application/merge-patch+json", `{"metadata":{"namespace":"kube-system"}}`,
