@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
+	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -56,6 +58,7 @@ func Run(t *testing.T, open Factory) {
 		{"ListSelectors", testListSelectors},
 		{"ListFutureRev", testListFutureRev},
 		{"ListFieldSelectors", testListFieldSelectors},
+		{"KeysAreBytes", testKeysAreBytes},
 		{"ListValuesAndEncode", testListValuesAndEncode},
 		{"ListCachedSkipsValues", testListCachedSkipsValues},
 		{"WatchReplayThenLive", testWatchReplayThenLive},
@@ -770,6 +773,76 @@ func testExpired(t *testing.T, s *sqlstore.Store) {
 
 // testListFieldSelectors: field selectors on indexed fields, including
 // values longer than the index keeps, give exactly the matching objects.
+// testKeysAreBytes: names, namespaces and selector values are byte
+// strings, as Kubernetes compares them: a trailing space, a case or an
+// accent makes another key (RBAC names may hold any of them); a name that
+// is not ASCII may be asked for, and stored; a name may be longer than
+// 253 bytes; lists are in byte order; a negated field selector keeps a
+// value that differs from its own by a trailing space.
+func testKeysAreBytes(t *testing.T, s *sqlstore.Store) {
+	k := func(name string) kv.Key { return kv.Key{Resource: "clusterroles", Name: name} }
+	long := strings.Repeat("r", 600)
+	all := []string{"a", "a ", "A", "b", "café", "p\x01", long}
+	for _, n := range all {
+		n := n
+		if _, err := s.Create(ctx(t), k(n), func(rev int64) (kv.Entry, error) {
+			return kv.Entry{Value: []byte(fmt.Sprintf(`{"name":%q}`, n)), Fields: map[string]string{"metadata.name": n, "reason": "Started" + strings.TrimPrefix(n, "a")}}, nil
+		}); err != nil {
+			t.Fatalf("create %q: %v", n, err)
+		}
+	}
+	for _, n := range all {
+		got, err := s.Get(ctx(t), k(n))
+		if err != nil || string(got.Value) != fmt.Sprintf(`{"name":%q}`, n) || got.Name != n {
+			t.Errorf("get %.20q = %q %s, %v; want its own object", n, got.Name, got.Value, err)
+		}
+	}
+	for _, n := range []string{"b ", "cafe", "ñ", "a  "} {
+		if _, err := s.Get(ctx(t), k(n)); !errors.Is(err, kv.ErrNotFound) {
+			t.Errorf("get %q: %v; want ErrNotFound", n, err)
+		}
+	}
+	if _, err := s.List(ctx(t), kv.ListOptions{Resource: "configmaps", Namespace: "ñs"}); err != nil {
+		t.Errorf("list in namespace ñs: %v; want an empty list", err)
+	}
+	want := append([]string(nil), all...)
+	sort.Strings(want)
+	var listed []string
+	after := ""
+	for {
+		page, err := s.List(ctx(t), kv.ListOptions{Resource: "clusterroles", Limit: 2, AfterName: after})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range page.Items {
+			listed = append(listed, r.Name)
+		}
+		if !page.More {
+			break
+		}
+		after = page.Items[len(page.Items)-1].Name
+	}
+	if !slices.Equal(listed, want) {
+		t.Errorf("paged list = %.120q; want byte order %.120q", listed, want)
+	}
+	f, err := fields.ParseSelector("reason!=Started")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.List(ctx(t), kv.ListOptions{Resource: "clusterroles", Pred: kv.Predicate{Field: f}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range res.Items {
+		if r.Name == "a" {
+			t.Errorf("reason!=Started listed a, whose reason is Started")
+		}
+	}
+	if len(res.Items) != len(all)-1 {
+		t.Errorf("reason!=Started = %d objects %.120q; want every one but a (\"Started \" differs)", len(res.Items), names(res.Items))
+	}
+}
+
 func testListFieldSelectors(t *testing.T, s *sqlstore.Store) {
 	long := strings.Repeat("x", 300)
 	values := map[string]string{"a": "Opaque", "b": "kubernetes.io/tls", "c": long + "1", "d": long + "2"}
