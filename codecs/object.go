@@ -498,21 +498,26 @@ func EncodeJSON(w io.Writer, v any, pretty bool) error {
 // kube-apiserver's delete handlers use it (not strict; CBOR beside).
 var deleteOptionsCodecs = serializer.NewCodecFactory(metainternalversionscheme.Scheme, serializer.WithSerializer(cbor.NewSerializerInfo))
 
+// DeleteOptionsCodecs are the codecs DELETE bodies are read with (and
+// recorded in the audit log with).
+func DeleteOptionsCodecs() runtime.NegotiatedSerializer { return deleteOptionsCodecs }
+
 // DecodeDeleteOptions decodes a DELETE's body into opts: meta.k8s.io/v1
 // DeleteOptions unless the body names another group's (accepted, as kube
 // accepts them for old clients); a body of any other kind is an error.
-func DecodeDeleteOptions(mediaType string, body []byte, opts *metav1.DeleteOptions) error {
+// The group-version is the body's, which kube's audit records it in.
+func DecodeDeleteOptions(mediaType string, body []byte, opts *metav1.DeleteOptions) (runtimeschema.GroupVersion, error) {
 	info, ok := runtime.SerializerInfoForMediaType(deleteOptionsCodecs.SupportedMediaTypes(), mediaType)
 	if !ok {
-		return &DecodeError{Message: "unsupported media type " + mediaType}
+		return runtimeschema.GroupVersion{}, &DecodeError{Message: "unsupported media type " + mediaType}
 	}
 	defaultGVK := metav1.SchemeGroupVersion.WithKind("DeleteOptions")
-	obj, _, err := deleteOptionsCodecs.DecoderToVersion(info.Serializer, metav1.SchemeGroupVersion).Decode(body, &defaultGVK, opts)
+	obj, gvk, err := deleteOptionsCodecs.DecoderToVersion(info.Serializer, metav1.SchemeGroupVersion).Decode(body, &defaultGVK, opts)
 	if err != nil {
-		return &DecodeError{Message: err.Error()}
+		return runtimeschema.GroupVersion{}, &DecodeError{Message: err.Error()}
 	}
 	if obj != opts {
-		return &DecodeError{Message: "decoded object cannot be converted to DeleteOptions"}
+		return runtimeschema.GroupVersion{}, &DecodeError{Message: "decoded object cannot be converted to DeleteOptions"}
 	}
-	return nil
+	return gvk.GroupVersion(), nil
 }

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"gopkg.in/natefinch/lumberjack.v2"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metainternalversionscheme "k8s.io/apimachinery/pkg/apis/meta/internalversion/scheme"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	runtimeschema "k8s.io/apimachinery/pkg/runtime/schema"
@@ -84,7 +86,11 @@ func newAuditing(cfg AuditConfig, log interface{ Warn(string, ...any) }) (*audit
 		}
 		var w io.Writer = os.Stdout
 		if cfg.LogPath != "-" {
-			// Fail at start-up on a path that cannot be written, as kube.
+			// Fail at start-up on a path that cannot be written, making
+			// its directory first, as kube.
+			if err := os.MkdirAll(filepath.Dir(cfg.LogPath), 0o700); err != nil {
+				return nil, fmt.Errorf("--audit-log-path: %w", err)
+			}
 			f, err := os.OpenFile(cfg.LogPath, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 			if err != nil {
 				return nil, fmt.Errorf("--audit-log-path: %w", err)
@@ -92,7 +98,10 @@ func newAuditing(cfg AuditConfig, log interface{ Warn(string, ...any) }) (*audit
 			f.Close()
 			w = &lumberjack.Logger{Filename: cfg.LogPath, MaxAge: cfg.LogMaxAge, MaxBackups: cfg.LogMaxBackups, MaxSize: cfg.LogMaxSize}
 		}
-		backends = append(backends, auditlog.NewBackend(w, format, auditv1.SchemeGroupVersion))
+		// kube-apiserver's default --audit-log-mode, blocking: a failed
+		// write is logged and the request goes on (blocking-strict, which
+		// fails it, is not the default).
+		backends = append(backends, ignoreErrors{auditlog.NewBackend(w, format, auditv1.SchemeGroupVersion)})
 	}
 	if cfg.WebhookConfigFile != "" {
 		wh, err := auditwebhook.NewBackend(cfg.WebhookConfigFile, auditv1.SchemeGroupVersion,
@@ -115,6 +124,15 @@ func newAuditing(cfg AuditConfig, log interface{ Warn(string, ...any) }) (*audit
 		return nil, err
 	}
 	return a, nil
+}
+
+// ignoreErrors is kube's blocking mode around a backend: the request
+// does not fail when its event cannot be written.
+type ignoreErrors struct{ audit.Backend }
+
+func (b ignoreErrors) ProcessEvents(ev ...*auditinternal.Event) bool {
+	b.Backend.ProcessEvents(ev...)
+	return true
 }
 
 // StopAuditing flushes and closes the audit backends; call it once the
@@ -229,6 +247,20 @@ func (r *request) auditResponse(obj runtime.Object) {
 	if r.s.auditAt(r.c, auditinternal.LevelMetadata) && obj != nil {
 		audit.LogResponseObject(r.ctx, obj, runtimeschema.GroupVersion{Group: r.t.Group, Version: r.t.Version}, r.s.codec.Serializer())
 	}
+}
+
+// auditView adds an answer in the view the client asked for: a
+// meta.k8s.io Table or PartialObjectMetadata is recorded as such, in its
+// own version, as kube records what it sends.
+func (r *request) auditView(obj runtime.Object) {
+	if obj == nil || !r.s.auditAt(r.c, auditinternal.LevelMetadata) {
+		return
+	}
+	if gvk := obj.GetObjectKind().GroupVersionKind(); gvk.Group == metav1.GroupName {
+		audit.LogResponseObject(r.ctx, obj, gvk.GroupVersion(), metainternalversionscheme.Codecs)
+		return
+	}
+	r.auditResponse(obj)
 }
 
 // auditStatus adds an error's Status to the audit event.

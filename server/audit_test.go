@@ -89,6 +89,14 @@ func TestAudit(t *testing.T) {
 		t.Errorf("audited v1beta1 metadata list: %d %v %+v", rec.Code, err, obj)
 	}
 
+	metaID := h.do("GET", "/api/v1/namespaces/default/configmaps/c", as("tok-root", "Accept", "application/json;as=PartialObjectMetadata;v=v1;g=meta.k8s.io"), nil).Header().Get("Audit-Id")
+	h.do("POST", "/api/v1/namespaces/default/configmaps", as("tok-root"), []byte(`{"metadata":{"name":"gone"}}`))
+	rec = h.do("DELETE", "/api/v1/namespaces/default/configmaps/gone", as("tok-root"), []byte(`{"kind":"DeleteOptions","apiVersion":"v1","propagationPolicy":"Background"}`))
+	if rec.Code != http.StatusOK {
+		t.Fatalf("delete: %d %s", rec.Code, rec.Body)
+	}
+	deleteID := rec.Header().Get("Audit-Id")
+
 	events := readAudit(t, log)
 	find := func(what string, match func(e auditv1.Event) bool) auditv1.Event {
 		t.Helper()
@@ -124,6 +132,28 @@ func TestAudit(t *testing.T) {
 		if e.ResponseObject == nil || i < 2 && !strings.Contains(string(e.ResponseObject.Raw), `"k":"v"`) {
 			t.Errorf("list %d in another form: no response object with the data: %+v", i, e)
 		}
+		// The Table is recorded as sent (its rows), not the objects: a
+		// kubectl get does not copy data into the log.
+		if i == 2 && (!strings.Contains(string(e.ResponseObject.Raw), `"kind":"Table"`) || strings.Contains(string(e.ResponseObject.Raw), `"k":"v"`)) {
+			t.Errorf("Table list: response object %s; want the Table without the data", e.ResponseObject.Raw)
+		}
+	}
+	meta := find("a metadata get", func(e auditv1.Event) bool {
+		return string(e.AuditID) == metaID && e.Stage == auditv1.StageResponseComplete
+	})
+	if meta.ResponseObject == nil || !strings.Contains(string(meta.ResponseObject.Raw), `"kind":"PartialObjectMetadata"`) || strings.Contains(string(meta.ResponseObject.Raw), `"k":"v"`) {
+		t.Errorf("metadata get: response object %+v; want PartialObjectMetadata", meta.ResponseObject)
+	}
+	// A delete records the DeleteOptions sent and the Status answered,
+	// which names the deleted object's uid.
+	del := find("the delete", func(e auditv1.Event) bool {
+		return string(e.AuditID) == deleteID && e.Stage == auditv1.StageResponseComplete
+	})
+	if del.Verb != "delete" || del.RequestObject == nil || !strings.Contains(string(del.RequestObject.Raw), `"propagationPolicy":"Background"`) ||
+		del.ResponseStatus == nil || del.ResponseStatus.Status != metav1.StatusSuccess || del.ResponseStatus.Details == nil ||
+		del.ResponseStatus.Details.UID == "" || del.ResponseStatus.Details.Name != "gone" ||
+		del.ResponseObject == nil || !strings.Contains(string(del.ResponseObject.Raw), `"kind":"Status"`) {
+		t.Errorf("delete event: %+v", del)
 	}
 	for i, id := range getIDs {
 		e := find("a Protobuf get", func(e auditv1.Event) bool {
@@ -185,4 +215,21 @@ func readAudit(t *testing.T, path string) []auditv1.Event {
 		out = append(out, e)
 	}
 	return out
+}
+
+// TestAuditLogFailureKeepsServing: a write to the audit log that fails
+// (here, a device that is always full) does not fail the request, as in
+// kube-apiserver's default --audit-log-mode=blocking.
+func TestAuditLogFailureKeepsServing(t *testing.T) {
+	policy := filepath.Join(t.TempDir(), "policy.yaml")
+	if err := os.WriteFile(policy, []byte(auditPolicy), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h, srv, as := authServer(t, "tok-root,root,1,\"system:masters\"\n", server.Config{Audit: server.AuditConfig{PolicyFile: policy, LogPath: "/dev/full"}})
+	t.Cleanup(srv.StopAuditing)
+	for i := range 3 {
+		if rec := h.do("GET", "/api/v1/namespaces/default/configmaps", as("tok-root"), nil); rec.Code != http.StatusOK {
+			t.Fatalf("list %d with the audit log full: %d %s; want 200", i, rec.Code, rec.Body)
+		}
+	}
 }

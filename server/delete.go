@@ -10,6 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	runtimeschema "k8s.io/apimachinery/pkg/runtime/schema"
+	auditinternal "k8s.io/apiserver/pkg/apis/audit"
+	"k8s.io/apiserver/pkg/audit"
 
 	"github.com/tabula-dev/tabula/codecs"
 )
@@ -30,8 +32,15 @@ func (r *request) deleteOptions() (*metav1.DeleteOptions, error) {
 		if !ok || !r.isObjectMediaType(mt) {
 			return nil, r.requireBody()
 		}
-		if err := codecs.DecodeDeleteOptions(mt, body, opts); err != nil {
+		gv, err := codecs.DecodeDeleteOptions(mt, body, opts)
+		if err != nil {
 			return nil, apierrors.NewBadRequest(err.Error())
+		}
+		// kube's delete handlers record a sent body, in its own version:
+		// its grace period and propagation are nowhere else in the event.
+		if r.s.auditAt(r.c, auditinternal.LevelMetadata) {
+			audit.LogRequestObject(r.ctx, opts, gv, runtimeschema.GroupVersionResource{Group: r.t.Group, Version: r.t.Version, Resource: r.t.Resource},
+				r.ri.Subresource, codecs.DeleteOptionsCodecs())
 		}
 	} else if err := metainternalversionscheme.ParameterCodec.DecodeParameters(r.c.QueryParams(), metav1.SchemeGroupVersion, opts); err != nil {
 		return nil, apierrors.NewBadRequest(err.Error())
@@ -82,6 +91,9 @@ func (r *request) delete() error {
 		Status:   metav1.StatusSuccess,
 		Details:  &metav1.StatusDetails{Name: acc.GetName(), Group: r.t.Group, Kind: r.t.Resource, UID: acc.GetUID()},
 	}
+	// As kube's: the answer's Status is the event's responseStatus (the
+	// deleted object's uid is only there).
+	r.s.auditStatus(r.c, *st)
 	if out, _ := r.negotiate(false); out.View == codecs.ViewObject && (out.MediaType == codecs.CBOR || out.MediaType == codecs.Protobuf) {
 		// In the binary form the client asked for, as kube-apiserver.
 		return r.writeBody(http.StatusOK, out, st)

@@ -248,7 +248,7 @@ func (r *request) continueFor(res kv.ListResult) string {
 func (r *request) writeList(out codecs.Output, res kv.ListResult, p *listParams) error {
 	lm := r.listMeta(res, p)
 	resp := r.c.Response()
-	if err := r.auditList(res.Items, lm); err != nil {
+	if err := r.auditList(out, res.Items, lm); err != nil {
 		return err
 	}
 	if plainJSON(r.c, out) {
@@ -434,7 +434,7 @@ func (r *request) writeKeptRows(out codecs.Output, lm metav1.ListMeta, items []k
 // auditList adds the list to an audit event recorded with response
 // bodies (RequestResponse), as kube-apiserver records a list it answers;
 // it costs nothing at lower levels.
-func (r *request) auditList(items []kv.Record, lm metav1.ListMeta) error {
+func (r *request) auditList(out codecs.Output, items []kv.Record, lm metav1.ListMeta) error {
 	if !r.s.auditAt(r.c, auditinternal.LevelRequestResponse) {
 		return nil
 	}
@@ -442,11 +442,13 @@ func (r *request) auditList(items []kv.Record, lm metav1.ListMeta) error {
 	if err != nil {
 		return err
 	}
-	list, err := codecs.ListView(codecs.Output{View: codecs.ViewObject}, r.t, objs, lm, "", nil)
+	// In the view answered (a Table, metadata only), as kube records what
+	// it sends: not the objects' whole contents.
+	list, err := codecs.ListView(out, r.t, objs, lm, r.c.QueryParam("includeObject"), nil)
 	if err != nil {
 		return err
 	}
-	r.auditResponse(list)
+	r.auditView(list)
 	return nil
 }
 

@@ -180,7 +180,11 @@ func (r *request) writeStored(code int, rec kv.Record, written runtime.Object) e
 				return err
 			}
 		}
-		r.auditResponse(obj)
+		view, err := codecs.ObjectView(out, r.t, obj, r.c.QueryParam("includeObject"))
+		if err != nil {
+			return err
+		}
+		r.auditView(view)
 	}
 	if out.View == codecs.ViewObject && out.MediaType == codecs.JSON && r.t.FromStorage == nil && !wantsPretty(r.c) {
 		// The stored object is the answer: written after its kind and
@@ -267,11 +271,11 @@ func (r *request) writeKept(code int, out codecs.Output, form encodedForm, b []b
 
 // writeObject answers with a decoded object in the negotiated form.
 func (r *request) writeObject(code int, out codecs.Output, obj runtime.Object) error {
-	r.auditResponse(obj)
 	body, err := codecs.ObjectView(out, r.t, obj, r.c.QueryParam("includeObject"))
 	if err != nil {
 		return err
 	}
+	r.auditView(body)
 	return r.writeBody(code, out, body)
 }
 
