@@ -49,16 +49,27 @@ type cachedInformer struct {
 }
 
 func (i cachedInformer) AddEventHandler(h cache.ResourceEventHandler) (cache.ResourceEventHandlerRegistration, error) {
-	known := map[string]bool{} // fed from the cache's one goroutine
+	// The object each key last had, so an update is told with the one
+	// it replaces: kube's handlers (API Priority and Fairness' config
+	// controller among them) act only when old and new differ. Fed from
+	// the cache's one goroutine; a cache that keeps no objects keeps none
+	// here either, and tells an update with the new object twice.
+	known := map[string]runtime.Object{}
+	keep := i.c.indexer != nil
 	i.c.addHandler(CacheHandler{
 		Set: func(obj runtime.Object) {
 			acc, _ := meta.Accessor(obj)
 			k := cacheKey(acc.GetNamespace(), acc.GetName())
-			if known[k] {
-				h.OnUpdate(obj, obj)
+			old, ok := known[k]
+			if keep {
+				known[k] = obj
+			} else {
+				known[k], old = nil, obj
+			}
+			if ok {
+				h.OnUpdate(old, obj)
 				return
 			}
-			known[k] = true
 			h.OnAdd(obj, false)
 		},
 		Delete: func(namespace, name string, obj runtime.Object) {

@@ -3,8 +3,10 @@ package server_test
 import (
 	"bufio"
 	"encoding/csv"
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -80,5 +82,67 @@ func TestWatchesGiveBackTheirSeats(t *testing.T) {
 		if resp.Header.Get("X-Kubernetes-PF-FlowSchema-UID") == "" || resp.Header.Get("X-Kubernetes-PF-PriorityLevel-UID") == "" {
 			t.Errorf("read %d names no FlowSchema or priority level: %v", i, resp.Header)
 		}
+	}
+}
+
+// TestFlowSchemaEditsTakeEffect: a FlowSchema changed in place classifies
+// by its new spec, as kube's config controller re-reads a changed one:
+// alice's requests move from workload-low to workload-high when her
+// FlowSchema is edited, and the answer's priority level header says so.
+func TestFlowSchemaEditsTakeEffect(t *testing.T) {
+	srv := aliceAndRootServer(t, server.Config{})
+	h := &refHarness{t: t, h: srv.Handler(), state: map[string]string{}}
+	root := map[string]string{"Authorization": "Bearer tok-root", "Content-Type": "application/json"}
+	const fc = "/apis/flowcontrol.apiserver.k8s.io/v1"
+	uid := func(level string) string {
+		var pl struct{ Metadata struct{ UID string } }
+		if err := json.Unmarshal(h.do("GET", fc+"/prioritylevelconfigurations/"+level, root, nil).Body.Bytes(), &pl); err != nil || pl.Metadata.UID == "" {
+			t.Fatalf("priority level %s: %v", level, err)
+		}
+		return pl.Metadata.UID
+	}
+	schema := func(level string) []byte {
+		return []byte(`{"metadata":{"name":"alice"},"spec":{"priorityLevelConfiguration":{"name":"` + level + `"},"matchingPrecedence":500,
+			"rules":[{"subjects":[{"kind":"User","user":{"name":"alice"}}],"resourceRules":[{"verbs":["*"],"apiGroups":["*"],"resources":["*"],"namespaces":["*"]}]}]}}`)
+	}
+	aliceLevel := func() string {
+		return h.do("GET", "/api/v1/namespaces/default/configmaps", map[string]string{"Authorization": "Bearer tok-alice"}, nil).Header().Get("X-Kubernetes-PF-PriorityLevel-UID")
+	}
+	low, high := uid("workload-low"), uid("workload-high")
+	if r := h.do("POST", fc+"/flowschemas", root, schema("workload-low")); r.Code != http.StatusCreated {
+		t.Fatalf("create FlowSchema: %d %s", r.Code, r.Body)
+	}
+	h.waitFor("alice classified workload-low", func() bool { return aliceLevel() == low })
+	// A patch: the config controller writes the FlowSchema's status.
+	if r := h.do("PATCH", fc+"/flowschemas/alice", map[string]string{"Authorization": "Bearer tok-root", "Content-Type": "application/merge-patch+json"},
+		[]byte(`{"spec":{"priorityLevelConfiguration":{"name":"workload-high"}}}`)); r.Code != http.StatusOK {
+		t.Fatalf("edit FlowSchema: %d %s", r.Code, r.Body)
+	}
+	h.waitFor("alice classified workload-high after the edit", func() bool { return aliceLevel() == high })
+}
+
+// TestAdmissionPolicyEditsTakeEffect: a ValidatingAdmissionPolicy changed
+// in place is enforced by its new spec (kube's policy controller skips an
+// update whose old and new resourceVersions are equal, so each update
+// must come with the object it replaces).
+func TestAdmissionPolicyEditsTakeEffect(t *testing.T) {
+	h := refNewHarness(t)
+	const ar = "/apis/admissionregistration.k8s.io/v1"
+	h.mustDo("POST", ar+"/validatingadmissionpolicies", "application/json", `{"metadata":{"name":"names"},"spec":{
+		"matchConstraints":{"resourceRules":[{"apiGroups":[""],"apiVersions":["v1"],"operations":["CREATE"],"resources":["configmaps"]}]},
+		"validations":[{"expression":"!object.metadata.name.startsWith('x')","message":"no x"}]}}`, http.StatusCreated)
+	h.mustDo("POST", ar+"/validatingadmissionpolicybindings", "application/json", `{"metadata":{"name":"names"},"spec":{"policyName":"names","validationActions":["Deny"]}}`, http.StatusCreated)
+	n := 0
+	create := func(prefix string) int {
+		n++
+		return h.do("POST", "/api/v1/namespaces/default/configmaps", map[string]string{"Content-Type": "application/json"},
+			[]byte(`{"metadata":{"name":"`+prefix+strconv.Itoa(n)+`"}}`)).Code
+	}
+	h.waitFor("the policy to refuse x", func() bool { return create("x") == http.StatusUnprocessableEntity })
+	h.mustDo("PATCH", ar+"/validatingadmissionpolicies/names", "application/merge-patch+json",
+		`{"spec":{"validations":[{"expression":"!object.metadata.name.startsWith('y')","message":"no y"}]}}`, http.StatusOK)
+	h.waitFor("the edited policy to refuse y", func() bool { return create("y") == http.StatusUnprocessableEntity })
+	if code := create("x"); code != http.StatusCreated {
+		t.Errorf("x after the edit: %d; want 201", code)
 	}
 }
