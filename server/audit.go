@@ -161,7 +161,10 @@ func (s *Server) auditInit(next echo.HandlerFunc) echo.HandlerFunc {
 		if err != nil {
 			return apierrors.NewInternalError(err)
 		}
-		ctx := genericapirequest.WithRequestInfo(audit.WithAuditContext(r.Context()), info)
+		// Received now, as kube's first filters mark it: the audit
+		// event's requestReceivedTimestamp and flow control's wait limit
+		// count from here, authentication included.
+		ctx := genericapirequest.WithReceivedTimestamp(genericapirequest.WithRequestInfo(audit.WithAuditContext(r.Context()), info), time.Now())
 		id := r.Header.Get(auditinternal.HeaderAuditID)
 		if id == "" {
 			id = uuid.NewString()

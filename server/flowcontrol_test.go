@@ -2,13 +2,20 @@ package server_test
 
 import (
 	"bufio"
+	"encoding/base64"
 	"encoding/csv"
 	"encoding/json"
+	"encoding/pem"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
+	"time"
+
+	admissionv1 "k8s.io/api/admission/v1"
 
 	"github.com/tabula-dev/tabula/server"
 )
@@ -144,5 +151,79 @@ func TestAdmissionPolicyEditsTakeEffect(t *testing.T) {
 	h.waitFor("the edited policy to refuse y", func() bool { return create("y") == http.StatusUnprocessableEntity })
 	if code := create("x"); code != http.StatusCreated {
 		t.Errorf("x after the edit: %d; want 201", code)
+	}
+}
+
+// TestQueueWaitFollowsTheRequestTimeout: a request waits in its priority
+// level's queue for a quarter of the time it asked for (?timeout=), as
+// kube's deadline filter runs before flow control: with alice's one seat
+// held by a create a webhook keeps waiting, her list asking for 1 s is
+// refused (429) instead of waiting for the seat.
+func TestQueueWaitFollowsTheRequestTimeout(t *testing.T) {
+	entered, release := make(chan struct{}, 1), make(chan struct{})
+	var once sync.Once
+	free := func() { once.Do(func() { close(release) }) }
+	hook := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var in admissionv1.AdmissionReview
+		if err := json.NewDecoder(r.Body).Decode(&in); err != nil || in.Request == nil {
+			http.Error(w, "bad review", http.StatusBadRequest)
+			return
+		}
+		entered <- struct{}{}
+		// Held until the test is done with the seat; at most 5 s, less
+		// than the 15 s a request without its own timeout may queue.
+		select {
+		case <-release:
+		case <-time.After(5 * time.Second):
+		}
+		in.Response = &admissionv1.AdmissionResponse{UID: in.Request.UID, Allowed: true}
+		in.Request = nil
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(&in)
+	}))
+	defer hook.Close()
+	defer free()
+	ca := base64.StdEncoding.EncodeToString(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: hook.Certificate().Raw}))
+
+	// Few seats in all, so the tiny level's share is one, borrowing none.
+	srv := aliceAndRootServer(t, server.Config{MaxRequestsInflight: 10, MaxMutatingRequestsInflight: 5})
+	h := &refHarness{t: t, h: srv.Handler(), state: map[string]string{}}
+	root := map[string]string{"Authorization": "Bearer tok-root", "Content-Type": "application/json"}
+	alice := map[string]string{"Authorization": "Bearer tok-alice", "Content-Type": "application/json"}
+	const fc = "/apis/flowcontrol.apiserver.k8s.io/v1"
+	for _, c := range []struct{ path, body string }{
+		{fc + "/prioritylevelconfigurations", `{"metadata":{"name":"tiny"},"spec":{"type":"Limited","limited":{"nominalConcurrencyShares":1,"lendablePercent":0,"borrowingLimitPercent":0,
+			"limitResponse":{"type":"Queue","queuing":{"queues":1,"handSize":1,"queueLengthLimit":10}}}}}`},
+		{fc + "/flowschemas", `{"metadata":{"name":"alice"},"spec":{"priorityLevelConfiguration":{"name":"tiny"},"matchingPrecedence":500,
+			"rules":[{"subjects":[{"kind":"User","user":{"name":"alice"}}],"resourceRules":[{"verbs":["*"],"apiGroups":["*"],"resources":["*"],"namespaces":["*"]}]}]}}`},
+		{"/apis/rbac.authorization.k8s.io/v1/clusterrolebindings", `{"metadata":{"name":"alice-edit"},"roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"ClusterRole","name":"edit"},"subjects":[{"kind":"User","name":"alice"}]}`},
+		{"/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations", fmt.Sprintf(
+			`{"metadata":{"name":"hold"},"webhooks":[{"name":"hold.tabula.dev","clientConfig":{"url":%q,"caBundle":%q},"timeoutSeconds":30,`+
+				`"rules":[{"operations":["CREATE"],"apiGroups":[""],"apiVersions":["v1"],"resources":["configmaps"]}],`+
+				`"sideEffects":"None","admissionReviewVersions":["v1"]}]}`, hook.URL+"/validate", ca)},
+	} {
+		if r := h.do("POST", c.path, root, []byte(c.body)); r.Code != http.StatusCreated {
+			t.Fatalf("POST %s: %d %s", c.path, r.Code, r.Body)
+		}
+	}
+	tiny := func() bool {
+		var pl struct{ Metadata struct{ UID string } }
+		_ = json.Unmarshal(h.do("GET", fc+"/prioritylevelconfigurations/tiny", root, nil).Body.Bytes(), &pl)
+		return h.do("GET", "/api/v1/namespaces/default/configmaps", alice, nil).Header().Get("X-Kubernetes-PF-PriorityLevel-UID") == pl.Metadata.UID
+	}
+	h.waitFor("alice in the tiny level", tiny)
+
+	done := make(chan int, 1)
+	go func() {
+		done <- h.do("POST", "/api/v1/namespaces/default/configmaps?timeout=30s", alice, []byte(`{"metadata":{"name":"held"}}`)).Code
+	}()
+	<-entered // the create holds alice's one seat, inside the webhook
+	r := h.do("GET", "/api/v1/namespaces/default/configmaps?timeout=1s", alice, nil)
+	free()
+	if r.Code != http.StatusTooManyRequests {
+		t.Errorf("a list asking for 1 s while the seat is held: %d %s; want 429 after a quarter second's wait", r.Code, r.Body)
+	}
+	if code := <-done; code != http.StatusCreated {
+		t.Errorf("the held create: %d; want 201", code)
 	}
 }

@@ -348,9 +348,17 @@ func (s *Server) checkTimeout(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		// Echo's parsed query, kept for the handlers' reads of it.
 		if v := c.QueryParams().Get("timeout"); v != "" && !longRunning(r) {
-			if _, err := requestTimeout(v, s.cfg.RequestTimeout); err != nil {
+			d, err := requestTimeout(v, s.cfg.RequestTimeout)
+			if err != nil {
 				return err
 			}
+			// The deadline starts here, as kube's filter sets it before
+			// flow control: a request's wait in its priority level's
+			// queue is a quarter of the time it asked for. (Without a
+			// timeout, the default's quarter applies there anyway.)
+			ctx, cancel := context.WithTimeout(r.Context(), d)
+			defer cancel()
+			c.SetRequest(r.WithContext(ctx))
 		}
 		return next(c)
 	}
