@@ -227,3 +227,16 @@ func TestQueueWaitFollowsTheRequestTimeout(t *testing.T) {
 		t.Errorf("the held create: %d; want 201", code)
 	}
 }
+
+// TestFlowControlDumpsAnyMethod: kube serves the priority and fairness
+// dumps on its non-REST mux, which answers any method.
+func TestFlowControlDumpsAnyMethod(t *testing.T) {
+	srv := aliceAndRootServer(t, server.Config{})
+	h := &refHarness{t: t, h: srv.Handler(), state: map[string]string{}}
+	for _, method := range []string{"GET", "POST"} {
+		r := h.do(method, "/debug/api_priority_and_fairness/dump_priority_levels", map[string]string{"Authorization": "Bearer tok-root"}, nil)
+		if r.Code != http.StatusOK || !strings.Contains(r.Body.String(), "PriorityLevelName") {
+			t.Errorf("%s dump_priority_levels: %d %.200s; want 200 and the CSV", method, r.Code, r.Body)
+		}
+	}
+}

@@ -114,7 +114,8 @@ func (flowControlMetrics) Gather() ([]*dto.MetricFamily, error) {
 // dump_requests), authenticated and authorized as on kube-apiserver.
 func (s *Server) flowControlRoutes(e *echo.Echo) {
 	if s.flow != nil {
-		e.GET("/debug/api_priority_and_fairness/*", echo.WrapHandler(s.flow.debug))
+		// kube serves them on its non-REST mux, whatever the method.
+		e.Any("/debug/api_priority_and_fairness/*", echo.WrapHandler(s.flow.debug))
 	}
 }
 
