@@ -213,7 +213,12 @@ func (s *Server) auditUnauthorized(write func(echo.Context) error) func(echo.Con
 	return func(c echo.Context) error {
 		var err error
 		filters.WithFailedAuthenticationAudit(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			c.SetRequest(r)
 			c.SetResponse(echo.NewResponse(w, c.Echo()))
+			// kube's 401 is written as an object, which records its Status
+			// over the attempted methods (reason Unauthorized).
+			s.auditStatus(c, metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}, Status: metav1.StatusFailure,
+				Message: "Unauthorized", Reason: metav1.StatusReasonUnauthorized, Code: http.StatusUnauthorized})
 			err = write(c)
 		}), s.audit.backend, s.audit.policy).ServeHTTP(c.Response(), c.Request())
 		return err

@@ -180,7 +180,8 @@ func TestAudit(t *testing.T) {
 		t.Errorf("impersonated read event: %+v", imp)
 	}
 	failed := find("the failed authentication", func(e auditv1.Event) bool { return e.ResponseStatus != nil && e.ResponseStatus.Code == 401 })
-	if failed.Stage != auditv1.StageResponseStarted || failed.ObjectRef == nil || failed.ObjectRef.Resource != "secrets" {
+	if failed.Stage != auditv1.StageResponseStarted || failed.ObjectRef == nil || failed.ObjectRef.Resource != "secrets" ||
+		failed.ResponseStatus.Reason != metav1.StatusReasonUnauthorized || failed.ResponseStatus.Message != "Unauthorized" || failed.ResponseStatus.Status != metav1.StatusFailure {
 		t.Errorf("failed authentication event: %+v", failed)
 	}
 	for _, e := range events {
