@@ -2,6 +2,10 @@ package server_test
 
 import (
 	"bufio"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"encoding/base64"
 	"encoding/json"
 	"net/http"
 	"os"
@@ -17,6 +21,7 @@ import (
 	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
 
 	"github.com/tabula-dev/tabula/server"
+	"github.com/tabula-dev/tabula/server/auth"
 )
 
 const auditPolicy = `apiVersion: audit.k8s.io/v1
@@ -233,4 +238,47 @@ func TestAuditLogFailureKeepsServing(t *testing.T) {
 			t.Fatalf("list %d with the audit log full: %d %s; want 200", i, rec.Code, rec.Body)
 		}
 	}
+}
+
+// TestAuditIssuedCredentialID: a TokenRequest's audit event names the
+// issued token's credential id (its jti), as kube's token storage
+// annotates it, so its later uses (credential-id in the user's extra)
+// lead back to where it was issued.
+func TestAuditIssuedCredentialID(t *testing.T) {
+	dir := t.TempDir()
+	policy, log := filepath.Join(dir, "policy.yaml"), filepath.Join(dir, "audit.log")
+	if err := os.WriteFile(policy, []byte(auditPolicy), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, srv, as := authServer(t, "tok-root,root,1,\"system:masters\"\n", server.Config{Audit: server.AuditConfig{PolicyFile: policy, LogPath: log},
+		ServiceAccountTokens: auth.NewServiceAccountTokens(key)})
+	if rec := h.do("POST", "/api/v1/namespaces/default/serviceaccounts", as("tok-root"), []byte(`{"metadata":{"name":"bot"}}`)); rec.Code != http.StatusCreated {
+		t.Fatalf("service account: %d %s", rec.Code, rec.Body)
+	}
+	rec := h.do("POST", "/api/v1/namespaces/default/serviceaccounts/bot/token", as("tok-root"), []byte(`{"spec":{}}`))
+	var tr struct{ Status struct{ Token string } }
+	if err := json.Unmarshal(rec.Body.Bytes(), &tr); err != nil || rec.Code != http.StatusCreated {
+		t.Fatalf("token: %d %s", rec.Code, rec.Body)
+	}
+	parts := strings.Split(tr.Status.Token, ".")
+	payload, err := base64.RawURLEncoding.DecodeString(parts[1])
+	var claims struct{ JTI string }
+	if err != nil || json.Unmarshal(payload, &claims) != nil || claims.JTI == "" {
+		t.Fatalf("token claims %s: %v", payload, err)
+	}
+	id := rec.Header().Get("Audit-Id")
+	srv.StopAuditing()
+	for _, e := range readAudit(t, log) {
+		if string(e.AuditID) == id && e.Stage == auditv1.StageResponseComplete {
+			if got := e.Annotations["authentication.kubernetes.io/issued-credential-id"]; got != "JTI="+claims.JTI {
+				t.Errorf("issued-credential-id %q; want JTI=%s", got, claims.JTI)
+			}
+			return
+		}
+	}
+	t.Fatal("no audit event for the TokenRequest")
 }

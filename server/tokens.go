@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/uuid"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -16,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	runtimeschema "k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/apiserver/pkg/audit"
 	"k8s.io/kubernetes/pkg/api/legacyscheme"
 	"k8s.io/kubernetes/pkg/apis/authentication"
 	authenticationvalidation "k8s.io/kubernetes/pkg/apis/authentication/validation"
@@ -226,10 +228,14 @@ func (r *request) serviceAccountToken() error {
 		!slices.ContainsFunc(tr.Spec.Audiences, func(a string) bool { return !slices.Contains(r.s.cfg.ServiceAccountTokens.Audiences, a) }) {
 		subject.WarnAfter, subject.Expiry = subject.Expiry, extendedTokenLifetime
 	}
+	subject.ID = uuid.NewString()
 	token, err := r.s.cfg.ServiceAccountTokens.Issue(subject, now)
 	if err != nil {
 		return err
 	}
+	// As kube's token storage: the issued token's credential id, which its
+	// later uses carry in their user's extra (and audit events).
+	audit.AddAuditAnnotation(r.ctx, "authentication.kubernetes.io/issued-credential-id", "JTI="+subject.ID)
 	tr.Status = authenticationv1.TokenRequestStatus{Token: token,
 		ExpirationTimestamp: metav1.NewTime(now.Add(time.Duration(*tr.Spec.ExpirationSeconds) * time.Second))}
 	out, err := r.negotiate(false)

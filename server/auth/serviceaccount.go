@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"cmp"
 	"context"
 	"crypto"
 	"crypto/ecdsa"
@@ -172,6 +173,9 @@ type TokenSubject struct {
 	// NodeName and NodeUID name the node of a Pod the token is bound to:
 	// told to authorizers, not checked (kube's ServiceAccountTokenPodNodeInfo).
 	NodeName, NodeUID string
+	// ID, when set, is the token's jti (its credential id); a new one
+	// otherwise.
+	ID string
 	// WarnAfter, when not 0, is the lifetime asked for, shorter than
 	// Expiry: kube's extended tokens for the kubelet's projected volumes
 	// carry it, so their use after it can be seen.
@@ -214,7 +218,7 @@ func (t *ServiceAccountTokens) Issue(s TokenSubject, now time.Time) (string, err
 	}
 	c := claims{
 		Issuer: t.Issuer, Subject: "system:serviceaccount:" + s.Namespace + ":" + s.Name, Audience: aud,
-		Expiry: exp.Unix(), IssuedAt: now.Unix(), NotBefore: now.Unix(), ID: uuid.NewString(),
+		Expiry: exp.Unix(), IssuedAt: now.Unix(), NotBefore: now.Unix(), ID: cmp.Or(s.ID, uuid.NewString()),
 		Kube: kubeClaims{Namespace: s.Namespace, ServiceAccount: objRef{Name: s.Name, UID: s.UID}},
 	}
 	if s.BoundName != "" {
