@@ -72,6 +72,9 @@ func (a *Authenticator) authenticateLegacyToken(ctx context.Context, token strin
 	if a.legacy == nil {
 		return nil, false, errors.New("legacy service account tokens are not accepted")
 	}
+	// kube's JWT authenticator marks every token without audiences (a
+	// Secret's) so, before its claims are checked.
+	audit.AddAuditAnnotation(ctx, "authentication.k8s.io/legacy-token", c.Subject)
 	ns, secretName, saName, saUID := c.LegacyNamespace, c.LegacySecret, c.LegacyServiceAccount, c.LegacyServiceAccountUID
 	switch {
 	case c.Subject == "":

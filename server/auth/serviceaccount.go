@@ -24,6 +24,7 @@ import (
 	"github.com/google/uuid"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apiserver/pkg/audit"
 	"k8s.io/apiserver/pkg/authentication/authenticator"
 )
 
@@ -381,6 +382,14 @@ func (a *Authenticator) authenticateServiceAccount(ctx context.Context, token st
 	}{{"ServiceAccount", ns, &sa}, {"Pod", ns, c.Kube.Pod}, {"Secret", ns, c.Kube.Secret}, {"Node", "", boundNode(c.Kube)}} {
 		if err := check(ref.kind, ref.ns, ref.ref); err != nil {
 			return nil, false, err
+		}
+	}
+	// A kubelet's extended token used past the lifetime it asked for
+	// (kube's stale-token annotation, which tells what to rotate).
+	if w := c.Kube.WarnAfter; w != 0 {
+		if now := time.Now().Unix(); now > w {
+			audit.AddAuditAnnotation(ctx, "authentication.k8s.io/stale-token",
+				fmt.Sprintf("subject: %s, seconds after warning threshold: %d", c.Subject, now-w))
 		}
 	}
 	// What kube-apiserver tells authorizers and audit about the token.

@@ -9,6 +9,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	auditinternal "k8s.io/apiserver/pkg/apis/audit"
+	"k8s.io/apiserver/pkg/audit"
 )
 
 func newTokens(t *testing.T) *ServiceAccountTokens {
@@ -113,5 +116,43 @@ func TestServiceAccountTokens(t *testing.T) {
 	if _, _, ok, err := a.AuthenticateToken(ctx, valid, vault); ok || err == nil ||
 		err.Error() != `token audiences ["`+DefaultIssuer+`"] is invalid for the target audiences ["https://vault.example.com" "https://other.example.com"]` {
 		t.Errorf("an API server token reviewed for another audience: authenticated (err %v)", err)
+	}
+}
+
+// TestStaleTokenAnnotation: a token used past the lifetime it asked for
+// (its warnafter) is annotated for audit as kube annotates it; a token
+// within it is not.
+func TestStaleTokenAnnotation(t *testing.T) {
+	tokens := newTokens(t)
+	a, err := NewAuthenticator(Options{ServiceAccountTokens: tokens})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.SetServiceAccountLookup(func(_ context.Context, kind, ns, name string) (string, bool, error) {
+		if kind == "ServiceAccount" && name == "bot" {
+			return "uid-bot", true, nil
+		}
+		return "", false, nil
+	})
+	stale := func(warnAfter time.Duration, issued time.Time) (string, bool) {
+		t.Helper()
+		tok, err := tokens.Issue(TokenSubject{Namespace: "ns", Name: "bot", UID: "uid-bot", Expiry: 24 * time.Hour, WarnAfter: warnAfter}, issued)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx := audit.WithAuditContext(context.Background())
+		if err := audit.AuditContextFrom(ctx).Init(audit.RequestAuditConfig{Level: auditinternal.LevelMetadata}, nil); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, ok, err := a.AuthenticateToken(ctx, tok, nil); !ok || err != nil {
+			t.Fatalf("token: %v %v", ok, err)
+		}
+		return audit.AuditContextFrom(ctx).GetEventAnnotation("authentication.k8s.io/stale-token")
+	}
+	if v, ok := stale(time.Hour, time.Now().Add(-2*time.Hour)); !ok || !strings.HasPrefix(v, "subject: system:serviceaccount:ns:bot, seconds after warning threshold: ") {
+		t.Errorf("a token an hour past its warnafter: %q %v; want kube's stale-token annotation", v, ok)
+	}
+	if v, ok := stale(time.Hour, time.Now()); ok {
+		t.Errorf("a token within its warnafter: annotated %q", v)
 	}
 }
