@@ -101,6 +101,7 @@ func TestAudit(t *testing.T) {
 		t.Fatalf("delete: %d %s", rec.Code, rec.Body)
 	}
 	deleteID := rec.Header().Get("Audit-Id")
+	endpointsID := h.do("GET", "/api/v1/namespaces/default/endpoints", as("tok-root"), nil).Header().Get("Audit-Id")
 
 	events := readAudit(t, log)
 	find := func(what string, match func(e auditv1.Event) bool) auditv1.Event {
@@ -148,6 +149,12 @@ func TestAudit(t *testing.T) {
 	})
 	if meta.ResponseObject == nil || !strings.Contains(string(meta.ResponseObject.Raw), `"kind":"PartialObjectMetadata"`) || strings.Contains(string(meta.ResponseObject.Raw), `"k":"v"`) {
 		t.Errorf("metadata get: response object %+v; want PartialObjectMetadata", meta.ResponseObject)
+	}
+	// A deprecated API's requests are marked, as kube marks them.
+	if e := find("the endpoints list", func(e auditv1.Event) bool {
+		return string(e.AuditID) == endpointsID && e.Stage == auditv1.StageResponseComplete
+	}); e.Annotations["k8s.io/deprecated"] != "true" {
+		t.Errorf("list of v1 Endpoints (deprecated in 1.33): annotations %v; want k8s.io/deprecated", e.Annotations)
 	}
 	// A delete records the DeleteOptions sent and the Status answered,
 	// which names the deleted object's uid.

@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	validationpath "k8s.io/apimachinery/pkg/api/validation/path"
 	runtimeschema "k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/audit"
 
 	"github.com/tabula-dev/tabula/registry"
 	"github.com/tabula-dev/tabula/schema"
@@ -206,6 +207,11 @@ func (s *Server) serveResource(c echo.Context, group, version, rest string) erro
 			addWarning(c.Response().Header(), w)
 		}
 		s.metrics.deprecated.WithLabelValues(group, version, ri.Resource, ri.Subresource, t.Deprecation.RemovedIn).Set(1)
+		// And told to audit, as kube's request metrics tell it.
+		audit.AddAuditAnnotation(c.Request().Context(), "k8s.io/deprecated", "true")
+		if t.Deprecation.RemovedIn != "" {
+			audit.AddAuditAnnotation(c.Request().Context(), "k8s.io/removed-release", t.Deprecation.RemovedIn)
+		}
 	}
 	ctx := c.Request().Context()
 	if verb != "watch" {
