@@ -15,6 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metainternalversionscheme "k8s.io/apimachinery/pkg/apis/meta/internalversion/scheme"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	runtimeschema "k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -29,6 +30,7 @@ import (
 	auditbuffered "k8s.io/apiserver/plugin/pkg/audit/buffered"
 	auditlog "k8s.io/apiserver/plugin/pkg/audit/log"
 	auditwebhook "k8s.io/apiserver/plugin/pkg/audit/webhook"
+	"k8s.io/kubernetes/pkg/api/legacyscheme"
 )
 
 // Auditing is kube-apiserver's, with its own parts: the policy file is
@@ -237,6 +239,15 @@ func (s *Server) auditAt(c echo.Context, level auditinternal.Level) bool {
 
 // auditRequestObject adds a decoded request body to the audit event.
 func (r *request) auditRequestObject(obj runtime.Object) {
+	if r.s.auditAt(r.c, auditinternal.LevelRequest) && obj != nil {
+		// kube decodes a body with its defaults before recording it: a
+		// Service's targetPort is its port there, not 0. (Custom
+		// resources come defaulted from their decoder.)
+		if _, ok := obj.(*unstructured.Unstructured); !ok {
+			obj = obj.DeepCopyObject()
+			legacyscheme.Scheme.Default(obj)
+		}
+	}
 	if r.s.auditAt(r.c, auditinternal.LevelMetadata) && obj != nil {
 		gvr := runtimeschema.GroupVersionResource{Group: r.t.Group, Version: r.t.Version, Resource: r.t.Resource}
 		audit.LogRequestObject(r.ctx, obj, gvr.GroupVersion(), gvr, r.ri.Subresource, r.s.codec.Serializer())

@@ -34,6 +34,8 @@ rules:
   resources: [{group: "", resources: [secrets]}]
 - level: RequestResponse
   resources: [{group: "", resources: [configmaps]}]
+- level: Request
+  resources: [{group: "", resources: [services]}]
 - level: Metadata
 `
 
@@ -102,6 +104,7 @@ func TestAudit(t *testing.T) {
 	}
 	deleteID := rec.Header().Get("Audit-Id")
 	endpointsID := h.do("GET", "/api/v1/namespaces/default/endpoints", as("tok-root"), nil).Header().Get("Audit-Id")
+	serviceID := h.do("POST", "/api/v1/namespaces/default/services", as("tok-root"), []byte(`{"metadata":{"name":"svc"},"spec":{"ports":[{"port":80}]}}`)).Header().Get("Audit-Id")
 
 	events := readAudit(t, log)
 	find := func(what string, match func(e auditv1.Event) bool) auditv1.Event {
@@ -149,6 +152,12 @@ func TestAudit(t *testing.T) {
 	})
 	if meta.ResponseObject == nil || !strings.Contains(string(meta.ResponseObject.Raw), `"kind":"PartialObjectMetadata"`) || strings.Contains(string(meta.ResponseObject.Raw), `"k":"v"`) {
 		t.Errorf("metadata get: response object %+v; want PartialObjectMetadata", meta.ResponseObject)
+	}
+	// A body is recorded with its defaults, as kube decodes it.
+	if e := find("the service create", func(e auditv1.Event) bool {
+		return string(e.AuditID) == serviceID && e.Stage == auditv1.StageResponseComplete
+	}); e.RequestObject == nil || !strings.Contains(string(e.RequestObject.Raw), `"targetPort":80`) || !strings.Contains(string(e.RequestObject.Raw), `"type":"ClusterIP"`) {
+		t.Errorf("service create: request object %+v; want it defaulted (targetPort 80, type ClusterIP)", e.RequestObject)
 	}
 	// A deprecated API's requests are marked, as kube marks them.
 	if e := find("the endpoints list", func(e auditv1.Event) bool {
