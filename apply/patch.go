@@ -91,13 +91,13 @@ func Apply(kind Kind, original, patch []byte, schema any) ([]byte, error) {
 				}
 			}
 		}
-		out, err := p.Apply(original)
+		out, err := applyJSONPatch(p, original)
 		if err != nil {
 			return nil, &InvalidPatchError{Err: err, Untold: true}
 		}
 		return out, nil
 	case MergePatch:
-		out, err := jsonpatch.MergePatch(original, patch)
+		out, err := mergePatch(original, patch)
 		if errors.Is(err, jsonpatch.ErrBadJSONPatch) {
 			return nil, &BadPatchError{Err: err, Bare: true}
 		}
@@ -125,4 +125,27 @@ func Apply(kind Kind, original, patch []byte, schema any) ([]byte, error) {
 		return out, nil
 	}
 	return nil, fmt.Errorf("apply: unsupported patch type %q", kind)
+}
+
+// applyJSONPatch is p.Apply, with v4's panics on documents it did not
+// expect (a null in an array it compares, a copied null added into) made
+// a failed patch: kube-apiserver answers those with a 500, the client's
+// mistake is a 422 here.
+func applyJSONPatch(p jsonpatch.Patch, doc []byte) (out []byte, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			out, err = nil, fmt.Errorf("the patch could not be applied: %v", r)
+		}
+	}()
+	return p.Apply(doc)
+}
+
+// mergePatch is jsonpatch.MergePatch, guarded the same way.
+func mergePatch(doc, patch []byte) (out []byte, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			out, err = nil, &BadPatchError{Err: fmt.Errorf("%v", r), Bare: true}
+		}
+	}()
+	return jsonpatch.MergePatch(doc, patch)
 }

@@ -29,6 +29,10 @@ func TestApply(t *testing.T) {
 		{name: "json test without value of a present path", kind: JSONPatch, patch: `[{"op":"test","path":"/data/a"}]`},
 		{name: "json copies past 3 MiB", kind: JSONPatch, patch: `[{"op":"add","path":"/data/a","value":"` + strings.Repeat("x", 1<<20) + `"},` +
 			`{"op":"copy","from":"/data/a","path":"/data/b"},{"op":"copy","from":"/data/a","path":"/data/c"},{"op":"copy","from":"/data/a","path":"/data/d"}]`},
+		// Inputs json-patch v4 panics on: a failed patch, never a crash.
+		{name: "json replace of the document without value", kind: JSONPatch, patch: `[{"op":"replace","path":""}]`},
+		{name: "json test of an array holding null", kind: JSONPatch, patch: `[{"op":"add","path":"/f","value":["a"]},{"op":"test","path":"/f","value":[null]}]`},
+		{name: "json add into a copied null", kind: JSONPatch, patch: `[{"op":"add","path":"/metadata/x","value":null},{"op":"copy","from":"/metadata/x","path":"/metadata/y"},{"op":"add","path":"/metadata/y/z","value":1}]`},
 		{name: "merge", kind: MergePatch, patch: `{"data":{"a":null,"b":"2"}}`, want: `{"data":{"b":"2"},"metadata":{"name":"c"}}`},
 		{name: "merge truncated", kind: MergePatch, patch: `{"data":`, bad: true},
 		{name: "merge null", kind: MergePatch, patch: `null`, bad: true},
