@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/tabula-dev/tabula/registry"
 	"github.com/tabula-dev/tabula/sqlstore/kv"
@@ -185,7 +186,9 @@ func (m *Manager) renewEndpointLease(ctx context.Context, leases *registry.Resou
 		// the API servers (kubectl get leases -n kube-system -l
 		// apiserver.kubernetes.io/identity=kube-apiserver).
 		l.Labels = map[string]string{endpointLeaseLabel: "true", identityLeaseLabel: "kube-apiserver"}
-		if host, err := os.Hostname(); err == nil {
+		// Only a hostname a label may hold: a Lease that fails validation
+		// would drop this replica from the endpoints.
+		if host, err := os.Hostname(); err == nil && len(validation.IsValidLabelValue(host)) == 0 {
 			l.Labels[corev1.LabelHostname] = host
 		}
 		l.Annotations = map[string]string{endpointPortAnnotation: strconv.Itoa(int(m.cfg.Advertise.Port()))}
