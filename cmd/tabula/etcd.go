@@ -26,6 +26,9 @@ const etcdStandInNote = "this is tabula's etcd stand-in: Tabula keeps its state 
 func runEtcdStandIn(args []string, stderr io.Writer) int {
 	urls := "http://localhost:2379"
 	for i := 0; i < len(args); i++ {
+		if !strings.HasPrefix(args[i], "-") {
+			continue // a value of a flag given before it
+		}
 		name, value, hasValue := strings.Cut(strings.TrimLeft(args[i], "-"), "=")
 		switch name {
 		case "h", "help", "version":
@@ -63,7 +66,7 @@ func serveEtcdStandIn(ctx context.Context, urls string) error {
 		http.Error(w, strings.TrimSuffix(etcdStandInNote, "\n"), http.StatusNotFound)
 	})
 	srv := &http.Server{Handler: mux}
-	var listeners []net.Listener
+	var hosts []string
 	for _, raw := range strings.Split(urls, ",") {
 		u, err := url.Parse(strings.TrimSpace(raw))
 		if err != nil {
@@ -72,7 +75,11 @@ func serveEtcdStandIn(ctx context.Context, urls string) error {
 		if u.Scheme != "http" {
 			return fmt.Errorf("--listen-client-urls %s: the stand-in serves http only", raw)
 		}
-		l, err := net.Listen("tcp", u.Host)
+		hosts = append(hosts, u.Host)
+	}
+	var listeners []net.Listener
+	for _, host := range hosts {
+		l, err := net.Listen("tcp", host)
 		if err != nil {
 			for _, l := range listeners {
 				l.Close()

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"syscall"
 	"time"
 
@@ -45,6 +46,11 @@ func main() {
 		fmt.Fprintf(os.Stderr, "tabula: unknown command %q\n", name)
 		usage(os.Stderr)
 		os.Exit(2)
+	}
+	if name == "kube-apiserver" && slices.ContainsFunc(args, func(a string) bool { return a == "--version" || a == "--version=true" }) {
+		// Tools ask kube-apiserver its version so.
+		fmt.Println("Kubernetes " + Version().GitVersion)
+		return
 	}
 	m := NewMain()
 	if err := parseServeArgs(m, name, args); err != nil {
