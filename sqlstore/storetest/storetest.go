@@ -771,8 +771,6 @@ func testExpired(t *testing.T, s *sqlstore.Store) {
 	}
 }
 
-// testListFieldSelectors: field selectors on indexed fields, including
-// values longer than the index keeps, give exactly the matching objects.
 // testKeysAreBytes: names, namespaces and selector values are byte
 // strings, as Kubernetes compares them: a trailing space, a case or an
 // accent makes another key (RBAC names may hold any of them); a name that
@@ -843,6 +841,8 @@ func testKeysAreBytes(t *testing.T, s *sqlstore.Store) {
 	}
 }
 
+// testListFieldSelectors: field selectors on indexed fields, including
+// values longer than the index keeps, give exactly the matching objects.
 func testListFieldSelectors(t *testing.T, s *sqlstore.Store) {
 	long := strings.Repeat("x", 300)
 	values := map[string]string{"a": "Opaque", "b": "kubernetes.io/tls", "c": long + "1", "d": long + "2"}
