@@ -100,6 +100,12 @@ func FuzzApply(f *testing.F) {
 		`{"metadata":{"$retainKeys":["labels"],"labels":{"x":"y"}}}`,
 		`{"$retainKeys":"notalist"}`,
 		`{"metadata":{"finalizers":[{"$patch":"replace"}]}}`,
+		// Inputs kube's json-patch v4 and strategic merge panic on.
+		`[{"op":"replace","path":""}]`,
+		`[{"op":"test","path":""}]`,
+		`[{"op":"test","path":"/metadata/finalizers","value":[null]}]`,
+		`[{"op":"add","path":"/metadata/x","value":null},{"op":"copy","from":"/metadata/x","path":"/metadata/y"},{"op":"add","path":"/metadata/y/z","value":1}]`,
+		`{"metadata":{"$setElementOrder/finalizers":[{"a":1}]}}`,
 	} {
 		for i := range fuzzKinds {
 			f.Add(uint8(i), []byte(s))

@@ -113,7 +113,7 @@ func Apply(kind Kind, original, patch []byte, schema any) ([]byte, error) {
 		if schema == nil {
 			return nil, &InvalidPatchError{Err: errors.New("strategic merge patch is not supported for this kind")}
 		}
-		out, err := strategicpatch.StrategicMergePatch(original, patch, schema)
+		out, err := strategicMergePatch(original, patch, schema)
 		if err != nil {
 			if errors.Is(err, mergepatch.ErrBadJSONDoc) || errors.Is(err, mergepatch.ErrBadPatchFormatForPrimitiveList) ||
 				errors.Is(err, mergepatch.ErrBadPatchFormatForRetainKeys) || errors.Is(err, mergepatch.ErrBadPatchFormatForSetElementOrderList) ||
@@ -148,4 +148,16 @@ func mergePatch(doc, patch []byte) (out []byte, err error) {
 		}
 	}()
 	return jsonpatch.MergePatch(doc, patch)
+}
+
+// strategicMergePatch is strategicpatch.StrategicMergePatch, whose panics
+// on directives of the wrong shape ($setElementOrder of objects among
+// primitives) are a bad patch.
+func strategicMergePatch(doc, patch []byte, schema any) (out []byte, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			out, err = nil, &BadPatchError{Err: fmt.Errorf("%v", r), Bare: true}
+		}
+	}()
+	return strategicpatch.StrategicMergePatch(doc, patch, schema)
 }
