@@ -81,16 +81,6 @@ func Apply(kind Kind, original, patch []byte, schema any) ([]byte, error) {
 		if len(p) > maxJSONPatchOps {
 			return nil, &TooLargePatchError{Ops: len(p)}
 		}
-		for _, op := range p {
-			// v4 dereferences the missing value of a test of the whole
-			// document (kube-apiserver answers its panic with a 500); it
-			// is a test that fails.
-			if op.Kind() == "test" {
-				if path, _ := op.Path(); path == "" && op["value"] == nil {
-					return nil, &InvalidPatchError{Err: fmt.Errorf("testing value %s failed: %w", path, jsonpatch.ErrTestFailed), Untold: true}
-				}
-			}
-		}
 		out, err := applyJSONPatch(p, original)
 		if err != nil {
 			return nil, &InvalidPatchError{Err: err, Untold: true}
@@ -127,10 +117,11 @@ func Apply(kind Kind, original, patch []byte, schema any) ([]byte, error) {
 	return nil, fmt.Errorf("apply: unsupported patch type %q", kind)
 }
 
-// applyJSONPatch is p.Apply, with v4's panics on documents it did not
-// expect (a null in an array it compares, a copied null added into) made
-// a failed patch: kube-apiserver answers those with a 500, the client's
-// mistake is a 422 here.
+// applyJSONPatch is p.Apply, with v4's panics on operations it did not
+// expect (a test or replace of the whole document without a value, a null
+// in an array it compares, a copied null added into) made a failed
+// patch: kube-apiserver answers those with a 500, the client's mistake is
+// a 422 here.
 func applyJSONPatch(p jsonpatch.Patch, doc []byte) (out []byte, err error) {
 	defer func() {
 		if r := recover(); r != nil {

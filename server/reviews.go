@@ -62,32 +62,24 @@ func (r *request) review(obj runtime.Object, dryRun bool) error {
 			return apierrors.NewInvalid(runtimeschema.GroupKind{Group: r.t.Group}, "", errs)
 		}
 	}
+	if b, ok := obj.(*corev1.Binding); ok {
+		return r.bind(b, dryRun)
+	}
 	requester, _ := auth.UserFrom(r.ctx)
 	// Each review's storage checks what it needs, then calls validating
 	// admission (kube's createValidation), then answers.
-	validate := func() error {
-		return r.res.ValidateCreate(r.ctx, acc.GetNamespace(), obj, dryRun)
+	if err := reviewPreconditions(obj, requester, r.t.Kind); err != nil {
+		return err
+	}
+	if err := r.res.ValidateCreate(r.ctx, acc.GetNamespace(), obj, dryRun); err != nil {
+		return err
 	}
 	switch o := obj.(type) {
-	case *corev1.Binding:
-		return r.bind(o, dryRun)
 	case *authenticationv1.SelfSubjectReview:
-		if requester == nil {
-			return apierrors.NewBadRequest("no user present on request")
-		}
-		if err := validate(); err != nil {
-			return err
-		}
 		// A new object, stamped now, as kube's answers.
 		*o = authenticationv1.SelfSubjectReview{TypeMeta: o.TypeMeta, ObjectMeta: metav1.ObjectMeta{CreationTimestamp: metav1.Now()},
 			Status: authenticationv1.SelfSubjectReviewStatus{UserInfo: userInfo(requester)}}
 	case *authenticationv1.TokenReview:
-		if o.Spec.Token == "" {
-			return apierrors.NewBadRequest("token is required for TokenReview in authentication")
-		}
-		if err := validate(); err != nil {
-			return err
-		}
 		u, auds, ok, err := r.s.cfg.Authenticator.AuthenticateToken(r.ctx, o.Spec.Token, o.Spec.Audiences)
 		o.Spec.Token = "" // never echoed back
 		o.Status = authenticationv1.TokenReviewStatus{Authenticated: ok, Audiences: auds}
@@ -98,24 +90,35 @@ func (r *request) review(obj runtime.Object, dryRun bool) error {
 			o.Status.User = userInfo(u)
 		}
 	case *authorizationv1.SelfSubjectAccessReview:
-		if requester == nil {
-			return apierrors.NewBadRequest("no user present on request")
-		}
-		if err := validate(); err != nil {
-			return err
-		}
 		o.Status = r.decide(requester, o.Spec.ResourceAttributes, o.Spec.NonResourceAttributes)
 	case *authorizationv1.SubjectAccessReview:
-		if err := validate(); err != nil {
-			return err
-		}
 		o.Status = r.decide(subject(o.Spec), o.Spec.ResourceAttributes, o.Spec.NonResourceAttributes)
 	case *authorizationv1.LocalSubjectAccessReview:
 		// Validation made spec.resourceAttributes.namespace the URL's.
-		if err := validate(); err != nil {
-			return err
-		}
 		o.Status = r.decide(subject(o.Spec), o.Spec.ResourceAttributes, o.Spec.NonResourceAttributes)
+	case *authorizationv1.SelfSubjectRulesReview:
+		// The answer is a new object holding only the status, as kube's.
+		*o = authorizationv1.SelfSubjectRulesReview{TypeMeta: o.TypeMeta, Status: r.rules(requester, o.Spec.Namespace)}
+	}
+	out, err := r.negotiate(false)
+	if err != nil {
+		return err
+	}
+	return r.writeObject(http.StatusCreated, out, obj)
+}
+
+// reviewPreconditions are the checks each review's storage makes of the
+// request before it calls validating admission.
+func reviewPreconditions(obj runtime.Object, requester *auth.User, kind string) error {
+	switch o := obj.(type) {
+	case *authenticationv1.SelfSubjectReview, *authorizationv1.SelfSubjectAccessReview:
+		if requester == nil {
+			return apierrors.NewBadRequest("no user present on request")
+		}
+	case *authenticationv1.TokenReview:
+		if o.Spec.Token == "" {
+			return apierrors.NewBadRequest("token is required for TokenReview in authentication")
+		}
 	case *authorizationv1.SelfSubjectRulesReview:
 		if requester == nil {
 			return apierrors.NewBadRequest("no user present on request")
@@ -123,19 +126,11 @@ func (r *request) review(obj runtime.Object, dryRun bool) error {
 		if o.Spec.Namespace == "" {
 			return apierrors.NewBadRequest("no namespace on request")
 		}
-		if err := validate(); err != nil {
-			return err
-		}
-		// The answer is a new object holding only the status, as kube's.
-		*o = authorizationv1.SelfSubjectRulesReview{TypeMeta: o.TypeMeta, Status: r.rules(requester, o.Spec.Namespace)}
+	case *authorizationv1.SubjectAccessReview, *authorizationv1.LocalSubjectAccessReview:
 	default:
-		return apierrors.NewBadRequest(fmt.Sprintf("%s is not a review this server answers", r.t.Kind))
+		return apierrors.NewBadRequest(fmt.Sprintf("%s is not a review this server answers", kind))
 	}
-	out, err := r.negotiate(false)
-	if err != nil {
-		return err
-	}
-	return r.writeObject(http.StatusCreated, out, obj)
+	return nil
 }
 
 func userInfo(u *auth.User) authenticationv1.UserInfo {

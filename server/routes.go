@@ -192,10 +192,8 @@ func (s *Server) serveResource(c echo.Context, group, version, rest string) erro
 		return methodNotAllowed()
 	}
 	if ri.Name != "" {
-		// kube-apiserver's storage key functions refuse names no path
-		// segment could hold ("..", "a%b").
-		if msgs := validationpath.IsValidPathSegmentName(ri.Name); len(msgs) > 0 {
-			return apierrors.NewBadRequest(fmt.Sprintf("Name parameter invalid: %q: %s", ri.Name, strings.Join(msgs, ";")))
+		if err := keyNameError(ri.Name); err != nil {
+			return err
 		}
 	}
 	c.Set(ctxVerb, verb)
@@ -340,6 +338,18 @@ func requestTimeout(v string, limit time.Duration) (time.Duration, error) {
 		return limit, nil
 	}
 	return d, nil
+}
+
+// keyNameError is kube-apiserver's storage key functions' answer to a
+// name no path segment could hold ("", "..", "a%b"), nil for others.
+func keyNameError(name string) error {
+	if name == "" {
+		return apierrors.NewBadRequest("Name parameter required.")
+	}
+	if msgs := validationpath.IsValidPathSegmentName(name); len(msgs) > 0 {
+		return apierrors.NewBadRequest(fmt.Sprintf("Name parameter invalid: %q: %s", name, strings.Join(msgs, ";")))
+	}
+	return nil
 }
 
 // checkTimeout refuses an unparsable timeout query parameter on any

@@ -5,14 +5,12 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/google/uuid"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	validationpath "k8s.io/apimachinery/pkg/api/validation/path"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	runtimeschema "k8s.io/apimachinery/pkg/runtime/schema"
@@ -180,11 +178,8 @@ func (r *request) serviceAccountToken() error {
 		}
 		// kube reads the object through its storage, whose key function
 		// refuses a name no path could hold.
-		if ref.Name == "" {
-			return apierrors.NewBadRequest("Name parameter required.")
-		}
-		if msgs := validationpath.IsValidPathSegmentName(ref.Name); len(msgs) > 0 {
-			return apierrors.NewBadRequest(fmt.Sprintf("Name parameter invalid: %q: %s", ref.Name, strings.Join(msgs, ";")))
+		if err := keyNameError(ref.Name); err != nil {
+			return err
 		}
 		bound, _, err := r.s.api.MustLookup(where.group, "v1", where.resource).Get(r.ctx, ns, ref.Name)
 		if err != nil {

@@ -3,7 +3,6 @@ package auth
 import (
 	"cmp"
 	"context"
-	"crypto"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -26,6 +25,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apiserver/pkg/audit"
 	"k8s.io/apiserver/pkg/authentication/authenticator"
+	"k8s.io/client-go/util/keyutil"
 )
 
 // Service account tokens are JWTs signed with an ECDSA P-256 key (ES256),
@@ -122,44 +122,15 @@ func serviceAccountKey(path string, pemBytes []byte) (*ecdsa.PrivateKey, error) 
 // alone, so the file may hold only that key (public, in a certificate, or
 // private), as the files tools such as controller-runtime's envtest write.
 func CheckVerificationKeys(path string, signing *ecdsa.PrivateKey) error {
-	data, err := os.ReadFile(path)
+	// kube-apiserver's own reading of the file.
+	keys, err := keyutil.PublicKeysFromFile(path)
 	if err != nil {
 		return err
 	}
-	found := false
-	for {
-		var block *pem.Block
-		block, data = pem.Decode(data)
-		if block == nil {
-			break
-		}
-		var pub crypto.PublicKey
-		switch block.Type {
-		case "PUBLIC KEY":
-			pub, err = x509.ParsePKIXPublicKey(block.Bytes)
-		case "CERTIFICATE":
-			var cert *x509.Certificate
-			if cert, err = x509.ParseCertificate(block.Bytes); err == nil {
-				pub = cert.PublicKey
-			}
-		case "EC PRIVATE KEY", "PRIVATE KEY", "RSA PRIVATE KEY":
-			var signer crypto.Signer
-			if signer, err = parseKeyPEM(pem.EncodeToMemory(block)); err == nil {
-				pub = signer.Public()
-			}
-		default:
-			continue
-		}
-		if err != nil {
-			return fmt.Errorf("%s: %w", path, err)
-		}
-		if !publicKeysEqual(pub, &signing.PublicKey) {
+	for _, k := range keys {
+		if !publicKeysEqual(k, &signing.PublicKey) {
 			return fmt.Errorf("%s: holds a key other than the service account signing key; Tabula verifies tokens with the signing key alone", path)
 		}
-		found = true
-	}
-	if !found {
-		return fmt.Errorf("%s: no public key, certificate or private key PEM block", path)
 	}
 	return nil
 }
