@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"k8s.io/apiserver/pkg/admission"
 
@@ -315,6 +316,11 @@ func (x *Resource) storeError(err error, name string) error {
 		return apierrors.NewAlreadyExists(x.t.GroupResource(), name)
 	case errors.Is(err, kv.ErrConflict):
 		return conflict(x.t, name)
+	case errors.Is(err, kv.ErrInvalidKey):
+		// kube stores such a name; this database cannot (PostgreSQL's
+		// text holds no NUL), so it is refused before anything is written.
+		return apierrors.NewInvalid(x.t.GroupVersionKind().GroupKind(), name, field.ErrorList{
+			field.Invalid(field.NewPath("metadata", "name"), name, "may not contain a NUL character: this server's database cannot store one")})
 	}
 	return err
 }

@@ -113,6 +113,9 @@ func (s *Server) toStatus(err error, c echo.Context) metav1.Status {
 		return apierrors.NewBadRequest(de.Message).Status()
 	}
 	switch {
+	case errors.Is(err, kv.ErrInvalidKey):
+		// A continue token naming what this database cannot hold.
+		return apierrors.NewBadRequest(err.Error()).Status()
 	case errors.Is(err, kv.ErrUnavailable):
 		return apierrors.NewServiceUnavailable("the database is unavailable; try again later").Status()
 	case errors.Is(err, context.DeadlineExceeded):

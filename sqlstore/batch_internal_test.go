@@ -207,8 +207,8 @@ func testBatchSeesItsOwnWrites(t *testing.T, url string) {
 }
 
 // TestPipelinedBatchFailure: on PostgreSQL, where a batch goes in two
-// pipelined round trips, a write the database rejects (a NUL byte in
-// text) fails alone: the batch is rolled back and retried write by write,
+// pipelined round trips, a write the database rejects (a NUL byte in a
+// name's text, which Create refuses before it gets here) fails alone: the batch is rolled back and retried write by write,
 // the others commit with dense revisions, and the connection stays usable.
 func TestPipelinedBatchFailure(t *testing.T) {
 	ctx := context.Background()
@@ -227,7 +227,7 @@ func TestPipelinedBatchFailure(t *testing.T) {
 				return kv.Entry{Value: []byte(`{}`), Labels: map[string]string{"l": label}}, nil
 			}, done: make(chan writeResult, 1)}
 	}
-	batch := []*writeReq{mk("a", "ok"), mk("b", "bad\x00"), mk("c", "ok")}
+	batch := []*writeReq{mk("a", "ok"), mk("b\x00", "ok"), mk("c", "ok")}
 	s.commitBatch(batch)
 	var got []string
 	for _, r := range batch {

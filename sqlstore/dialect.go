@@ -98,6 +98,12 @@ type uncancelledWrites interface{ writesNeverWait() }
 // of a cold list's time). TestRowBytesOwned holds the driver to it.
 type rowBytesOwner interface{ ownsRowBytes() }
 
+// textWithoutNUL is the optional weakness of databases whose text columns
+// cannot hold a NUL character (PostgreSQL), which Kubernetes allows in any
+// string: such names are refused (kv.ErrInvalidKey) or found nowhere, and
+// such selector values are left out of tabula_index (selector.go).
+type textWithoutNUL interface{ textWithoutNUL() }
+
 // changeWatcher is the optional power of databases whose files the
 // operating system can watch (SQLite on Linux): any process's commit
 // writes the file, and the watch wakes the poller without a notification

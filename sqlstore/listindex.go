@@ -318,6 +318,11 @@ func (s *Store) ResourcesWithField(ctx context.Context, field, value string) ([]
 	defer s.observe("resources_with_field", time.Now())
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
+	if hasNUL(value) {
+		// Such values have no index entries (indexRows): every resource
+		// with a live object may hold one.
+		return column[string](s.readQuery(ctx, s.q(`SELECT DISTINCT resource FROM tabula_current`)))
+	}
 	// Driven by tabula_index (name, value): nothing constrains the log rows
 	// but their primary key, so every planner starts from the index.
 	return column[string](s.readQuery(ctx, s.q(`SELECT DISTINCT l.resource FROM tabula_index x JOIN tabula_log l ON l.rev = x.rev

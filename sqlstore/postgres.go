@@ -28,6 +28,7 @@ type postgresDialect struct {
 
 func (*postgresDialect) name() string           { return "postgres" }
 func (*postgresDialect) rebind(q string) string { return rebindDollar(q) }
+func (*postgresDialect) textWithoutNUL()        {}
 func (*postgresDialect) readTx() *sql.TxOptions {
 	return &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true}
 }

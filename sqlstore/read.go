@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"runtime"
 	"strings"
 	"time"
@@ -39,6 +40,9 @@ const (
 )
 
 func (s *Store) get(ctx context.Context, key kv.Key, known func(rev int64) bool) (kv.Record, bool, error) {
+	if s.unstorable(key.Namespace, key.Name) {
+		return kv.Record{Key: key}, false, kv.ErrNotFound
+	}
 	defer s.observe("get", time.Now())
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
@@ -180,6 +184,18 @@ func (s *Store) listOn(ctx context.Context, db *sql.DB, opts kv.ListOptions, nee
 // listAt reads one page at atRev in tx; with opts.Shared the items come
 // without values (resolveShared adds them).
 func (s *Store) listAt(ctx context.Context, tx *sql.Tx, opts kv.ListOptions, atRev, cur, compacted int64) (kv.ListResult, error) {
+	if s.unstorable(opts.Namespace) {
+		return kv.ListResult{Rev: atRev}, nil // a namespace nothing can be stored in
+	}
+	if s.unstorable(opts.AfterNamespace) {
+		// Not a key this database listed: a continue token from elsewhere.
+		return kv.ListResult{}, fmt.Errorf("%w: continue after namespace %q", kv.ErrInvalidKey, opts.AfterNamespace)
+	}
+	if s.unstorable(opts.AfterName) {
+		// The names after it are exactly those after what precedes its
+		// NUL, as none holds one here.
+		opts.AfterName, _, _ = strings.Cut(opts.AfterName, "\x00")
+	}
 	// A warm whole list at the latest revision: from its kept keys if
 	// they can be brought forward (keptlists.go), else read and kept.
 	if opts.Cached != nil && !opts.Shared && atRev == cur && opts.Limit == 0 && opts.Pred.Empty() &&

@@ -18,7 +18,12 @@ func indexRows(e kv.Entry) [][2]string {
 	var out [][2]string
 	add := func(prefix string, m map[string]string) {
 		keys := make([]string, 0, len(m))
-		for k := range m {
+		for k, v := range m {
+			// A value holding a NUL has no entry: PostgreSQL's text
+			// cannot hold it, and indexTerms never asks for one.
+			if hasNUL(v) {
+				continue
+			}
 			// Name and namespace are the log row's own key columns, which
 			// predicateSQL queries directly: index rows would only cost
 			// writes.
@@ -60,9 +65,18 @@ type indexTerm struct {
 
 // indexTerms lists what of a selector tabula_index can answer. Terms may
 // match too much but never too little: callers still check every row with
-// the predicate itself.
+// the predicate itself. A term on a value holding a NUL, which has no
+// entries (indexRows), is left to that check.
 func indexTerms(p kv.Predicate) []indexTerm {
 	var out []indexTerm
+	indexed := func(values []string) bool {
+		for _, v := range values {
+			if hasNUL(v) {
+				return false
+			}
+		}
+		return true
+	}
 	// A negated condition on a truncated value could exclude an object
 	// whose full value differs: only push it down for short values.
 	short := func(values []string) bool {
@@ -71,7 +85,7 @@ func indexTerms(p kv.Predicate) []indexTerm {
 				return false
 			}
 		}
-		return true
+		return indexed(values)
 	}
 	if p.Label != nil {
 		reqs, _ := p.Label.Requirements()
@@ -81,7 +95,9 @@ func indexTerms(p kv.Predicate) []indexTerm {
 			name := "l:" + r.Key()
 			switch r.Operator() {
 			case selection.Equals, selection.DoubleEquals, selection.In:
-				out = append(out, indexTerm{name: name, values: vals})
+				if indexed(vals) {
+					out = append(out, indexTerm{name: name, values: vals})
+				}
 			case selection.NotEquals, selection.NotIn:
 				if short(vals) {
 					out = append(out, indexTerm{negate: true, name: name, values: vals})
@@ -102,7 +118,9 @@ func indexTerms(p kv.Predicate) []indexTerm {
 			}
 			switch r.Operator {
 			case selection.Equals, selection.DoubleEquals:
-				out = append(out, indexTerm{name: "f:" + r.Field, values: []string{r.Value}})
+				if indexed([]string{r.Value}) {
+					out = append(out, indexTerm{name: "f:" + r.Field, values: []string{r.Value}})
+				}
 			case selection.NotEquals:
 				if short([]string{r.Value}) {
 					out = append(out, indexTerm{negate: true, name: "f:" + r.Field, values: []string{r.Value}})
@@ -136,6 +154,9 @@ func predicateSQL(p kv.Predicate, resource, namespace, revCol string, probe bool
 				col = "l.namespace"
 			default:
 				continue
+			}
+			if hasNUL(r.Value) {
+				continue // no stored name holds one where text cannot
 			}
 			switch r.Operator {
 			case selection.Equals, selection.DoubleEquals:
@@ -186,4 +207,21 @@ func predicateSQL(p kv.Predicate, resource, namespace, revCol string, probe bool
 // placeholders returns n comma-separated bind markers.
 func placeholders(n int) string {
 	return strings.TrimSuffix(strings.Repeat("?,", n), ",")
+}
+
+// hasNUL says whether v holds a NUL character.
+func hasNUL(v string) bool { return strings.IndexByte(v, 0) >= 0 }
+
+// unstorable says whether any of vs is a name the database cannot hold,
+// so that nothing can be stored or found under it.
+func (s *Store) unstorable(vs ...string) bool {
+	if !s.noNUL {
+		return false
+	}
+	for _, v := range vs {
+		if hasNUL(v) {
+			return true
+		}
+	}
+	return false
 }

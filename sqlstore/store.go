@@ -120,7 +120,9 @@ func (s *Store) seal(key kv.Key, v []byte) ([]byte, error) {
 
 // Store is the event log on one database.
 type Store struct {
-	d     dialect
+	d dialect
+	// noNUL: the database's text cannot hold a NUL (textWithoutNUL).
+	noNUL bool
 	read  *sql.DB
 	write *sql.DB
 	opts  Options
@@ -232,6 +234,7 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Store, error) {
 	if _, ok := d.(directReads); ok {
 		s.directGets = newDirectGets(s.q)
 	}
+	_, s.noNUL = d.(textWithoutNUL)
 	if err := s.ping(ctx); err != nil {
 		s.closeDBs()
 		return nil, err

@@ -454,6 +454,10 @@ func (s *Store) readLogOn(ctx context.Context, db *sql.DB, key kv.Key, after, up
 		args = append(args, upTo)
 	}
 	// The revision range drives the query; the key only filters it.
+	if s.unstorable(key.Namespace, key.Name) {
+		q += " AND 1 = 0" // nothing is stored under it
+		key.Namespace, key.Name = "", ""
+	}
 	if key.Resource != "" {
 		q += " AND " + s.d.unindexed("l.resource") + " = ?"
 		args = append(args, key.Resource)

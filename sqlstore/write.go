@@ -37,18 +37,27 @@ type writeResult struct {
 
 // Create stores a new object; kv.ErrExists if the key is live.
 func (s *Store) Create(ctx context.Context, key kv.Key, enc kv.Encoder) (kv.Record, error) {
+	if s.unstorable(key.Namespace, key.Name) {
+		return kv.Record{}, fmt.Errorf("%w: %q holds a NUL character, which %s cannot store", kv.ErrInvalidKey, key.Name, s.d.name())
+	}
 	return s.submit(ctx, &writeReq{ctx: ctx, op: opCreate, key: key, enc: enc})
 }
 
 // Update replaces the object whose current revision is expect;
 // kv.ErrConflict if it changed, kv.ErrNotFound if it is gone.
 func (s *Store) Update(ctx context.Context, key kv.Key, expect int64, enc kv.Encoder) (kv.Record, error) {
+	if s.unstorable(key.Namespace, key.Name) {
+		return kv.Record{}, kv.ErrNotFound
+	}
 	return s.submit(ctx, &writeReq{ctx: ctx, op: opUpdate, key: key, expect: expect, enc: enc})
 }
 
 // Delete removes the object whose current revision is expect, appending a
 // tombstone holding enc's final state of it.
 func (s *Store) Delete(ctx context.Context, key kv.Key, expect int64, enc kv.Encoder) (kv.Record, error) {
+	if s.unstorable(key.Namespace, key.Name) {
+		return kv.Record{}, kv.ErrNotFound
+	}
 	return s.submit(ctx, &writeReq{ctx: ctx, op: opDelete, key: key, expect: expect, enc: enc})
 }
 

@@ -175,6 +175,9 @@ var (
 	ErrFutureRev = errors.New("kv: revision not reached yet")
 	// ErrWatchClosed: the store ended a watch (slow consumer, shutdown).
 	ErrWatchClosed = errors.New("kv: watch closed")
+	// ErrInvalidKey: the database cannot hold the key's name (a NUL
+	// character in PostgreSQL's text); nothing is stored under it.
+	ErrInvalidKey = errors.New("kv: the database cannot hold this name")
 	// ErrUnavailable: the database cannot be reached.
 	ErrUnavailable = errors.New("kv: database unavailable")
 )

@@ -59,6 +59,7 @@ func Run(t *testing.T, open Factory) {
 		{"ListFutureRev", testListFutureRev},
 		{"ListFieldSelectors", testListFieldSelectors},
 		{"KeysAreBytes", testKeysAreBytes},
+		{"NULCharacters", testNULCharacters},
 		{"ListValuesAndEncode", testListValuesAndEncode},
 		{"ListCachedSkipsValues", testListCachedSkipsValues},
 		{"WatchReplayThenLive", testWatchReplayThenLive},
@@ -838,6 +839,115 @@ func testKeysAreBytes(t *testing.T, s *sqlstore.Store) {
 	}
 	if len(res.Items) != len(all)-1 {
 		t.Errorf("reason!=Started = %d objects %.120q; want every one but a (\"Started \" differs)", len(res.Items), names(res.Items))
+	}
+}
+
+// testNULCharacters: a NUL character, which kube stores in any string
+// (an Event's reason, an RBAC object's name), is stored and selected
+// exactly where the database can hold it. PostgreSQL's text cannot: there
+// a name holding one is refused as invalid, nothing can be found under
+// one, and selector values holding one are still stored and matched.
+func testNULCharacters(t *testing.T, s *sqlstore.Store) {
+	start, err := s.CurrentRev(ctx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var last int64
+	for name, reason := range map[string]string{"nul": "a\x00b", "plain": "a", "tail": "a\x00"} {
+		reason := reason
+		r, err := s.Create(ctx(t), key(name), func(rev int64) (kv.Entry, error) {
+			e, _ := enc(name, map[string]string{"app": "x"})(rev)
+			e.Fields["reason"] = reason
+			return e, nil
+		})
+		if err != nil {
+			t.Fatalf("create %s with reason %q: %v", name, reason, err)
+		}
+		last = max(last, r.Rev)
+	}
+	// Watches of a namespace and a name holding NUL, from before the
+	// writes: their replay finds nothing.
+	var watches []kv.Watcher
+	for _, o := range []kv.WatchOptions{{Namespace: "n\x00s"}, {Namespace: "ns1", Name: "p\x00q"}} {
+		o.Resource, o.After = "configmaps", start
+		w, err := s.Watch(ctx(t), o)
+		if err != nil {
+			t.Fatalf("watch %+v: %v", o, err)
+		}
+		defer w.Stop()
+		watches = append(watches, w)
+	}
+	for i, w := range watches {
+		deadline := time.Now().Add(20 * time.Second)
+		for w.Progress() < last && w.Err() == nil && time.Now().Before(deadline) {
+			<-time.After(5 * time.Millisecond) // polling with a deadline
+		}
+		if w.Progress() < last || len(w.Events()) != 0 || w.Err() != nil {
+			t.Errorf("watch %d: progress %d (want %d), %d events (want none), err %v", i, w.Progress(), last, len(w.Events()), w.Err())
+		}
+	}
+	for _, c := range []struct{ sel, want string }{
+		{"reason=a\x00b", "[ns1/nul]"},
+		{"reason=a", "[ns1/plain]"},
+		{"reason=a\x00", "[ns1/tail]"},
+		{"reason!=a\x00b", "[ns1/plain ns1/tail]"},
+		{"reason!=a", "[ns1/nul ns1/tail]"},
+		{"reason=a\x00c", "[]"},
+		{"metadata.name=p\x00q", "[]"},
+		{"metadata.name!=p\x00q,reason!=a", "[ns1/nul ns1/tail]"},
+	} {
+		f, err := fields.ParseSelector(c.sel)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range []labels.Selector{nil, labels.SelectorFromSet(labels.Set{"app": "x"})} {
+			res, err := s.List(ctx(t), kv.ListOptions{Resource: "configmaps", Namespace: "ns1", Pred: kv.Predicate{Field: f, Label: l}})
+			if err != nil {
+				t.Errorf("list %q: %v", c.sel, err)
+				continue
+			}
+			if got := fmt.Sprint(names(res.Items)); got != c.want {
+				t.Errorf("list %q (labels %v) = %s; want %s", c.sel, l, got, c.want)
+			}
+		}
+	}
+	if got, err := s.ResourcesWithField(ctx(t), "reason", "a\x00b"); err != nil || fmt.Sprint(got) != "[configmaps]" {
+		t.Errorf("ResourcesWithField(reason, a\\x00b) = %v, %v; want [configmaps]", got, err)
+	}
+
+	k := kv.Key{Resource: "clusterroles", Name: "p\x00q"}
+	if _, err := s.Get(ctx(t), kv.Key{Resource: "clusterroles", Name: "p\x00r"}); !errors.Is(err, kv.ErrNotFound) {
+		t.Errorf("get of a name holding NUL: %v; want ErrNotFound", err)
+	}
+	if res, err := s.List(ctx(t), kv.ListOptions{Resource: "configmaps", Namespace: "n\x00s"}); err != nil || len(res.Items) != 0 {
+		t.Errorf("list in namespace n\\x00s = %v, %v; want an empty list", names(res.Items), err)
+	}
+	if res, err := s.List(ctx(t), kv.ListOptions{Resource: "clusterroles", AfterName: "p\x00q"}); err != nil || len(res.Items) != 0 {
+		t.Errorf("list after p\\x00q = %v, %v; want an empty list", names(res.Items), err)
+	}
+	_, err = s.Create(ctx(t), k, func(rev int64) (kv.Entry, error) {
+		return kv.Entry{Value: []byte(`{"name":"p\u0000q"}`), Fields: map[string]string{"metadata.name": k.Name}}, nil
+	})
+	if s.Dialect() == "postgres" {
+		if !errors.Is(err, kv.ErrInvalidKey) {
+			t.Fatalf("create of a name holding NUL on PostgreSQL: %v; want ErrInvalidKey", err)
+		}
+		if _, err := s.Get(ctx(t), k); !errors.Is(err, kv.ErrNotFound) {
+			t.Errorf("get after the refused create: %v; want ErrNotFound", err)
+		}
+		if _, err := s.List(ctx(t), kv.ListOptions{Resource: "configmaps", AfterNamespace: "n\x00s", AfterName: "x"}); !errors.Is(err, kv.ErrInvalidKey) {
+			t.Errorf("list after namespace n\\x00s: %v; want ErrInvalidKey (no such continue token is made here)", err)
+		}
+		return
+	}
+	if err != nil {
+		t.Fatalf("create of a name holding NUL: %v", err)
+	}
+	if got, err := s.Get(ctx(t), k); err != nil || got.Name != k.Name {
+		t.Errorf("get %q = %q, %v; want the object", k.Name, got.Name, err)
+	}
+	if res, err := s.List(ctx(t), kv.ListOptions{Resource: "clusterroles", AfterName: "p"}); err != nil || fmt.Sprintf("%q", names(res.Items)) != `["/p\x00q"]` {
+		t.Errorf("list after p = %q, %v; want [p\\x00q]", names(res.Items), err)
 	}
 }
 
