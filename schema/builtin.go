@@ -156,10 +156,12 @@ func builtinTypes() []*Type {
 			AllowCreateOnUpdate: true,
 			Expiring:            true,
 			NoGCFinalizers:      true,
-			FieldLabels:         coreEventFieldLabels,
-			Fields:              eventFields,
-			New:                 func() runtime.Object { return &corev1.Event{} },
-			NewList:             func() runtime.Object { return &corev1.EventList{} },
+			// Validate checks the metadata (validateCoreEvent).
+			ValidatesMeta: true,
+			FieldLabels:   coreEventFieldLabels,
+			Fields:        eventFields,
+			New:           func() runtime.Object { return &corev1.Event{} },
+			NewList:       func() runtime.Object { return &corev1.EventList{} },
 		},
 		{
 			Version: "v1", Kind: "Endpoints", ListKind: "EndpointsList",
@@ -190,12 +192,14 @@ func builtinTypes() []*Type {
 			StorageResource:     "events",
 			AllowCreateOnUpdate: true,
 			NoGCFinalizers:      true,
-			FieldLabels:         eventsV1FieldLabels,
-			Fields:              eventFields,
-			New:                 func() runtime.Object { return &eventsv1.Event{} },
-			NewList:             func() runtime.Object { return &eventsv1.EventList{} },
-			ToStorage:           eventToCore,
-			FromStorage:         eventFromCore,
+			// Validate checks the metadata (validateEventsV1Event).
+			ValidatesMeta: true,
+			FieldLabels:   eventsV1FieldLabels,
+			Fields:        eventFields,
+			New:           func() runtime.Object { return &eventsv1.Event{} },
+			NewList:       func() runtime.Object { return &eventsv1.EventList{} },
+			ToStorage:     eventToCore,
+			FromStorage:   eventFromCore,
 		},
 	}
 }

@@ -54,7 +54,10 @@ func builtinStrategy(t *Type) (func(runtime.Object), func(obj, old runtime.Objec
 	case gvkServiceAccount:
 		return serviceAccountPrepareForCreate, serviceAccountPrepareForUpdate, withKubeFinalizers(noValidate)
 	case gvkCoreEvent:
-		return noPrepareForCreate, noPrepareForUpdate, withKubeFinalizers(validateCoreEvent)
+		// kube validates a core/v1 Event's metadata only with the
+		// generic checks after its own (any path segment is a name:
+		// client-go names events after their objects, "system:…" too).
+		return noPrepareForCreate, noPrepareForUpdate, validateCoreEvent
 	case gvkEventsV1Event:
 		return noPrepareForCreate, noPrepareForUpdate, validateEventsV1Event
 	case gvkEndpoints:
@@ -468,6 +471,11 @@ func validateEventsV1Event(obj, old runtime.Object) field.ErrorList {
 	errs := legacyEventChecks(e, gv)
 
 	if old == nil {
+		// kube's strict checks start with the core metadata checks: the
+		// name a DNS subdomain, finalizers kube's or qualified.
+		errs = append(errs, withKubeFinalizers(func(runtime.Object, runtime.Object) field.ErrorList {
+			return apivalidation.ValidateObjectMeta(&e.ObjectMeta, true, apivalidation.NameIsDNSSubdomain, field.NewPath("metadata"))
+		})(obj, nil)...)
 		errs = append(errs, eventSeriesChecks(e)...)
 		if e.EventTime.IsZero() {
 			errs = append(errs, field.Required(field.NewPath("eventTime"), ""))
