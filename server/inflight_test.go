@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 
@@ -84,6 +85,20 @@ func TestInflightLimits(t *testing.T) {
 	}
 	if code := h.do("GET", "/api/v1/namespaces/default/configmaps", as("tok-alice"), nil).Code; code != http.StatusOK {
 		t.Errorf("read after the slot was freed: %d", code)
+	}
+	// Counted as kube-apiserver counts them: the 429 too (its filter's
+	// RecordDroppedRequest), and the watch once it ended.
+	body := h.do("GET", "/metrics", as("tok-root"), nil).Body.String()
+	for _, want := range []string{
+		`apiserver_request_total{code="429",component="apiserver",dry_run="",group="",resource="configmaps",scope="namespace",subresource="",verb="LIST",version="v1"} 1`,
+		`apiserver_request_total{code="504",component="apiserver",dry_run="",group="",resource="configmaps",scope="namespace",subresource="",verb="LIST",version="v1"} 1`,
+		`apiserver_request_total{code="200",component="apiserver",dry_run="",group="",resource="configmaps",scope="namespace",subresource="",verb="WATCH",version="v1"} 1`,
+		`apiserver_request_total{code="201",component="apiserver",dry_run="",group="",resource="configmaps",scope="resource",subresource="",verb="POST",version="v1"} 1`,
+		`apiserver_longrunning_requests{component="apiserver",group="",resource="configmaps",scope="namespace",subresource="",verb="WATCH",version="v1"} 0`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
 	}
 }
 

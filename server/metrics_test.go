@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -33,22 +34,64 @@ func TestMetrics(t *testing.T) {
 	defer st.Close()
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(sqlstore.Collectors()...)
-	srv, err := server.New(server.Config{Store: st, Registry: schema.NewBuiltin(), Version: version.Info{GitVersion: "v1.35.0"}, Logger: quiet, Metrics: reg})
-	if err != nil {
-		t.Fatal(err)
-	}
-	get := func(path string) *httptest.ResponseRecorder {
+	srv := servertest.Server(t, server.Config{Store: st, Registry: schema.NewBuiltin(), Version: version.Info{GitVersion: "v1.35.0"}, Logger: quiet, Metrics: reg})
+	send := func(method, path, contentType, body string) *httptest.ResponseRecorder {
 		rec := httptest.NewRecorder()
-		srv.Handler().ServeHTTP(rec, httptest.NewRequest("GET", path, nil))
+		r := httptest.NewRequest(method, path, strings.NewReader(body))
+		if contentType != "" {
+			r.Header.Set("Content-Type", contentType)
+		}
+		srv.Handler().ServeHTTP(rec, r)
 		return rec
 	}
-	if r := get("/api/v1/namespaces/default/configmaps/missing"); r.Code != http.StatusNotFound {
-		t.Fatalf("get missing: %d", r.Code)
+	get := func(path string) *httptest.ResponseRecorder { return send("GET", path, "", "") }
+	cm := `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c"}}`
+	for _, r := range []struct {
+		method, path, contentType, body string
+		code                            int
+	}{
+		{"GET", "/api/v1/namespaces/default/configmaps/missing", "", "", http.StatusNotFound},
+		{"POST", "/api/v1/namespaces/default/configmaps?dryRun=All", "application/json", cm, http.StatusCreated},
+		{"POST", "/api/v1/namespaces/default/configmaps?dryRun=All&dryRun=All", "application/json", cm, http.StatusCreated},
+		{"PATCH", "/api/v1/namespaces/default/configmaps/c?fieldManager=m", "application/apply-patch+yaml", cm, http.StatusCreated},
+		{"PATCH", "/api/v1/namespaces/default/configmaps/c", "application/merge-patch+json", `{"data":{"a":"b"}}`, http.StatusOK},
+		{"PUT", "/api/v1/namespaces/default/configmaps/c", "application/json", cm, http.StatusOK},
+		{"GET", "/api/v1/namespaces/default/configmaps", "", "", http.StatusOK},
+		{"GET", "/api/v1/configmaps", "", "", http.StatusOK},
+		{"GET", "/api/v1/namespaces", "", "", http.StatusOK},
+		{"GET", "/api/v1/namespaces/default", "", "", http.StatusOK},
+		{"GET", "/apis/apps/v1/namespaces/default/deployments/none/scale", "", "", http.StatusNotFound},
+		{"GET", "/api/v1/namespaces/default/pods/none/log", "", "", http.StatusNotFound},
+		{"DELETE", "/api/v1/namespaces/default/configmaps", "", "", http.StatusOK},
+	} {
+		if rec := send(r.method, r.path, r.contentType, r.body); rec.Code != r.code {
+			t.Fatalf("%s %s: %d %s; want %d", r.method, r.path, rec.Code, rec.Body, r.code)
+		}
 	}
 	m := get("/metrics")
 	body := m.Body.String()
+	// kube-apiserver's labels and values: the verb from the method (LIST
+	// for a collection's GET, APPLY, CONNECT for pods/log), the route's
+	// scope, the version, the dryRun values.
+	line := func(verb, dryRun, group, version, resource, subresource, scope, code string) string {
+		return fmt.Sprintf(`apiserver_request_total{code=%q,component="apiserver",dry_run=%q,group=%q,resource=%q,scope=%q,subresource=%q,verb=%q,version=%q}`,
+			code, dryRun, group, resource, scope, subresource, verb, version)
+	}
 	for _, want := range []string{
-		`apiserver_request_total{code="404",group="",resource="configmaps",subresource="",verb="get"} 1`,
+		line("GET", "", "", "v1", "configmaps", "", "resource", "404") + " 1",
+		line("POST", "All", "", "v1", "configmaps", "", "resource", "201") + " 2",
+		line("APPLY", "", "", "v1", "configmaps", "", "resource", "201") + " 1",
+		line("PATCH", "", "", "v1", "configmaps", "", "resource", "200") + " 1",
+		line("PUT", "", "", "v1", "configmaps", "", "resource", "200") + " 1",
+		line("LIST", "", "", "v1", "configmaps", "", "namespace", "200") + " 1",
+		line("LIST", "", "", "v1", "configmaps", "", "cluster", "200") + " 1",
+		line("LIST", "", "", "v1", "namespaces", "", "cluster", "200") + " 1",
+		line("GET", "", "", "v1", "namespaces", "", "resource", "200") + " 1",
+		line("GET", "", "apps", "v1", "deployments", "scale", "resource", "404") + " 1",
+		line("CONNECT", "", "", "v1", "pods", "log", "resource", "404") + " 1",
+		line("DELETE", "", "", "v1", "configmaps", "", "namespace", "200") + " 1",
+		`apiserver_request_duration_seconds_bucket{component="apiserver",dry_run="",group="",resource="configmaps",scope="namespace",subresource="",verb="LIST",version="v1",le="0.005"}`,
+		`apiserver_response_sizes_count{component="apiserver",group="",resource="configmaps",scope="namespace",subresource="",verb="LIST",version="v1"} 1`,
 		`tabula_sql_query_duration_seconds_count{dialect="sqlite",query="get"}`,
 	} {
 		if !strings.Contains(body, want) {

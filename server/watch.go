@@ -117,7 +117,7 @@ func (r *request) watch() error {
 	defer w.Stop()
 	r.s.watches.Add(1)
 	defer r.s.watches.Done()
-	open := r.s.metrics.longRunning.WithLabelValues("WATCH", r.ri.Group, r.ri.Resource)
+	open := r.s.metrics.longRunningWatch(r.c.Request(), r.ri)
 	open.Inc()
 	defer open.Dec()
 
