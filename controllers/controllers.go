@@ -72,7 +72,11 @@ func (m *Manager) Run(ctx context.Context) error {
 	}
 	go m.runLoop(ctx, "apiservice availability", m.apiServiceAvailabilityController)
 	go m.runLoop(ctx, "service allocation repair", m.serviceRepairController)
-	go m.runLoop(ctx, "kubernetes service", m.kubernetesServiceController)
+	m.leaving.Store(true)
+	go func() {
+		defer close(m.left)
+		m.runLoop(ctx, "kubernetes service", m.kubernetesServiceController)
+	}()
 	go m.runLoop(ctx, "bootstrap policy", m.bootstrapController)
 	go m.runLoop(ctx, "priority and fairness configuration", m.flowcontrolBootstrapController)
 	return nil
@@ -235,6 +239,9 @@ func (m *Manager) finalizeTerminating(ctx context.Context) (pending bool, err er
 			continue
 		}
 		pending = true
+		if time.Since(ns.DeletionTimestamp.Time) < m.cfg.NamespaceDeletionGrace {
+			continue // a resync comes back to it
+		}
 		left, err := m.deleteNamespaceContents(ctx, ns.Name)
 		if err != nil {
 			return true, err

@@ -41,6 +41,10 @@ type Config struct {
 	// a replica stays listed without renewing.
 	Advertise             netip.AddrPort
 	EndpointLeaseDuration time.Duration
+	// NamespaceDeletionGrace is how long a deleted namespace waits before
+	// its contents are deleted, so that the other replicas' admission has
+	// seen the deletion and admits nothing more into it (0: at once).
+	NamespaceDeletionGrace time.Duration
 	// ServiceRanges give the kubernetes Service its address.
 	ServiceRanges registry.ServiceRanges
 	// ProxyClientCert is presented to aggregated API servers when their
@@ -70,6 +74,10 @@ type Manager struct {
 	crds *crdState
 	// quotas are the namespaces whose quotas wait for a recount.
 	quotas *quotaState
+	// left closes once the kubernetes Service controller has stopped,
+	// having taken this replica out of the endpoints.
+	left    chan struct{}
+	leaving atomic.Bool // the controller that closes left was started
 }
 
 // New returns a Manager; SetRegistry must be called before Run (the
@@ -82,7 +90,20 @@ func New(cfg Config) *Manager {
 		cfg.EndpointLeaseDuration = 15 * time.Second
 	}
 	return &Manager{cfg: cfg, store: cfg.Store, types: cfg.Types, log: cfg.Logger, gcQueue: make(chan gcOwner, 1024),
-		crds: newCRDState(), quotas: newQuotaState()}
+		crds: newCRDState(), quotas: newQuotaState(), left: make(chan struct{})}
+}
+
+// WaitLeft waits until the controllers, once their context has ended,
+// have taken this replica out of the kubernetes Service's endpoints (or
+// until ctx ends): the database must stay open for that.
+func (m *Manager) WaitLeft(ctx context.Context) {
+	if !m.leaving.Load() {
+		return
+	}
+	select {
+	case <-m.left:
+	case <-ctx.Done():
+	}
 }
 
 // Observer hears of the registry's writes for the garbage collector.

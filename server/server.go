@@ -104,6 +104,9 @@ type Config struct {
 	// EndpointLeaseDuration is how long a replica stays listed without
 	// renewing its Lease (default 15s, as kube-apiserver's master leases).
 	EndpointLeaseDuration time.Duration
+	// NamespaceDeletionGrace is how long a deleted namespace waits before
+	// its contents are deleted (see controllers.Config).
+	NamespaceDeletionGrace time.Duration
 	// ServiceAccountTokens issues serviceaccounts/token tokens; the
 	// Authenticator should verify with the same (nil: a key made for this
 	// process, for tests).
@@ -233,7 +236,7 @@ func New(cfg Config) (*Server, error) {
 			UIDHeaders: r.UIDHeaders, GroupHeaders: r.GroupHeaders, ExtraHeaderPrefixes: r.ExtraHeaderPrefixes}
 	}
 	s.controllers = controllers.New(controllers.Config{Store: cfg.Store, Types: cfg.Registry, Logger: cfg.Logger, CABundle: cfg.CABundle, ClientCABundle: cfg.ClientCABundle, RequestHeader: rh, Controllers: cfg.Controllers,
-		Advertise: cfg.Advertise, EndpointLeaseDuration: cfg.EndpointLeaseDuration, ServiceRanges: cfg.ServiceRanges, ProxyClientCert: cfg.ProxyClientCert})
+		Advertise: cfg.Advertise, EndpointLeaseDuration: cfg.EndpointLeaseDuration, NamespaceDeletionGrace: cfg.NamespaceDeletionGrace, ServiceRanges: cfg.ServiceRanges, ProxyClientCert: cfg.ProxyClientCert})
 	if cfg.OpenAPI != nil {
 		cfg.Admission.OpenAPIV3 = localOpenAPI{h: cfg.OpenAPI}
 	}
@@ -288,6 +291,12 @@ func (s *Server) RunControllers(ctx context.Context) error {
 	s.MarkControllersStarted()
 	return nil
 }
+
+// WaitControllers waits, once the context RunControllers was given has
+// ended, for the controllers' last writes (this replica leaving the
+// kubernetes Service's endpoints), or until ctx ends; close the store
+// after it.
+func (s *Server) WaitControllers(ctx context.Context) { s.controllers.WaitLeft(ctx) }
 
 // Handler is the server's HTTP handler.
 func (s *Server) Handler() http.Handler { return s.handler }

@@ -619,6 +619,9 @@ func (m *Main) Run(ctx context.Context) error {
 		ServiceAccountJWKSURI: c.ServiceAccountJWKSURI, Audit: c.Audit, RequestHeader: requestHeader, Admission: c.Admission,
 		ProxyClientCert: proxyClient, NoCBOR: !utilfeature.DefaultFeatureGate.Enabled(genericfeatures.CBORServingAndStorage),
 		NoPriorityAndFairness: !c.PriorityAndFairness,
+		// Replicas share PostgreSQL and MySQL: a deleted namespace is
+		// emptied once every replica's admission has seen it go.
+		NamespaceDeletionGrace: sharedDatabaseGrace(m.store.Dialect()),
 	})
 	if err != nil {
 		ln.Close()
@@ -708,7 +711,25 @@ func (m *Main) Close() error {
 	<-m.done
 	m.srv.StopAuditing()
 	m.cancel()
+	// The controllers' leave step writes through the store.
+	left, cancelLeft := context.WithTimeout(context.Background(), 6*time.Second)
+	defer cancelLeft()
+	m.srv.WaitControllers(left)
 	return errors.Join(err, m.store.Close())
+}
+
+// sharedDatabaseGrace is how long a deleted namespace waits before it is
+// emptied on a database replicas share: kube-controller-manager's 5 s
+// (namespaceDeletionGracePeriod), which lets every API server's
+// NamespaceLifecycle see the deletion, so none admits an object into the
+// namespace after its contents were listed for deletion (it would
+// outlive the namespace). SQLite serves one process in Tabula's edge
+// use, whose admission sees the deletion as the controller does.
+func sharedDatabaseGrace(dialect string) time.Duration {
+	if dialect == "sqlite" {
+		return 0
+	}
+	return 5 * time.Second
 }
 
 // serviceRanges parses --service-cluster-ip-range and
