@@ -34,7 +34,7 @@ type DeleteResult struct {
 func (x *Resource) Delete(ctx context.Context, namespace, name string, opts *metav1.DeleteOptions) (DeleteResult, error) {
 	dryRun := len(opts.DryRun) > 0
 	x.WarnOrphaning(ctx, opts)
-	for attempt := 0; ; attempt++ {
+	for {
 		obj, cur, err := x.Get(ctx, namespace, name)
 		if err != nil {
 			return DeleteResult{}, err
@@ -90,7 +90,7 @@ func (x *Resource) Delete(ctx context.Context, namespace, name string, opts *met
 				// the Pod MODIFIED, then DELETED. Should the delete fail,
 				// the next one finds the zero period and deletes at once.
 				if from, err = x.g.store.Update(ctx, cur.Key, cur.Rev, x.encoder(obj)); err != nil {
-					if errors.Is(err, kv.ErrConflict) && attempt < maxUpdateRetries {
+					if retryConflict(ctx, err) {
 						continue
 					}
 					return DeleteResult{}, x.storeError(err, name)
@@ -98,7 +98,7 @@ func (x *Resource) Delete(ctx context.Context, namespace, name string, opts *met
 				x.g.written.drop(cur.Key)
 			}
 			rec, err := x.g.store.Delete(ctx, from.Key, from.Rev, x.encoder(obj))
-			if errors.Is(err, kv.ErrConflict) && attempt < maxUpdateRetries {
+			if retryConflict(ctx, err) {
 				continue
 			}
 			if err != nil {
@@ -128,7 +128,7 @@ func (x *Resource) Delete(ctx context.Context, namespace, name string, opts *met
 			return DeleteResult{Result: Result{Rec: cur, Obj: obj}}, nil
 		}
 		rec, err := x.g.store.Update(ctx, cur.Key, cur.Rev, x.encoder(obj))
-		if errors.Is(err, kv.ErrConflict) && attempt < maxUpdateRetries {
+		if retryConflict(ctx, err) {
 			continue
 		}
 		if err != nil {

@@ -22,9 +22,13 @@ import (
 	"github.com/tabula-dev/tabula/sqlstore/kv"
 )
 
-// maxUpdateRetries bounds retries of unconditional writes that lose a
-// race with another writer.
-const maxUpdateRetries = 10
+// retryConflict says whether a write without a precondition that lost a
+// race with another writer (err) is tried again on what is now current:
+// for as long as its request lasts, as kube's GuaranteedUpdate retries
+// it, so concurrent patches and applies never answer 409 for a race.
+func retryConflict(ctx context.Context, err error) bool {
+	return errors.Is(err, kv.ErrConflict) && ctx.Err() == nil
+}
 
 // MutateFunc produces the new object from a copy of the current one
 // (nil when it does not exist and the update may create it). An object
@@ -272,7 +276,7 @@ func (x *Resource) storeUpdate(ctx context.Context, namespace, name string, obj,
 			rec, err = x.g.store.Update(ctx, x.Key(namespace, name), cur.Rev, x.encoder(obj))
 		}
 	}
-	if errors.Is(err, kv.ErrConflict) && !conditional && attempt < maxUpdateRetries {
+	if !conditional && retryConflict(ctx, err) {
 		return Result{}, true, nil
 	}
 	if err != nil {
