@@ -480,8 +480,20 @@ func (m *Main) Run(ctx context.Context) error {
 	// kube-apiserver's does.
 	sans := append([]string{"kubernetes", "kubernetes.default", "kubernetes.default.svc",
 		"kubernetes.default.svc.cluster.local", ranges.FirstServiceIP().String()}, c.TLSSANs...)
+	// And the addresses clients are given: the listen IP (the
+	// kubeconfig's) and the advertised one, as kube-apiserver's
+	// self-signed certificate names its advertise address, which defaults
+	// to the bind address or the host's first address.
 	if ip, err := netip.ParseAddr(c.AdvertiseAddress); err == nil {
 		sans = append(sans, ip.String())
+	}
+	if host, _, err := net.SplitHostPort(c.Listen); err == nil {
+		if ip, err := netip.ParseAddr(host); err == nil && !ip.IsUnspecified() {
+			sans = append(sans, ip.Unmap().String())
+		}
+		if ap, err := advertiseAddress(c.AdvertiseAddress, net.JoinHostPort(host, "0")); err == nil && ap.Addr().IsValid() {
+			sans = append(sans, ap.Addr().String())
+		}
 	}
 	db := c.DB
 	if db == "" {
