@@ -30,11 +30,110 @@ import (
 // one kind and that clients read back. They receive kube's internal
 // objects, after the generic status reset.
 
-// podPrepareForCreate: a new Pod is Pending, with its QoS class.
+// podPrepareForCreate: a new Pod is Pending, with its QoS class; one
+// held by scheduling gates says so in its PodScheduled condition; its
+// affinity terms' and spread constraints' matchLabelKeys (and
+// mismatchLabelKeys) are merged into their selectors with the Pod's own
+// values, which kube-scheduler 1.35 relies on; a container's deprecated
+// AppArmor annotation becomes its appArmorProfile.
 func podPrepareForCreate(obj runtime.Object) {
-	if p, ok := obj.(*core.Pod); ok {
-		p.Status = core.PodStatus{Phase: core.PodPending, QOSClass: qos.GetPodQOS(p)}
+	p, ok := obj.(*core.Pod)
+	if !ok {
+		return
 	}
+	p.Status = core.PodStatus{Phase: core.PodPending, QOSClass: qos.GetPodQOS(p)}
+	if len(p.Spec.SchedulingGates) > 0 {
+		podutil.UpdatePodCondition(&p.Status, &core.PodCondition{Type: core.PodScheduled, Status: core.ConditionFalse,
+			Reason: corev1.PodReasonSchedulingGated, Message: "Scheduling is blocked due to non-empty scheduling gates"})
+	}
+	mergeLabelKeys(p)
+	podutil.VisitContainers(&p.Spec, podutil.AllFeatureEnabledContainers(), func(c *core.Container, _ podutil.ContainerType) bool {
+		if profile, ok := appArmorFromAnnotation(p, c); ok && profile != nil {
+			if c.SecurityContext == nil {
+				c.SecurityContext = &core.SecurityContext{}
+			}
+			c.SecurityContext.AppArmorProfile = profile
+		}
+		return true
+	})
+}
+
+// mergeLabelKeys adds to each selector of the Pod's affinity terms (with
+// MatchLabelKeysInPodAffinity) and topology spread constraints (with
+// MatchLabelKeysInPodTopologySpread and its SelectorMerge) a requirement
+// per listed key the Pod has a label for: In (its value) for
+// matchLabelKeys, NotIn for mismatchLabelKeys. A nil selector matches
+// nothing and stays nil.
+func mergeLabelKeys(p *core.Pod) {
+	add := func(sel *metav1.LabelSelector, keys []string, op metav1.LabelSelectorOperator) {
+		for _, k := range keys {
+			if v, ok := p.Labels[k]; ok {
+				sel.MatchExpressions = append(sel.MatchExpressions, metav1.LabelSelectorRequirement{Key: k, Operator: op, Values: []string{v}})
+			}
+		}
+	}
+	term := func(t *core.PodAffinityTerm) {
+		if t.LabelSelector != nil {
+			add(t.LabelSelector, t.MatchLabelKeys, metav1.LabelSelectorOpIn)
+			add(t.LabelSelector, t.MismatchLabelKeys, metav1.LabelSelectorOpNotIn)
+		}
+	}
+	gate := utilfeature.DefaultFeatureGate.Enabled
+	if a := p.Spec.Affinity; a != nil && gate(features.MatchLabelKeysInPodAffinity) {
+		if a.PodAffinity != nil {
+			for i := range a.PodAffinity.PreferredDuringSchedulingIgnoredDuringExecution {
+				term(&a.PodAffinity.PreferredDuringSchedulingIgnoredDuringExecution[i].PodAffinityTerm)
+			}
+			for i := range a.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
+				term(&a.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution[i])
+			}
+		}
+		if a.PodAntiAffinity != nil {
+			for i := range a.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution {
+				term(&a.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution[i].PodAffinityTerm)
+			}
+			for i := range a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
+				term(&a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution[i])
+			}
+		}
+	}
+	if gate(features.MatchLabelKeysInPodTopologySpread) && gate(features.MatchLabelKeysInPodTopologySpreadSelectorMerge) {
+		for i := range p.Spec.TopologySpreadConstraints {
+			if c := &p.Spec.TopologySpreadConstraints[i]; c.LabelSelector != nil {
+				add(c.LabelSelector, c.MatchLabelKeys, metav1.LabelSelectorOpIn)
+			}
+		}
+	}
+}
+
+// appArmorFromAnnotation reads container c's deprecated AppArmor
+// annotation on a new non-Windows Pod that gives c no profile of its own:
+// ok says the annotation is there; profile is the field it stands for,
+// nil when it names no valid profile or the Pod-level one (nothing to
+// copy then).
+func appArmorFromAnnotation(p *core.Pod, c *core.Container) (profile *core.AppArmorProfile, ok bool) {
+	if p.Spec.OS != nil && p.Spec.OS.Name == core.Windows {
+		return nil, false
+	}
+	if c.SecurityContext != nil && c.SecurityContext.AppArmorProfile != nil {
+		return nil, false
+	}
+	a, ok := p.Annotations[core.DeprecatedAppArmorAnnotationKeyPrefix+c.Name]
+	if !ok {
+		return nil, false
+	}
+	profile = podutil.ApparmorFieldForAnnotation(a)
+	if profile != nil && len(corevalidation.ValidateAppArmorProfileField(profile, &field.Path{})) > 0 {
+		profile = nil
+	}
+	var podProfile *core.AppArmorProfile
+	if p.Spec.SecurityContext != nil {
+		podProfile = p.Spec.SecurityContext.AppArmorProfile
+	}
+	if profile != nil && equality.Semantic.DeepEqual(profile, podProfile) {
+		return nil, true
+	}
+	return profile, true
 }
 
 // persistentVolumePrepareForCreate: a new volume is Pending since now.

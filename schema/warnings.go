@@ -17,6 +17,7 @@ import (
 	"k8s.io/kubernetes/pkg/apis/apps"
 	"k8s.io/kubernetes/pkg/apis/batch"
 	"k8s.io/kubernetes/pkg/apis/core"
+	corevalidation "k8s.io/kubernetes/pkg/apis/core/validation"
 	"k8s.io/kubernetes/pkg/apis/networking"
 	"k8s.io/kubernetes/pkg/apis/storage"
 	"k8s.io/kubernetes/pkg/features"
@@ -145,11 +146,41 @@ func podWarnings(obj, old runtime.Object) []string {
 		return nil
 	}
 	p := obj.(*core.Pod)
-	var w []string
+	w := appArmorAnnotationWarnings(p)
 	if msgs := validation.IsDNS1123Label(p.Name); len(msgs) != 0 {
 		w = append(w, fmt.Sprintf("metadata.name: this is used in the Pod's hostname, which can result in surprising behavior; a DNS label is recommended: %v", msgs))
 	}
 	return append(w, podutil.GetWarningsForPod(context.TODO(), p, nil)...)
+}
+
+// appArmorAnnotationWarnings: kube warns, as it creates a Pod, of each
+// container's deprecated AppArmor annotation it copied into the
+// container's appArmorProfile (podPrepareForCreate) or could not read as
+// a profile; not of one that repeats the Pod-level profile.
+func appArmorAnnotationWarnings(p *core.Pod) []string {
+	if p.Spec.OS != nil && p.Spec.OS.Name == core.Windows {
+		return nil
+	}
+	var w []string
+	podutil.VisitContainers(&p.Spec, podutil.AllFeatureEnabledContainers(), func(c *core.Container, _ podutil.ContainerType) bool {
+		key := core.DeprecatedAppArmorAnnotationKeyPrefix + c.Name
+		a, ok := p.Annotations[key]
+		if !ok {
+			return true
+		}
+		from := podutil.ApparmorFieldForAnnotation(a)
+		copied := c.SecurityContext != nil && c.SecurityContext.AppArmorProfile != nil
+		if copied && !equality.Semantic.DeepEqual(from, c.SecurityContext.AppArmorProfile) {
+			return true // the container's own profile, not the annotation's
+		}
+		if !copied && from != nil && p.Spec.SecurityContext != nil && len(corevalidation.ValidateAppArmorProfileField(from, &field.Path{})) == 0 &&
+			equality.Semantic.DeepEqual(from, p.Spec.SecurityContext.AppArmorProfile) {
+			return true // the Pod-level profile: nothing copied
+		}
+		w = append(w, fmt.Sprintf(`%s: deprecated since v1.30; use the "appArmorProfile" field instead`, field.NewPath("metadata", "annotations").Key(key)))
+		return true
+	})
+	return w
 }
 
 // Storage kinds' warnings, as kube's strategies give them: deprecated

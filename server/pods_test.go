@@ -368,3 +368,72 @@ func TestEvictionMarkIsNotAdmittedAgain(t *testing.T) {
 	h.mustDo("POST", pods+"/p/eviction", "application/json", `{"apiVersion":"policy/v1","kind":"Eviction","metadata":{"name":"p"}}`, http.StatusCreated)
 	h.mustDo("GET", pods+"/p", "", "", http.StatusNotFound)
 }
+
+// TestPodCreateAsKube: kube's pod strategy prepares a new Pod beyond its
+// phase and QoS class: scheduling gates set PodScheduled=False
+// (SchedulingGated); affinity terms' and spread constraints'
+// matchLabelKeys and mismatchLabelKeys join their selectors with the
+// Pod's values (kube-scheduler 1.35 reads only the selectors); a
+// container's deprecated AppArmor annotation becomes its profile, with
+// kube's warning.
+func TestPodCreateAsKube(t *testing.T) {
+	h := refNewHarness(t)
+	rec := h.do("POST", "/api/v1/namespaces/default/pods", map[string]string{"Content-Type": "application/json", "Accept": "application/json"}, []byte(`{
+	  "metadata":{"name":"p","labels":{"app":"a","ver":"1","team":"t"},
+	    "annotations":{"container.apparmor.security.beta.kubernetes.io/c":"runtime/default","container.apparmor.security.beta.kubernetes.io/d":"unconfined"}},
+	  "spec":{"schedulingGates":[{"name":"g"}],"securityContext":{"appArmorProfile":{"type":"Unconfined"}},
+	    "containers":[{"name":"c","image":"i"},{"name":"d","image":"i"}],
+	    "affinity":{"podAntiAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":[
+	      {"topologyKey":"kubernetes.io/hostname","labelSelector":{"matchLabels":{"app":"a"}},"matchLabelKeys":["ver","absent"],"mismatchLabelKeys":["team"]}]}},
+	    "topologySpreadConstraints":[{"maxSkew":1,"topologyKey":"zone","whenUnsatisfiable":"DoNotSchedule",
+	      "labelSelector":{"matchLabels":{"app":"a"}},"matchLabelKeys":["ver"]}]}}`))
+	if rec.Code != http.StatusCreated {
+		t.Fatalf("create: %d %s", rec.Code, rec.Body)
+	}
+	var pod map[string]interface{}
+	if err := json.Unmarshal(rec.Body.Bytes(), &pod); err != nil {
+		t.Fatal(err)
+	}
+	js := func(path ...interface{}) string {
+		var v interface{} = pod
+		for _, p := range path {
+			switch k := p.(type) {
+			case string:
+				m, _ := v.(map[string]interface{})
+				v = m[k]
+			case int:
+				l, _ := v.([]interface{})
+				if k >= len(l) {
+					return "missing"
+				}
+				v = l[k]
+			}
+		}
+		b, _ := json.Marshal(v)
+		return string(b)
+	}
+	if conds, _ := json.Marshal(pod["status"].(map[string]interface{})["conditions"]); strings.Count(string(conds), `"type"`) != 1 || js("status", "conditions", 0, "type") != `"PodScheduled"` || js("status", "conditions", 0, "status") != `"False"` ||
+		js("status", "conditions", 0, "reason") != `"SchedulingGated"` || js("status", "conditions", 0, "message") != `"Scheduling is blocked due to non-empty scheduling gates"` {
+		t.Errorf("conditions %s; want PodScheduled False SchedulingGated", js("status", "conditions"))
+	}
+	if got := js("spec", "affinity", "podAntiAffinity", "requiredDuringSchedulingIgnoredDuringExecution", 0, "labelSelector"); got !=
+		`{"matchExpressions":[{"key":"ver","operator":"In","values":["1"]},{"key":"team","operator":"NotIn","values":["t"]}],"matchLabels":{"app":"a"}}` {
+		t.Errorf("anti-affinity selector %s; want ver In (1) and team NotIn (t) merged", got)
+	}
+	if got := js("spec", "topologySpreadConstraints", 0, "labelSelector"); got != `{"matchExpressions":[{"key":"ver","operator":"In","values":["1"]}],"matchLabels":{"app":"a"}}` {
+		t.Errorf("spread constraint selector %s; want ver In (1) merged", got)
+	}
+	if got := js("spec", "containers", 0, "securityContext"); got != `{"appArmorProfile":{"type":"RuntimeDefault"}}` {
+		t.Errorf("container c securityContext %s; want the annotation's RuntimeDefault profile", got)
+	}
+	if got := js("spec", "containers", 1, "securityContext"); got != "null" {
+		t.Errorf("container d securityContext %s; want none (its annotation repeats the Pod's profile)", got)
+	}
+	warnings := strings.Join(rec.Header().Values("Warning"), "\n")
+	for c, warned := range map[string]bool{"c": true, "d": false} {
+		want := `metadata.annotations[container.apparmor.security.beta.kubernetes.io/` + c + `]: deprecated since v1.30; use the \"appArmorProfile\" field instead`
+		if strings.Contains(warnings, want) != warned {
+			t.Errorf("warnings %s; want the one of container %s: %v", warnings, c, warned)
+		}
+	}
+}
