@@ -19,6 +19,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	runtimeschema "k8s.io/apimachinery/pkg/runtime/schema"
@@ -33,6 +34,7 @@ import (
 	pdbhelper "k8s.io/component-helpers/apps/poddisruptionbudget"
 	api "k8s.io/kubernetes/pkg/apis/core"
 	corevalidation "k8s.io/kubernetes/pkg/apis/core/validation"
+	"k8s.io/utils/ptr"
 
 	"github.com/tabula-dev/tabula/registry"
 	"github.com/tabula-dev/tabula/schema"
@@ -553,6 +555,10 @@ func (r *request) podEviction() error {
 	if ev.Name != r.ri.Name {
 		return apierrors.NewBadRequest("name in URL does not match name in Eviction object")
 	}
+	if ev.DeleteOptions != nil && ptr.Deref(ev.DeleteOptions.IgnoreStoreReadErrorWithClusterBreakingPotential, false) {
+		return apierrors.NewInvalid(runtimeschema.GroupKind{Group: "policy", Kind: "Eviction"}, ev.Name, field.ErrorList{field.Invalid(
+			field.NewPath("deleteOptions", "ignoreStoreReadErrorWithClusterBreakingPotential"), true, "can not be set for pod eviction, try after removing the option")})
+	}
 	if err := r.s.api.MustLookup("", "v1", "pods").AdmitSubresource(r.ctx, r.ri.Namespace, ev.Name, "eviction", evictionKind, ev, dryRun); err != nil {
 		return err
 	}
@@ -733,7 +739,9 @@ func (r *request) markAndDeletePod(opts *metav1.DeleteOptions) error {
 // evictionDeleteOptions is the delete an eviction asks for: its body's
 // options, with the request's dryRun when the body names none, as
 // kube-apiserver's eviction storage merges them (and refuses the two
-// disagreeing, with its answer: an internal error).
+// disagreeing, with its answer: a plain 500), valid as any delete's
+// (kube's answer for invalid ones, given here before the budget is
+// spent and the Pod marked rather than after).
 func evictionDeleteOptions(ev *policyv1.Eviction, dryRun bool) (*metav1.DeleteOptions, error) {
 	var query []string
 	if dryRun {
@@ -747,7 +755,10 @@ func evictionDeleteOptions(ev *policyv1.Eviction, dryRun bool) (*metav1.DeleteOp
 	case len(opts.DryRun) == 0:
 		opts.DryRun = query
 	case len(query) != 0 && !slices.Equal(query, opts.DryRun):
-		return nil, apierrors.NewInternalError(fmt.Errorf("Non-matching dry-run options in request and content: %v and %v", query, opts.DryRun))
+		return nil, fmt.Errorf("Non-matching dry-run options in request and content: %v and %v", query, opts.DryRun)
+	}
+	if errs := metav1validation.ValidateDeleteOptions(opts); len(errs) > 0 {
+		return nil, apierrors.NewInvalid(runtimeschema.GroupKind{Group: metav1.GroupName, Kind: "DeleteOptions"}, "", errs)
 	}
 	return opts, nil
 }

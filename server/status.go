@@ -126,7 +126,10 @@ func (s *Server) toStatus(err error, c echo.Context) metav1.Status {
 		// cache, unaware; a read that stops here gets the same answer.
 		return apierrors.NewTimeoutError("request did not complete within requested timeout - context canceled", 0).Status()
 	}
-	return apierrors.NewInternalError(err).Status()
+	// As kube's ErrorToAPIStatus answers an error that is not a Status:
+	// a 500 with its text and no reason (kubectl prints "Error from
+	// server: <text>").
+	return metav1.Status{Status: metav1.StatusFailure, Code: http.StatusInternalServerError, Reason: metav1.StatusReasonUnknown, Message: err.Error()}
 }
 
 // clientGone says whether err is the request's own context ending: its
