@@ -289,6 +289,9 @@ func coreKinds() []*kubeKind {
 	no.fields = nodeFields
 	no.keepsStatusOnCreate = true
 	no.statusPrepare = nodePrepareForStatus
+	no.prepareCreate = func(obj runtime.Object) { nodeDropDisabled(obj, nil) }
+	no.prepareUpdate = nodeDropDisabled
+	no.warnings = nodeWarnings
 
 	// ComponentStatuses are computed on read (server/componentstatus.go).
 	cs := &kubeKind{Type: cluster("", "v1", "ComponentStatus", "componentstatuses", []string{"cs"}, nil)}

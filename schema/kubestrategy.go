@@ -248,6 +248,54 @@ func nodePrepareForStatus(obj, old runtime.Object) {
 	}
 }
 
+// nodeDropDisabled drops what kube's node strategy drops from a written
+// Node (old is nil on create): the retired dynamic kubelet configuration
+// (spec.configSource unless the Node had one, status.config on create)
+// and status fields of features switched off that the Node did not have.
+func nodeDropDisabled(obj, old runtime.Object) {
+	n, ok := obj.(*core.Node)
+	if !ok {
+		return
+	}
+	o, _ := old.(*core.Node)
+	if o == nil {
+		n.Status.Config = nil
+	}
+	if o == nil || o.Spec.ConfigSource == nil {
+		n.Spec.ConfigSource = nil
+	}
+	gate := utilfeature.DefaultFeatureGate.Enabled
+	if !gate(features.RecursiveReadOnlyMounts) && !gate(features.UserNamespacesSupport) {
+		n.Status.RuntimeHandlers = nil
+	}
+	if !gate(features.SupplementalGroupsPolicy) && (o == nil || o.Status.Features == nil) {
+		n.Status.Features = nil
+	}
+	if !gate(features.NodeDeclaredFeatures) && (o == nil || o.Status.DeclaredFeatures == nil) {
+		n.Status.DeclaredFeatures = nil
+	}
+}
+
+// nodeWarnings are kube's on a Node's create and update: the removed
+// configSource, the unused externalID, pod CIDRs written ambiguously.
+func nodeWarnings(obj, _ runtime.Object) []string {
+	n, ok := obj.(*core.Node)
+	if !ok {
+		return nil
+	}
+	var w []string
+	if n.Spec.ConfigSource != nil {
+		w = append(w, "spec.configSource: the feature is removed")
+	}
+	if n.Spec.DoNotUseExternalID != "" {
+		w = append(w, "spec.externalID: this field is deprecated, and is unused by Kubernetes")
+	}
+	for i, c := range n.Spec.PodCIDRs {
+		w = append(w, validation.GetWarningsForCIDR(field.NewPath("spec", "podCIDRs").Index(i), c)...)
+	}
+	return w
+}
+
 // endpointSliceWarnings are kube's: FQDN slices are deprecated (said on
 // create), and addresses written in a form a later release will refuse
 // are named, except in slices kube's own controllers wrote.

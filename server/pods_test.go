@@ -88,6 +88,14 @@ func TestPodSubresources(t *testing.T) {
 	// PodDisruptionBudget. A policy/v1beta1 body is taken too, as kube's
 	// eviction takes it; another kind is refused.
 	check("POST", pods+"/two/eviction", `{"apiVersion":"policy/v1","kind":"Other","metadata":{"name":"two"}}`, http.StatusBadRequest, "")
+	// Its delete options are checked as kube's eviction checks them, and
+	// a dryRun disagreeing with the request's is kube's plain 500.
+	check("POST", pods+"/two/eviction", `{"apiVersion":"policy/v1","kind":"Eviction","metadata":{"name":"two"},"deleteOptions":{"ignoreStoreReadErrorWithClusterBreakingPotential":true}}`,
+		http.StatusUnprocessableEntity, `deleteOptions.ignoreStoreReadErrorWithClusterBreakingPotential: Invalid value: true: can not be set for pod eviction, try after removing the option`)
+	check("POST", pods+"/two/eviction", `{"apiVersion":"policy/v1","kind":"Eviction","metadata":{"name":"two"},"deleteOptions":{"propagationPolicy":"Bogus"}}`,
+		http.StatusUnprocessableEntity, `DeleteOptions.meta.k8s.io \"\" is invalid: propagationPolicy: Unsupported value: \"Bogus\"`)
+	check("POST", pods+"/two/eviction?dryRun=All", `{"apiVersion":"policy/v1","kind":"Eviction","metadata":{"name":"two"},"deleteOptions":{"dryRun":["Bogus"]}}`,
+		http.StatusInternalServerError, `"status":"Failure","message":"Non-matching dry-run options in request and content: [All] and [Bogus]","code":500}`)
 	check("POST", pods+"/two/eviction", `{"apiVersion":"policy/v1beta1","kind":"Eviction","metadata":{"name":"two"}}`, http.StatusCreated, `"status":"Success"`)
 	h.eventually("the evicted pod is gone", func() bool { return h.do("GET", pods+"/two", nil, nil).Code == http.StatusNotFound })
 	running := func(name string, ready bool) {
@@ -435,5 +443,43 @@ func TestPodCreateAsKube(t *testing.T) {
 		if strings.Contains(warnings, want) != warned {
 			t.Errorf("warnings %s; want the one of container %s: %v", warnings, c, warned)
 		}
+	}
+}
+
+// TestNodeWritesAsKube: kube's node strategy drops the retired dynamic
+// kubelet configuration from a written Node (spec.configSource unless it
+// had one, status.config on create) and warns of it, of externalID and
+// of pod CIDRs written ambiguously.
+func TestNodeWritesAsKube(t *testing.T) {
+	h := refNewHarness(t)
+	hd := map[string]string{"Content-Type": "application/json", "Accept": "application/json"}
+	rec := h.do("POST", "/api/v1/nodes", hd, []byte(`{"metadata":{"name":"n1"},
+	  "spec":{"externalID":"x","podCIDRs":["10.1.0.5/24"],"configSource":{"configMap":{"name":"c","namespace":"kube-system","kubeletConfigKey":"k"}}},
+	  "status":{"config":{"error":"e"}}}`))
+	if rec.Code != http.StatusCreated {
+		t.Fatalf("create: %d %s", rec.Code, rec.Body)
+	}
+	var node struct {
+		Spec   map[string]interface{}
+		Status map[string]interface{}
+	}
+	if err := json.Unmarshal(rec.Body.Bytes(), &node); err != nil {
+		t.Fatal(err)
+	}
+	if node.Spec["configSource"] != nil || node.Status["config"] != nil || node.Spec["externalID"] != "x" {
+		t.Errorf("created node spec %v status %v; want configSource and status.config dropped, externalID kept", node.Spec, node.Status)
+	}
+	// configSource is dropped before kube's warnings look.
+	warnings := rec.Header().Values("Warning")
+	for _, want := range []string{`spec.externalID: this field is deprecated, and is unused by Kubernetes`, `spec.podCIDRs[0]: CIDR value \"10.1.0.5/24\" is ambiguous in this context`} {
+		if !strings.Contains(strings.Join(warnings, "\n"), want) {
+			t.Errorf("create warnings %q; want %s", warnings, want)
+		}
+	}
+	rec = h.do("PATCH", "/api/v1/nodes/n1", map[string]string{"Content-Type": "application/merge-patch+json", "Accept": "application/json"},
+		[]byte(`{"spec":{"configSource":{"configMap":{"name":"c","namespace":"kube-system","kubeletConfigKey":"k"}}}}`))
+	node.Spec = nil
+	if err := json.Unmarshal(rec.Body.Bytes(), &node); rec.Code != http.StatusOK || err != nil || node.Spec["configSource"] != nil {
+		t.Errorf("patch adding configSource: %d %s; want it dropped", rec.Code, rec.Body)
 	}
 }
