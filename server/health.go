@@ -3,13 +3,17 @@ package server
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/http"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/labstack/echo/v4"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // healthCheck is one named check of /livez or /readyz.
@@ -210,29 +214,39 @@ func (s *Server) serveHealth(c echo.Context, path string, checks []healthCheck, 
 		}
 		return plainText(c, http.StatusNotFound, "404 page not found\n")
 	}
-	excluded := map[string]bool{}
-	for _, v := range c.QueryParams()["exclude"] {
-		for _, n := range strings.Split(v, ",") {
-			excluded[strings.TrimSpace(n)] = true
-		}
+	// As kube: each exclude parameter names one check; names that match
+	// none are said.
+	unmatched := map[string]bool{}
+	for _, n := range c.QueryParams()["exclude"] {
+		unmatched[n] = true
 	}
 	_, verbose := c.QueryParams()["verbose"]
+	name := strings.TrimPrefix(path, "/")
 	var b strings.Builder
 	failed := false
 	for _, hc := range checks {
-		if excluded[hc.name] {
+		if _, ok := unmatched[hc.name]; ok {
+			delete(unmatched, hc.name)
 			fmt.Fprintf(&b, "[+]%s excluded: ok\n", hc.name)
 			continue
 		}
 		if err := hc.check(ctx); err != nil {
 			failed = true
+			s.slis.observe(hc.name, name, false)
 			fmt.Fprintf(&b, "[-]%s failed: reason withheld\n", hc.name)
 			s.log.Warn("health check failed", "endpoint", path, "check", hc.name, "err", err)
 			continue
 		}
+		s.slis.observe(hc.name, name, true)
 		fmt.Fprintf(&b, "[+]%s ok\n", hc.name)
 	}
-	name := strings.TrimPrefix(path, "/")
+	if len(unmatched) > 0 {
+		var quoted []string
+		for _, n := range slices.Sorted(maps.Keys(unmatched)) {
+			quoted = append(quoted, strconv.Quote(n))
+		}
+		fmt.Fprintf(&b, "warn: some health checks cannot be excluded: no matches for %s\n", strings.Join(quoted, ","))
+	}
 	if failed {
 		fmt.Fprintf(&b, "%s check failed\n", name)
 		return plainText(c, http.StatusInternalServerError, b.String())
@@ -243,6 +257,44 @@ func (s *Server) serveHealth(c echo.Context, path string, checks []healthCheck, 
 	fmt.Fprintf(&b, "%s check passed\n", name)
 	return plainText(c, http.StatusOK, b.String())
 }
+
+// healthSLIs are kube's /metrics/slis: each health check's latest result
+// (kubernetes_healthcheck, 1 or 0) and a count of results
+// (kubernetes_healthchecks_total), by check name and endpoint type
+// (healthz, livez, readyz), recorded as the endpoints run them.
+type healthSLIs struct {
+	reg    *prometheus.Registry
+	latest *prometheus.GaugeVec
+	total  *prometheus.CounterVec
+}
+
+func newHealthSLIs() *healthSLIs {
+	h := &healthSLIs{
+		reg: prometheus.NewRegistry(),
+		latest: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "kubernetes_healthcheck",
+			Help: "[STABLE] This metric records the result of a single healthcheck."}, []string{"name", "type"}),
+		total: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kubernetes_healthchecks_total",
+			Help: "[STABLE] This metric records the results of all healthcheck."}, []string{"name", "type", "status"}),
+	}
+	start := prometheus.NewGauge(prometheus.GaugeOpts{Name: "process_start_time_seconds",
+		Help: "[ALPHA] Start time of the process since unix epoch in seconds."})
+	start.Set(float64(processStart.UnixNano()) / 1e9)
+	h.reg.MustRegister(h.latest, h.total, start)
+	return h
+}
+
+func (h *healthSLIs) observe(check, endpoint string, ok bool) {
+	v, status := 0.0, "error"
+	if ok {
+		v, status = 1, "success"
+	}
+	h.latest.WithLabelValues(check, endpoint).Set(v)
+	h.total.WithLabelValues(check, endpoint, status).Inc()
+}
+
+// processStart is about when the process started (its first package
+// initialisers ran).
+var processStart = time.Now()
 
 // compactionLagLimit is how long compaction may keep failing before
 // readiness reports it: history, and with it the database, would grow.

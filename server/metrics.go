@@ -254,4 +254,5 @@ func (s *Server) metricsRoute(e *echo.Echo) {
 		g = prometheus.Gatherers{s.cfg.Metrics, flowControlMetrics{}}
 	}
 	e.GET("/metrics", echo.WrapHandler(promhttp.HandlerFor(g, promhttp.HandlerOpts{})))
+	e.GET("/metrics/slis", echo.WrapHandler(promhttp.HandlerFor(s.slis.reg, promhttp.HandlerOpts{})))
 }

@@ -151,6 +151,8 @@ type Server struct {
 	audit *auditing
 
 	metrics *requestMetrics
+	// slis are the health checks' results, served at /metrics/slis.
+	slis *healthSLIs
 	// encoded holds encodings of stored objects by revision; held is
 	// how often gets found theirs there.
 	encoded *encodedCache
@@ -257,6 +259,7 @@ func New(cfg Config) (*Server, error) {
 		reg = cfg.Metrics
 	}
 	s.metrics = newRequestMetrics(reg)
+	s.slis = newHealthSLIs()
 	if reg != nil {
 		s.encoded.register(reg)
 		s.segments.register(reg)
