@@ -1,11 +1,13 @@
 package conformance
 
 import (
+	"encoding/base64"
 	"fmt"
 	"net/http"
 	"net/url"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -234,10 +236,16 @@ func chunkingChecks() []conceptCheck {
 			if fresh == "" {
 				t.Fatal("410 Status has no fresh continue token in metadata.continue")
 			}
-			// The fresh token continues, inconsistently, after the last key.
+			// The fresh token continues, inconsistently, after the last key,
+			// at the latest revision whenever it is used (kube's revision
+			// -1: it never expires), so later writes show too.
+			if raw, err := base64.RawURLEncoding.DecodeString(fresh); err != nil || !strings.Contains(string(raw), `"rv":-1`) {
+				t.Errorf("fresh token %s (%v); want kube's, at resourceVersion -1", raw, err)
+			}
+			own.createCM(t, ns, "zlater")
 			next := own.req(t, "GET", cmPath(ns)+"?limit=10&continue="+url.QueryEscape(fresh), nil).expect(t, http.StatusOK)
-			if got := names(next.items()); !slices.Equal(got, []string{"cm-02", "kube-root-ca.crt", "later"}) {
-				t.Errorf("continuing with the fresh token listed %v, want [cm-02 kube-root-ca.crt later]", got)
+			if got := names(next.items()); !slices.Equal(got, []string{"cm-02", "kube-root-ca.crt", "later", "zlater"}) {
+				t.Errorf("continuing with the fresh token listed %v, want [cm-02 kube-root-ca.crt later zlater]", got)
 			}
 		}},
 	}

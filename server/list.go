@@ -178,7 +178,9 @@ func (r *request) listPage(p *listParams, encode func(kv.Record) ([]byte, error)
 	allNS := r.t.Namespaced && r.ri.Namespace == ""
 	switch {
 	case p.cont != nil && p.rv != "0":
-		opts.Rev = p.cont.RV
+		if p.cont.RV > 0 {
+			opts.Rev = p.cont.RV
+		} // else -1: at the latest revision (an expired token's successor)
 		opts.AfterNamespace, opts.AfterName = p.cont.position(allNS)
 		if !r.t.Namespaced {
 			opts.AfterNamespace = ""
@@ -219,11 +221,10 @@ func (r *request) listPage(p *listParams, encode func(kv.Record) ([]byte, error)
 		if p.cont != nil {
 			expired := apierrors.NewResourceExpired("The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.")
 			// The Status carries a token that goes on from the same key
-			// at the newest revision, for clients that accept an
-			// inconsistent list (as kube-apiserver does).
-			if cur, err := r.s.store.CurrentRev(ctx); err == nil {
-				expired.ErrStatus.ListMeta.Continue = (&continueToken{APIVersion: continueVersion, RV: cur, Start: p.cont.Start}).encode()
-			}
+			// at the latest revision whenever it is used (revision -1,
+			// so it never expires), for clients that accept an
+			// inconsistent list, as kube-apiserver's does.
+			expired.ErrStatus.ListMeta.Continue = (&continueToken{APIVersion: continueVersion, RV: -1, Start: p.cont.Start}).encode()
 			return res, expired
 		}
 		return res, apierrors.NewResourceExpired("The resourceVersion for the provided list is too old.")

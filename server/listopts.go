@@ -170,7 +170,8 @@ func decodeContinue(s string) (*continueToken, error) {
 	if t.APIVersion != continueVersion {
 		return nil, fmt.Errorf("server does not recognize this encoded version %s", t.APIVersion)
 	}
-	if t.RV <= 0 || !strings.HasPrefix(t.Start, "/") {
+	// -1: at the latest revision, as kube's tokens given with a 410 say.
+	if t.RV == 0 || t.RV < -1 || !strings.HasPrefix(t.Start, "/") {
 		return nil, fmt.Errorf("continue key is not valid")
 	}
 	return &t, nil
