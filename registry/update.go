@@ -244,6 +244,8 @@ func (x *Resource) storeUpdate(ctx context.Context, namespace, name string, obj,
 	var warnings []string
 	if opts.Subresource == "" {
 		warnings = x.warnings(obj, old)
+	} else if opts.Subresource == "status" && x.t.StatusWarnings != nil {
+		warnings = x.t.StatusWarnings(obj, old)
 	}
 	if opts.DryRun {
 		acc.SetResourceVersion(strconv.FormatInt(cur.Rev, 10))

@@ -173,6 +173,9 @@ func coreKinds() []*kubeKind {
 	svc.validate, svc.validateUpdate = validator(corevalidation.ValidateServiceCreate, corevalidation.ValidateServiceUpdate)
 	svc.fields = serviceFields
 	svc.statusValidate = statusValidator(corevalidation.ValidateServiceStatusUpdate)
+	svc.statusWarnings = func(obj, _ runtime.Object) []string {
+		return loadBalancerIPWarnings(obj.(*core.Service).Status.LoadBalancer.Ingress)
+	}
 	svc.prepareUpdate = servicePrepareForUpdate
 	svc.warnings = func(obj, old runtime.Object) []string {
 		s, _ := obj.(*core.Service)
@@ -187,6 +190,7 @@ func coreKinds() []*kubeKind {
 		"attach", "binding", "ephemeralcontainers", "eviction", "exec", "log", "portforward", "proxy", "resize", "status").
 		with(podSubresources).statusWritesMetadata("deletionTimestamp", "ownerReferences"), generation: generationOnChange}
 	pod.fields = podFields
+	pod.statusWarnings = podStatusWarnings
 	// kube's ephemeral-containers and resize strategies compare and own
 	// only what they write (core/pod/strategy.go include filters).
 	pod.OwnedPaths = map[string][]string{
@@ -438,6 +442,13 @@ func networkingKinds() []*kubeKind {
 	ing := &kubeKind{Type: namespaced(g, "v1", "Ingress", "ingresses", []string{"ing"}, nil, "status").statusWritesMetadata(), generation: generationOnChange}
 	ing.validate, ing.validateUpdate = validator(networkingvalidation.ValidateIngressCreate, networkingvalidation.ValidateIngressUpdate)
 	ing.statusValidate = statusValidator(networkingvalidation.ValidateIngressStatusUpdate)
+	ing.statusWarnings = func(obj, _ runtime.Object) []string {
+		var ips []string
+		for _, i := range obj.(*networking.Ingress).Status.LoadBalancer.Ingress {
+			ips = append(ips, i.IP)
+		}
+		return ipWarnings(field.NewPath("status", "loadBalancer", "ingress"), ips, false)
+	}
 	ing.warnings = ingressWarnings
 
 	ic := &kubeKind{Type: cluster(g, "v1", "IngressClass", "ingressclasses", nil, nil), generation: generationOnChange}

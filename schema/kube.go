@@ -64,6 +64,8 @@ type kubeKind struct {
 
 	// warnings receives kube's internal objects (old is nil on create).
 	warnings func(obj, old runtime.Object) []string
+	// statusWarnings receives kube's internal objects of a status update.
+	statusWarnings func(obj, old runtime.Object) []string
 	// updateWarnings says when an update can warn at all, so the others
 	// are not converted for nothing: kube warns on no Pod update, and on
 	// a workload's only when its spec (its generation) moved.
@@ -359,6 +361,20 @@ func (k *kubeKind) build(scheme *runtime.Scheme) *Type {
 				}
 			}
 			return k.warnings(in, oin)
+		}
+	}
+
+	if k.statusWarnings != nil {
+		t.StatusWarnings = func(obj, old runtime.Object) []string {
+			in, err := toInternal(obj)
+			if err != nil {
+				return nil
+			}
+			oin, err := toInternal(old)
+			if err != nil {
+				return nil
+			}
+			return k.statusWarnings(in, oin)
 		}
 	}
 

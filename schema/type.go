@@ -109,6 +109,9 @@ type Type struct {
 	// (old == nil) or update, sent as Warning headers (kube-apiserver's
 	// WarningsOnCreate and WarningsOnUpdate).
 	Warnings func(obj, old runtime.Object) []string
+	// StatusWarnings are what its status strategy says about an accepted
+	// status update (kube's WarningsOnUpdate of the status strategy).
+	StatusWarnings func(obj, old runtime.Object) []string
 
 	// ValidatesMeta says Validate checks ObjectMeta itself, with the
 	// kind's own name rule (kube's validation functions do), so the

@@ -183,6 +183,46 @@ func appArmorAnnotationWarnings(p *core.Pod) []string {
 	return w
 }
 
+// podStatusWarnings are kube's on a Pod's status update: Pod and host IPs
+// written in a form a later release will refuse.
+func podStatusWarnings(obj, _ runtime.Object) []string {
+	p := obj.(*core.Pod)
+	var pods, hosts []string
+	for _, ip := range p.Status.PodIPs {
+		pods = append(pods, ip.IP)
+	}
+	for _, ip := range p.Status.HostIPs {
+		hosts = append(hosts, ip.IP)
+	}
+	return append(ipWarnings(field.NewPath("status", "podIPs"), pods, true), ipWarnings(field.NewPath("status", "hostIPs"), hosts, true)...)
+}
+
+// loadBalancerIPWarnings are kube's on a Service's status update.
+func loadBalancerIPWarnings(ingress []core.LoadBalancerIngress) []string {
+	var ips []string
+	for _, i := range ingress {
+		ips = append(ips, i.IP)
+	}
+	return ipWarnings(field.NewPath("status", "loadBalancer", "ingress"), ips, false)
+}
+
+// ipWarnings warns of each non-empty IP of list at path[i] (path[i].ip
+// when inField), as kube's GetWarningsForIP words it.
+func ipWarnings(path *field.Path, list []string, inField bool) []string {
+	var w []string
+	for i, ip := range list {
+		if ip == "" {
+			continue
+		}
+		p := path.Index(i)
+		if inField {
+			p = p.Child("ip")
+		}
+		w = append(w, validation.GetWarningsForIP(p, ip)...)
+	}
+	return w
+}
+
 // Storage kinds' warnings, as kube's strategies give them: deprecated
 // volume sources, annotations and reclaim policies, fractional byte
 // sizes; a CSI driver asking for tokens without keeping them in Secrets.

@@ -483,3 +483,35 @@ func TestNodeWritesAsKube(t *testing.T) {
 		t.Errorf("patch adding configSource: %d %s; want it dropped", rec.Code, rec.Body)
 	}
 }
+
+// TestStatusIPWarnings: kube's status strategies warn of IPs written in
+// forms a later release will refuse: a Pod's podIPs and hostIPs, a
+// Service's load balancer ingress.
+func TestStatusIPWarnings(t *testing.T) {
+	h := refNewHarness(t)
+	hd := map[string]string{"Content-Type": "application/json", "Accept": "application/json"}
+	patch := map[string]string{"Content-Type": "application/merge-patch+json", "Accept": "application/json"}
+	if r := h.do("POST", "/api/v1/namespaces/default/pods", hd, []byte(`{"metadata":{"name":"p"},"spec":{"nodeName":"n","containers":[{"name":"c","image":"i"}]}}`)); r.Code != http.StatusCreated {
+		t.Fatalf("create pod: %d %s", r.Code, r.Body)
+	}
+	rec := h.do("PATCH", "/api/v1/namespaces/default/pods/p/status", patch,
+		[]byte(`{"status":{"podIP":"::ffff:10.0.0.1","podIPs":[{"ip":"::ffff:10.0.0.1"}],"hostIP":"2001:db8::0:1","hostIPs":[{"ip":"2001:db8::0:1"}]}}`))
+	if rec.Code != http.StatusOK {
+		t.Fatalf("pod status: %d %s", rec.Code, rec.Body)
+	}
+	got := strings.Join(rec.Header().Values("Warning"), "\n")
+	for _, want := range []string{`status.podIPs[0].ip: non-standard IP address \"::ffff:10.0.0.1\" will be considered invalid in a future Kubernetes release: use \"10.0.0.1\"`,
+		`status.hostIPs[0].ip: IPv6 address \"2001:db8::0:1\" should be in RFC 5952 canonical format (\"2001:db8::1\")`} {
+		if !strings.Contains(got, want) {
+			t.Errorf("pod status warnings %q; want %s", got, want)
+		}
+	}
+	if r := h.do("POST", "/api/v1/namespaces/default/services", hd, []byte(`{"metadata":{"name":"s"},"spec":{"type":"LoadBalancer","ports":[{"port":80}]}}`)); r.Code != http.StatusCreated {
+		t.Fatalf("create service: %d %s", r.Code, r.Body)
+	}
+	rec = h.do("PATCH", "/api/v1/namespaces/default/services/s/status", patch, []byte(`{"status":{"loadBalancer":{"ingress":[{"ip":"2001:db8::0:2"}]}}}`))
+	if got := strings.Join(rec.Header().Values("Warning"), "\n"); rec.Code != http.StatusOK ||
+		!strings.Contains(got, `status.loadBalancer.ingress[0]: IPv6 address \"2001:db8::0:2\" should be in RFC 5952 canonical format (\"2001:db8::2\")`) {
+		t.Errorf("service status: %d, warnings %q", rec.Code, got)
+	}
+}
