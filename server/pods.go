@@ -517,11 +517,14 @@ func (r *request) bind(b *corev1.Binding, dryRun bool) error {
 
 func setPodCondition(pod *corev1.Pod, c corev1.PodCondition) {
 	c.LastTransitionTime = metav1.NewTime(time.Now().Truncate(time.Second))
-	for i := range pod.Status.Conditions {
-		if pod.Status.Conditions[i].Type == c.Type {
-			if pod.Status.Conditions[i].Status != c.Status {
-				pod.Status.Conditions[i] = c
+	for i, old := range pod.Status.Conditions {
+		if old.Type == c.Type {
+			// As kube's UpdatePodCondition: the new condition replaces
+			// the old, keeping its transition time when the status stays.
+			if old.Status == c.Status {
+				c.LastTransitionTime = old.LastTransitionTime
 			}
+			pod.Status.Conditions[i] = c
 			return
 		}
 	}

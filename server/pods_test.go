@@ -515,3 +515,36 @@ func TestStatusIPWarnings(t *testing.T) {
 		t.Errorf("service status: %d, warnings %q", rec.Code, got)
 	}
 }
+
+// TestEvictionRewritesDisruptionTarget: an eviction marks the Pod as
+// kube's UpdatePodCondition does: a DisruptionTarget condition already
+// True (a preemption's) takes the eviction's reason and message, keeps
+// its transition time and loses its probe time.
+func TestEvictionRewritesDisruptionTarget(t *testing.T) {
+	h := refNewHarness(t)
+	hd := map[string]string{"Content-Type": "application/json", "Accept": "application/json"}
+	if r := h.do("POST", "/api/v1/namespaces/default/pods", hd, []byte(`{"metadata":{"name":"p"},"spec":{"nodeName":"n","containers":[{"name":"c","image":"i"}]}}`)); r.Code != http.StatusCreated {
+		t.Fatalf("create pod: %d %s", r.Code, r.Body)
+	}
+	if r := h.do("PATCH", "/api/v1/namespaces/default/pods/p/status", map[string]string{"Content-Type": "application/merge-patch+json"}, []byte(`{"status":{"phase":"Running",
+	  "conditions":[{"type":"DisruptionTarget","status":"True","reason":"PreemptionByScheduler","message":"m","lastProbeTime":"2026-01-01T00:00:00Z","lastTransitionTime":"2026-01-02T00:00:00Z"}]}}`)); r.Code != http.StatusOK {
+		t.Fatalf("pod status: %d %s", r.Code, r.Body)
+	}
+	if r := h.do("POST", "/api/v1/namespaces/default/pods/p/eviction", hd, []byte(`{"apiVersion":"policy/v1","kind":"Eviction","metadata":{"name":"p"}}`)); r.Code != http.StatusCreated {
+		t.Fatalf("eviction: %d %s", r.Code, r.Body)
+	}
+	var pod struct {
+		Status struct{ Conditions []map[string]interface{} }
+	}
+	rec := h.do("GET", "/api/v1/namespaces/default/pods/p", hd, nil)
+	if err := json.Unmarshal(rec.Body.Bytes(), &pod); err != nil {
+		t.Fatalf("get: %d %s", rec.Code, rec.Body)
+	}
+	if len(pod.Status.Conditions) != 1 {
+		t.Fatalf("conditions %v", pod.Status.Conditions)
+	}
+	c := pod.Status.Conditions[0]
+	if c["reason"] != "EvictionByEvictionAPI" || c["message"] != "Eviction API: evicting" || c["lastProbeTime"] != nil || c["lastTransitionTime"] != "2026-01-02T00:00:00Z" {
+		t.Errorf("condition %v; want the eviction's reason and message, no probe time, the old transition time", c)
+	}
+}
