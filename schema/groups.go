@@ -698,22 +698,28 @@ func admissionregistrationKinds() []*kubeKind {
 
 // resourceKinds are dynamic resource allocation's classes, claims and
 // slices. With no scheduler or drivers, claims stay unallocated; the
-// strategies' admin-access check (a namespace label) is not made.
+// strategies' admin-access check (a namespace label) is not made. What
+// the strategies drop and warn of is in dra.go.
 func resourceKinds() []*kubeKind {
 	const g = "resource.k8s.io"
 	dc := &kubeKind{returnsDeleted: true, Type: cluster(g, "v1", "DeviceClass", "deviceclasses", nil, nil), generation: generationOnChange}
 	dc.validate, dc.validateUpdate = validator(resourcevalidation.ValidateDeviceClass, resourcevalidation.ValidateDeviceClassUpdate)
+	dc.prepareCreate, dc.prepareUpdate = func(obj runtime.Object) { deviceClassDropDisabled(obj, nil) }, deviceClassDropDisabled
 	rc := &kubeKind{returnsDeleted: true, Type: namespaced(g, "v1", "ResourceClaim", "resourceclaims", nil, nil, "status")}
 	rc.validate, rc.validateUpdate = validator(resourcevalidation.ValidateResourceClaim, resourcevalidation.ValidateResourceClaimUpdate)
 	_, rcStatus := validator(nil, resourcevalidation.ValidateResourceClaimStatusUpdate)
-	rc.subresourceUpdates = map[string]kubeSubresourceUpdate{"status": {prepare: keepSpec, validate: rcStatus}}
+	rc.subresourceUpdates = map[string]kubeSubresourceUpdate{"status": {prepare: resourceClaimStatusPrepare, validate: rcStatus}}
+	rc.prepareCreate, rc.prepareUpdate = func(obj runtime.Object) { resourceClaimDropDisabled(obj, nil) }, resourceClaimDropDisabled
 	rct := &kubeKind{returnsDeleted: true, Type: namespaced(g, "v1", "ResourceClaimTemplate", "resourceclaimtemplates", nil, nil)}
 	rct.validate, rct.validateUpdate = validator(resourcevalidation.ValidateResourceClaimTemplate,
 		func(t, old *resource.ResourceClaimTemplate) field.ErrorList {
 			return append(resourcevalidation.ValidateResourceClaimTemplate(t), resourcevalidation.ValidateResourceClaimTemplateUpdate(t, old)...)
 		})
+	rct.prepareCreate, rct.prepareUpdate = func(obj runtime.Object) { resourceClaimTemplateDropDisabled(obj, nil) }, resourceClaimTemplateDropDisabled
 	rs := &kubeKind{returnsDeleted: true, Type: cluster(g, "v1", "ResourceSlice", "resourceslices", nil, nil), generation: generationOnChange}
 	rs.fields = resourceSliceFields
+	rs.prepareCreate, rs.prepareUpdate = func(obj runtime.Object) { resourceSliceDropDisabled(obj, nil) }, resourceSliceDropDisabled
+	rs.warnings = resourceSliceWarnings
 	rs.validate, rs.validateUpdate = validator(resourcevalidation.ValidateResourceSlice, resourcevalidation.ValidateResourceSliceUpdate)
 	return []*kubeKind{dc, rc, rct, rs}
 }
