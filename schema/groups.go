@@ -15,6 +15,7 @@ import (
 	apiregistrationvalidation "k8s.io/kube-aggregator/pkg/apis/apiregistration/validation"
 	podutil "k8s.io/kubernetes/pkg/api/pod"
 	serviceapi "k8s.io/kubernetes/pkg/api/service"
+	storageutil "k8s.io/kubernetes/pkg/api/storage"
 	admissionregistrationvalidation "k8s.io/kubernetes/pkg/apis/admissionregistration/validation"
 	"k8s.io/kubernetes/pkg/apis/apps"
 	appsvalidation "k8s.io/kubernetes/pkg/apis/apps/validation"
@@ -523,6 +524,9 @@ func storageKinds() []*kubeKind {
 			// kube's update validation checks only what may not change.
 			return append(storagevalidation.ValidateStorageClass(c), storagevalidation.ValidateStorageClassUpdate(c, old)...)
 		})
+	sc.warnings = func(obj, _ runtime.Object) []string {
+		return storageutil.GetWarningsForStorageClass(obj.(*storage.StorageClass))
+	}
 
 	driver := &kubeKind{returnsDeleted: true, Type: cluster(g, "v1", "CSIDriver", "csidrivers", nil, nil).conditionalUpdates()}
 	driver.validate, driver.validateUpdate = validator(storagevalidation.ValidateCSIDriver, storagevalidation.ValidateCSIDriverUpdate)
@@ -535,14 +539,27 @@ func storageKinds() []*kubeKind {
 	csiNode.validate, csiNode.validateUpdate = validator(
 		func(n *storage.CSINode) field.ErrorList { return storagevalidation.ValidateCSINode(n, csiNodeOpts) },
 		func(n, old *storage.CSINode) field.ErrorList {
-			return storagevalidation.ValidateCSINodeUpdate(n, old, csiNodeOpts)
+			// kube's update checks the node, then the update, which checks
+			// it again: each error is given twice.
+			return append(storagevalidation.ValidateCSINode(n, csiNodeOpts), storagevalidation.ValidateCSINodeUpdate(n, old, csiNodeOpts)...)
 		})
 
 	capacity := &kubeKind{Type: namespaced(g, "v1", "CSIStorageCapacity", "csistoragecapacities", nil, nil).conditionalUpdates()}
 	capacity.validate, capacity.validateUpdate = validator(
 		func(c *storage.CSIStorageCapacity) field.ErrorList {
 			return storagevalidation.ValidateCSIStorageCapacity(c, storagevalidation.CSIStorageCapacityValidateOptions{})
-		}, storagevalidation.ValidateCSIStorageCapacityUpdate)
+		},
+		func(c, old *storage.CSIStorageCapacity) field.ErrorList {
+			// An update is checked whole, as a create, with label values
+			// in its selector as loose as the stored object's were.
+			loose := len(unversionedvalidation.ValidateLabelSelector(old.NodeTopology, unversionedvalidation.LabelSelectorValidationOptions{}, nil)) > 0
+			errs := storagevalidation.ValidateCSIStorageCapacity(c, storagevalidation.CSIStorageCapacityValidateOptions{AllowInvalidLabelValueInSelector: loose})
+			return append(errs, storagevalidation.ValidateCSIStorageCapacityUpdate(c, old)...)
+		})
+	capacity.defaultTable = true // kube's csistoragecapacity storage
+	capacity.warnings = func(obj, _ runtime.Object) []string {
+		return storageutil.GetWarningsForCSIStorageCapacity(obj.(*storage.CSIStorageCapacity))
+	}
 
 	va := &kubeKind{returnsDeleted: true, Type: cluster(g, "v1", "VolumeAttachment", "volumeattachments", nil, nil, "status").conditionalUpdates()}
 	va.validate, va.validateUpdate = validator(

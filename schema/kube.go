@@ -64,6 +64,9 @@ type kubeKind struct {
 
 	// warnings receives kube's internal objects (old is nil on create).
 	warnings func(obj, old runtime.Object) []string
+	// defaultTable: kube's storage of the kind prints the default Table
+	// (Name, Created At), not the printer kube's printers package has.
+	defaultTable bool
 	// statusWarnings receives kube's internal objects of a status update.
 	statusWarnings func(obj, old runtime.Object) []string
 	// updateWarnings says when an update can warn at all, so the others
@@ -418,7 +421,7 @@ func (k *kubeKind) build(scheme *runtime.Scheme) *Type {
 			}
 			return k.row(in), nil
 		}
-	} else if empty, err := legacyscheme.Scheme.New(internal); err == nil {
+	} else if empty, err := legacyscheme.Scheme.New(internal); err == nil && !k.defaultTable {
 		if tbl, err := tables().GenerateTable(empty, printers.GenerateOptions{Wide: true}); err == nil {
 			t.Columns = tbl.ColumnDefinitions
 			t.Row = func(obj runtime.Object) ([]interface{}, error) {
