@@ -1,6 +1,8 @@
 package server
 
 import (
+	"bytes"
+	"context"
 	"errors"
 	"math/rand/v2"
 	"net/http"
@@ -8,9 +10,11 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
+	"golang.org/x/net/websocket"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/httpstream/wsstream"
 
 	"github.com/tabula-dev/tabula/codecs"
 	"github.com/tabula-dev/tabula/sqlstore/kv"
@@ -102,6 +106,44 @@ func (r *request) watch() error {
 	defer release()
 	enc := &watchEncoder{r: r, out: out, frameTimeout: r.s.cfg.WatchWriteTimeout}
 	defer enc.finish()
+	resp := r.c.Response()
+	// As kube-apiserver's: a WebSocket upgrade gets the same events, one
+	// message each (text for JSON), until the client closes it.
+	if req := r.c.Request(); wsstream.IsWebSocketRequest(req) {
+		resp.Header().Set(echo.HeaderContentType, enc.contentType())
+		var err error
+		websocket.Handler(func(ws *websocket.Conn) {
+			ctx, cancel := context.WithCancel(r.ctx)
+			defer cancel()
+			go func() {
+				wsstream.IgnoreReceives(ws, 0) // until the client closes
+				cancel()
+			}()
+			enc.ws = ws
+			err = r.streamWatch(ctx, enc, w0{p: p, start: start, initial: initial, notYet: notYet, timeout: timeout})
+		}).ServeHTTP(resp, req)
+		if err != nil {
+			r.s.log.Debug("websocket watch ended", "err", err)
+		}
+		return nil
+	}
+	return r.streamWatch(r.ctx, enc, w0{p: p, start: start, initial: initial, notYet: notYet, timeout: timeout})
+}
+
+// w0 is where a watch starts: its parameters, revision, whether it opens
+// with the state (or with notYet's ERROR event), and its timeout.
+type w0 struct {
+	p       *listParams
+	start   int64
+	initial bool
+	notYet  *apierrors.StatusError
+	timeout time.Duration
+}
+
+// streamWatch sends the watch's events through enc until ctx ends, the
+// timeout, shutdown, or the store ends the watch.
+func (r *request) streamWatch(ctx context.Context, enc *watchEncoder, at w0) error {
+	p, start, initial, notYet, timeout := at.p, at.start, at.initial, at.notYet, at.timeout
 	resp := r.c.Response()
 	if notYet != nil {
 		return enc.failAtStart(resp, notYet.Status())
@@ -258,6 +300,37 @@ type watchEncoder struct {
 	// which every stream on it shares: two per event (set, lift) cost a
 	// thousand watchers of one event more than the event's own frames.
 	idle *time.Timer
+	// ws, for a WebSocket watch, takes each event as one message, made
+	// in buf.
+	ws  *websocket.Conn
+	buf bytes.Buffer
+}
+
+// contentType is the stream's media type.
+func (e *watchEncoder) contentType() string {
+	return e.r.s.codec.NewWatchWriter(nil, e.out, e.r.t, "").ContentType()
+}
+
+// sent ends an event: on a WebSocket it goes as one message, as kube's
+// watch sends it: the encoded event without the stream's length prefix,
+// text for JSON, binary otherwise.
+func (e *watchEncoder) sent() error {
+	if e.ws == nil {
+		return nil
+	}
+	msg := e.buf.Bytes()
+	if e.out.MediaType == codecs.Protobuf && len(msg) >= 4 {
+		msg = msg[4:]
+	}
+	_ = e.ws.SetWriteDeadline(time.Now().Add(e.frameTimeout))
+	var err error
+	if e.out.MediaType == codecs.JSON {
+		err = websocket.Message.Send(e.ws, string(msg))
+	} else {
+		err = websocket.Message.Send(e.ws, msg)
+	}
+	e.buf.Reset()
+	return err
 }
 
 // arm bounds the writes of the coming burst: a client that stops reading
@@ -316,6 +389,10 @@ func (e *watchEncoder) finish() {
 }
 
 func (e *watchEncoder) start(resp *echo.Response) {
+	if e.ws != nil {
+		e.ww = e.r.s.codec.NewWatchWriter(&e.buf, e.out, e.r.t, e.r.c.QueryParam("includeObject"))
+		return
+	}
 	e.resp = resp
 	e.rc = http.NewResponseController(resp)
 	e.arm()
@@ -328,6 +405,9 @@ func (e *watchEncoder) start(resp *echo.Response) {
 
 // flush sends the burst; the deadline stays until the stream is quiet.
 func (e *watchEncoder) flush() {
+	if e.ws != nil {
+		return // each event went as its message
+	}
 	e.arm()
 	_ = e.rc.Flush()
 }
@@ -337,6 +417,13 @@ func (e *watchEncoder) flush() {
 // encoding made once (see encodedCache); only Table and metadata views
 // are made per watcher.
 func (e *watchEncoder) write(ev kv.Event) error {
+	if err := e.writeEvent(ev); err != nil {
+		return err
+	}
+	return e.sent()
+}
+
+func (e *watchEncoder) writeEvent(ev kv.Event) error {
 	e.arm()
 	if ev.ValueRev != 0 {
 		return e.writeLeft(ev)
@@ -398,12 +485,18 @@ func (e *watchEncoder) failAtStart(resp *echo.Response, st metav1.Status) error 
 
 func (e *watchEncoder) bookmark(rev int64, initialEnd bool) error {
 	e.arm()
-	return e.ww.Bookmark(strconv.FormatInt(rev, 10), initialEnd)
+	if err := e.ww.Bookmark(strconv.FormatInt(rev, 10), initialEnd); err != nil {
+		return err
+	}
+	return e.sent()
 }
 
 func (e *watchEncoder) writeStatus(st *metav1.Status) error {
 	e.arm()
 	err := e.ww.Error(st)
+	if err == nil {
+		err = e.sent()
+	}
 	e.flush()
 	return err
 }
