@@ -12,9 +12,9 @@ import (
 	"github.com/tabula-dev/tabula/codecs"
 )
 
-// gzipMinLength is kube-apiserver's threshold: responses of 128 KiB and more
-// are compressed for clients that accept gzip; smaller ones are not worth
-// the CPU.
+// gzipMinLength is kube-apiserver's threshold: responses of more than
+// 128 KiB are compressed for clients that accept gzip; smaller ones are
+// not worth the CPU.
 const gzipMinLength = 128 * 1024
 
 // klauspost/compress's gzip is compress/gzip's interface and format, 1.6-1.7
@@ -96,7 +96,7 @@ func (w *gzipWriter) Write(b []byte) (int, error) {
 		// object) is decided at its first byte: holding a small one
 		// back would only copy it.
 		if n, ok := w.declaredLength(); ok {
-			if err := w.decide(n >= gzipMinLength); err != nil {
+			if err := w.decide(n > gzipMinLength); err != nil {
 				return 0, err
 			}
 		}
@@ -106,7 +106,7 @@ func (w *gzipWriter) Write(b []byte) (int, error) {
 		return w.gz.Write(b)
 	case w.plain:
 		return w.ResponseWriter.Write(b)
-	case len(w.buf)+len(b) < gzipMinLength:
+	case len(w.buf)+len(b) <= gzipMinLength:
 		w.buf = append(w.buf, b...)
 		return len(b), nil
 	}
@@ -126,7 +126,7 @@ func (w *gzipWriter) declaredLength() (int64, bool) {
 	return n, err == nil
 }
 
-// decide commits to a compressed response (large: it reaches
+// decide commits to a compressed response (large: it passes
 // gzipMinLength) or a plain one, and sends what was held.
 func (w *gzipWriter) decide(large bool) error {
 	h := w.Header()

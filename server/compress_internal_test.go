@@ -38,6 +38,16 @@ func TestCompressLarge(t *testing.T) {
 		{"gzip with parameters is not taken, as on kube-apiserver", func(w http.ResponseWriter) {
 			w.Write(big)
 		}, "gzip;q=1.0", http.StatusOK, false, big},
+		{"exactly the threshold stays plain, as kube's (more than 128 KiB)", func(w http.ResponseWriter) {
+			w.Write(big[:gzipMinLength])
+		}, "gzip", http.StatusOK, false, big[:gzipMinLength]},
+		{"exactly the threshold declared stays plain", func(w http.ResponseWriter) {
+			w.Header().Set("Content-Length", strconv.Itoa(gzipMinLength))
+			w.Write(big[:gzipMinLength])
+		}, "gzip", http.StatusOK, false, big[:gzipMinLength]},
+		{"one byte more is gzipped", func(w http.ResponseWriter) {
+			w.Write(big[:gzipMinLength+1])
+		}, "gzip", http.StatusOK, true, big[:gzipMinLength+1]},
 		{"no gzip without Accept-Encoding", func(w http.ResponseWriter) {
 			w.Write(big)
 		}, "", http.StatusOK, false, big},
