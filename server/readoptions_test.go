@@ -40,6 +40,8 @@ func TestReadOptionsAsKube(t *testing.T) {
 		{cms + "/p0?pretty=True", nil, http.StatusOK, "{\n  \"kind\": \"ConfigMap\""},
 		{cms + "/p0?pretty=0", map[string]string{"User-Agent": "curl/8.0"}, http.StatusOK, `{"kind":"ConfigMap"`},
 		{cms + "/p0", map[string]string{"User-Agent": "Mozilla/4.0"}, http.StatusOK, `{"kind":"ConfigMap"`},
+		// pretty=1 on the Accept entry, as kube's negotiation reads it.
+		{cms + "/p0?pretty=0", map[string]string{"Accept": "application/json;pretty=1"}, http.StatusOK, "{\n  \"kind\": \"ConfigMap\""},
 		{cms + "/p0", map[string]string{"User-Agent": "Mozilla/5.0 (X11)"}, http.StatusOK, "{\n  \"kind\": \"ConfigMap\""},
 		{"/apis/events.k8s.io/v1/namespaces/default/events?fieldSelector=source%3Dkubelet", nil, http.StatusBadRequest, "field label not supported: source"},
 		{"/api/v1/namespaces/default/events?fieldSelector=source%3Dkubelet", nil, http.StatusOK, `"kind":"EventList"`},

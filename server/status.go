@@ -153,6 +153,16 @@ func notFoundPath() *apierrors.StatusError {
 // wantsPretty reads ?pretty as kube's isPrettyPrint does (strconv's
 // booleans: 1, t, T, TRUE, true, True), else the User-Agent.
 func wantsPretty(c echo.Context) bool {
+	// kube's negotiation also takes pretty=1 on the Accept entry it chose
+	// (here: on any entry).
+	for part := range strings.SplitSeq(c.Request().Header.Get("Accept"), ",") {
+		_, params, _ := strings.Cut(part, ";")
+		for kv := range strings.SplitSeq(params, ";") {
+			if k, v, _ := strings.Cut(kv, "="); strings.TrimSpace(k) == "pretty" && strings.TrimSpace(v) == "1" {
+				return true
+			}
+		}
+	}
 	p := c.QueryParam("pretty")
 	if p == "" {
 		return prettyUserAgent(c.Request().UserAgent())
