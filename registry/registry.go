@@ -136,6 +136,13 @@ func New(cfg Config) (*Registry, error) {
 			g.hooks[t] = paramAuthorization{g: g}
 		}
 	}
+	// Claims ask for admin access to devices only in namespaces labelled
+	// for it, as kube's storage checks.
+	for _, r := range []string{"resourceclaims", "resourceclaimtemplates"} {
+		if t, ok := cfg.Types.Lookup("resource.k8s.io", "v1", r); ok {
+			g.hooks[t] = draAdminAccess{g: g}
+		}
+	}
 	// kube's admission plugins, over the built-in kinds they read.
 	if admissionReadsServed(cfg.Types) {
 		a, err := newAdmission(g, cfg.Admission)

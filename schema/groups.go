@@ -714,9 +714,9 @@ func admissionregistrationKinds() []*kubeKind {
 }
 
 // resourceKinds are dynamic resource allocation's classes, claims and
-// slices. With no scheduler or drivers, claims stay unallocated; the
-// strategies' admin-access check (a namespace label) is not made. What
-// the strategies drop and warn of is in dra.go.
+// slices. With no scheduler or drivers, claims stay unallocated. What the
+// strategies drop and warn of is in dra.go; their admin-access check (a
+// namespace label) is the registry's (registry/dra_admin.go).
 func resourceKinds() []*kubeKind {
 	const g = "resource.k8s.io"
 	dc := &kubeKind{returnsDeleted: true, Type: cluster(g, "v1", "DeviceClass", "deviceclasses", nil, nil), generation: generationOnChange}

@@ -36,6 +36,15 @@ func TestDRAStrategiesAsKube(t *testing.T) {
 	}
 
 	claims := "/apis/resource.k8s.io/v1/namespaces/default/resourceclaims"
+	// Admin access to devices only in a namespace labelled for it.
+	admin := `{"metadata":{"name":"adm"},"spec":{"devices":{"requests":[{"name":"r","exactly":{"deviceClassName":"dc","adminAccess":true}}]}}}`
+	rec = h.do("POST", claims, hd, []byte(admin))
+	if rec.Code != http.StatusUnprocessableEntity || !strings.Contains(rec.Body.String(),
+		"spec.devices.requests[0].adminAccess: Forbidden: admin access to devices requires the `resource.kubernetes.io/admin-access: true` label on the containing namespace") {
+		t.Errorf("admin access in an unlabelled namespace: %d %s; want kube's 422", rec.Code, rec.Body)
+	}
+	h.mustDo("PATCH", "/api/v1/namespaces/default", "application/merge-patch+json", `{"metadata":{"labels":{"resource.kubernetes.io/admin-access":"true"}}}`, http.StatusOK)
+	h.mustDo("POST", claims, "application/json", admin, http.StatusCreated)
 	h.mustDo("POST", claims, "application/json", `{"metadata":{"name":"c"},"spec":{"devices":{"requests":[{"name":"r","exactly":{"deviceClassName":"dc"}}]}}}`, http.StatusCreated)
 	allocated := `{"allocation":{"devices":{"results":[{"request":"r","driver":"x.example.com","pool":"p","device":"d"}]}},
 	  "devices":[{"driver":"x.example.com","pool":"p","device":"d","conditions":[]}]}`
