@@ -28,6 +28,9 @@ type requestMetrics struct {
 	duration *prometheus.HistogramVec
 	// sizes are read answers' sizes, before compression.
 	sizes *prometheus.HistogramVec
+	// storageObjects counts the stored objects by resource
+	// (countStoredObjects); registered only with a registry.
+	storageObjects *prometheus.GaugeVec
 	// deprecated is 1 for each deprecated API that has been requested.
 	deprecated *prometheus.GaugeVec
 	// longRunning counts the watches being served.
@@ -54,6 +57,10 @@ func newRequestMetrics(reg prometheus.Registerer) *requestMetrics {
 			Help:    "[ALPHA] Response size distribution in bytes for each group, version, verb, resource, subresource, scope and component.",
 			Buckets: prometheus.ExponentialBuckets(1000, 10, 7),
 		}, []string{"verb", "group", "version", "resource", "subresource", "scope", "component"}),
+		storageObjects: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "apiserver_storage_objects",
+			Help: "[STABLE] Number of stored objects at the time of last check split by kind. In case of a fetching error, the value will be -1.",
+		}, []string{"resource"}),
 		deprecated: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "apiserver_requested_deprecated_apis",
 			Help: "Deprecated APIs that have been requested, by group, version, resource, subresource and removed_release.",
@@ -72,7 +79,7 @@ func newRequestMetrics(reg prometheus.Registerer) *requestMetrics {
 		}, []string{"request_kind"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.total, m.duration, m.sizes, m.deprecated, m.longRunning, m.inflight, m.dropped)
+		reg.MustRegister(m.total, m.duration, m.sizes, m.storageObjects, m.deprecated, m.longRunning, m.inflight, m.dropped)
 	}
 	return m
 }

@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/version"
@@ -68,8 +69,19 @@ func TestMetrics(t *testing.T) {
 			t.Fatalf("%s %s: %d %s; want %d", r.method, r.path, rec.Code, rec.Body, r.code)
 		}
 	}
+	// The stored objects by resource, counted as the server starts (then
+	// every minute): the four system namespaces, no Pods, and no line for
+	// reviews, which store nothing.
+	deadline := time.Now().Add(15 * time.Second)
+	for !strings.Contains(get("/metrics").Body.String(), `apiserver_storage_objects{resource="namespaces"} 4`) && time.Now().Before(deadline) {
+		<-time.After(20 * time.Millisecond) // polling with a deadline
+	}
 	m := get("/metrics")
 	body := m.Body.String()
+	if !strings.Contains(body, `apiserver_storage_objects{resource="namespaces"} 4`) || !strings.Contains(body, `apiserver_storage_objects{resource="pods"} 0`) ||
+		strings.Contains(body, `apiserver_storage_objects{resource="tokenreviews.authentication.k8s.io"}`) {
+		t.Errorf("apiserver_storage_objects: %q; want namespaces 4, pods 0, no reviews", regexp.MustCompile(`apiserver_storage_objects\{[^\n]*`).FindAllString(body, -1))
+	}
 	// kube-apiserver's labels and values: the verb from the method (LIST
 	// for a collection's GET, APPLY, CONNECT for pods/log), the route's
 	// scope, the version, the dryRun values.

@@ -290,6 +290,9 @@ func (s *Server) RunControllers(ctx context.Context) error {
 		return err
 	}
 	go s.agg.Run(ctx)
+	if s.cfg.Metrics != nil {
+		go s.countStoredObjects(ctx, s.metrics.storageObjects)
+	}
 	s.runFlowControl()
 	s.MarkControllersStarted()
 	return nil

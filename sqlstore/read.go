@@ -575,3 +575,26 @@ func matchesRaw(p kv.Predicate, labels, fields string) bool {
 	_ = json.Unmarshal([]byte(fields), &f)
 	return p.Matches(l, f)
 }
+
+// CountByResource counts the live objects of each resource (kube's
+// apiserver_storage_objects), in one pass over the live keys.
+func (s *Store) CountByResource(ctx context.Context) (map[string]int64, error) {
+	defer s.observe("count_by_resource", time.Now())
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	rows, err := s.read.QueryContext(ctx, "SELECT resource, count(*) FROM tabula_current GROUP BY resource")
+	if err != nil {
+		return nil, unavailable(err)
+	}
+	defer rows.Close()
+	out := map[string]int64{}
+	for rows.Next() {
+		var r string
+		var n int64
+		if err := rows.Scan(&r, &n); err != nil {
+			return nil, unavailable(err)
+		}
+		out[r] = n
+	}
+	return out, unavailable(rows.Err())
+}

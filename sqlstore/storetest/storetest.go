@@ -60,6 +60,7 @@ func Run(t *testing.T, open Factory) {
 		{"ListFieldSelectors", testListFieldSelectors},
 		{"KeysAreBytes", testKeysAreBytes},
 		{"NULCharacters", testNULCharacters},
+		{"CountByResource", testCountByResource},
 		{"ListValuesAndEncode", testListValuesAndEncode},
 		{"ListCachedSkipsValues", testListCachedSkipsValues},
 		{"WatchReplayThenLive", testWatchReplayThenLive},
@@ -839,6 +840,21 @@ func testKeysAreBytes(t *testing.T, s *sqlstore.Store) {
 	}
 	if len(res.Items) != len(all)-1 {
 		t.Errorf("reason!=Started = %d objects %.120q; want every one but a (\"Started \" differs)", len(res.Items), names(res.Items))
+	}
+}
+
+// testCountByResource: the live objects of each resource are counted;
+// deleted ones are not.
+func testCountByResource(t *testing.T, s *sqlstore.Store) {
+	a := mustCreate(t, s, key("a"), nil)
+	mustCreate(t, s, key("b"), nil)
+	mustCreate(t, s, kv.Key{Resource: "secrets", Namespace: "ns2", Name: "s"}, nil)
+	if _, err := s.Delete(ctx(t), key("a"), a.Rev, enc("a", nil)); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.CountByResource(ctx(t))
+	if err != nil || fmt.Sprint(got) != "map[configmaps:1 secrets:1]" {
+		t.Errorf("CountByResource = %v, %v; want configmaps 1, secrets 1", got, err)
 	}
 }
 
