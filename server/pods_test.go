@@ -548,3 +548,18 @@ func TestEvictionRewritesDisruptionTarget(t *testing.T) {
 		t.Errorf("condition %v; want the eviction's reason and message, no probe time, the old transition time", c)
 	}
 }
+
+// TestBindingPreconditionAsKube: a Binding whose UID precondition fails is
+// kube's storage conflict on the Pod, with its StorageError text.
+func TestBindingPreconditionAsKube(t *testing.T) {
+	h := refNewHarness(t)
+	hd := map[string]string{"Content-Type": "application/json", "Accept": "application/json"}
+	if r := h.do("POST", "/api/v1/namespaces/default/pods", hd, []byte(`{"metadata":{"name":"b3"},"spec":{"containers":[{"name":"c","image":"i"}]}}`)); r.Code != http.StatusCreated {
+		t.Fatalf("create pod: %d %s", r.Code, r.Body)
+	}
+	rec := h.do("POST", "/api/v1/namespaces/default/pods/b3/binding", hd, []byte(`{"metadata":{"name":"b3","uid":"abc"},"target":{"name":"n1"}}`))
+	want := `Operation cannot be fulfilled on pods \"b3\": StorageError: invalid object, Code: 4, Key: /registry/pods/default/b3, ResourceVersion: 0, AdditionalErrorMsg: Precondition failed: UID in precondition: abc, UID in object meta: `
+	if rec.Code != http.StatusConflict || !strings.Contains(rec.Body.String(), want) || !strings.Contains(rec.Body.String(), `"kind":"pods"`) {
+		t.Errorf("binding with a wrong UID: %d %s; want kube's 409 on pods", rec.Code, rec.Body)
+	}
+}
