@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apiserver/pkg/admission"
+	"k8s.io/apiserver/pkg/warning"
 
 	"github.com/tabula-dev/tabula/codecs"
 	"github.com/tabula-dev/tabula/schema"
@@ -113,11 +114,12 @@ func (x *Resource) Create(ctx context.Context, namespace string, obj runtime.Obj
 	if err := x.authorizeReferences(ctx, obj, nil, ""); err != nil {
 		return Result{}, err
 	}
+	warnings := x.warnings(obj, nil)
+	warnNow(ctx, warnings)
 	if err := x.admitValidate(ctx, admissionWrite{op: admission.Create, obj: obj, namespace: acc.GetNamespace(),
 		name: acc.GetName(), dryRun: opts.DryRun, sent: opts.Sent}); err != nil {
 		return Result{}, err
 	}
-	warnings := x.warnings(obj, nil)
 	if opts.DryRun {
 		// The store would refuse a name that is taken; so does a dry run.
 		if _, err := x.GetRecord(ctx, acc.GetNamespace(), acc.GetName()); err == nil {
@@ -176,6 +178,17 @@ func (x *Resource) warnings(obj, old runtime.Object) []string {
 		return nil
 	}
 	return x.t.Warnings(obj, old)
+}
+
+// warnNow gives the kind's warnings to the request's warning recorder as
+// kube's BeforeCreate and BeforeUpdate give them: after the kind's
+// validation, before validating admission (whose warnings follow, and
+// whose refusal keeps them). They stay in the Result for callers without
+// a recorder; the recorder sends each text once.
+func warnNow(ctx context.Context, warnings []string) {
+	for _, w := range warnings {
+		warning.AddWarning(ctx, "", w)
+	}
 }
 
 // mustAccessor is meta.Accessor for objects known to have metadata.

@@ -235,17 +235,18 @@ func (x *Resource) storeUpdate(ctx context.Context, namespace, name string, obj,
 		return Result{}, false, err
 	}
 	acc = mustAccessor(obj)
-	if !opts.SkipValidation && !opts.admitted && !admittedAs(ctx) {
-		if err := x.admitValidate(ctx, admissionWrite{op: admission.Update, obj: obj, old: old, namespace: acc.GetNamespace(),
-			name: name, subresource: opts.Subresource, dryRun: opts.DryRun, sent: opts.Sent}); err != nil {
-			return Result{}, false, err
-		}
-	}
 	var warnings []string
 	if opts.Subresource == "" {
 		warnings = x.warnings(obj, old)
 	} else if opts.Subresource == "status" && x.t.StatusWarnings != nil {
 		warnings = x.t.StatusWarnings(obj, old)
+	}
+	warnNow(ctx, warnings)
+	if !opts.SkipValidation && !opts.admitted && !admittedAs(ctx) {
+		if err := x.admitValidate(ctx, admissionWrite{op: admission.Update, obj: obj, old: old, namespace: acc.GetNamespace(),
+			name: name, subresource: opts.Subresource, dryRun: opts.DryRun, sent: opts.Sent}); err != nil {
+			return Result{}, false, err
+		}
 	}
 	if opts.DryRun {
 		acc.SetResourceVersion(strconv.FormatInt(cur.Rev, 10))

@@ -31,8 +31,6 @@ type request struct {
 	// res is the registry for t.
 	res  *registry.Resource
 	verb string
-	// warned holds the Warning texts already sent.
-	warned map[string]bool
 	// negotiated remembers the object [0] and list [1] negotiations.
 	negotiated [2]negotiation
 }

@@ -14,6 +14,7 @@ import (
 	validationpath "k8s.io/apimachinery/pkg/api/validation/path"
 	runtimeschema "k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/audit"
+	"k8s.io/apiserver/pkg/warning"
 
 	"github.com/tabula-dev/tabula/registry"
 	"github.com/tabula-dev/tabula/schema"
@@ -202,7 +203,7 @@ func (s *Server) serveResource(c echo.Context, group, version, rest string) erro
 		// Like kube-apiserver: on every request to the kind, whatever its
 		// outcome, and recorded in apiserver_requested_deprecated_apis.
 		if w := t.DeprecationWarning(); w != "" {
-			addWarning(c.Response().Header(), w)
+			warning.AddWarning(c.Request().Context(), "", w)
 		}
 		s.metrics.deprecated.WithLabelValues(group, version, ri.Resource, ri.Subresource, t.Deprecation.RemovedIn).Set(1)
 		// And told to audit, as kube's request metrics tell it.

@@ -16,6 +16,7 @@ import (
 	runtimeschema "k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apiserver/pkg/audit"
+	"k8s.io/apiserver/pkg/warning"
 	"k8s.io/kubernetes/pkg/api/legacyscheme"
 	"k8s.io/kubernetes/pkg/apis/authentication"
 	authenticationvalidation "k8s.io/kubernetes/pkg/apis/authentication/validation"
@@ -211,7 +212,7 @@ func (r *request) serviceAccountToken() error {
 	// Longer than --service-account-max-token-expiration is shortened,
 	// with kube-apiserver's warning.
 	if max := int64(r.s.cfg.ServiceAccountTokens.MaxExpiration / time.Second); max > 0 && *tr.Spec.ExpirationSeconds > max {
-		addWarning(r.c.Response().Header(), fmt.Sprintf("requested expiration of %d seconds shortened to %d seconds", *tr.Spec.ExpirationSeconds, max))
+		warning.AddWarning(r.ctx, "", fmt.Sprintf("requested expiration of %d seconds shortened to %d seconds", *tr.Spec.ExpirationSeconds, max))
 		tr.Spec.ExpirationSeconds = &max
 	}
 	subject.Expiry = time.Duration(*tr.Spec.ExpirationSeconds) * time.Second

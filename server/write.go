@@ -3,7 +3,6 @@ package server
 import (
 	"mime"
 	"net/http"
-	"strconv"
 	"strings"
 	"sync"
 	"unicode"
@@ -14,7 +13,9 @@ import (
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/runtime"
 	runtimeschema "k8s.io/apimachinery/pkg/runtime/schema"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/apiserver/pkg/warning"
 
 	"github.com/tabula-dev/tabula/codecs"
 	"github.com/tabula-dev/tabula/registry"
@@ -139,14 +140,9 @@ func (r *request) warn(text string) {
 		}
 		return
 	}
-	if r.warned == nil {
-		r.warned = map[string]bool{}
-	}
-	if r.warned[text] {
-		return
-	}
-	r.warned[text] = true
-	addWarning(r.c.Response().Header(), text)
+	// Through the request's recorder, which the registry's warnings and
+	// kube's code also reach: one order, each text once.
+	warning.AddWarning(r.ctx, "", text)
 }
 
 // warningRecorder lets k8s.io/apiserver code that warns through the
@@ -158,25 +154,56 @@ type warningRecorder struct {
 	mu   sync.Mutex
 	h    http.Header
 	seen map[string]bool
+	// sent are the texts in order; runes counts their runes in the
+	// headers; truncating says the headers past warningRunes were cut
+	// to kube's short form.
+	sent       []string
+	runes      int
+	truncating bool
 }
+
+// As kube's recorder: the warnings of a request may hold 4096 runes in
+// all; past that each is cut to 256 runes (those already sent too), and
+// once the cut ones fill the 4096 the rest are dropped.
+const (
+	warningRunes     = 4 * 1024
+	warningItemRunes = 256
+)
 
 func (w *warningRecorder) AddWarning(_, text string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if text == "" || w.seen[text] {
+	if text == "" || w.seen[text] || w.truncating && w.runes >= warningRunes {
 		return
 	}
 	if w.seen == nil {
 		w.seen = map[string]bool{}
 	}
 	w.seen[text] = true
-	addWarning(w.h, text)
+	w.sent = append(w.sent, text)
+	n := utf8.RuneCountInString(text)
+	if w.truncating || w.runes+n <= warningRunes {
+		w.add(text)
+		return
+	}
+	w.truncating, w.runes = true, 0
+	w.h.Del("Warning")
+	for _, t := range w.sent {
+		w.add(t)
+	}
 }
 
-// addWarning adds a Warning header the way kube-apiserver writes them:
-// code 299, agent "-", the text quoted.
-func addWarning(h http.Header, text string) {
-	h.Add("Warning", "299 - "+strconv.Quote(text))
+// add writes one Warning header, cut when truncating, in kube's form
+// (code 299, agent "-", the text quoted as kube quotes it; a text kube
+// cannot quote, holding control characters, is not sent).
+func (w *warningRecorder) add(text string) {
+	if r := []rune(text); w.truncating && len(r) > warningItemRunes {
+		text = string(r[:warningItemRunes])
+	}
+	if v, err := utilnet.NewWarningHeader(299, "-", text); err == nil {
+		w.runes += utf8.RuneCountInString(text)
+		w.h.Add("Warning", v)
+	}
 }
 
 // isApply reports a Server-Side Apply content type (YAML or CBOR).
