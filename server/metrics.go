@@ -213,17 +213,24 @@ func dryRunLabel(u *url.URL) string {
 
 // profilingRoutes serves Go's runtime profiles, as kube-apiserver does
 // under --profiling, so a slow or large server can be diagnosed in place.
-// flowControlMetrics are the apiserver_flowcontrol_* families of kube's
-// legacy registry (the rest of it repeats the process metrics Tabula's
-// registry has already).
-type flowControlMetrics struct{}
+// kubeMetrics are the families kube's own code in this process keeps in
+// kube's legacy registry: priority and fairness (apiserver_flowcontrol_*),
+// admission (apiserver_admission_*) and Pod Security's evaluations
+// (pod_security_*). The rest of that registry repeats the process
+// metrics Tabula's registry has already.
+type kubeMetrics struct{}
 
-func (flowControlMetrics) Gather() ([]*dto.MetricFamily, error) {
+var kubeMetricPrefixes = []string{"apiserver_flowcontrol_", "apiserver_admission_", "pod_security_"}
+
+func (kubeMetrics) Gather() ([]*dto.MetricFamily, error) {
 	all, err := legacyregistry.DefaultGatherer.Gather()
 	out := all[:0]
 	for _, mf := range all {
-		if strings.HasPrefix(mf.GetName(), "apiserver_flowcontrol_") {
-			out = append(out, mf)
+		for _, p := range kubeMetricPrefixes {
+			if strings.HasPrefix(mf.GetName(), p) {
+				out = append(out, mf)
+				break
+			}
 		}
 	}
 	return out, err
@@ -254,12 +261,9 @@ func (s *Server) metricsRoute(e *echo.Echo) {
 	if s.cfg.Metrics == nil {
 		return
 	}
-	// kube's priority and fairness metrics (apiserver_flowcontrol_*) are
-	// in kube's legacy registry, served beside Tabula's own.
-	var g prometheus.Gatherer = s.cfg.Metrics
-	if s.flow != nil {
-		g = prometheus.Gatherers{s.cfg.Metrics, flowControlMetrics{}}
-	}
+	// kube's own metrics are in kube's legacy registry, served beside
+	// Tabula's.
+	g := prometheus.Gatherers{s.cfg.Metrics, kubeMetrics{}}
 	e.GET("/metrics", echo.WrapHandler(promhttp.HandlerFor(g, promhttp.HandlerOpts{})))
 	e.GET("/metrics/slis", echo.WrapHandler(promhttp.HandlerFor(s.slis.reg, promhttp.HandlerOpts{})))
 }

@@ -402,3 +402,16 @@ func TestProfiling(t *testing.T) {
 		}
 	}
 }
+
+// TestKubeMetricsServed: the metrics kube's own code keeps in this
+// process (Pod Security's evaluations, admission's) are on /metrics.
+func TestKubeMetricsServed(t *testing.T) {
+	h := refNewHarnessConfig(t, func(cfg *server.Config) { cfg.Metrics = prometheus.NewRegistry() })
+	h.mustDo("POST", "/api/v1/namespaces/default/pods", "application/json", `{"metadata":{"name":"p"},"spec":{"containers":[{"name":"c","image":"i"}]}}`, http.StatusCreated)
+	body := h.do("GET", "/metrics", nil, nil).Body.String()
+	for _, want := range []string{"pod_security_evaluations_total{", "apiserver_flowcontrol_"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+}
