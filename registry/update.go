@@ -161,19 +161,6 @@ func (x *Resource) updateAttempt(ctx context.Context, namespace, name string, mu
 	if err := x.checkNamespace(acc, namespace); err != nil {
 		return Result{}, false, false, guessed, err
 	}
-	conditional := acc.GetResourceVersion() != ""
-	if conditional {
-		rv, err := strconv.ParseInt(acc.GetResourceVersion(), 10, 64)
-		if err != nil || rv <= 0 {
-			return Result{}, false, false, guessed, apierrors.NewBadRequest(fmt.Sprintf("invalid resourceVersion %q: must be a positive integer", acc.GetResourceVersion()))
-		}
-		if rv != cur.Rev {
-			return Result{}, false, false, guessed, conflict(x.t, name)
-		}
-	} else {
-		// Unconditional: the update applies to the current version.
-		acc.SetResourceVersion(strconv.FormatInt(cur.Rev, 10))
-	}
 	// A write the server derives from a request it admitted itself
 	// (pods/binding) is not admitted again.
 	if !opts.SkipValidation && !opts.admitted && !admittedAs(ctx) {
@@ -196,6 +183,23 @@ func (x *Resource) updateAttempt(ctx context.Context, namespace, name string, mu
 				return Result{}, false, false, guessed, err
 			}
 		}
+	}
+	// As kube's store: the resourceVersion is judged once mutating
+	// admission has run (its refusal is the answer, not a conflict), and
+	// an unconditional update takes the current one only then.
+	acc = mustAccessor(obj)
+	conditional := acc.GetResourceVersion() != ""
+	if conditional {
+		rv, err := strconv.ParseInt(acc.GetResourceVersion(), 10, 64)
+		if err != nil || rv <= 0 {
+			return Result{}, false, false, guessed, apierrors.NewBadRequest(fmt.Sprintf("invalid resourceVersion %q: must be a positive integer", acc.GetResourceVersion()))
+		}
+		if rv != cur.Rev {
+			return Result{}, false, false, guessed, conflict(x.t, name)
+		}
+	} else {
+		// Unconditional: the update applies to the current version.
+		acc.SetResourceVersion(strconv.FormatInt(cur.Rev, 10))
 	}
 	// The kind's storage hooks as on create (Create explains).
 	finish := noFinish

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/tabula-dev/tabula/server"
 )
 
 // TestWarningsAsKube: a kind's own warnings come before validating
@@ -54,5 +56,20 @@ func TestWarningsAsKube(t *testing.T) {
 	}
 	if rec.Code != http.StatusCreated || len(w) < 2 || total > 4096+256 {
 		t.Errorf("many warnings: %d, %d headers of %d runes in all; want them cut as kube's recorder cuts them", rec.Code, len(w), total)
+	}
+}
+
+// TestAdmissionBeforeConflict: an update is admitted before its
+// resourceVersion is judged, as kube's store runs mutating admission
+// first: a node's stale update that NodeRestriction refuses gets the
+// refusal, not a conflict.
+func TestAdmissionBeforeConflict(t *testing.T) {
+	h, _, as := authServer(t, "tok-root,root,1,\"system:masters\"\ntok-n1,system:node:n1,2,\"system:nodes\"\n", server.Config{})
+	if r := h.do("POST", "/api/v1/nodes", as("tok-root"), []byte(`{"metadata":{"name":"n1"}}`)); r.Code != http.StatusCreated {
+		t.Fatalf("create node: %d %s", r.Code, r.Body)
+	}
+	rec := h.do("PUT", "/api/v1/nodes/n1", as("tok-n1"), []byte(`{"metadata":{"name":"n1","resourceVersion":"1","labels":{"node-role.kubernetes.io/master":""}}}`))
+	if rec.Code != http.StatusForbidden || !strings.Contains(rec.Body.String(), `node \"n1\" is not allowed to modify`) {
+		t.Errorf("a node's stale update of a restricted label: %d %s; want NodeRestriction's 403", rec.Code, rec.Body)
 	}
 }
