@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	dto "github.com/prometheus/client_model/go"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	endpointsmetrics "k8s.io/apiserver/pkg/endpoints/metrics"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/component-base/metrics/legacyregistry"
@@ -181,16 +182,33 @@ func actionVerb(method string, ri requestInfo, info *genericapirequest.RequestIn
 // reportedVerb is kube's verb label: the method made canonical for the
 // scope (GET of a collection is LIST), then WATCH, APPLY and CONNECT told
 // apart; the legacy /watch/ paths are WATCH; anything else is "other".
+// (kube's CleanVerb, without parsing the query of every request for
+// its watch parameter).
 func reportedVerb(r *http.Request, scope, action string, info *genericapirequest.RequestInfo) string {
 	if action == endpointsmetrics.MethodWatch {
 		return endpointsmetrics.MethodWatch
 	}
-	v := endpointsmetrics.CleanVerb(endpointsmetrics.CanonicalVerb(strings.ToUpper(r.Method), scope), r, info)
+	method := strings.ToUpper(r.Method)
+	v := endpointsmetrics.CanonicalVerb(method, scope)
+	if (method == http.MethodGet || method == genericapirequest.MethodList) && strings.Contains(r.URL.RawQuery, "watch") {
+		if w := r.URL.Query()["watch"]; len(w) > 0 && !strings.EqualFold(w[0], "0") && !strings.EqualFold(w[0], "false") {
+			v = endpointsmetrics.MethodWatch
+		}
+	}
+	if v == endpointsmetrics.MethodPatch && r.Header.Get("Content-Type") == string(types.ApplyPatchType) {
+		v = endpointsmetrics.MethodApply
+	}
+	if info != nil && info.IsResourceRequest && metricsConnect[info.Subresource] {
+		v = endpointsmetrics.MethodConnect
+	}
 	if !reportedVerbs[v] {
 		return endpointsmetrics.OtherRequestMethod
 	}
 	return v
 }
+
+// metricsConnect are the subresources kube's metrics count as CONNECT.
+var metricsConnect = map[string]bool{"log": true, "exec": true, "portforward": true, "attach": true, "proxy": true}
 
 // reportedVerbs are the verb label's values other than "other".
 var reportedVerbs = map[string]bool{"APPLY": true, "CONNECT": true, "CREATE": true, "DELETE": true, "DELETECOLLECTION": true,
