@@ -38,6 +38,10 @@ type WriteOptions struct {
 	// Sent are the request's own options as admission passes them on to
 	// plugins and webhooks (zero for the server's own writes).
 	Sent SentOptions
+	// PreconditionUID, on an update, is the uid a PUT's body names: the
+	// stored object must have it, as kube's store takes it for a
+	// precondition and checks it before anything else.
+	PreconditionUID types.UID
 	// fieldsTracked: the write's managedFields are already done (an
 	// apply computes them while it merges).
 	fieldsTracked bool

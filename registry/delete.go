@@ -244,6 +244,20 @@ func (x *Resource) checkPreconditions(acc metav1.Object, pre *metav1.Preconditio
 	if pre == nil {
 		return nil
 	}
+	if x.t.DeletePreconditionsOwn {
+		// kube's namespace storage checks them before its store does,
+		// naming the resource.
+		gr := x.t.GroupResource()
+		if pre.UID != nil && *pre.UID != acc.GetUID() {
+			return apierrors.NewConflict(gr, acc.GetName(),
+				fmt.Errorf("Precondition failed: UID in precondition: %v, UID in object meta: %v", *pre.UID, acc.GetUID()))
+		}
+		if pre.ResourceVersion != nil && *pre.ResourceVersion != acc.GetResourceVersion() {
+			return apierrors.NewConflict(gr, acc.GetName(),
+				fmt.Errorf("Precondition failed: ResourceVersion in precondition: %v, ResourceVersion in object meta: %v", *pre.ResourceVersion, acc.GetResourceVersion()))
+		}
+		return nil
+	}
 	kind := runtimeschema.GroupResource{Group: x.st.Group, Resource: x.st.Kind}
 	if pre.UID != nil && *pre.UID != acc.GetUID() {
 		return apierrors.NewConflict(kind, acc.GetName(),

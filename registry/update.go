@@ -125,6 +125,11 @@ func (x *Resource) updateAttempt(ctx context.Context, namespace, name string, mu
 			return Result{}, false, false, false, err
 		}
 	}
+	if want := opts.PreconditionUID; want != "" {
+		if have := mustAccessor(old).GetUID(); have != want {
+			return Result{}, false, false, guessed, x.UIDPreconditionFailed(namespace, name, want, have)
+		}
+	}
 	obj, err := mutate(old.DeepCopyObject())
 	if errors.Is(err, ErrNoChange) {
 		return Result{Rec: cur, Obj: old, unchanged: true}, false, false, guessed, nil

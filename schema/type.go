@@ -121,6 +121,9 @@ type Type struct {
 	// NameIsDNSLabel: names must be DNS labels (Namespaces), not the
 	// default DNS subdomains.
 	NameIsDNSLabel bool
+	// DeletePreconditionsOwn: kube's storage of the kind checks a
+	// delete's preconditions itself, in its own words (Namespaces).
+	DeletePreconditionsOwn bool
 
 	// PrepareForDelete changes an object as its delete begins (a
 	// Namespace becomes Terminating).

@@ -44,7 +44,7 @@ func (r *request) patch() error {
 			return nil, err
 		}
 		return obj, nil
-	}, p.dryRun)
+	}, registry.WriteOptions{DryRun: p.dryRun})
 }
 
 // jsonPatchOp is the operation kube's patch handler checks a JSON Patch's

@@ -30,7 +30,7 @@ func (r *request) scale() error {
 		}
 		sc, _, err := r.res.UpdateScale(r.ctx, r.ri.Namespace, r.ri.Name, func(*autoscalingv1.Scale) (*autoscalingv1.Scale, error) {
 			return obj.(*autoscalingv1.Scale).DeepCopy(), nil
-		}, registry.WriteOptions{DryRun: dryRun, Manager: r.manager(), Sent: r.sentOptions()})
+		}, registry.WriteOptions{DryRun: dryRun, Manager: r.manager(), Sent: r.sentOptions(), PreconditionUID: uidOf(obj)})
 		if err != nil {
 			return err
 		}

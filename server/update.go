@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	runtimeschema "k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/tabula-dev/tabula/registry"
@@ -31,7 +32,15 @@ func (r *request) update() error {
 			}
 		}
 		return obj.DeepCopyObject(), nil
-	}, dryRun)
+	}, registry.WriteOptions{DryRun: dryRun, PreconditionUID: uidOf(obj)})
+}
+
+// uidOf is the uid an object names, if it can name one.
+func uidOf(obj runtime.Object) types.UID {
+	if acc, err := meta.Accessor(obj); err == nil {
+		return acc.GetUID()
+	}
+	return ""
 }
 
 // needResourceVersion refuses an update of an existing object (a PUT's
@@ -53,9 +62,10 @@ func (r *request) needResourceVersion(obj runtime.Object) error {
 
 // updateObject runs the registry's read-modify-write and answers; a PUT
 // of a missing object of a Type that allows it creates the object (201).
-func (r *request) updateObject(mutate registry.MutateFunc, dryRun bool) error {
+func (r *request) updateObject(mutate registry.MutateFunc, wo registry.WriteOptions) error {
+	wo.Manager, wo.Sent = r.manager(), r.sentOptions()
 	opts := registry.UpdateOptions{
-		WriteOptions:  registry.WriteOptions{DryRun: dryRun, Manager: r.manager(), Sent: r.sentOptions()},
+		WriteOptions:  wo,
 		Subresource:   r.ri.Subresource,
 		CreateMissing: r.verb == "update",
 	}
