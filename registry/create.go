@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/google/uuid"
@@ -214,7 +213,11 @@ func (x *Resource) prepareCreate(namespace string, obj runtime.Object) (metav1.O
 		return nil, err
 	}
 	if acc.GetName() == "" && acc.GetGenerateName() != "" {
-		acc.SetName(generateName(acc.GetGenerateName()))
+		if x.t.GenerateNameAsIs {
+			acc.SetName(acc.GetGenerateName())
+		} else {
+			acc.SetName(generateName(acc.GetGenerateName()))
+		}
 	}
 	acc.SetUID(types.UID(uuid.NewString()))
 	acc.SetCreationTimestamp(metav1.NewTime(time.Now().Truncate(time.Second)))
@@ -278,16 +281,10 @@ func (x *Resource) validate(obj, old runtime.Object, subresource string) error {
 	// objects', most status validations) look at their own fields alone,
 	// and an update must not change what it may not (one setting
 	// deletionTimestamp would delete the object).
+	// An update's causes come as kube's validateCommonFields gives them:
+	// the metadata, then what the update may not change of it (which
+	// refuses finalizers added while deleting), then the kind's own.
 	generic, update := !x.t.ValidatesMeta, old != nil
-	if update {
-		oacc, err := meta.Accessor(old)
-		if err != nil {
-			return err
-		}
-		oom := codecs.ObjectMetaOf(oacc)
-		errs = append(errs, apivalidation.ValidateObjectMetaUpdate(&om, &oom, field.NewPath("metadata"))...)
-		errs = append(errs, noNewFinalizersWhileDeleting(&om, &oom)...)
-	}
 	switch {
 	case generic:
 		errs = append(errs, apivalidation.ValidateObjectMeta(&om, x.t.Namespaced, nameFn, field.NewPath("metadata"))...)
@@ -295,6 +292,14 @@ func (x *Resource) validate(obj, old runtime.Object, subresource string) error {
 		// The name was judged by the kind's rule when it was made; kube's
 		// common check takes any path segment.
 		errs = append(errs, apivalidation.ValidateObjectMeta(&om, x.t.Namespaced, path.ValidatePathSegmentName, field.NewPath("metadata"))...)
+	}
+	if update {
+		oacc, err := meta.Accessor(old)
+		if err != nil {
+			return err
+		}
+		oom := codecs.ObjectMetaOf(oacc)
+		errs = append(errs, apivalidation.ValidateObjectMetaUpdate(&om, &oom, field.NewPath("metadata"))...)
 	}
 	switch {
 	case subresource == "status" && x.t.ValidateStatus != nil:
@@ -311,29 +316,6 @@ func (x *Resource) validate(obj, old runtime.Object, subresource string) error {
 		return apierrors.NewInvalid(runtimeschema.GroupKind{Group: x.st.Group, Kind: x.st.Kind}, acc.GetName(), errs)
 	}
 	return nil
-}
-
-// noNewFinalizersWhileDeleting refuses finalizers added to an object that
-// is being deleted, as kube-apiserver does.
-func noNewFinalizersWhileDeleting(obj, old *metav1.ObjectMeta) field.ErrorList {
-	if old.DeletionTimestamp == nil {
-		return nil
-	}
-	had := map[string]bool{}
-	for _, f := range old.Finalizers {
-		had[f] = true
-	}
-	var added []string
-	for _, f := range obj.Finalizers {
-		if !had[f] {
-			added = append(added, f)
-		}
-	}
-	if len(added) == 0 {
-		return nil
-	}
-	return field.ErrorList{field.Forbidden(field.NewPath("metadata", "finalizers"),
-		fmt.Sprintf("no new finalizers can be added if the object is being deleted, found new finalizers %#v", added))}
 }
 
 type requesterKey struct{}

@@ -393,7 +393,7 @@ func (x *Resource) narrowToSubresource(obj, old runtime.Object, subresource stri
 	from, keep := obj, old
 	fields := x.t.Writes(subresource)
 	if subresource == "" {
-		if !x.t.HasSubresource("status") {
+		if !x.t.HasSubresource("status") || x.t.MainWritesStatus {
 			return obj, nil
 		}
 		from, keep, fields = old, obj, []string{"status"}

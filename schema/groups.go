@@ -4,6 +4,8 @@ import (
 	"errors"
 	"slices"
 
+	"github.com/google/uuid"
+
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	unversionedvalidation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
@@ -13,6 +15,7 @@ import (
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/kube-aggregator/pkg/apis/apiregistration"
 	apiregistrationvalidation "k8s.io/kube-aggregator/pkg/apis/apiregistration/validation"
+	nodeapi "k8s.io/kubernetes/pkg/api/node"
 	podutil "k8s.io/kubernetes/pkg/api/pod"
 	serviceapi "k8s.io/kubernetes/pkg/api/service"
 	storageutil "k8s.io/kubernetes/pkg/api/storage"
@@ -281,12 +284,19 @@ func coreKinds() []*kubeKind {
 	pv.statusValidate = statusValidator(corevalidation.ValidatePersistentVolumeStatusUpdate)
 
 	lr := &kubeKind{Type: namespaced("", "v1", "LimitRange", "limitranges", []string{"limits"}, nil).createOnUpdate()}
+	// kube's strategy names a LimitRange sent without a name.
+	lr.prepareCreate = func(obj runtime.Object) {
+		if l, ok := obj.(*core.LimitRange); ok && l.Name == "" {
+			l.Name = uuid.NewString()
+		}
+	}
 	lr.validate, lr.validateUpdate = validator(corevalidation.ValidateLimitRange,
 		func(l, _ *core.LimitRange) field.ErrorList { return corevalidation.ValidateLimitRange(l) })
 
 	rq := &kubeKind{returnsDeleted: true, Type: namespaced("", "v1", "ResourceQuota", "resourcequotas", []string{"quota"}, nil, "status").statusWritesMetadata()}
 	rq.validate, rq.validateUpdate = validator(corevalidation.ValidateResourceQuota, corevalidation.ValidateResourceQuotaUpdate)
 	rq.statusValidate = statusValidator(corevalidation.ValidateResourceQuotaStatusUpdate)
+	rq.warnings = resourceQuotaWarnings
 
 	no := &kubeKind{Type: cluster("", "v1", "Node", "nodes", []string{"no"}, nil, "proxy", "status").statusWritesMetadata().
 		with(map[string]SubresourceInfo{"proxy": {Kind: "NodeProxyOptions", Verbs: proxyVerbs}})}
@@ -468,10 +478,16 @@ func networkingKinds() []*kubeKind {
 		})
 	np.warnings = networkPolicyWarnings
 
+	// An IPAddress is named by its address: generateName is the name as
+	// it is (kube's strategy generates nothing).
 	ip := &kubeKind{Type: cluster(g, "v1", "IPAddress", "ipaddresses", []string{"ip"}, nil)}
+	ip.GenerateNameAsIs = true
 	ip.validate, ip.validateUpdate = validator(networkingvalidation.ValidateIPAddress, networkingvalidation.ValidateIPAddressUpdate)
 
-	cidr := &kubeKind{Type: cluster(g, "v1", "ServiceCIDR", "servicecidrs", nil, nil, "status")}
+	// kube's ServiceCIDR strategy resets no status: a create or a main
+	// update writes the one it carries.
+	cidr := &kubeKind{Type: cluster(g, "v1", "ServiceCIDR", "servicecidrs", nil, nil, "status"), keepsStatusOnCreate: true}
+	cidr.MainWritesStatus = true
 	cidr.validate, cidr.validateUpdate = validator(networkingvalidation.ValidateServiceCIDR, networkingvalidation.ValidateServiceCIDRUpdate)
 	cidr.statusValidate = statusValidator(networkingvalidation.ValidateServiceCIDRStatusUpdate)
 
@@ -590,7 +606,7 @@ func schedulingKinds() []*kubeKind {
 
 func discoveryKinds() []*kubeKind {
 	es := &kubeKind{Type: namespaced("discovery.k8s.io", "v1", "EndpointSlice", "endpointslices", nil, nil),
-		generation: generationOnChange, generationMeta: metav1.Object.GetLabels}
+		generation: generationOnChange, generationMeta: metav1.Object.GetLabels, generationBeforeDrop: true}
 	es.validate, es.validateUpdate = validator(discoveryvalidation.ValidateEndpointSliceCreate,
 		func(s, old *discovery.EndpointSlice) field.ErrorList {
 			return discoveryvalidation.ValidateEndpointSliceUpdate(s, old)
@@ -604,8 +620,12 @@ func nodeKinds() []*kubeKind {
 	rc := &kubeKind{Type: cluster("node.k8s.io", "v1", "RuntimeClass", "runtimeclasses", nil, nil).createOnUpdate().conditionalUpdates()}
 	rc.validate, rc.validateUpdate = validator(nodevalidation.ValidateRuntimeClass,
 		func(c, old *node.RuntimeClass) field.ErrorList {
-			return nodevalidation.ValidateRuntimeClassUpdate(c, old)
+			return append(nodevalidation.ValidateRuntimeClass(c), nodevalidation.ValidateRuntimeClassUpdate(c, old)...)
 		})
+	rc.warnings = func(obj, _ runtime.Object) []string {
+		c, _ := obj.(*node.RuntimeClass)
+		return nodeapi.GetWarningsForRuntimeClass(c)
+	}
 	return []*kubeKind{rc}
 }
 

@@ -115,6 +115,10 @@ type kubeKind struct {
 	// allocatable, addresses and conditions); other kinds' strategies
 	// reset it.
 	keepsStatusOnCreate bool
+	// generationBeforeDrop: the generation moves on what the update sent,
+	// before dropDisabled drops what the version may not write
+	// (EndpointSlices: kube's strategy compares first).
+	generationBeforeDrop bool
 
 	// returnsDeleted: DELETE answers with the deleted object, as
 	// kube-apiserver's storage for the kind is configured to.
@@ -277,9 +281,23 @@ func (k *kubeKind) build(scheme *runtime.Scheme) *Type {
 		}
 	}
 	t.PrepareForUpdate = func(obj, old runtime.Object) {
+		moveGeneration := func() {
+			if k.generation != generationOnChange {
+				return
+			}
+			acc, err1 := meta.Accessor(obj)
+			oacc, err2 := meta.Accessor(old)
+			if err1 == nil && err2 == nil && (!sameBesidesMeta(obj, old) ||
+				k.generationMeta != nil && !equality.Semantic.DeepEqual(k.generationMeta(acc), k.generationMeta(oacc))) {
+				acc.SetGeneration(oacc.GetGeneration() + 1)
+			}
+		}
 		legacyscheme.Scheme.Default(obj)
-		if hasStatus {
+		if hasStatus && !t.MainWritesStatus {
 			setField(obj, "Status", old)
+		}
+		if k.generationBeforeDrop {
+			moveGeneration()
 		}
 		if k.prepareUpdate != nil || k.dropDisabled != nil {
 			in, err1 := toInternal(obj)
@@ -294,13 +312,8 @@ func (k *kubeKind) build(scheme *runtime.Scheme) *Type {
 				_ = legacyscheme.Scheme.Convert(in, obj, nil)
 			}
 		}
-		if k.generation == generationOnChange {
-			acc, err1 := meta.Accessor(obj)
-			oacc, err2 := meta.Accessor(old)
-			if err1 == nil && err2 == nil && (!sameBesidesMeta(obj, old) ||
-				k.generationMeta != nil && !equality.Semantic.DeepEqual(k.generationMeta(acc), k.generationMeta(oacc))) {
-				acc.SetGeneration(oacc.GetGeneration() + 1)
-			}
+		if !k.generationBeforeDrop {
+			moveGeneration()
 		}
 	}
 	if k.statusPrepare != nil {

@@ -121,6 +121,13 @@ type Type struct {
 	// NameIsDNSLabel: names must be DNS labels (Namespaces), not the
 	// default DNS subdomains.
 	NameIsDNSLabel bool
+	// GenerateNameAsIs: generateName is the name itself, with nothing
+	// appended (IPAddresses, named by their address).
+	GenerateNameAsIs bool
+	// MainWritesStatus: an update of the main resource writes the status
+	// it carries too, though the kind has a status subresource (kube's
+	// ServiceCIDR strategy resets nothing).
+	MainWritesStatus bool
 	// DeletePreconditionsOwn: kube's storage of the kind checks a
 	// delete's preconditions itself, in its own words (Namespaces).
 	DeletePreconditionsOwn bool

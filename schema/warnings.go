@@ -2,9 +2,11 @@ package schema
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -21,6 +23,7 @@ import (
 	"k8s.io/kubernetes/pkg/apis/networking"
 	"k8s.io/kubernetes/pkg/apis/storage"
 	"k8s.io/kubernetes/pkg/features"
+	serviceaccountadmission "k8s.io/kubernetes/plugin/pkg/admission/serviceaccount"
 )
 
 // The warnings kube 1.35's workload strategies give an accepted write
@@ -285,4 +288,60 @@ func ingressWarnings(obj, old runtime.Object) []string {
 		return []string{`annotation "kubernetes.io/ingress.class" is deprecated, please use 'spec.ingressClassName' instead`}
 	}
 	return nil
+}
+
+// Core kinds' warnings, as kube's strategies give them.
+
+// serviceAccountWarnings: the mountable-secrets annotation is deprecated;
+// kube warns when a write sets it anew.
+func serviceAccountWarnings(obj, old runtime.Object) []string {
+	const key = serviceaccountadmission.EnforceMountableSecretsAnnotation
+	if o, ok := old.(*corev1.ServiceAccount); ok && o != nil {
+		if _, had := o.Annotations[key]; had {
+			return nil
+		}
+	}
+	if sa, ok := obj.(*corev1.ServiceAccount); ok {
+		if _, has := sa.Annotations[key]; has {
+			return []string{fmt.Sprintf("metadata.annotations[%s]: deprecated in v1.32+; prefer separate namespaces to isolate access to mounted secrets", key)}
+		}
+	}
+	return nil
+}
+
+// secretWarnings: a TLS Secret's certificate and key must make a pair;
+// kube says why not on every write.
+func secretWarnings(obj, _ runtime.Object) []string {
+	s, ok := obj.(*corev1.Secret)
+	if !ok || s.Type != corev1.SecretTypeTLS {
+		return nil
+	}
+	if _, err := tls.X509KeyPair(s.Data[corev1.TLSCertKey], s.Data[corev1.TLSPrivateKeyKey]); err != nil {
+		return []string{err.Error()}
+	}
+	return nil
+}
+
+// resourceQuotaWarnings: on create, a request quota above its limit
+// quota (cpu and memory may be named bare for their requests).
+func resourceQuotaWarnings(obj, old runtime.Object) []string {
+	q, ok := obj.(*core.ResourceQuota)
+	if !ok || old != nil {
+		return nil
+	}
+	var w []string
+	for _, r := range []core.ResourceName{core.ResourceCPU, core.ResourceMemory, core.ResourceStorage, core.ResourceEphemeralStorage} {
+		reqName := core.ResourceName("requests." + r)
+		req, hasReq := q.Spec.Hard[reqName]
+		if !hasReq && (r == core.ResourceCPU || r == core.ResourceMemory) {
+			if req, hasReq = q.Spec.Hard[r]; hasReq {
+				reqName = r
+			}
+		}
+		limName := core.ResourceName("limits." + r)
+		if lim, hasLim := q.Spec.Hard[limName]; hasReq && hasLim && req.Cmp(lim) > 0 {
+			w = append(w, fmt.Sprintf("ResourceQuota %s (%s) should be less than %s (%s)", reqName, req.String(), limName, lim.String()))
+		}
+	}
+	return w
 }
