@@ -327,6 +327,8 @@ func appsKinds() []*kubeKind {
 	deploy.validate, deploy.validateUpdate = podTemplated(func(d *apps.Deployment) *core.PodTemplateSpec { return &d.Spec.Template },
 		appsvalidation.ValidateDeployment, appsvalidation.ValidateDeploymentUpdate)
 	deploy.statusValidate = statusValidator(appsvalidation.ValidateDeploymentStatusUpdate)
+	deploy.statusPrepare = deploymentPrepareForStatus
+	deploy.conversionFails = true
 	deploy.warnings = deploymentWarnings
 	deploy.updateWarnings = warnOnGenerationMoved
 	deploy.dropDisabled = dropDisabledTemplate(func(d *apps.Deployment) *core.PodTemplateSpec { return &d.Spec.Template })
@@ -346,7 +348,7 @@ func appsKinds() []*kubeKind {
 	sts.warnings = statefulSetWarnings
 	sts.dropDisabled = dropDisabledStatefulSetFields
 
-	ds := &kubeKind{Type: namespaced("apps", "v1", "DaemonSet", "daemonsets", []string{"ds"}, all, "status").statusWritesMetadata(), generation: generationOnChange}
+	ds := &kubeKind{Type: namespaced("apps", "v1", "DaemonSet", "daemonsets", []string{"ds"}, all, "status").statusWritesMetadata(), generation: generationOnChange, conversionFails: true}
 	ds.validate, ds.validateUpdate = podTemplated(func(d *apps.DaemonSet) *core.PodTemplateSpec { return &d.Spec.Template },
 		appsvalidation.ValidateDaemonSet, func(d, old *apps.DaemonSet, opts corevalidation.PodValidationOptions) field.ErrorList {
 			opts.AllowInvalidLabelValueInSelector = opts.AllowInvalidLabelValueInSelector || unversionedvalidation.LabelSelectorHasInvalidLabelValue(old.Spec.Selector)
@@ -410,9 +412,11 @@ func autoscalingKinds() []*kubeKind {
 	// served as v2 and v1.
 	hpaValidateStatus := statusValidator(autoscalingvalidation.ValidateHorizontalPodAutoscalerStatusUpdate)
 	v2 := &kubeKind{Type: namespaced("autoscaling", "v2", "HorizontalPodAutoscaler", "horizontalpodautoscalers", []string{"hpa"}, all, "status").statusWritesMetadata(),
-		validate: hpaValidate, validateUpdate: hpaValidateUpdate, statusValidate: hpaValidateStatus}
+		validate: hpaValidate, validateUpdate: hpaValidateUpdate, statusValidate: hpaValidateStatus,
+		prepareUpdate: hpaPrepareForUpdate, statusPrepare: hpaPrepareForStatus}
 	v1 := &kubeKind{Type: namespaced("autoscaling", "v1", "HorizontalPodAutoscaler", "horizontalpodautoscalers", []string{"hpa"}, all, "status").statusWritesMetadata(),
-		validate: hpaValidate, validateUpdate: hpaValidateUpdate, statusValidate: hpaValidateStatus, storageVersion: "v2"}
+		validate: hpaValidate, validateUpdate: hpaValidateUpdate, statusValidate: hpaValidateStatus, storageVersion: "v2",
+		prepareUpdate: hpaPrepareForUpdate, statusPrepare: hpaPrepareForStatus, conversionFails: true}
 	return []*kubeKind{v2, v1}
 }
 

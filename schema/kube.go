@@ -115,6 +115,11 @@ type kubeKind struct {
 	// allocatable, addresses and conditions); other kinds' strategies
 	// reset it.
 	keepsStatusOnCreate bool
+	// conversionFails: the served version holds fields in annotations
+	// that may not parse, so a body is converted to kube's internal
+	// object when it is decoded, and one that does not convert is refused
+	// there as kube's decoder refuses it (a 400; an invalid patch).
+	conversionFails bool
 	// generationBeforeDrop: the generation moves on what the update sent,
 	// before dropDisabled drops what the version may not write
 	// (EndpointSlices: kube's strategy compares first).
@@ -222,6 +227,12 @@ func (k *kubeKind) build(scheme *runtime.Scheme) *Type {
 		return in, nil
 	}
 	hasStatus := t.hasSubresource("status")
+	if k.conversionFails {
+		t.Coerce = func(obj runtime.Object) ([]string, error) {
+			_, err := toInternal(obj)
+			return nil, err
+		}
+	}
 	if k.storageVersion != "" {
 		stored := schema.GroupVersionKind{Group: t.Group, Version: k.storageVersion, Kind: t.Kind}
 		convert := func(obj runtime.Object, to schema.GroupVersionKind) (runtime.Object, error) {

@@ -14,6 +14,7 @@ import (
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	podutil "k8s.io/kubernetes/pkg/api/pod"
 	"k8s.io/kubernetes/pkg/apis/apps"
+	"k8s.io/kubernetes/pkg/apis/autoscaling"
 	"k8s.io/kubernetes/pkg/apis/batch"
 	batchvalidation "k8s.io/kubernetes/pkg/apis/batch/validation"
 	"k8s.io/kubernetes/pkg/apis/certificates"
@@ -174,6 +175,37 @@ func daemonSetPrepareForStatus(obj, old runtime.Object) {
 	if ds, ok := obj.(*apps.DaemonSet); ok {
 		if o, ok := old.(*apps.DaemonSet); ok {
 			ds.Spec.TemplateGeneration = o.Spec.TemplateGeneration
+		}
+	}
+}
+
+// deploymentPrepareForStatus: a status write keeps the spec, with the
+// rollback apps/v1 carries in the deprecated.deployment.rollback.to
+// annotation (kube's status strategy sets the spec back whole).
+func deploymentPrepareForStatus(obj, old runtime.Object) {
+	if d, ok := obj.(*apps.Deployment); ok {
+		if o, ok := old.(*apps.Deployment); ok {
+			d.Spec.RollbackTo = o.Spec.RollbackTo
+		}
+	}
+}
+
+// hpaPrepareForUpdate and hpaPrepareForStatus: an update keeps the
+// status and a status write the spec, judged on kube's internal object,
+// since autoscaling/v1 carries metrics and conditions in annotations
+// that a write through the other half must not change.
+func hpaPrepareForUpdate(obj, old runtime.Object) {
+	if h, ok := obj.(*autoscaling.HorizontalPodAutoscaler); ok {
+		if o, ok := old.(*autoscaling.HorizontalPodAutoscaler); ok {
+			h.Status = o.Status
+		}
+	}
+}
+
+func hpaPrepareForStatus(obj, old runtime.Object) {
+	if h, ok := obj.(*autoscaling.HorizontalPodAutoscaler); ok {
+		if o, ok := old.(*autoscaling.HorizontalPodAutoscaler); ok {
+			h.Spec = o.Spec
 		}
 	}
 }

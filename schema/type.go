@@ -53,7 +53,8 @@ type Type struct {
 	// patch does not apply to them.
 	Unstructured bool
 	// Coerce runs on every decoded request body (custom resources: prune
-	// unknown fields, apply defaults); it returns the unknown fields'
+	// unknown fields, apply defaults; built-in kinds whose annotations
+	// convert: check that they do); it returns the unknown fields'
 	// paths, which the request's fieldValidation judges.
 	Coerce func(obj runtime.Object) (unknown []string, err error)
 
