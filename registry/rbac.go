@@ -162,6 +162,12 @@ func (h rbacEscalation) checkBinding(ctx context.Context, a authorizer.Authorize
 	if rbacregistry.BindingAuthorized(ctx, internal, namespace, a) {
 		return nil
 	}
+	if ref.Kind == "Role" && namespace == "" {
+		// A cluster binding's Role: kube's check reads it through the
+		// Role storage, which needs a namespace (validation, which would
+		// refuse the kind, comes after).
+		return apierrors.NewBadRequest("Namespace parameter required.")
+	}
 	rules, err := resolver.GetRoleReferenceRules(ctx, ref, namespace)
 	if apierrors.IsNotFound(err) {
 		// The caches' listers name the resource in the singular; kube's

@@ -160,7 +160,7 @@ func TestReviewsAsKube(t *testing.T) {
 	}
 
 	for path, body := range map[string]string{
-		"clusterroles":        `{"metadata":{"name":"binder"},"rules":[{"apiGroups":["rbac.authorization.k8s.io"],"resources":["rolebindings"],"verbs":["create"]}]}`,
+		"clusterroles":        `{"metadata":{"name":"binder"},"rules":[{"apiGroups":["rbac.authorization.k8s.io"],"resources":["rolebindings","clusterrolebindings"],"verbs":["create"]}]}`,
 		"clusterrolebindings": `{"metadata":{"name":"alice-binder"},"roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"ClusterRole","name":"binder"},"subjects":[{"kind":"User","name":"alice"}]}`,
 	} {
 		if r := h.do("POST", "/apis/rbac.authorization.k8s.io/v1/"+path, root, []byte(body)); r.Code != http.StatusCreated {
@@ -177,6 +177,13 @@ func TestReviewsAsKube(t *testing.T) {
 		if r.Code != http.StatusNotFound || !strings.Contains(r.Body.String(), want) {
 			t.Errorf("binding to a missing %s: %d %s; want 404 %s", kind, r.Code, r.Body, want)
 		}
+	}
+	// A cluster binding of a Role: the check reads the Role without a
+	// namespace, before validation would refuse the kind.
+	r = h.do("POST", "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings", as("tok-alice"),
+		[]byte(`{"metadata":{"name":"crbx"},"roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"Role","name":"writer"},"subjects":[{"kind":"User","name":"x","apiGroup":"rbac.authorization.k8s.io"}]}`))
+	if r.Code != http.StatusBadRequest || !strings.Contains(r.Body.String(), `"message":"Namespace parameter required."`) {
+		t.Errorf("cluster binding of a Role: %d %s; want 400 Namespace parameter required.", r.Code, r.Body)
 	}
 }
 
