@@ -34,6 +34,11 @@ type DeleteResult struct {
 func (x *Resource) Delete(ctx context.Context, namespace, name string, opts *metav1.DeleteOptions) (DeleteResult, error) {
 	dryRun := len(opts.DryRun) > 0
 	x.WarnOrphaning(ctx, opts)
+	if v := x.t.ValidateDelete; v != nil && x.t.ValidateDeleteFirst {
+		if err := v(name); err != nil {
+			return DeleteResult{}, err
+		}
+	}
 	for {
 		obj, cur, err := x.Get(ctx, namespace, name)
 		if err != nil {
@@ -49,7 +54,7 @@ func (x *Resource) Delete(ctx context.Context, namespace, name string, opts *met
 				return DeleteResult{}, err
 			}
 		}
-		if v := x.t.ValidateDelete; v != nil {
+		if v := x.t.ValidateDelete; v != nil && !x.t.ValidateDeleteFirst {
 			if err := v(name); err != nil {
 				return DeleteResult{}, err
 			}
@@ -161,6 +166,7 @@ func (x *Resource) gcFinalizers(acc metav1.Object, opts *metav1.DeleteOptions) (
 	switch {
 	case opts.OrphanDependents != nil:
 		orphan = *opts.OrphanDependents
+		foreground = !orphan && x.t.ForegroundOnOrphanFalse
 	case opts.PropagationPolicy != nil:
 		orphan = *opts.PropagationPolicy == metav1.DeletePropagationOrphan
 		foreground = *opts.PropagationPolicy == metav1.DeletePropagationForeground

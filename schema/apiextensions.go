@@ -29,6 +29,8 @@ func init() { apiextensionsinstall.Install(legacyscheme.Scheme) }
 func apiextensionsKinds() []*kubeKind {
 	crd := &kubeKind{Type: cluster("apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions",
 		[]string{"crd", "crds"}, []string{"api-extensions"}, "status").conditionalUpdates(), generation: generationOnChange}
+	// kube's CRD storage checks a delete's preconditions itself.
+	crd.DeletePreconditionsOwn = true
 	crd.validate, crd.validateUpdate = validator(
 		func(c *apiextensions.CustomResourceDefinition) field.ErrorList {
 			return apiextensionsvalidation.ValidateCustomResourceDefinition(context.Background(), c)

@@ -599,6 +599,7 @@ func schedulingKinds() []*kubeKind {
 	pc.validate, pc.validateUpdate = validator(schedulingvalidation.ValidatePriorityClass, schedulingvalidation.ValidatePriorityClassUpdate)
 	// kube's PriorityClass storage refuses to delete the system classes
 	// (priorityclass/storage/storage.go Delete).
+	pc.ValidateDeleteFirst = true
 	pc.ValidateDelete = func(name string) error {
 		if slices.Contains(schedulingapiv1.SystemPriorityClassNames(), name) {
 			return apierrors.NewForbidden(schema.GroupResource{Group: "scheduling.k8s.io", Resource: "priorityclasses"}, name, errors.New("this is a system priority class and cannot be deleted"))

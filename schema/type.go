@@ -132,6 +132,14 @@ type Type struct {
 	// DeletePreconditionsOwn: kube's storage of the kind checks a
 	// delete's preconditions itself, in its own words (Namespaces).
 	DeletePreconditionsOwn bool
+	// ValidateDeleteFirst: ValidateDelete runs before the object is read
+	// (kube's PriorityClass storage refuses a system class's name before
+	// it looks any further).
+	ValidateDeleteFirst bool
+	// ForegroundOnOrphanFalse: orphanDependents=false asks for a
+	// foreground deletion (kube's namespace storage), where other kinds'
+	// stores delete the dependents in the background.
+	ForegroundOnOrphanFalse bool
 
 	// PrepareForDelete changes an object as its delete begins (a
 	// Namespace becomes Terminating).

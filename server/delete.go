@@ -83,6 +83,13 @@ func (r *request) delete() error {
 		return r.writeObject(code, out, res.Obj)
 	}
 	if r.t.ReturnDeletedObject {
+		if len(opts.DryRun) > 0 {
+			// Nothing was stored: the object as the delete left it (a
+			// Pod deleted at once carries its deletion marks, as kube's
+			// dry run answers).
+			out, _ := r.negotiate(false)
+			return r.writeObject(http.StatusOK, out, res.Obj)
+		}
 		return r.writeRecord(http.StatusOK, res.Rec)
 	}
 	acc, _ := meta.Accessor(res.Obj)
@@ -94,8 +101,8 @@ func (r *request) delete() error {
 	// As kube's: the answer's Status is the event's responseStatus (the
 	// deleted object's uid is only there).
 	r.s.auditStatus(r.c, *st)
-	if out, _ := r.negotiate(false); out.View == codecs.ViewObject && (out.MediaType == codecs.CBOR || out.MediaType == codecs.Protobuf) {
-		// In the binary form the client asked for, as kube-apiserver.
+	if out, _ := r.negotiate(false); out.View == codecs.ViewObject && (out.MediaType == codecs.CBOR || out.MediaType == codecs.Protobuf || out.MediaType == codecs.YAML) {
+		// In the form the client asked for, as kube-apiserver.
 		return r.writeBody(http.StatusOK, out, st)
 	}
 	return r.s.writeJSONStatus(r.c, http.StatusOK, st)

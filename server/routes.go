@@ -223,7 +223,7 @@ func (s *Server) serveResource(c echo.Context, group, version, rest string) erro
 		defer cancel()
 	}
 	if u, ok := auth.UserFrom(ctx); ok && u != nil {
-		ctx = registry.WithRequester(ctx, schema.Requester{Name: u.Name, UID: u.UID, Groups: u.Groups})
+		ctx = registry.WithRequester(ctx, schema.Requester{Name: u.Name, UID: u.UID, Groups: u.Groups, Extra: u.Extra})
 	}
 	r := &request{s: s, ctx: ctx, c: c, ri: ri, t: t, res: s.api.For(t), verb: verb}
 	if h, ok := subresourceHandlers[ri.Resource+"/"+ri.Subresource]; ok && t.Group == "" {
