@@ -73,7 +73,8 @@ func (x *Resource) Delete(ctx context.Context, namespace, name string, opts *met
 		// through its finalizers, as on kube-apiserver; a later delete
 		// may switch between them (a Namespace under way keeps its own).
 		gcChanged := false
-		if !deleting || !x.t.RemovedByController {
+		marksOnly := !deleting && x.t.FirstDeleteMarksOnly
+		if (!deleting || !x.t.RemovedByController) && !marksOnly {
 			var finalizers []string
 			if gcChanged, finalizers = x.gcFinalizers(acc, opts); gcChanged {
 				acc.SetFinalizers(finalizers)
@@ -118,12 +119,12 @@ func (x *Resource) Delete(ctx context.Context, namespace, name string, opts *met
 		}
 		if !graceful && !deleting {
 			// kube's markAsDeleting: the spec's generation moves on.
-			if g := acc.GetGeneration(); g > 0 {
+			if g := acc.GetGeneration(); g > 0 && !marksOnly {
 				acc.SetGeneration(g + 1)
 			}
 			now := metav1.NewTime(time.Now().Truncate(time.Second))
 			acc.SetDeletionTimestamp(&now)
-			if !x.t.RemovedByController {
+			if !x.t.RemovedByController && !marksOnly {
 				// kube's generic store; its namespace storage sets no grace period.
 				zero := int64(0)
 				acc.SetDeletionGracePeriodSeconds(&zero)

@@ -31,6 +31,7 @@ func apiextensionsKinds() []*kubeKind {
 		[]string{"crd", "crds"}, []string{"api-extensions"}, "status").conditionalUpdates(), generation: generationOnChange}
 	// kube's CRD storage checks a delete's preconditions itself.
 	crd.DeletePreconditionsOwn = true
+	crd.FirstDeleteMarksOnly = true
 	crd.validate, crd.validateUpdate = validator(
 		func(c *apiextensions.CustomResourceDefinition) field.ErrorList {
 			return apiextensionsvalidation.ValidateCustomResourceDefinition(context.Background(), c)

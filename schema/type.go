@@ -140,6 +140,11 @@ type Type struct {
 	// foreground deletion (kube's namespace storage), where other kinds'
 	// stores delete the dependents in the background.
 	ForegroundOnOrphanFalse bool
+	// FirstDeleteMarksOnly: the first delete only marks the object
+	// (deletionTimestamp and PrepareForDelete), asking for no propagation,
+	// grace period or new generation; later ones are the generic store's
+	// (kube's CRD storage).
+	FirstDeleteMarksOnly bool
 
 	// PrepareForDelete changes an object as its delete begins (a
 	// Namespace becomes Terminating).

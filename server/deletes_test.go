@@ -75,3 +75,28 @@ func TestCertificateSigningRequestExtra(t *testing.T) {
 		t.Errorf("CSR by an impersonated user with extra: %d %s; want spec.extra recorded", r.Code, r.Body)
 	}
 }
+
+// TestCRDFirstDeleteMarksOnly: kube's CRD storage answers a CRD's first
+// delete by marking it for its cleanup alone: no propagation finalizer,
+// grace period or new generation.
+func TestCRDFirstDeleteMarksOnly(t *testing.T) {
+	h := refNewHarness(t)
+	const crds = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+	h.mustDo("POST", crds, "application/json", `{"metadata":{"name":"gadgets.ex.com"},
+	  "spec":{"group":"ex.com","names":{"plural":"gadgets","singular":"gadget","kind":"Gadget","listKind":"GadgetList"},"scope":"Namespaced",
+	  "versions":[{"name":"v1","served":true,"storage":true,"schema":{"openAPIV3Schema":{"type":"object"}}}]}}`, http.StatusCreated)
+	rec := h.do("DELETE", crds+"/gadgets.ex.com?propagationPolicy=Foreground&dryRun=All", map[string]string{"Accept": "application/json"}, nil)
+	var got struct {
+		Metadata struct {
+			DeletionTimestamp          string
+			DeletionGracePeriodSeconds *int64
+			Generation                 int64
+			Finalizers                 []string
+		}
+	}
+	if err := json.Unmarshal(rec.Body.Bytes(), &got); rec.Code != http.StatusOK || err != nil || got.Metadata.DeletionTimestamp == "" ||
+		got.Metadata.DeletionGracePeriodSeconds != nil || got.Metadata.Generation != 1 ||
+		len(got.Metadata.Finalizers) != 1 || got.Metadata.Finalizers[0] != "customresourcecleanup.apiextensions.k8s.io" {
+		t.Errorf("first CRD delete, foreground: %d %s; want marked with the cleanup finalizer alone, generation 1, no grace period", rec.Code, rec.Body)
+	}
+}
