@@ -253,6 +253,13 @@ func (m *Manager) finalizeTerminating(ctx context.Context) (pending bool, err er
 			continue
 		}
 		if !onlyKubernetesFinalizer(ns) {
+			// kube's controller finishes its own part anyway: the
+			// conditions say the content is gone and "kubernetes" leaves
+			// spec.finalizers. The namespace stays until the other
+			// finalizers' owners remove theirs (the last removal deletes it).
+			if err := m.finalizeOwnPart(ctx, ns, left); err != nil {
+				return true, err
+			}
 			continue
 		}
 		removed, err := m.namespacesAPI().Remove(ctx, sn.rec)
@@ -271,6 +278,25 @@ func (m *Manager) finalizeTerminating(ctx context.Context) (pending bool, err er
 	// A namespace removed in this pass still counts: the next resync
 	// finds none and stops resyncing.
 	return pending, nil
+}
+
+// finalizeOwnPart writes a namespace's emptied conditions and takes the
+// controller's finalizer off its spec.
+func (m *Manager) finalizeOwnPart(ctx context.Context, ns *corev1.Namespace, left remaining) error {
+	if err := m.setTerminatingConditions(ctx, ns, left); err != nil {
+		return err
+	}
+	if !slices.Contains(ns.Spec.Finalizers, corev1.FinalizerKubernetes) {
+		return nil
+	}
+	return m.mutateMeta(ctx, m.namespacesAPI(), "", ns.Name, "finalize", func(acc metav1.Object) bool {
+		cur, ok := acc.(*corev1.Namespace)
+		if !ok || cur.UID != ns.UID || !slices.Contains(cur.Spec.Finalizers, corev1.FinalizerKubernetes) {
+			return false
+		}
+		cur.Spec.Finalizers = slices.DeleteFunc(slices.Clone(cur.Spec.Finalizers), func(f corev1.FinalizerName) bool { return f == corev1.FinalizerKubernetes })
+		return true
+	})
 }
 
 // onlyKubernetesFinalizer: nothing but the namespace controller's own
@@ -345,7 +371,9 @@ func (m *Manager) deleteNamespaceContents(ctx context.Context, namespace string)
 }
 
 // setTerminatingConditions reports deletion progress in the namespace's
-// status, with kube-controller-manager's condition types and wording.
+// status, with kube-controller-manager's condition types and wording: all
+// five, each either its problem or its all-clear, a condition's
+// transition time moving only when its status does.
 func (m *Manager) setTerminatingConditions(ctx context.Context, ns *corev1.Namespace, left remaining) error {
 	describe := func(m map[string]int, join string) string {
 		keys := make([]string, 0, len(m))
@@ -363,31 +391,49 @@ func (m *Manager) setTerminatingConditions(ctx context.Context, ns *corev1.Names
 		{Type: corev1.NamespaceDeletionDiscoveryFailure, Status: corev1.ConditionFalse, Reason: "ResourcesDiscovered", Message: "All resources successfully discovered"},
 		{Type: corev1.NamespaceDeletionGVParsingFailure, Status: corev1.ConditionFalse, Reason: "ParsedGroupVersions", Message: "All legacy kube types successfully parsed"},
 		{Type: corev1.NamespaceDeletionContentFailure, Status: corev1.ConditionFalse, Reason: "ContentDeleted", Message: "All content successfully deleted, may be waiting on finalization"},
-		{Type: corev1.NamespaceContentRemaining, Status: corev1.ConditionTrue, Reason: "SomeResourcesRemain", Message: "Some resources are remaining: " + describe(left.resources, "has")},
+		{Type: corev1.NamespaceContentRemaining, Status: corev1.ConditionFalse, Reason: "ContentRemoved", Message: "All content successfully removed"},
+		{Type: corev1.NamespaceFinalizersRemaining, Status: corev1.ConditionFalse, Reason: "ContentHasNoFinalizers", Message: "All content-preserving finalizers finished"},
+	}
+	if len(left.resources) > 0 {
+		want[3] = corev1.NamespaceCondition{Type: corev1.NamespaceContentRemaining, Status: corev1.ConditionTrue,
+			Reason: "SomeResourcesRemain", Message: "Some resources are remaining: " + describe(left.resources, "has")}
 	}
 	if len(left.finalizers) > 0 {
-		want = append(want, corev1.NamespaceCondition{Type: corev1.NamespaceFinalizersRemaining, Status: corev1.ConditionTrue,
-			Reason: "SomeFinalizersRemain", Message: "Some content in the namespace has finalizers remaining: " + describe(left.finalizers, "in")})
+		want[4] = corev1.NamespaceCondition{Type: corev1.NamespaceFinalizersRemaining, Status: corev1.ConditionTrue,
+			Reason: "SomeFinalizersRemain", Message: "Some content in the namespace has finalizers remaining: " + describe(left.finalizers, "in")}
 	}
-	same := len(want) == len(ns.Status.Conditions)
-	for i := 0; same && i < len(want); i++ {
-		c := ns.Status.Conditions[i]
-		same = c.Type == want[i].Type && c.Status == want[i].Status && c.Reason == want[i].Reason && c.Message == want[i].Message
+	// merged is conds with want applied as kube's updateConditions
+	// applies it; changed says whether anything moved.
+	merge := func(conds []corev1.NamespaceCondition) (merged []corev1.NamespaceCondition, changed bool) {
+		merged = slices.Clone(conds)
+		now := metav1.NewTime(time.Now().Truncate(time.Second))
+		for _, w := range want {
+			i := slices.IndexFunc(merged, func(c corev1.NamespaceCondition) bool { return c.Type == w.Type })
+			switch {
+			case i < 0:
+				w.LastTransitionTime = now
+				merged, changed = append(merged, w), true
+			case merged[i].Status != w.Status || merged[i].Reason != w.Reason || merged[i].Message != w.Message:
+				if merged[i].Status != w.Status {
+					merged[i].LastTransitionTime = now
+				}
+				merged[i].Status, merged[i].Reason, merged[i].Message = w.Status, w.Reason, w.Message
+				changed = true
+			}
+		}
+		return merged, changed
 	}
-	if same {
+	if _, changed := merge(ns.Status.Conditions); !changed {
 		return nil
-	}
-	now := metav1.NewTime(time.Now().Truncate(time.Second))
-	for i := range want {
-		want[i].LastTransitionTime = now
 	}
 	return m.mutateMeta(ctx, m.namespacesAPI(), "", ns.Name, "status", func(acc metav1.Object) bool {
 		cur, ok := acc.(*corev1.Namespace)
 		if !ok || cur.UID != ns.UID {
 			return false
 		}
-		cur.Status.Conditions = want
-		return true
+		merged, changed := merge(cur.Status.Conditions)
+		cur.Status.Conditions = merged
+		return changed
 	})
 }
 

@@ -75,6 +75,33 @@ func TestNamespaceTermination(t *testing.T) {
 	})
 }
 
+// TestNamespaceFinalizedUnderOtherFinalizers: a namespace that a
+// metadata finalizer holds is still emptied, given kube's all-clear
+// conditions (all five) and finalized by the controller (spec.finalizers
+// emptied); it goes once its finalizer's owner removes it.
+func TestNamespaceFinalizedUnderOtherFinalizers(t *testing.T) {
+	h := gcHarness{refNewHarness(t), t}
+	ct := map[string]string{"Content-Type": "application/json"}
+	if r := h.do("POST", "/api/v1/namespaces", ct, []byte(`{"metadata":{"name":"held","finalizers":["example.com/x"]}}`)); r.Code != http.StatusCreated {
+		t.Fatalf("create namespace: %d %s", r.Code, r.Body)
+	}
+	if r := h.do("DELETE", "/api/v1/namespaces/held", nil, nil); r.Code != http.StatusOK {
+		t.Fatalf("delete namespace: %d %s", r.Code, r.Body)
+	}
+	h.eventually("spec finalized with the all-clear conditions", func() bool {
+		b := h.do("GET", "/api/v1/namespaces/held", nil, nil).Body.String()
+		return strings.Contains(b, `"spec":{}`) && strings.Count(b, `"status":"False"`) == 5 &&
+			strings.Contains(b, `"reason":"ContentRemoved"`) && strings.Contains(b, `"reason":"ContentHasNoFinalizers"`)
+	})
+	if r := h.do("PATCH", "/api/v1/namespaces/held", map[string]string{"Content-Type": "application/merge-patch+json"},
+		[]byte(`{"metadata":{"finalizers":null}}`)); r.Code != http.StatusOK {
+		t.Fatalf("release namespace: %d %s", r.Code, r.Body)
+	}
+	if r := h.do("GET", "/api/v1/namespaces/held", nil, nil); r.Code != http.StatusNotFound {
+		t.Errorf("namespace after its last finalizer: %d %s; want 404", r.Code, r.Body)
+	}
+}
+
 // TestNamespaceTerminationLarge: a namespace holding more objects than the
 // namespace controller reads at a time is emptied and removed.
 func TestNamespaceTerminationLarge(t *testing.T) {
