@@ -4,9 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	apiextensionsscheme "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset/scheme"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtimeschema "k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/admission/plugin/policy/validating"
@@ -24,12 +27,13 @@ import (
 // The validatingadmissionpolicy-status-controller of
 // kube-controller-manager, kube's own: each ValidatingAdmissionPolicy's
 // expressions are type-checked against the kinds it matches (built-in
-// kinds, from their OpenAPI definitions) and the warnings written to
+// kinds and CRDs, from their OpenAPI definitions; custom resources, from
+// their CRDs' schemas) and the warnings written to
 // status.typeChecking with status.observedGeneration.
 
 func (m *Manager) policyStatusController(ctx context.Context) error {
 	checker := &validating.TypeChecker{
-		SchemaResolver: &lazySchemaResolver{},
+		SchemaResolver: &lazySchemaResolver{custom: customResourceSchemas{m.api}},
 		RestMapper:     m.api.RESTMapper(),
 	}
 	x := m.api.MustLookup("admissionregistration.k8s.io", "v1", "validatingadmissionpolicies")
@@ -46,16 +50,53 @@ func (m *Manager) policyStatusController(ctx context.Context) error {
 // about 6 MiB kept for the server's life, which a cluster without
 // ValidatingAdmissionPolicies never needs (kube-controller-manager builds
 // them at start; an idle Tabula is smaller without them).
+// As kube-controller-manager's, it knows CustomResourceDefinitions too,
+// and custom resources through their CRDs' schemas (custom).
 type lazySchemaResolver struct {
-	once sync.Once
-	r    resolver.SchemaResolver
+	once   sync.Once
+	r      resolver.SchemaResolver
+	custom resolver.SchemaResolver
 }
 
 func (l *lazySchemaResolver) ResolveSchema(gvk runtimeschema.GroupVersionKind) (*spec.Schema, error) {
 	l.once.Do(func() {
-		l.r = resolver.NewDefinitionsSchemaResolver(openapi.GetOpenAPIDefinitions, clientscheme.Scheme)
+		l.r = resolver.NewDefinitionsSchemaResolver(openapi.GetOpenAPIDefinitions, clientscheme.Scheme, apiextensionsscheme.Scheme).Combine(l.custom)
 	})
 	return l.r.ResolveSchema(gvk)
+}
+
+// customResourceSchemas resolves a custom resource's schema from the
+// OpenAPI document its CRD publishes, as kube-controller-manager's
+// discovery resolver reads it from /openapi/v3.
+type customResourceSchemas struct{ api *registry.Registry }
+
+func (c customResourceSchemas) ResolveSchema(gvk runtimeschema.GroupVersionKind) (*spec.Schema, error) {
+	mapping, err := c.api.RESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version)
+	if err != nil {
+		return nil, fmt.Errorf("%v: %w", err, resolver.ErrSchemaNotFound)
+	}
+	x, ok := c.api.Lookup(gvk.Group, gvk.Version, mapping.Resource.Resource)
+	if !ok || !x.Type().Unstructured || x.Type().OpenAPIV3 == nil {
+		return nil, fmt.Errorf("no custom resource %v: %w", gvk, resolver.ErrSchemaNotFound)
+	}
+	doc, err := x.Type().OpenAPIV3()
+	if err != nil {
+		return nil, err
+	}
+	if doc.Components == nil {
+		return nil, fmt.Errorf("no schemas for %v: %w", gvk, resolver.ErrSchemaNotFound)
+	}
+	for name, s := range doc.Components.Schemas {
+		var gvks []runtimeschema.GroupVersionKind
+		if err := s.Extensions.GetObject("x-kubernetes-group-version-kind", &gvks); err != nil || !slices.Contains(gvks, gvk) {
+			continue
+		}
+		return resolver.PopulateRefs(func(ref string) (*spec.Schema, bool) {
+			s, ok := doc.Components.Schemas[strings.TrimPrefix(ref, "#/components/schemas/")]
+			return s, ok
+		}, name)
+	}
+	return nil, fmt.Errorf("no schema names %v: %w", gvk, resolver.ErrSchemaNotFound)
 }
 
 // policyStatusClient applies a policy's status through the registry.
