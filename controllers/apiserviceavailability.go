@@ -14,14 +14,16 @@ import (
 	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
 	apiregistrationclient "k8s.io/kube-aggregator/pkg/client/clientset_generated/clientset/typed/apiregistration/v1"
 	apiregistrationlisters "k8s.io/kube-aggregator/pkg/client/listers/apiregistration/v1"
+	localavailability "k8s.io/kube-aggregator/pkg/controllers/status/local"
 	availabilitymetrics "k8s.io/kube-aggregator/pkg/controllers/status/metrics"
 	"k8s.io/kube-aggregator/pkg/controllers/status/remote"
 
 	"github.com/tabula-dev/tabula/registry"
 )
 
-// kube-aggregator's availability controller for APIServices that name a
-// Service, kube's own: the Service, its port and a ready endpoint must
+// kube-aggregator's availability controllers, kube's own. A local
+// APIService is Available (True, Local) whatever is written to it. One
+// that names a Service: the Service, its port and a ready endpoint must
 // exist and the server must answer its discovery path (with the front
 // proxy's certificate, as system:kube-aggregator), or Available turns
 // False with kube's reason (ServiceNotFound, ServicePortError,
@@ -44,6 +46,14 @@ func (m *Manager) apiServiceAvailabilityController(ctx context.Context) error {
 	}); err != nil {
 		return err
 	}
+	// Local APIServices (no Service) are always available: kube's local
+	// controller, always running, puts their condition back.
+	x := m.api.MustLookup(apiregistrationv1.GroupName, "v1", "apiservices")
+	lc, err := localavailability.New(apiservices, apiServiceClient{x: x}, availabilitymetrics.New())
+	if err != nil {
+		return err
+	}
+	go lc.Run(1, ctx.Done())
 	select {
 	case <-ctx.Done():
 		return nil
@@ -55,7 +65,6 @@ func (m *Manager) apiServiceAvailabilityController(ctx context.Context) error {
 	if c := m.cfg.ProxyClientCert; c != nil {
 		certKey = func() ([]byte, []byte) { return c.CertPEM, c.KeyPEM }
 	}
-	x := m.api.MustLookup(apiregistrationv1.GroupName, "v1", "apiservices")
 	c, err := remote.New(apiservices, services, slices, apiServiceClient{x: x}, nil, certKey, m.api.CachedServiceResolver(), availabilitymetrics.New())
 	if err != nil {
 		return err

@@ -154,3 +154,19 @@ func TestAdmissionPolicyValidation(t *testing.T) {
 		t.Errorf("webhook with sideEffects Sometimes: %d %s; want 422 at webhooks[0].sideEffects", r.Code, r.Body)
 	}
 }
+
+// TestLocalAPIServiceStaysAvailable: kube's local availability controller
+// puts a local APIService's condition back to Available, whatever was
+// written to it.
+func TestLocalAPIServiceStaysAvailable(t *testing.T) {
+	h := gcHarness{refNewHarness(t), t}
+	const apps = "/apis/apiregistration.k8s.io/v1/apiservices/v1.apps"
+	if r := h.do("PATCH", apps+"/status", map[string]string{"Content-Type": "application/merge-patch+json"},
+		[]byte(`{"status":{"conditions":[{"type":"Available","status":"False","reason":"Manual","message":"m","lastTransitionTime":"2026-01-01T00:00:00Z"}]}}`)); r.Code != http.StatusOK {
+		t.Fatalf("status patch: %d %s", r.Code, r.Body)
+	}
+	h.eventually("v1.apps Available again", func() bool {
+		b := h.do("GET", apps, nil, nil).Body.String()
+		return strings.Contains(b, `"status":"True","lastTransitionTime"`) && strings.Contains(b, `"reason":"Local","message":"Local APIServices are always available"`)
+	})
+}
