@@ -108,7 +108,8 @@ func Apply(kind Kind, original, patch []byte, schema any) ([]byte, error) {
 			if errors.Is(err, mergepatch.ErrBadJSONDoc) || errors.Is(err, mergepatch.ErrBadPatchFormatForPrimitiveList) ||
 				errors.Is(err, mergepatch.ErrBadPatchFormatForRetainKeys) || errors.Is(err, mergepatch.ErrBadPatchFormatForSetElementOrderList) ||
 				errors.Is(err, mergepatch.ErrUnsupportedStrategicMergePatchFormat) {
-				return nil, &BadPatchError{Err: err}
+				// kube's interpretStrategicMergePatchError: its words alone.
+				return nil, &BadPatchError{Err: err, Bare: true}
 			}
 			return nil, &InvalidPatchError{Err: err}
 		}

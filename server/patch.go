@@ -26,6 +26,15 @@ import (
 // and Server-Side Apply.
 func (r *request) patch() error {
 	p, err := r.readPatch()
+	var bad patchBodyError
+	if errors.As(err, &bad) {
+		// kube reads a patch's body only once it has the object: a
+		// missing one is a 404 whatever the body.
+		if _, _, gerr := r.res.Get(r.ctx, r.ri.Namespace, r.ri.Name); apierrors.IsNotFound(gerr) {
+			return r.notFound(r.ri.Name)
+		}
+		return bad.error
+	}
 	if err != nil {
 		return err
 	}
@@ -46,6 +55,10 @@ func (r *request) patch() error {
 		return obj, nil
 	}, registry.WriteOptions{DryRun: p.dryRun})
 }
+
+// patchBodyError is a patch body that does not decode, which kube judges
+// only once it has read the object.
+type patchBodyError struct{ error }
 
 // jsonPatchOp is the operation kube's patch handler checks a JSON Patch's
 // fields against.
@@ -131,7 +144,7 @@ func (r *request) readPatch() (*patchRequest, error) {
 		var ops []jsonPatchOp
 		strictErrs, err := sigsjson.UnmarshalStrict(body, &ops)
 		if err != nil {
-			return nil, apierrors.NewBadRequest("error decoding patch: " + err.Error())
+			return nil, patchBodyError{apierrors.NewBadRequest("error decoding patch: " + err.Error())}
 		}
 		for _, e := range strictErrs {
 			p.dups = append(p.dups, "json patch "+e.Error())
@@ -143,12 +156,12 @@ func (r *request) readPatch() (*patchRequest, error) {
 		case err != nil && kind == apply.StrategicPatch:
 			// kube decodes a strategic merge patch into a map first,
 			// whatever the field validation, and says why it could not.
-			return nil, apierrors.NewBadRequest(err.Error())
+			return nil, patchBodyError{apierrors.NewBadRequest(err.Error())}
 		case err != nil && fv != fvIgnore:
 			// A merge patch is decoded so only to look for field
 			// problems (kube's Warn and Strict); without that, json-patch
 			// judges it.
-			return nil, apierrors.NewBadRequest("error decoding patch: " + err.Error())
+			return nil, patchBodyError{apierrors.NewBadRequest("error decoding patch: " + err.Error())}
 		}
 		for _, e := range strictErrs {
 			p.dups = append(p.dups, e.Error())
@@ -197,14 +210,22 @@ func (p *patchRequest) apply(current runtime.Object, t *schema.Type) (runtime.Ob
 		return nil, err
 	}
 	// The patched object carries the current resourceVersion unless the
-	// patch took it out, asking for an unconditional update.
+	// patch took it out or changed it (by any operation: a copy or move
+	// into it too).
 	if err := p.r.needResourceVersion(obj); err != nil {
 		return nil, err
 	}
-	if !patchSetsResourceVersion(p.kind, p.body) {
-		// A patch that names no resourceVersion applies to whatever is
-		// current: the update retries on conflict instead of failing.
-		if acc, err := meta.Accessor(obj); err == nil {
+	acc, err := meta.Accessor(obj)
+	if err != nil {
+		return nil, err
+	}
+	if cur, err := meta.Accessor(current); err == nil {
+		if rv := acc.GetResourceVersion(); rv == "" || rv == cur.GetResourceVersion() {
+			// As kube's store: an update whose object names the current
+			// resourceVersion applies to whatever is current, the patch
+			// applied again after a race (it then names a stale one, a
+			// 409, if the patch itself set it); one naming another is
+			// refused.
 			acc.SetResourceVersion("")
 		}
 	}
@@ -220,28 +241,6 @@ func (p *patchRequest) quoted(patched []byte) string {
 	var m map[string]any
 	_ = json.Unmarshal(p.body, &m)
 	return fmt.Sprintf("%+v", m)
-}
-
-// patchSetsResourceVersion reports whether a patch writes
-// metadata.resourceVersion, making the update conditional on it.
-func patchSetsResourceVersion(kind apply.Kind, patch []byte) bool {
-	if kind == apply.JSONPatch {
-		var ops []struct{ Op, Path string }
-		_ = json.Unmarshal(patch, &ops)
-		for _, op := range ops {
-			if op.Path == "/metadata/resourceVersion" && (op.Op == "add" || op.Op == "replace" || op.Op == "test") {
-				return true
-			}
-		}
-		return false
-	}
-	var doc struct {
-		Metadata struct {
-			ResourceVersion *string `json:"resourceVersion"`
-		} `json:"metadata"`
-	}
-	_ = json.Unmarshal(patch, &doc)
-	return doc.Metadata.ResourceVersion != nil && *doc.Metadata.ResourceVersion != ""
 }
 
 // cborToJSON turns a CBOR applied configuration into the JSON the

@@ -1,0 +1,44 @@
+package server_test
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+)
+
+// TestPatchesAsKube: a patch's body is judged once the object is read (a
+// missing object is a 404 whatever the body); a strategic merge patch's
+// bad directive is kube's bare 400; any operation that changes the
+// resourceVersion makes the update conditional on it.
+func TestPatchesAsKube(t *testing.T) {
+	h := refNewHarness(t)
+	const cms = "/api/v1/namespaces/default/configmaps"
+	for ct, body := range map[string]string{
+		"application/strategic-merge-patch+json": `{bad`,
+		"application/merge-patch+json":           `{bad`,
+		"application/json-patch+json":            `{"op":"add"}`,
+	} {
+		if r := h.do("PATCH", cms+"/nope?fieldValidation=Strict", map[string]string{"Content-Type": ct}, []byte(body)); r.Code != http.StatusNotFound ||
+			!strings.Contains(r.Body.String(), `configmaps \"nope\" not found`) {
+			t.Errorf("%s %s on a missing object: %d %s; want 404", ct, body, r.Code, r.Body)
+		}
+	}
+	h.mustDo("POST", cms, "application/json", `{"metadata":{"name":"cm1"},"data":{"rv":"1"}}`, http.StatusCreated)
+	if r := h.do("PATCH", cms+"/cm1", map[string]string{"Content-Type": "application/strategic-merge-patch+json"}, []byte(`{bad`)); r.Code != http.StatusBadRequest {
+		t.Errorf("malformed strategic merge patch: %d %s; want 400", r.Code, r.Body)
+	}
+	r := h.do("PATCH", cms+"/cm1", map[string]string{"Content-Type": "application/json-patch+json"},
+		[]byte(`[{"op":"copy","from":"/data/rv","path":"/metadata/resourceVersion"},{"op":"add","path":"/data/z","value":"copied"}]`))
+	if r.Code != http.StatusConflict || !strings.Contains(r.Body.String(), "the object has been modified") {
+		t.Errorf("JSON patch copying a stale resourceVersion: %d %s; want 409", r.Code, r.Body)
+	}
+	h.mustDo("PATCH", cms+"/cm1", "application/merge-patch+json", `{"data":{"a":"b"}}`, http.StatusOK)
+
+	const deps = "/apis/apps/v1/namespaces/default/deployments"
+	h.mustDo("POST", deps, "application/json", `{"metadata":{"name":"d1"},"spec":{"selector":{"matchLabels":{"a":"b"}},
+	  "template":{"metadata":{"labels":{"a":"b"}},"spec":{"containers":[{"name":"c","image":"i"}]}}}}`, http.StatusCreated)
+	r = h.do("PATCH", deps+"/d1", map[string]string{"Content-Type": "application/strategic-merge-patch+json"}, []byte(`{"spec":{"strategy":{"$retainKeys":"x"}}}`))
+	if r.Code != http.StatusBadRequest || !strings.Contains(r.Body.String(), `"message":"invalid patch format of retainKeys"`) {
+		t.Errorf("bad $retainKeys: %d %s; want 400 invalid patch format of retainKeys", r.Code, r.Body)
+	}
+}
