@@ -170,3 +170,58 @@ func TestLocalAPIServiceStaysAvailable(t *testing.T) {
 		return strings.Contains(b, `"status":"True","lastTransitionTime"`) && strings.Contains(b, `"reason":"Local","message":"Local APIServices are always available"`)
 	})
 }
+
+// TestServiceBackedVersionOfALocalGroup: an APIService that serves a
+// version this server serves too replaces it in discovery (listed once),
+// groups of one priority come by name in aggregated discovery, and every
+// method on the group-version's own path goes to its server (here
+// unavailable: kube's 503).
+func TestServiceBackedVersionOfALocalGroup(t *testing.T) {
+	h := refNewHarness(t)
+	ct := map[string]string{"Content-Type": "application/json"}
+	const base = "/apis/apiregistration.k8s.io/v1/apiservices"
+	cur := h.mustDo("GET", base+"/v1.batch", "", "", http.StatusOK)
+	cur["spec"].(map[string]any)["service"] = map[string]any{"namespace": "default", "name": "nosvc"}
+	b, _ := json.Marshal(cur)
+	if r := h.do("PUT", base+"/v1.batch", ct, b); r.Code != http.StatusOK {
+		t.Fatalf("v1.batch to a Service: %d %s", r.Code, r.Body)
+	}
+	// By APIService name v1.zz comes before v2.aa; by group name after.
+	for _, name := range []string{"v1.zz.example.com", "v2.aa.example.com"} {
+		version, group, _ := strings.Cut(name, ".")
+		if r := h.do("POST", base, ct, []byte(`{"metadata":{"name":"`+name+`"},"spec":{"group":"`+group+`","version":"`+version+`",
+		  "groupPriorityMinimum":1000,"versionPriority":10,"insecureSkipTLSVerify":true,"service":{"namespace":"default","name":"nosvc"}}}`)); r.Code != http.StatusCreated {
+			t.Fatalf("%s: %d %s", name, r.Code, r.Body)
+		}
+	}
+	var group metav1.APIGroup
+	r := h.do("GET", "/apis/batch", nil, nil)
+	if err := json.Unmarshal(r.Body.Bytes(), &group); err != nil || len(group.Versions) != 1 || group.Versions[0].GroupVersion != "batch/v1" {
+		t.Errorf("/apis/batch: %d %s; want batch/v1 once", r.Code, r.Body)
+	}
+	r = h.do("GET", "/apis", map[string]string{"Accept": "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"}, nil)
+	var list struct {
+		Items []struct {
+			Metadata struct{ Name string }
+			Versions []struct{ Version string }
+		}
+	}
+	if err := json.Unmarshal(r.Body.Bytes(), &list); err != nil {
+		t.Fatal(err)
+	}
+	var order []string
+	for _, g := range list.Items {
+		if g.Metadata.Name == "batch" && len(g.Versions) != 1 {
+			t.Errorf("aggregated batch versions %v; want v1 once", g.Versions)
+		}
+		if strings.HasSuffix(g.Metadata.Name, ".example.com") {
+			order = append(order, g.Metadata.Name)
+		}
+	}
+	if strings.Join(order, ",") != "aa.example.com,zz.example.com" {
+		t.Errorf("aggregated order of equal-priority groups %v; want by group name", order)
+	}
+	if r := h.do("POST", "/apis/aa.example.com/v2", ct, []byte(`{}`)); r.Code != http.StatusServiceUnavailable {
+		t.Errorf("POST to an aggregated group-version's path: %d %s; want 503 from the proxy", r.Code, r.Body)
+	}
+}

@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/sha512"
 	"encoding/hex"
 	"net/http"
@@ -36,6 +37,15 @@ func (s *Server) discoveryRoutes(e *echo.Echo) {
 			return s.proxyAggregated(c, t)
 		}
 		return s.getResourceList(c, c.Param("group"), c.Param("version"))
+	})
+	// kube-aggregator proxies every method of a Service-backed
+	// group-version's own path; here it is only discovery's.
+	other := []string{http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete, http.MethodHead, http.MethodOptions}
+	e.Match(other, "/apis/:group/:version", func(c echo.Context) error {
+		if t := s.agg.Target(c.Param("group"), c.Param("version")); t != nil {
+			return s.proxyAggregated(c, t)
+		}
+		return notFoundPath()
 	})
 }
 
@@ -169,8 +179,8 @@ func (s *Server) groups() []metav1.APIGroup {
 	var out []metav1.APIGroup
 	idx := map[string]int{}
 	for _, gv := range s.reg.GroupVersions() {
-		if gv.Group == "" {
-			continue
+		if gv.Group == "" || s.agg.Target(gv.Group, gv.Version) != nil {
+			continue // the core group, or a version an APIService serves elsewhere
 		}
 		gvd := metav1.GroupVersionForDiscovery{GroupVersion: gv.String(), Version: gv.Version}
 		i, ok := idx[gv.Group]
@@ -320,7 +330,7 @@ func (s *Server) aggregatedV2(legacy bool) *apidiscoveryv2.APIGroupDiscoveryList
 	}
 	byGroup := map[string]int{}
 	for _, gv := range s.reg.GroupVersions() {
-		if (gv.Group == "") != legacy {
+		if (gv.Group == "") != legacy || s.agg.Target(gv.Group, gv.Version) != nil {
 			continue
 		}
 		i, ok := byGroup[gv.Group]
@@ -338,7 +348,16 @@ func (s *Server) aggregatedV2(legacy bool) *apidiscoveryv2.APIGroupDiscoveryList
 		list.Items[i].Versions = append(list.Items[i].Versions, v)
 	}
 	if !legacy {
-		list.Items = withRemote(list.Items, s.agg.Groups(), func(g apidiscoveryv2.APIGroupDiscovery) string { return g.Name },
+		// Aggregated discovery breaks a priority's ties by group name
+		// (legacy discovery by APIService name, Groups' order).
+		remote := s.agg.Groups()
+		slices.SortStableFunc(remote, func(a, b aggregator.Group) int {
+			if a.Priority != b.Priority {
+				return cmp.Compare(b.Priority, a.Priority)
+			}
+			return strings.Compare(a.Name, b.Name)
+		})
+		list.Items = withRemote(list.Items, remote, func(g apidiscoveryv2.APIGroupDiscovery) string { return g.Name },
 			func(g aggregator.Group) apidiscoveryv2.APIGroupDiscovery { return g.APIGroupDiscovery },
 			func(l *apidiscoveryv2.APIGroupDiscovery, g aggregator.Group) {
 				l.Versions = append(l.Versions, g.Versions...)

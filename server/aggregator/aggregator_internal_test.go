@@ -49,3 +49,20 @@ func TestGroupsOrderAndFreshness(t *testing.T) {
 		t.Errorf("got %q, want %q", names, want)
 	}
 }
+
+// TestFailedReadListsNoResources: a read that fails (here, the server is
+// unavailable) leaves the version Stale with no resources, as
+// kube-aggregator lists it.
+func TestFailedReadListsNoResources(t *testing.T) {
+	a := &Aggregator{remote: map[runtimeschema.GroupVersion]*Target{}}
+	tg := &Target{api: &apiregistrationv1.APIService{ObjectMeta: metav1.ObjectMeta{Name: "v1.a.example"},
+		Spec: apiregistrationv1.APIServiceSpec{Group: "a.example", Version: "v1", GroupPriorityMinimum: 100, VersionPriority: 10}},
+		GroupVersion: runtimeschema.GroupVersion{Group: "a.example", Version: "v1"},
+		resources:    &discovered{resources: []apidiscoveryv2.APIResourceDiscovery{{Resource: "foos"}}, current: true}}
+	a.remote[tg.GroupVersion] = tg
+	a.refresh(t.Context(), tg)
+	g := a.Groups()
+	if len(g) != 1 || len(g[0].Versions) != 1 || g[0].Versions[0].Freshness != apidiscoveryv2.DiscoveryFreshnessStale || len(g[0].Versions[0].Resources) != 0 {
+		t.Errorf("after a failed read: %+v; want v1 Stale with no resources", g)
+	}
+}

@@ -15,8 +15,8 @@ import (
 )
 
 // discovered is what an extension server said it serves, at its last
-// read; current is false once a read failed (the resources are then the
-// last known, Stale to clients).
+// read; current is false once a read failed (with no resources: Stale to
+// clients).
 type discovered struct {
 	resources []apidiscoveryv2.APIResourceDiscovery
 	current   bool
@@ -28,7 +28,7 @@ const discoveryResync = time.Minute
 
 // Run keeps the extension servers' discovery read until ctx ends: every
 // available one when an APIService changes and every minute; what was
-// read stays Current until a read fails, as kube-aggregator keeps it.
+// read stays until a read fails, as kube-aggregator keeps it.
 func (a *Aggregator) Run(ctx context.Context) {
 	tick := time.NewTicker(discoveryResync)
 	defer tick.Stop()
@@ -47,8 +47,7 @@ func (a *Aggregator) Run(ctx context.Context) {
 	}
 }
 
-// refresh reads one target's discovery, keeping the last resources when
-// it cannot.
+// refresh reads one target's discovery.
 func (a *Aggregator) refresh(ctx context.Context, t *Target) {
 	d := &discovered{}
 	if t.Available {
@@ -59,11 +58,10 @@ func (a *Aggregator) refresh(ctx context.Context, t *Target) {
 			a.cfg.Logger.Debug("aggregated API: discovery not read", "apiservice", t.api.Name, "err", err)
 		}
 	}
+	// A failed read lists the version with no resources (Stale), as
+	// kube-aggregator's does.
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if !d.current && t.resources != nil {
-		d.resources = t.resources.resources
-	}
 	if cur := a.remote[t.GroupVersion]; cur == t {
 		cur.resources = d
 	}
