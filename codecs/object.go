@@ -219,8 +219,8 @@ func (c *Codec) decodeTyped(t *schema.Type, mediaType string, body []byte) (obj 
 		return nil, nil, &DecodeError{Message: fmt.Sprintf("%s in version %q cannot be handled as a %s: %v", actual.Kind, actual.Version, t.Kind, err), Cause: err.Error()}
 	}
 	if actual != nil && (actual.Kind != t.Kind || actual.GroupVersion() != t.GroupVersion()) {
-		return nil, nil, &DecodeError{Message: fmt.Sprintf("%s in version %q cannot be handled as a %s: converting (%s.%s) to (%s.%s): unknown conversion",
-			actual.Kind, actual.Version, t.Kind, actual.Version, actual.Kind, internalPackage(t.Group), t.Kind)}
+		cause := fmt.Sprintf("converting (%s.%s) to (%s.%s): unknown conversion", actual.Version, actual.Kind, internalPackage(t.Group), t.Kind)
+		return nil, nil, &DecodeError{Message: fmt.Sprintf("%s in version %q cannot be handled as a %s: %s", actual.Kind, actual.Version, t.Kind, cause), Cause: cause}
 	}
 	if got != into {
 		return nil, nil, &DecodeError{Message: fmt.Sprintf("the object provided is unrecognized (must be of type %s)", t.Kind)}

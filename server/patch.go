@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	runtimeschema "k8s.io/apimachinery/pkg/runtime/schema"
 	cbordirect "k8s.io/apimachinery/pkg/runtime/serializer/cbor/direct"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	sigsjson "sigs.k8s.io/json"
 
@@ -238,8 +239,10 @@ func (p *patchRequest) quoted(patched []byte) string {
 	if p.kind != apply.StrategicPatch {
 		return string(patched)
 	}
+	// Decoded as kube's handler decodes it: whole numbers as int64, so
+	// they print as written.
 	var m map[string]any
-	_ = json.Unmarshal(p.body, &m)
+	_ = utiljson.Unmarshal(p.body, &m)
 	return fmt.Sprintf("%+v", m)
 }
 

@@ -42,3 +42,24 @@ func TestPatchesAsKube(t *testing.T) {
 		t.Errorf("bad $retainKeys: %d %s; want 400 invalid patch format of retainKeys", r.Code, r.Body)
 	}
 }
+
+// TestPatchRefusalsQuoteAsKube: a refused strategic merge patch quotes
+// its numbers as written; a merge patch that changes the kind says only
+// the conversion's words, as kube's patch handler does.
+func TestPatchRefusalsQuoteAsKube(t *testing.T) {
+	h := refNewHarness(t)
+	const deps = "/apis/apps/v1/namespaces/default/deployments"
+	h.mustDo("POST", deps, "application/json", `{"metadata":{"name":"d1"},"spec":{"selector":{"matchLabels":{"a":"b"}},
+	  "template":{"metadata":{"labels":{"a":"b"}},"spec":{"containers":[{"name":"c","image":"i"}]}}}}`, http.StatusCreated)
+	r := h.do("PATCH", deps+"/d1?fieldValidation=Strict", map[string]string{"Content-Type": "application/strategic-merge-patch+json"},
+		[]byte(`{"spec":{"replicas":1000000,"foo":1}}`))
+	if r.Code != http.StatusUnprocessableEntity || !strings.Contains(r.Body.String(), `map[spec:map[foo:1 replicas:1000000]]`) {
+		t.Errorf("strict strategic merge patch with a large number: %d %s; want the patch quoted with replicas:1000000", r.Code, r.Body)
+	}
+	h.mustDo("POST", "/api/v1/namespaces/default/configmaps", "application/json", `{"metadata":{"name":"cm1"}}`, http.StatusCreated)
+	r = h.do("PATCH", "/api/v1/namespaces/default/configmaps/cm1", map[string]string{"Content-Type": "application/merge-patch+json"}, []byte(`{"kind":"Secret"}`))
+	if r.Code != http.StatusUnprocessableEntity || !strings.Contains(r.Body.String(), `: converting (v1.Secret) to (core.ConfigMap): unknown conversion"`) ||
+		strings.Contains(r.Body.String(), "cannot be handled as") {
+		t.Errorf("merge patch changing the kind: %d %s; want the conversion's words alone", r.Code, r.Body)
+	}
+}
