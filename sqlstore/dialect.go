@@ -78,7 +78,18 @@ type writeLockedAtBegin interface{ writeLockedAtBegin() }
 // with the pool wait still bounded by the request's context, a bounded
 // primary-key lookup needs neither (they were ~10 % of a get's CPU at 32
 // clients).
-type directReads interface{ readsNeverWait() }
+//
+// Direct gets have a pool of their own (directPool): a query that is
+// interrupted (its request cancelled) leaves modernc's connection unusable,
+// and database/sql then closes it, with the direct statements prepared on
+// it still open: SQLite keeps such a connection and its file as a zombie,
+// and finalizing them later used a freed connection (a crash at Close).
+// Direct statements run without a context, so their own connections are
+// never interrupted.
+type directReads interface {
+	readsNeverWait()
+	directPool(u *url.URL, read *sql.DB) (*sql.DB, error)
+}
 
 // uncancelledWrites is the optional power of dialects whose write
 // transaction waits for nothing between its BEGIN and its COMMIT (SQLite:

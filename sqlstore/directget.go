@@ -106,13 +106,13 @@ func (g *directGets) close() {
 	g.done = true
 }
 
-// getDirect reads key's current row on a driver connection of the read
+// getDirect reads key's current row on a driver connection of the direct
 // pool (see directReads). found is false when the key has no live row.
 // With known set, the key's live revision is read first, and when known
 // says the caller has what it needs of that revision, r gets the revision
 // alone (skipped): no log row is read or copied.
 func (s *Store) getDirect(ctx context.Context, key kv.Key, r *kv.Record, known func(rev int64) bool) (found, skipped bool, err error) {
-	conn, err := s.read.Conn(ctx)
+	conn, err := s.directDB.Conn(ctx)
 	if err != nil {
 		return false, false, err
 	}

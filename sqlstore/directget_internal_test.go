@@ -80,8 +80,8 @@ func TestDirectGets(t *testing.T) {
 	// Every reader connection held: a get waits for one no longer than
 	// the store's bound.
 	var held []*sql.Conn
-	for i := 0; i < s.read.Stats().MaxOpenConnections; i++ {
-		c, err := s.read.Conn(ctx)
+	for i := 0; i < s.directDB.Stats().MaxOpenConnections; i++ {
+		c, err := s.directDB.Conn(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -106,7 +106,7 @@ func TestDirectGets(t *testing.T) {
 		if _, err := s.Get(ctx, key(0)); err != nil {
 			t.Fatal(err)
 		}
-		c, err := s.read.Conn(ctx)
+		c, err := s.directDB.Conn(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -149,6 +149,50 @@ func TestDirectGets(t *testing.T) {
 	}
 	closed = true
 	wg.Wait()
+	if open := openFiles(t, path); len(open) != 0 {
+		t.Errorf("after Close the process still has %v open", open)
+	}
+}
+
+// TestDirectGetsSurviveInterruptedReads: a read query cut short by its
+// context makes modernc's connection unusable, and database/sql closes
+// it. Direct gets prepare statements on their connections, so before they
+// had a pool of their own a get followed by such a query on the same
+// connection left statements on a closed connection: Close crashed
+// finalizing them, and the file stayed open as SQLite's zombie. Here the
+// read pool has one connection, which a get and the cut query would share.
+func TestDirectGetsSurviveInterruptedReads(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.db")
+	s, err := Open(context.Background(), "sqlite://"+path, Options{QueryTimeout: 300 * time.Millisecond, CompactInterval: -1,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.read.SetMaxOpenConns(1)
+	ctx := context.Background()
+	k := kv.Key{Resource: "configmaps", Namespace: "n", Name: "cm"}
+	if _, err := s.Create(ctx, k, func(int64) (kv.Entry, error) { return kv.Entry{Value: []byte(`{"v":0}`)}, nil }); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 3; i++ {
+		if _, err := s.Get(ctx, k); err != nil {
+			t.Fatal(err)
+		}
+		// Endless, so its context always cuts it short.
+		cut, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
+		var n int64
+		err := s.read.QueryRowContext(cut, "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c) SELECT count(*) FROM c").Scan(&n)
+		cancel()
+		if err == nil {
+			t.Fatal("an endless query ended")
+		}
+	}
+	if _, err := s.Get(ctx, k); err != nil {
+		t.Errorf("get after interrupted reads: %v", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
 	if open := openFiles(t, path); len(open) != 0 {
 		t.Errorf("after Close the process still has %v open", open)
 	}

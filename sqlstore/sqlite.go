@@ -141,6 +141,23 @@ func (d sqliteDialect) open(ctx context.Context, u *url.URL) (*sql.DB, *sql.DB, 
 
 func (sqliteDialect) cacheStatements() bool { return true }
 
+// directPool opens the direct gets' connections to the file (see
+// directReads); an in-memory database has its one connection, which an
+// interruption does not discard.
+func (d sqliteDialect) directPool(u *url.URL, read *sql.DB) (*sql.DB, error) {
+	path := sqlitePath(u, d.dir)
+	if path == ":memory:" || path == "" {
+		return read, nil
+	}
+	db, err := sql.Open("sqlite", "file:"+path+"?"+sqlitePragmas)
+	if err != nil {
+		return nil, err
+	}
+	db.SetMaxOpenConns(8)
+	db.SetMaxIdleConns(8)
+	return db, nil
+}
+
 // changeProbe answers, on one connection kept for it, whether any
 // connection (this process's or another's) committed since the last
 // call: SQLite's data_version moves on every commit made by any other

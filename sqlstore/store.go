@@ -178,8 +178,9 @@ type Store struct {
 	logPages       atomic.Int64
 	checkpointed   chan checkpointResult
 	// directGets: point reads on the driver itself (directget.go), nil
-	// where the dialect's reads may wait.
+	// where the dialect's reads may wait, on their own pool, directDB.
 	directGets *directGets
+	directDB   *sql.DB
 }
 
 // Open connects to the database named by rawURL (sqlite:///path/file.db,
@@ -231,7 +232,14 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Store, error) {
 	s := &Store{d: d, read: r, write: w, opts: opts, log: opts.Logger, closed: make(chan struct{}), writes: make(chan *writeReq, maxBatch), committerDone: make(chan struct{}), indexMax: indexDrivenMax, lookupCost: indexLookupCost, countMin: indexCountMin, keptKeys: keptLists{min: keptListMin},
 		shared: newSharedValues(opts.SharedValueBytes), checkpointed: make(chan checkpointResult, 1)}
 	s.closedCtx, s.cancelClose = context.WithCancel(context.Background())
-	if _, ok := d.(directReads); ok {
+	if dr, ok := d.(directReads); ok {
+		if s.directDB, err = dr.directPool(u, r); err != nil {
+			r.Close()
+			if w != r {
+				w.Close()
+			}
+			return nil, fmt.Errorf("sqlstore: open %s: %w", d.name(), err)
+		}
 		s.directGets = newDirectGets(s.q)
 	}
 	_, s.noNUL = d.(textWithoutNUL)
@@ -344,6 +352,9 @@ func (s *Store) closeDBs() error {
 	})
 	if s.directGets != nil {
 		s.directGets.close()
+		if s.directDB != s.read {
+			s.directDB.Close()
+		}
 	}
 	s.closeStandbys()
 	err := s.read.Close()
