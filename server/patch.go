@@ -197,6 +197,16 @@ func (p *patchRequest) apply(current runtime.Object, t *schema.Type) (runtime.Ob
 		if de.Cause != "" {
 			why = de.Cause
 		}
+		if p.kind == apply.StrategicPatch && schemaObj != nil {
+			// kube turns a strategic merge's result into the Go type
+			// with the unstructured converter, whose words it quotes.
+			var m map[string]any
+			if utiljson.Unmarshal(patched, &m) == nil {
+				if cerr := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(m, t.New(), false); cerr != nil {
+					why = cerr.Error()
+				}
+			}
+		}
 		return nil, apierrors.NewInvalid(runtimeschema.GroupKind{}, "", field.ErrorList{field.Invalid(field.NewPath("patch"), p.quoted(patched), why)})
 	}
 	strict = append(append([]string(nil), p.dups...), strict...)

@@ -63,3 +63,23 @@ func TestPatchRefusalsQuoteAsKube(t *testing.T) {
 		t.Errorf("merge patch changing the kind: %d %s; want the conversion's words alone", r.Code, r.Body)
 	}
 }
+
+// TestStrategicMergeWrongTypeAsKube: a strategic merge patch whose result
+// does not fit the kind is refused in the unstructured converter's words,
+// as kube's handler converts it.
+func TestStrategicMergeWrongTypeAsKube(t *testing.T) {
+	h := refNewHarness(t)
+	const deps = "/apis/apps/v1/namespaces/default/deployments"
+	h.mustDo("POST", deps, "application/json", `{"metadata":{"name":"d1"},"spec":{"selector":{"matchLabels":{"a":"b"}},
+	  "template":{"metadata":{"labels":{"a":"b"}},"spec":{"containers":[{"name":"c","image":"i"}]}}}}`, http.StatusCreated)
+	for patch, want := range map[string]string{
+		`{"spec":{"replicas":"3"}}`:       `map[spec:map[replicas:3]]\": unrecognized type: int32`,
+		`{"metadata":{"labels":{"a":1}}}`: `map[metadata:map[labels:map[a:1]]]\": cannot convert int64 to string`,
+		`{"spec":{"replicas":1.5}}`:       `map[spec:map[replicas:1.5]]\": cannot convert float64 to int32`,
+	} {
+		r := h.do("PATCH", deps+"/d1", map[string]string{"Content-Type": "application/strategic-merge-patch+json"}, []byte(patch))
+		if r.Code != http.StatusUnprocessableEntity || !strings.Contains(r.Body.String(), want) {
+			t.Errorf("strategic merge patch %s: %d %s; want 422 ending %s", patch, r.Code, r.Body, want)
+		}
+	}
+}
