@@ -246,33 +246,26 @@ func (x *Resource) beforeGracefulDelete(obj runtime.Object, acc metav1.Object, o
 }
 
 // checkPreconditions is kube's BeforeDelete check, whose conflict names
-// the object's kind where other conflicts name its resource.
+// the object's kind where other conflicts name its resource; a kind whose
+// storage checks them itself (DeletePreconditionsOwn) names its resource,
+// in that storage's words.
 func (x *Resource) checkPreconditions(acc metav1.Object, pre *metav1.Preconditions) error {
 	if pre == nil {
 		return nil
 	}
+	gr := runtimeschema.GroupResource{Group: x.st.Group, Resource: x.st.Kind}
+	uidMsg := "the UID in the precondition (%s) does not match the UID in record (%s). The object might have been deleted and then recreated"
+	rvMsg := "the ResourceVersion in the precondition (%s) does not match the ResourceVersion in record (%s). The object might have been modified"
 	if x.t.DeletePreconditionsOwn {
-		// kube's namespace storage checks them before its store does,
-		// naming the resource.
-		gr := x.t.GroupResource()
-		if pre.UID != nil && *pre.UID != acc.GetUID() {
-			return apierrors.NewConflict(gr, acc.GetName(),
-				fmt.Errorf("Precondition failed: UID in precondition: %v, UID in object meta: %v", *pre.UID, acc.GetUID()))
-		}
-		if pre.ResourceVersion != nil && *pre.ResourceVersion != acc.GetResourceVersion() {
-			return apierrors.NewConflict(gr, acc.GetName(),
-				fmt.Errorf("Precondition failed: ResourceVersion in precondition: %v, ResourceVersion in object meta: %v", *pre.ResourceVersion, acc.GetResourceVersion()))
-		}
-		return nil
+		gr = x.t.GroupResource()
+		uidMsg = "Precondition failed: UID in precondition: %s, UID in object meta: %s"
+		rvMsg = "Precondition failed: ResourceVersion in precondition: %s, ResourceVersion in object meta: %s"
 	}
-	kind := runtimeschema.GroupResource{Group: x.st.Group, Resource: x.st.Kind}
 	if pre.UID != nil && *pre.UID != acc.GetUID() {
-		return apierrors.NewConflict(kind, acc.GetName(),
-			fmt.Errorf("the UID in the precondition (%s) does not match the UID in record (%s). The object might have been deleted and then recreated", *pre.UID, acc.GetUID()))
+		return apierrors.NewConflict(gr, acc.GetName(), fmt.Errorf(uidMsg, *pre.UID, acc.GetUID()))
 	}
 	if pre.ResourceVersion != nil && *pre.ResourceVersion != acc.GetResourceVersion() {
-		return apierrors.NewConflict(kind, acc.GetName(),
-			fmt.Errorf("the ResourceVersion in the precondition (%s) does not match the ResourceVersion in record (%s). The object might have been modified", *pre.ResourceVersion, acc.GetResourceVersion()))
+		return apierrors.NewConflict(gr, acc.GetName(), fmt.Errorf(rvMsg, *pre.ResourceVersion, acc.GetResourceVersion()))
 	}
 	return nil
 }
