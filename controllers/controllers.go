@@ -453,7 +453,12 @@ func (m *Manager) defaultsController(ctx context.Context) error {
 		defer w.Stop()
 		watches = append(watches, w)
 	}
-	if err := m.ensureDefaults(ctx); err != nil {
+	// Namespaces whose defaults a policy refused (a quota full, a
+	// webhook) are tried again later, backing off, as kube's controllers
+	// requeue them.
+	retries := newDefaultsRetries()
+	defer retries.timer.Stop()
+	if err := m.ensureDefaults(ctx, retries); err != nil {
 		return err
 	}
 	// Each event concerns one namespace: only that one is looked at, so a
@@ -463,6 +468,14 @@ func (m *Manager) defaultsController(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return nil
+		case <-retries.timer.C:
+			for _, name := range retries.due() {
+				if err := m.ensureNamespaceDefaultsNamed(ctx, name, retries); err != nil {
+					return err
+				}
+			}
+			retries.arm()
+			continue
 		case ev, ok := <-watches[0].Events():
 			if !ok {
 				return watches[0].Err()
@@ -485,47 +498,120 @@ func (m *Manager) defaultsController(ctx context.Context) error {
 			}
 			ns = ev.Namespace
 		}
-		rec, err := m.namespacesAPI().GetRecord(ctx, "", ns)
-		if apierrors.IsNotFound(err) {
-			continue // deleted meanwhile
-		}
-		if err != nil {
-			return err
-		}
-		obj, err := m.namespacesAPI().Decode(rec)
-		if err != nil {
-			return err
-		}
-		if err := m.ensureNamespaceDefaults(ctx, obj.(*corev1.Namespace)); err != nil {
+		if err := m.ensureNamespaceDefaultsNamed(ctx, ns, retries); err != nil {
 			return err
 		}
 	}
 }
 
+// ensureNamespaceDefaultsNamed reads namespace ns and puts its defaults.
+func (m *Manager) ensureNamespaceDefaultsNamed(ctx context.Context, ns string, retries *defaultsRetries) error {
+	rec, err := m.namespacesAPI().GetRecord(ctx, "", ns)
+	if apierrors.IsNotFound(err) {
+		return retries.after(ns, nil) // deleted meanwhile
+	}
+	if err != nil {
+		return err
+	}
+	obj, err := m.namespacesAPI().Decode(rec)
+	if err != nil {
+		return err
+	}
+	return retries.after(ns, m.ensureNamespaceDefaults(ctx, obj.(*corev1.Namespace)))
+}
+
 // ensureDefaults puts the defaults in every active namespace.
-func (m *Manager) ensureDefaults(ctx context.Context) error {
+func (m *Manager) ensureDefaults(ctx context.Context, retries *defaultsRetries) error {
 	all, err := m.namespaces(ctx, nil)
 	if err != nil {
 		return err
 	}
 	for _, sn := range all {
-		if err := m.ensureNamespaceDefaults(ctx, sn.Namespace); err != nil {
+		if err := retries.after(sn.Name, m.ensureNamespaceDefaults(ctx, sn.Namespace)); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
+// defaultsRetries are the namespaces whose defaults were refused, each
+// with when to try again; the wait doubles from a second to five minutes.
+type defaultsRetries struct {
+	timer *time.Timer
+	at    map[string]time.Time
+	wait  map[string]time.Duration
+}
+
+func newDefaultsRetries() *defaultsRetries {
+	t := time.NewTimer(time.Hour)
+	t.Stop()
+	return &defaultsRetries{timer: t, at: map[string]time.Time{}, wait: map[string]time.Duration{}}
+}
+
+// after takes the outcome of ns's defaults: a refusal is tried again
+// later and is not the controller's error; success forgets ns.
+func (r *defaultsRetries) after(ns string, err error) error {
+	if !apierrors.IsForbidden(err) {
+		delete(r.at, ns)
+		delete(r.wait, ns)
+		return err
+	}
+	w := min(max(2*r.wait[ns], time.Second), 5*time.Minute)
+	r.wait[ns], r.at[ns] = w, time.Now().Add(w)
+	r.arm()
+	return nil
+}
+
+// due takes the namespaces whose time has come.
+func (r *defaultsRetries) due() []string {
+	var out []string
+	now := time.Now()
+	for ns, at := range r.at {
+		if !at.After(now) {
+			out = append(out, ns)
+			delete(r.at, ns)
+		}
+	}
+	return out
+}
+
+// arm sets the timer for the earliest retry.
+func (r *defaultsRetries) arm() {
+	r.timer.Stop()
+	var first time.Time
+	for _, at := range r.at {
+		if first.IsZero() || at.Before(first) {
+			first = at
+		}
+	}
+	if !first.IsZero() {
+		r.timer.Reset(time.Until(first))
+	}
+}
+
 // ensureNamespaceDefaults puts the default ServiceAccount and the root CA
-// ConfigMap in ns, unless it is terminating.
+// ConfigMap in ns, unless it is terminating. Each is tried whatever
+// became of the other (they are two controllers in kube); a refusal
+// (Forbidden) is returned once both were tried.
 func (m *Manager) ensureNamespaceDefaults(ctx context.Context, ns *corev1.Namespace) error {
 	if ns.DeletionTimestamp != nil {
 		return nil
 	}
+	var refused error
+	outcome := func(err error) error {
+		switch {
+		case err == nil || ignorable(err):
+			return nil
+		case apierrors.IsForbidden(err):
+			refused = err
+			return nil
+		}
+		return err
+	}
 	sas := m.api.MustLookup("", "v1", "serviceaccounts")
 	if _, err := sas.GetRecord(ctx, ns.Name, "default"); m.enabled(ServiceAccountController) && apierrors.IsNotFound(err) {
 		sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}
-		if _, err := sas.Create(ctx, ns.Name, sa, registry.WriteOptions{Manager: registry.ManagerControllerManager}); err != nil && !ignorable(err) {
+		if _, err := sas.Create(ctx, ns.Name, sa, registry.WriteOptions{Manager: registry.ManagerControllerManager}); outcome(err) != nil {
 			return err
 		}
 	}
@@ -537,17 +623,18 @@ func (m *Manager) ensureNamespaceDefaults(ctx context.Context, ns *corev1.Namesp
 			}},
 			Data: map[string]string{"ca.crt": string(m.cfg.CABundle)},
 		}
-		if _, err := cms.Create(ctx, ns.Name, cm, registry.WriteOptions{Manager: registry.ManagerControllerManager}); err != nil && !ignorable(err) {
+		if _, err := cms.Create(ctx, ns.Name, cm, registry.WriteOptions{Manager: registry.ManagerControllerManager}); outcome(err) != nil {
 			return err
 		}
 	}
-	return nil
+	return refused
 }
 
 // ignorable: a concurrent writer (another replica) won, or the namespace
-// started terminating meanwhile.
+// went meanwhile. (A refusal, Forbidden, is tried again: see
+// defaultsRetries; one for a namespace now terminating ends there.)
 func ignorable(err error) bool {
-	return apierrors.IsAlreadyExists(err) || apierrors.IsForbidden(err) || apierrors.IsNotFound(err)
+	return apierrors.IsAlreadyExists(err) || apierrors.IsNotFound(err)
 }
 
 // expiryInterval is how often expired Events are looked for.

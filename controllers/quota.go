@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -26,7 +27,9 @@ import (
 // ResourceQuota's status.hard follows its spec and status.used is
 // recounted, with kube's evaluators over the stored objects, when a quota
 // is created or its limits change, when a namespace with quotas loses an
-// object or a Pod finishes (replenishment), and every five minutes.
+// object or an update changes what it uses (kube's update filter: a Pod
+// finished, terminating or resized, a Service's type, a claim's
+// storage), and every five minutes.
 // Admission adds to status.used as it admits; this controller is what
 // gives room back. Every replica runs it on the writes it makes; status
 // writes are conditional, so replicas recounting at once cannot undo
@@ -66,35 +69,41 @@ func (m *Manager) nudgeQuota(ns string) {
 }
 
 // quotaWritten decides whether a write changes what quotas count: a
-// quota created or given new limits, or a Pod that finished.
+// quota created or given new limits, or an update kube's update filter
+// says changes usage (a Pod that finished, became terminating or was
+// resized; a Service of another type; a claim whose storage changed).
 func (m *Manager) quotaWritten(t *schema.Type, obj, old metav1.Object) {
 	if !m.enabled(ResourceQuotaController) || !t.Namespaced {
 		return
 	}
-	switch o := obj.(type) {
-	case *corev1.ResourceQuota:
+	if o, ok := obj.(*corev1.ResourceQuota); ok {
 		// Status writes (admission's and this controller's) are not news.
 		if prev, ok := old.(*corev1.ResourceQuota); !ok || !equality.Semantic.DeepEqual(prev.Spec, o.Spec) ||
 			!equality.Semantic.DeepEqual(o.Spec.Hard, o.Status.Hard) {
 			m.nudgeQuota(o.Namespace)
 		}
-	case *corev1.Pod:
-		prev, ok := old.(*corev1.Pod)
-		if ok && terminal(o) && !terminal(prev) && m.hasQuotas(o.Namespace) {
-			m.nudgeQuota(o.Namespace)
-		}
+		return
+	}
+	if old == nil || t.Group != "" || !quotaUpdated[t.Resource] || !m.hasQuotas(obj.GetNamespace()) {
+		return
+	}
+	if quotaUpdateFilter(runtimeschema.GroupVersionResource{Version: t.Version, Resource: t.Resource}, old, obj) {
+		m.nudgeQuota(obj.GetNamespace())
 	}
 }
+
+// quotaUpdateFilter is kube-controller-manager's; quotaUpdated the
+// resources it looks at (it type-asserts their objects).
+var (
+	quotaUpdateFilter = quotainstall.DefaultUpdateFilter()
+	quotaUpdated      = map[string]bool{"pods": true, "services": true, "persistentvolumeclaims": true}
+)
 
 // quotaDeleted: a namespace with quotas lost an object.
 func (m *Manager) quotaDeleted(t *schema.Type, obj metav1.Object) {
 	if m.enabled(ResourceQuotaController) && t.Namespaced && m.hasQuotas(obj.GetNamespace()) {
 		m.nudgeQuota(obj.GetNamespace())
 	}
-}
-
-func terminal(p *corev1.Pod) bool {
-	return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
 }
 
 // quotaCache is the quotas' watch-fed cache (looked up once: every
@@ -202,6 +211,15 @@ func newQuotaEvaluators(api *registry.Registry) *quotaEvaluators {
 	return &quotaEvaluators{api: api, registry: generic.NewRegistry(cfg.Evaluators())}
 }
 
+func hasVerbs(verbs []string, want ...string) bool {
+	for _, v := range want {
+		if !slices.Contains(verbs, v) {
+			return false
+		}
+	}
+	return true
+}
+
 func (e *quotaEvaluators) evaluatorsFor(hard corev1.ResourceList) quota.Registry {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -215,8 +233,12 @@ func (e *quotaEvaluators) evaluatorsFor(hard corev1.ResourceList) quota.Registry
 		if e.registry.Get(gr) != nil {
 			continue
 		}
+		// As kube-controller-manager's discovery of what to count: kinds
+		// in namespaces that can be created, listed, watched and deleted,
+		// not those quota ignores (events, reviews).
 		x, ok := e.api.LookupResource(gr)
-		if !ok {
+		if _, ignored := quotainstall.DefaultIgnoredResources()[gr]; !ok || ignored || !x.Type().Namespaced ||
+			!hasVerbs(x.Type().Verbs, "create", "list", "watch", "delete") {
 			continue
 		}
 		gvr := runtimeschema.GroupVersionResource{Group: group, Version: x.Type().Version, Resource: resource}
