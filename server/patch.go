@@ -14,6 +14,7 @@ import (
 	runtimeschema "k8s.io/apimachinery/pkg/runtime/schema"
 	cbordirect "k8s.io/apimachinery/pkg/runtime/serializer/cbor/direct"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
+	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	sigsjson "sigs.k8s.io/json"
 
@@ -186,6 +187,15 @@ func (p *patchRequest) apply(current runtime.Object, t *schema.Type) (runtime.Ob
 		return nil, patchError(err)
 	}
 	obj, strict, err := p.r.s.codec.Decode(t, codecs.JSON, patched)
+	if err != nil && p.kind == apply.StrategicPatch {
+		// kube turns a strategic merge's result into the kind by its Go
+		// type: a kind or apiVersion the patch changed is not read.
+		if fixed, ok := withTypeMeta(patched, t); ok {
+			if o, st, derr := p.r.s.codec.Decode(t, codecs.JSON, fixed); derr == nil {
+				obj, strict, err = o, st, nil
+			}
+		}
+	}
 	if err != nil {
 		// kube's patch handler: a patched object that does not decode is
 		// an invalid patch, quoting what was patched and the decoder.
@@ -207,14 +217,14 @@ func (p *patchRequest) apply(current runtime.Object, t *schema.Type) (runtime.Ob
 				}
 			}
 		}
-		return nil, apierrors.NewInvalid(runtimeschema.GroupKind{}, "", field.ErrorList{field.Invalid(field.NewPath("patch"), p.quoted(patched), why)})
+		return nil, apierrors.NewInvalid(runtimeschema.GroupKind{}, "", field.ErrorList{field.Invalid(field.NewPath("patch"), p.quoted(orig, patched, schemaObj), why)})
 	}
 	strict = append(append([]string(nil), p.dups...), strict...)
 	if p.fv == fvStrict && len(strict) > 0 {
 		// kube-apiserver rejects a strict patch as an invalid patch,
 		// quoting the patched object.
 		return nil, apierrors.NewInvalid(runtimeschema.GroupKind{}, "", field.ErrorList{
-			field.Invalid(field.NewPath("patch"), p.quoted(patched), "strict decoding error: "+strings.Join(strict, ", ")),
+			field.Invalid(field.NewPath("patch"), p.quoted(orig, patched, schemaObj), "strict decoding error: "+strings.Join(strict, ", ")),
 		})
 	}
 	if err := p.r.fieldProblems(strict, p.fv); err != nil {
@@ -243,16 +253,38 @@ func (p *patchRequest) apply(current runtime.Object, t *schema.Type) (runtime.Ob
 	return obj, nil
 }
 
+// withTypeMeta is doc with t's apiVersion and kind.
+func withTypeMeta(doc []byte, t *schema.Type) ([]byte, bool) {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(doc, &m) != nil || m == nil {
+		return nil, false
+	}
+	m["apiVersion"], _ = json.Marshal(t.APIVersion())
+	m["kind"], _ = json.Marshal(t.Kind)
+	out, err := json.Marshal(m)
+	return out, err == nil
+}
+
 // quoted is what kube's refusal of a patch quotes: the patched object's
 // JSON, or for a strategic merge patch the patch as its Go map prints.
-func (p *patchRequest) quoted(patched []byte) string {
+func (p *patchRequest) quoted(orig, patched []byte, schemaObj any) string {
 	if p.kind != apply.StrategicPatch {
 		return string(patched)
 	}
-	// Decoded as kube's handler decodes it: whole numbers as int64, so
-	// they print as written.
+	// Decoded as kube's handler decodes it (whole numbers as int64, so
+	// they print as written), and as its merge left it: the merge takes
+	// its directives out of the patch's map as it applies them.
 	var m map[string]any
 	_ = utiljson.Unmarshal(p.body, &m)
+	if schemaObj != nil {
+		var om map[string]any
+		if utiljson.Unmarshal(orig, &om) == nil {
+			func() {
+				defer func() { _ = recover() }() // the merge's own panics are answered elsewhere
+				_, _ = strategicpatch.StrategicMergeMapPatch(om, m, schemaObj)
+			}()
+		}
+	}
 	return fmt.Sprintf("%+v", m)
 }
 

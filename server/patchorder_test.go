@@ -83,3 +83,26 @@ func TestStrategicMergeWrongTypeAsKube(t *testing.T) {
 		}
 	}
 }
+
+// TestStrategicMergeAsKubeConverts: kube quotes a refused strategic merge
+// patch as its merge left it (directives taken out), and turns the result
+// into the kind by its Go type, so a kind or apiVersion the patch changed
+// is not read.
+func TestStrategicMergeAsKubeConverts(t *testing.T) {
+	h := refNewHarness(t)
+	smp := map[string]string{"Content-Type": "application/strategic-merge-patch+json"}
+	const deps = "/apis/apps/v1/namespaces/default/deployments"
+	h.mustDo("POST", deps, "application/json", `{"metadata":{"name":"d1"},"spec":{"selector":{"matchLabels":{"a":"b"}},
+	  "template":{"metadata":{"labels":{"a":"b"}},"spec":{"containers":[{"name":"c","image":"i"}]}}}}`, http.StatusCreated)
+	r := h.do("PATCH", deps+"/d1?fieldValidation=Strict", smp, []byte(`{"spec":{"foo":1,"strategy":{"$retainKeys":["type"],"type":"Recreate"}}}`))
+	if r.Code != http.StatusUnprocessableEntity || !strings.Contains(r.Body.String(), `map[spec:map[foo:1 strategy:map[type:Recreate]]]`) {
+		t.Errorf("strict patch with $retainKeys: %d %s; want the patch quoted without the directive", r.Code, r.Body)
+	}
+	h.mustDo("POST", "/api/v1/namespaces/default/configmaps", "application/json", `{"metadata":{"name":"cm1"},"data":{"a":"b"}}`, http.StatusCreated)
+	for _, patch := range []string{`{"kind":"Secret"}`, `{"apiVersion":"v2","data":{"c":"d"}}`} {
+		r = h.do("PATCH", "/api/v1/namespaces/default/configmaps/cm1", smp, []byte(patch))
+		if r.Code != http.StatusOK || !strings.Contains(r.Body.String(), `"kind":"ConfigMap","apiVersion":"v1"`) {
+			t.Errorf("strategic merge patch %s: %d %s; want 200, still a v1 ConfigMap", patch, r.Code, r.Body)
+		}
+	}
+}
