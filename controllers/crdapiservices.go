@@ -25,9 +25,6 @@ import (
 
 const (
 	automanagedLabel = "kube-aggregator.kubernetes.io/automanaged"
-	// crdVersionPriority is crdregistration's (its group priority is
-	// schema.CRDGroupPriority).
-	crdVersionPriority = 100
 )
 
 // syncCRDAPIServices creates the APIServices of the group-versions crds
@@ -81,7 +78,7 @@ func (m *Manager) syncCRDAPIServices(ctx context.Context, crds []*apiextensionsv
 		s := &apiregistrationv1.APIService{
 			ObjectMeta: metav1.ObjectMeta{Name: gv.Version + "." + gv.Group, Labels: map[string]string{automanagedLabel: "true"}},
 			Spec: apiregistrationv1.APIServiceSpec{Group: gv.Group, Version: gv.Version,
-				GroupPriorityMinimum: schema.CRDGroupPriority, VersionPriority: crdVersionPriority},
+				GroupPriorityMinimum: schema.CRDGroupPriority, VersionPriority: schema.CRDVersionPriority},
 		}
 		if _, err := x.Create(ctx, "", s, registry.WriteOptions{Manager: registry.ManagerAPIServer}); err != nil && !apierrors.IsAlreadyExists(err) {
 			return err

@@ -49,6 +49,19 @@ func PriorityOf(gv schema.GroupVersion) (p Priority, ok bool) {
 // controller gives a CRD's group (its APIServices' GroupPriorityMinimum).
 const CRDGroupPriority = 1000
 
+// CRDVersionPriority is the version priority it gives each of a CRD's
+// versions (their APIServices' VersionPriority).
+const CRDVersionPriority = 100
+
+// VersionPriorityOf is gv's version priority as its APIService has it:
+// kube-apiserver's for a built-in group-version, a CRD's otherwise.
+func VersionPriorityOf(gv schema.GroupVersion) int32 {
+	if p, ok := priorities[gv]; ok {
+		return p.Version
+	}
+	return CRDVersionPriority
+}
+
 // GroupPriorityOf is a group's discovery priority (that of any of its
 // versions kube-apiserver has an entry for).
 func GroupPriorityOf(group string) (int32, bool) {

@@ -194,10 +194,22 @@ func TestServiceBackedVersionOfALocalGroup(t *testing.T) {
 			t.Fatalf("%s: %d %s", name, r.Code, r.Body)
 		}
 	}
+	// A new version of apps at a higher version priority than v1's 15
+	// comes first and is preferred, as kube orders a group's APIServices.
+	if r := h.do("POST", base, ct, []byte(`{"metadata":{"name":"v2.apps"},"spec":{"group":"apps","version":"v2",
+	  "groupPriorityMinimum":17800,"versionPriority":100,"insecureSkipTLSVerify":true,"service":{"namespace":"default","name":"nosvc"}}}`)); r.Code != http.StatusCreated {
+		t.Fatalf("v2.apps: %d %s", r.Code, r.Body)
+	}
 	var group metav1.APIGroup
 	r := h.do("GET", "/apis/batch", nil, nil)
 	if err := json.Unmarshal(r.Body.Bytes(), &group); err != nil || len(group.Versions) != 1 || group.Versions[0].GroupVersion != "batch/v1" {
 		t.Errorf("/apis/batch: %d %s; want batch/v1 once", r.Code, r.Body)
+	}
+	group = metav1.APIGroup{}
+	r = h.do("GET", "/apis/apps", nil, nil)
+	if err := json.Unmarshal(r.Body.Bytes(), &group); err != nil || len(group.Versions) != 2 || group.Versions[0].Version != "v2" ||
+		group.Versions[1].Version != "v1" || group.PreferredVersion.Version != "v2" {
+		t.Errorf("/apis/apps: %d %s; want v2 (preferred), then v1", r.Code, r.Body)
 	}
 	r = h.do("GET", "/apis", map[string]string{"Accept": "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"}, nil)
 	var list struct {
@@ -213,6 +225,9 @@ func TestServiceBackedVersionOfALocalGroup(t *testing.T) {
 	for _, g := range list.Items {
 		if g.Metadata.Name == "batch" && len(g.Versions) != 1 {
 			t.Errorf("aggregated batch versions %v; want v1 once", g.Versions)
+		}
+		if g.Metadata.Name == "apps" && (len(g.Versions) != 2 || g.Versions[0].Version != "v2") {
+			t.Errorf("aggregated apps versions %v; want v2, then v1", g.Versions)
 		}
 		if strings.HasSuffix(g.Metadata.Name, ".example.com") {
 			order = append(order, g.Metadata.Name)

@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	runtimeschema "k8s.io/apimachinery/pkg/runtime/schema"
+	utilversion "k8s.io/apimachinery/pkg/version"
 
 	"github.com/tabula-dev/tabula/codecs"
 	"github.com/tabula-dev/tabula/schema"
@@ -208,7 +209,40 @@ func (s *Server) allGroups() []metav1.APIGroup {
 			vs := versions(g)
 			return metav1.APIGroup{Name: g.Name, Versions: vs, PreferredVersion: vs[0]}
 		},
-		func(l *metav1.APIGroup, g aggregator.Group) { l.Versions = append(l.Versions, versions(g)...) })
+		func(l *metav1.APIGroup, g aggregator.Group) {
+			vs := withRemoteVersions(l.Name, l.Versions, versions(g), g.VersionPriorities,
+				func(v metav1.GroupVersionForDiscovery) string { return v.Version })
+			l.Versions, l.PreferredVersion = vs, vs[0]
+		})
+}
+
+// withRemoteVersions orders a group's versions served here (local) and
+// by APIServices (remote, with their priorities) as kube-aggregator
+// orders a group's APIServices: version priority, highest first, then
+// kube's version order.
+func withRemoteVersions[V any](group string, local, remote []V, remotePriorities []int32, version func(V) string) []V {
+	type ranked struct {
+		v V
+		p int32
+	}
+	all := make([]ranked, 0, len(local)+len(remote))
+	for _, v := range local {
+		all = append(all, ranked{v, schema.VersionPriorityOf(runtimeschema.GroupVersion{Group: group, Version: version(v)})})
+	}
+	for i, v := range remote {
+		all = append(all, ranked{v, remotePriorities[i]})
+	}
+	sort.SliceStable(all, func(i, j int) bool {
+		if all[i].p != all[j].p {
+			return all[i].p > all[j].p
+		}
+		return utilversion.CompareKubeAwareVersionStrings(version(all[i].v), version(all[j].v)) > 0
+	})
+	out := make([]V, len(all))
+	for i, r := range all {
+		out[i] = r.v
+	}
+	return out
 }
 
 func (s *Server) getAPIs(c echo.Context) error {
@@ -360,7 +394,8 @@ func (s *Server) aggregatedV2(legacy bool) *apidiscoveryv2.APIGroupDiscoveryList
 		list.Items = withRemote(list.Items, remote, func(g apidiscoveryv2.APIGroupDiscovery) string { return g.Name },
 			func(g aggregator.Group) apidiscoveryv2.APIGroupDiscovery { return g.APIGroupDiscovery },
 			func(l *apidiscoveryv2.APIGroupDiscovery, g aggregator.Group) {
-				l.Versions = append(l.Versions, g.Versions...)
+				l.Versions = withRemoteVersions(l.Name, l.Versions, g.Versions, g.VersionPriorities,
+					func(v apidiscoveryv2.APIVersionDiscovery) string { return v.Version })
 			})
 	}
 	return list

@@ -113,6 +113,8 @@ func (a *Aggregator) fetchDiscovery(ctx context.Context, t *Target) ([]apidiscov
 type Group struct {
 	apidiscoveryv2.APIGroupDiscovery
 	Priority int32
+	// VersionPriorities are its versions' (their APIServices').
+	VersionPriorities []int32
 }
 
 // Groups are the Service-backed groups in kube-aggregator's order, with
@@ -133,6 +135,7 @@ func (a *Aggregator) Groups() []Group {
 				}
 			}
 			g.Versions = append(g.Versions, v)
+			g.VersionPriorities = append(g.VersionPriorities, t.api.Spec.VersionPriority)
 		}
 		a.mu.RUnlock()
 		out = append(out, g)
