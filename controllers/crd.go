@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"reflect"
 	"strconv"
@@ -184,6 +185,13 @@ func (m *Manager) crdController(ctx context.Context) error {
 		return err
 	}
 	defer w.Stop()
+	// The CRDs' APIServices are kept as kube's autoregister controller
+	// keeps them: one deleted is made again, one edited is set back, a
+	// stray one is removed, whenever an automanaged APIService changes.
+	apiServices, err := m.automanagedAPIServiceEvents(ctx, rev)
+	if err != nil {
+		return err
+	}
 	if reload {
 		if err := m.loadCRDs(ctx); err != nil {
 			return err
@@ -215,6 +223,15 @@ func (m *Manager) crdController(ctx context.Context) error {
 			// A change can free or take names other CRDs of the group
 			// asked for, so all are looked at; unchanged ones cost a
 			// comparison.
+			m.namePass(ctx)
+		case _, ok := <-apiServices:
+			if !ok {
+				if ctx.Err() != nil {
+					return nil
+				}
+				return errors.New("controllers: the APIServices' watch ended")
+			}
+			m.crds.apiServicesSynced = "(an APIService changed)"
 			m.namePass(ctx)
 		case <-t.C:
 			if m.crds.deleting() {

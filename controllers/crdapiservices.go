@@ -6,8 +6,10 @@ import (
 	"strings"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	runtimeschema "k8s.io/apimachinery/pkg/runtime/schema"
 	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
 
@@ -54,7 +56,7 @@ func (m *Manager) syncCRDAPIServices(ctx context.Context, crds []*apiextensionsv
 		return nil
 	}
 	have := map[runtimeschema.GroupVersion]bool{}
-	var stale []string
+	var stale, edited []string
 	err := m.eachStored(ctx, kv.ListOptions{Resource: x.Type().StorageResource}, func(rec kv.Record) error {
 		obj, err := x.Decode(rec)
 		if err != nil {
@@ -63,8 +65,12 @@ func (m *Manager) syncCRDAPIServices(ctx context.Context, crds []*apiextensionsv
 		s := obj.(*apiregistrationv1.APIService)
 		gv := runtimeschema.GroupVersion{Group: s.Spec.Group, Version: s.Spec.Version}
 		have[gv] = true
-		if s.Labels[automanagedLabel] == "true" && !want[gv] {
+		switch {
+		case s.Labels[automanagedLabel] != "true":
+		case !want[gv]:
 			stale = append(stale, s.Name)
+		case !equality.Semantic.DeepEqual(s.Spec, crdAPIServiceSpec(gv)):
+			edited = append(edited, s.Name)
 		}
 		return nil
 	})
@@ -77,8 +83,7 @@ func (m *Manager) syncCRDAPIServices(ctx context.Context, crds []*apiextensionsv
 		}
 		s := &apiregistrationv1.APIService{
 			ObjectMeta: metav1.ObjectMeta{Name: gv.Version + "." + gv.Group, Labels: map[string]string{automanagedLabel: "true"}},
-			Spec: apiregistrationv1.APIServiceSpec{Group: gv.Group, Version: gv.Version,
-				GroupPriorityMinimum: schema.CRDGroupPriority, VersionPriority: schema.CRDVersionPriority},
+			Spec:       crdAPIServiceSpec(gv),
 		}
 		if _, err := x.Create(ctx, "", s, registry.WriteOptions{Manager: registry.ManagerAPIServer}); err != nil && !apierrors.IsAlreadyExists(err) {
 			return err
@@ -89,8 +94,58 @@ func (m *Manager) syncCRDAPIServices(ctx context.Context, crds []*apiextensionsv
 			return err
 		}
 	}
+	for _, name := range edited {
+		_, _, err := x.Update(ctx, "", name, func(cur runtime.Object) (runtime.Object, error) {
+			s, ok := cur.(*apiregistrationv1.APIService)
+			if !ok || s.Labels[automanagedLabel] != "true" {
+				return nil, registry.ErrNoChange
+			}
+			s.Spec = crdAPIServiceSpec(runtimeschema.GroupVersion{Group: s.Spec.Group, Version: s.Spec.Version})
+			s.ResourceVersion = ""
+			return s, nil
+		}, registry.UpdateOptions{WriteOptions: registry.WriteOptions{Manager: registry.ManagerAPIServer}})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return err
+		}
+	}
 	m.crds.apiServicesSynced = key
 	return nil
+}
+
+// crdAPIServiceSpec is the spec kube's crdregistration controller gives
+// a CRD's group-version.
+func crdAPIServiceSpec(gv runtimeschema.GroupVersion) apiregistrationv1.APIServiceSpec {
+	return apiregistrationv1.APIServiceSpec{Group: gv.Group, Version: gv.Version,
+		GroupPriorityMinimum: schema.CRDGroupPriority, VersionPriority: schema.CRDVersionPriority}
+}
+
+// automanagedAPIServiceEvents tells of every change, after rev, to an
+// APIService a CRD's group-version has (labelled automanaged=true).
+func (m *Manager) automanagedAPIServiceEvents(ctx context.Context, rev int64) (<-chan struct{}, error) {
+	x, ok := m.api.Lookup(apiregistrationv1.GroupName, "v1", "apiservices")
+	out := make(chan struct{}, 1)
+	if !ok {
+		return out, nil // never tells
+	}
+	w, err := x.Watch(ctx, kv.WatchOptions{After: rev})
+	if err != nil {
+		return nil, err
+	}
+	go func() {
+		defer w.Stop()
+		defer close(out)
+		for ev := range w.Events() {
+			obj, err := x.Decode(ev.Record)
+			if s, ok := obj.(*apiregistrationv1.APIService); err != nil || !ok || s.Labels[automanagedLabel] != "true" {
+				continue
+			}
+			select {
+			case out <- struct{}{}:
+			default: // one is pending
+			}
+		}
+	}()
+	return out, nil
 }
 
 // gvKey is a set of group-versions as one comparable string.

@@ -240,3 +240,35 @@ func TestServiceBackedVersionOfALocalGroup(t *testing.T) {
 		t.Errorf("POST to an aggregated group-version's path: %d %s; want 503 from the proxy", r.Code, r.Body)
 	}
 }
+
+// TestCRDAPIServicesKeptAsAutoregister: a CRD's APIService is kept as
+// kube's autoregister controller keeps it: deleted, it is made again;
+// edited, it is set back; one labelled automanaged for a group-version no
+// CRD serves is removed.
+func TestCRDAPIServicesKeptAsAutoregister(t *testing.T) {
+	h := gcHarness{refNewHarness(t), t}
+	ct := map[string]string{"Content-Type": "application/json"}
+	if r := h.do("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", ct, []byte(`{"metadata":{"name":"widgets.crd.example.com"},
+	  "spec":{"group":"crd.example.com","names":{"plural":"widgets","singular":"widget","kind":"Widget","listKind":"WidgetList"},"scope":"Namespaced",
+	  "versions":[{"name":"v1","served":true,"storage":true,"schema":{"openAPIV3Schema":{"type":"object"}}}]}}`)); r.Code != http.StatusCreated {
+		t.Fatalf("CRD: %d %s", r.Code, r.Body)
+	}
+	const base = "/apis/apiregistration.k8s.io/v1/apiservices"
+	h.eventually("the CRD's APIService", func() bool { return h.do("GET", base+"/v1.crd.example.com", nil, nil).Code == http.StatusOK })
+	if r := h.do("DELETE", base+"/v1.crd.example.com", nil, nil); r.Code != http.StatusOK {
+		t.Fatalf("delete: %d %s", r.Code, r.Body)
+	}
+	h.eventually("the APIService made again", func() bool { return h.do("GET", base+"/v1.crd.example.com", nil, nil).Code == http.StatusOK })
+	if r := h.do("PATCH", base+"/v1.crd.example.com", map[string]string{"Content-Type": "application/merge-patch+json"},
+		[]byte(`{"spec":{"versionPriority":7}}`)); r.Code != http.StatusOK {
+		t.Fatalf("edit: %d %s", r.Code, r.Body)
+	}
+	h.eventually("the APIService set back", func() bool {
+		return strings.Contains(h.do("GET", base+"/v1.crd.example.com", nil, nil).Body.String(), `"versionPriority":100`)
+	})
+	if r := h.do("POST", base, ct, []byte(`{"metadata":{"name":"v1.stray.example.com","labels":{"kube-aggregator.kubernetes.io/automanaged":"true"}},
+	  "spec":{"group":"stray.example.com","version":"v1","groupPriorityMinimum":1000,"versionPriority":100}}`)); r.Code != http.StatusCreated {
+		t.Fatalf("stray: %d %s", r.Code, r.Body)
+	}
+	h.eventually("the stray removed", func() bool { return h.do("GET", base+"/v1.stray.example.com", nil, nil).Code == http.StatusNotFound })
+}
