@@ -182,10 +182,13 @@ func writeChecks() []conceptCheck {
 			meta["resourceVersion"] = got.str("metadata.resourceVersion")
 			meta["deletionTimestamp"] = "2001-01-01T00:00:00Z"
 			e.req(t, "PUT", cmPath(ns, "a"), a).expectStatus(t, http.StatusUnprocessableEntity, "Invalid", "metadata.deletionTimestamp", "field is immutable")
+			// Another uid in a PUT's body is a precondition kube's store
+			// checks before anything else: a conflict, not an invalid
+			// field (registry/rest's defaultUpdatedObjectInfo).
 			delete(meta, "deletionTimestamp")
 			meta["uid"] = "00000000-0000-0000-0000-000000000000"
 			delete(meta, "resourceVersion")
-			e.req(t, "PUT", cmPath(ns, "a"), a).expectStatus(t, http.StatusUnprocessableEntity, "Invalid", "metadata.uid", "field is immutable")
+			e.req(t, "PUT", cmPath(ns, "a"), a).expectStatus(t, http.StatusConflict, "Conflict", "Precondition failed: UID in precondition: 00000000-0000-0000-0000-000000000000")
 		}},
 		{section: secUpdates, name: "the status subresource and the main resource each ignore the other's part", run: func(t *testing.T, e *conceptEnv) {
 			name := newNamespace(t, e.tg)
