@@ -5,7 +5,6 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	runtimeschema "k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apiserver/pkg/storage"
 )
 
@@ -38,10 +37,11 @@ func (x *Resource) EtcdKey(namespace, name string) string {
 	return "/registry/" + prefix + "/" + name
 }
 
-// UIDPreconditionFailed is kube's answer to an update whose body names
-// another uid than the stored object's: its store takes the body's uid
-// as a precondition and refuses it before anything else.
-func (x *Resource) UIDPreconditionFailed(namespace, name string, want, have types.UID) error {
+// PreconditionFailed is kube's store refusing a write whose precondition
+// (field "UID" or "ResourceVersion") the stored object fails: an update
+// whose body names another uid, a binding's preconditions. It checks
+// them before anything else.
+func (x *Resource) PreconditionFailed(namespace, name, field string, want, have any) error {
 	return apierrors.NewConflict(x.t.GroupResource(), name, storage.NewInvalidObjError(x.EtcdKey(namespace, name),
-		fmt.Sprintf("Precondition failed: UID in precondition: %v, UID in object meta: %v", want, have)))
+		fmt.Sprintf("Precondition failed: %s in precondition: %v, %s in object meta: %v", field, want, field, have)))
 }

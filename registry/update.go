@@ -127,7 +127,7 @@ func (x *Resource) updateAttempt(ctx context.Context, namespace, name string, mu
 	}
 	if want := opts.PreconditionUID; want != "" {
 		if have := mustAccessor(old).GetUID(); have != want {
-			return Result{}, false, false, guessed, x.UIDPreconditionFailed(namespace, name, want, have)
+			return Result{}, false, false, guessed, x.PreconditionFailed(namespace, name, "UID", want, have)
 		}
 	}
 	obj, err := mutate(old.DeepCopyObject())

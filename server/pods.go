@@ -29,7 +29,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apimachinery/pkg/util/wait"
 	genericrest "k8s.io/apiserver/pkg/registry/generic/rest"
-	"k8s.io/apiserver/pkg/storage"
 	translator "k8s.io/apiserver/pkg/util/proxy"
 	"k8s.io/client-go/util/retry"
 	pdbhelper "k8s.io/component-helpers/apps/poddisruptionbudget"
@@ -460,7 +459,7 @@ func (r *request) bind(b *corev1.Binding, dryRun bool) error {
 	if len(errs) > 0 {
 		return apierrors.NewInvalid(runtimeschema.GroupKind{Kind: "Binding"}, b.Name, errs)
 	}
-	bindingGR, podsGR := runtimeschema.GroupResource{Resource: "pods/binding"}, runtimeschema.GroupResource{Resource: "pods"}
+	bindingGR := runtimeschema.GroupResource{Resource: "pods/binding"}
 	pods := r.s.api.MustLookup("", "v1", "pods")
 	// The legacy collection is its own resource to admission, as kube's
 	// bindings storage is: plugins and policies for pods/binding
@@ -475,14 +474,11 @@ func (r *request) bind(b *corev1.Binding, dryRun bool) error {
 	_, _, err := pods.Update(r.ctx, r.ri.Namespace, b.Name, func(cur runtime.Object) (runtime.Object, error) {
 		pod := cur.(*corev1.Pod)
 		// A failed precondition is kube's storage error, on the Pod.
-		key := "/registry/pods/" + pod.Namespace + "/" + pod.Name
 		if b.UID != "" && b.UID != pod.UID {
-			return nil, apierrors.NewConflict(podsGR, b.Name, storage.NewInvalidObjError(key,
-				fmt.Sprintf("Precondition failed: UID in precondition: %v, UID in object meta: %v", b.UID, pod.UID)))
+			return nil, pods.PreconditionFailed(pod.Namespace, pod.Name, "UID", b.UID, pod.UID)
 		}
 		if b.ResourceVersion != "" && b.ResourceVersion != pod.ResourceVersion {
-			return nil, apierrors.NewConflict(podsGR, b.Name, storage.NewInvalidObjError(key,
-				fmt.Sprintf("Precondition failed: ResourceVersion in precondition: %v, ResourceVersion in object meta: %v", b.ResourceVersion, pod.ResourceVersion)))
+			return nil, pods.PreconditionFailed(pod.Namespace, pod.Name, "ResourceVersion", b.ResourceVersion, pod.ResourceVersion)
 		}
 		if pod.DeletionTimestamp != nil {
 			return nil, apierrors.NewConflict(bindingGR, b.Name, fmt.Errorf("pod %s is being deleted, cannot be assigned to a host", pod.Name))
