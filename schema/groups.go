@@ -412,8 +412,10 @@ func autoscalingKinds() []*kubeKind {
 	// served as v2 and v1.
 	hpaValidateStatus := statusValidator(autoscalingvalidation.ValidateHorizontalPodAutoscalerStatusUpdate)
 	v2 := &kubeKind{Type: namespaced("autoscaling", "v2", "HorizontalPodAutoscaler", "horizontalpodautoscalers", []string{"hpa"}, all, "status").statusWritesMetadata(),
-		validate: hpaValidate, validateUpdate: hpaValidateUpdate, statusValidate: hpaValidateStatus,
-		prepareUpdate: hpaPrepareForUpdate, statusPrepare: hpaPrepareForStatus}
+		validate: hpaValidate, validateUpdate: hpaValidateUpdate, statusValidate: hpaValidateStatus}
+	// v1 carries metrics and conditions in annotations: the halves are
+	// kept on the internal object, and annotations that do not parse are
+	// refused when decoded.
 	v1 := &kubeKind{Type: namespaced("autoscaling", "v1", "HorizontalPodAutoscaler", "horizontalpodautoscalers", []string{"hpa"}, all, "status").statusWritesMetadata(),
 		validate: hpaValidate, validateUpdate: hpaValidateUpdate, statusValidate: hpaValidateStatus, storageVersion: "v2",
 		prepareUpdate: hpaPrepareForUpdate, statusPrepare: hpaPrepareForStatus, conversionFails: true}

@@ -190,10 +190,11 @@ func deploymentPrepareForStatus(obj, old runtime.Object) {
 	}
 }
 
-// hpaPrepareForUpdate and hpaPrepareForStatus: an update keeps the
-// status and a status write the spec, judged on kube's internal object,
-// since autoscaling/v1 carries metrics and conditions in annotations
-// that a write through the other half must not change.
+// hpaPrepareForUpdate and hpaPrepareForStatus: an autoscaling/v1 update
+// keeps the status and a status write the spec, judged on kube's internal
+// object, since v1 carries metrics and conditions in annotations that a
+// write through the other half must not change (v2's halves are its
+// fields, which the generic narrowing keeps).
 func hpaPrepareForUpdate(obj, old runtime.Object) {
 	if h, ok := obj.(*autoscaling.HorizontalPodAutoscaler); ok {
 		if o, ok := old.(*autoscaling.HorizontalPodAutoscaler); ok {
