@@ -232,7 +232,9 @@ func (m *Manager) crdController(ctx context.Context) error {
 				return errors.New("controllers: the APIServices' watch ended")
 			}
 			m.crds.apiServicesSynced = "(an APIService changed)"
-			m.namePass(ctx)
+			if err := m.syncCRDAPIServices(ctx, m.crds.all()); err != nil {
+				m.log.Warn("custom resource APIServices not synced", "err", err)
+			}
 		case <-t.C:
 			if m.crds.deleting() {
 				m.namePass(ctx)

@@ -119,8 +119,11 @@ func crdAPIServiceSpec(gv runtimeschema.GroupVersion) apiregistrationv1.APIServi
 		GroupPriorityMinimum: schema.CRDGroupPriority, VersionPriority: schema.CRDVersionPriority}
 }
 
-// automanagedAPIServiceEvents tells of every change, after rev, to an
-// APIService a CRD's group-version has (labelled automanaged=true).
+// automanagedAPIServiceEvents tells of the changes, after rev, that may
+// take an APIService labelled automanaged=true from what the CRDs want:
+// one made or removed, or its spec changed. Status writes (the
+// availability controller's) are not told: they would only make the CRD
+// controller look again while CRDs are being made.
 func (m *Manager) automanagedAPIServiceEvents(ctx context.Context, rev int64) (<-chan struct{}, error) {
 	x, ok := m.api.Lookup(apiregistrationv1.GroupName, "v1", "apiservices")
 	out := make(chan struct{}, 1)
@@ -136,7 +139,12 @@ func (m *Manager) automanagedAPIServiceEvents(ctx context.Context, rev int64) (<
 		defer close(out)
 		for ev := range w.Events() {
 			obj, err := x.Decode(ev.Record)
-			if s, ok := obj.(*apiregistrationv1.APIService); err != nil || !ok || s.Labels[automanagedLabel] != "true" {
+			s, ok := obj.(*apiregistrationv1.APIService)
+			if err != nil || !ok || s.Labels[automanagedLabel] != "true" {
+				continue
+			}
+			gv := runtimeschema.GroupVersion{Group: s.Spec.Group, Version: s.Spec.Version}
+			if ev.Type == kv.Modified && equality.Semantic.DeepEqual(s.Spec, crdAPIServiceSpec(gv)) {
 				continue
 			}
 			select {
