@@ -138,11 +138,16 @@ func (m *Manager) eachStored(ctx context.Context, opts kv.ListOptions, each func
 }
 
 // runLoop restarts a controller after an error until ctx ends, so a
-// database outage does not stop it for good.
+// database outage does not stop it for good. The wait doubles while runs
+// keep failing and starts over after a run that lasted (as client-go's
+// reflector resets its backoff), so a watch closed now and then does not
+// leave every later restart 5 s late.
 func (m *Manager) runLoop(ctx context.Context, name string, fn func(context.Context) error) {
-	backoff := 100 * time.Millisecond
+	var backoff time.Duration
 	for ctx.Err() == nil {
+		started := time.Now()
 		err := fn(ctx)
+		backoff = nextBackoff(backoff, time.Since(started))
 		if ctx.Err() != nil {
 			return
 		}
@@ -152,10 +157,20 @@ func (m *Manager) runLoop(ctx context.Context, name string, fn func(context.Cont
 			return
 		case <-time.After(backoff):
 		}
-		if backoff < 5*time.Second {
-			backoff *= 2
-		}
 	}
+}
+
+// nextBackoff is the wait before restarting a controller whose run lasted
+// ran, prev being the wait before that run.
+func nextBackoff(prev, ran time.Duration) time.Duration {
+	const first, most, healthy = 100 * time.Millisecond, 5 * time.Second, time.Minute
+	switch {
+	case prev == 0 || ran >= healthy:
+		return first
+	case prev*2 > most:
+		return most
+	}
+	return prev * 2
 }
 
 func (m *Manager) namespacesAPI() *registry.Resource { return m.api.MustLookup("", "v1", "namespaces") }

@@ -49,7 +49,7 @@ type servedCRD struct {
 
 // crdState is the controller's memory: the CRDs as last seen (names are
 // accepted against the whole group) and what is served for each. The
-// watch loop keeps names and conditions current at once; building a
+// namer keeps names and conditions current at once; building a
 // CRD's types (compiling its schema and rules, which takes long for large
 // CRDs) happens apart, so a new CRD's status never waits behind another's
 // build (kubectl wait reads the conditions right after a create).
@@ -57,8 +57,9 @@ type crdState struct {
 	mu     sync.Mutex
 	served map[string]servedCRD
 	crds   map[string]*apiextensionsv1.CustomResourceDefinition
-	// build is signalled when some CRD's types need building.
-	build chan struct{}
+	// build is signalled when some CRD's types need building, names when
+	// a CRD changed and apiServices when an automanaged APIService did.
+	build, names, apiServices chan struct{}
 	// loadedAt is the revision the last full load read from (changes after
 	// it come from the watch); the controller takes it once.
 	loadedAt int64
@@ -69,7 +70,7 @@ type crdState struct {
 
 func newCRDState() *crdState {
 	return &crdState{served: map[string]servedCRD{}, crds: map[string]*apiextensionsv1.CustomResourceDefinition{}, build: make(chan struct{}, 1),
-		apiServicesSynced: "(none yet)"}
+		names: make(chan struct{}, 1), apiServices: make(chan struct{}, 1), apiServicesSynced: "(none yet)"}
 }
 
 // loadCRDs serves the resources of every stored CRD once, before the
@@ -162,9 +163,8 @@ func (st *crdState) servedAs(crd *apiextensionsv1.CustomResourceDefinition, name
 }
 
 // crdController keeps the CRDs it has seen up to date from their watch:
-// on each change it updates names and conditions and lets the builder
-// serve what changed; only while a CRD is being deleted does it look
-// again on a timer (its objects' finalizers send no CRD event).
+// on each change the namer updates names and conditions and lets the
+// builder serve what changed.
 func (m *Manager) crdController(ctx context.Context) error {
 	// The first run goes on from the load Run did before serving; a
 	// restart loads again from a watch started first.
@@ -200,11 +200,20 @@ func (m *Manager) crdController(ctx context.Context) error {
 		m.crds.loadedAt = 0 // the watch covers what follows
 		m.crds.mu.Unlock()
 	}
+	// The watch is only read here: names, conditions and APIServices are
+	// written by the namer and types built by the builder, each one pass
+	// per signal however many events came meanwhile. A reader that waits
+	// on writes falls behind a burst of large CRDs (an operator's dozen at
+	// a megabyte each) and has its watch closed as a slow consumer.
 	bctx, stop := context.WithCancel(ctx)
-	defer stop()
-	go m.crdBuilder(bctx)
-	t := time.NewTicker(crdResync)
-	defer t.Stop()
+	var workers sync.WaitGroup
+	defer func() {
+		stop()
+		workers.Wait() // a restart's load must not race a pass still running
+	}()
+	workers.Add(2)
+	go func() { defer workers.Done(); m.crdBuilder(bctx) }()
+	go func() { defer workers.Done(); m.crdNamer(bctx) }()
 	for {
 		select {
 		case <-ctx.Done():
@@ -220,10 +229,7 @@ func (m *Manager) crdController(ctx context.Context) error {
 			} else if obj, err := x.Decode(ev.Record); err == nil {
 				m.crds.remember(obj.(*apiextensionsv1.CustomResourceDefinition))
 			}
-			// A change can free or take names other CRDs of the group
-			// asked for, so all are looked at; unchanged ones cost a
-			// comparison.
-			m.namePass(ctx)
+			signal(m.crds.names)
 		case _, ok := <-apiServices:
 			if !ok {
 				if ctx.Err() != nil {
@@ -231,6 +237,36 @@ func (m *Manager) crdController(ctx context.Context) error {
 				}
 				return errors.New("controllers: the APIServices' watch ended")
 			}
+			signal(m.crds.apiServices)
+		}
+	}
+}
+
+// signal wakes a worker waiting on c; a signal already pending covers
+// this one too.
+func signal(c chan struct{}) {
+	select {
+	case c <- struct{}{}:
+	default:
+	}
+}
+
+// crdNamer keeps names, conditions and the CRDs' APIServices current, one
+// pass per signal; only while a CRD is being deleted does it look again on
+// a timer (its objects' finalizers send no CRD event).
+func (m *Manager) crdNamer(ctx context.Context) {
+	t := time.NewTicker(crdResync)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-m.crds.names:
+			// A change can free or take names other CRDs of the group
+			// asked for, so all are looked at; unchanged ones cost a
+			// comparison.
+			m.namePass(ctx)
+		case <-m.crds.apiServices:
 			m.crds.apiServicesSynced = "(an APIService changed)"
 			if err := m.syncCRDAPIServices(ctx, m.crds.all()); err != nil {
 				m.log.Warn("custom resource APIServices not synced", "err", err)
@@ -327,10 +363,7 @@ func (m *Manager) namePass(ctx context.Context) {
 		m.log.Warn("custom resource APIServices not synced", "err", err)
 	}
 	if needBuild {
-		select {
-		case st.build <- struct{}{}:
-		default: // a pass is pending already
-		}
+		signal(st.build)
 	}
 }
 

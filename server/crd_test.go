@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 
 	apidiscoveryv2 "k8s.io/api/apidiscovery/v2"
@@ -1072,5 +1074,78 @@ func TestCRBytesWithoutVersion(t *testing.T) {
 		if spec := got["spec"]; !reflect.DeepEqual(spec, want) || got["apiVersion"] != "p.example.com/"+version {
 			t.Errorf("read as %s: %v %v; want %v", version, got["apiVersion"], spec, want)
 		}
+	}
+}
+
+// lockedBuffer is a log sink the test reads while the server writes.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// TestCRDBurstKeepsTheControllerWatching: an operator's CRDs, large and
+// applied back to back, are named and established while the CRD
+// controller keeps its watch. It used to write each CRD's status from the
+// loop that reads the watch, fell a buffer behind on such a burst, had its
+// watch closed as a slow consumer and restarted late, while kubectl wait
+// read conditions still null.
+func TestCRDBurstKeepsTheControllerWatching(t *testing.T) {
+	ctx := context.Background()
+	var logged lockedBuffer
+	log := slog.New(slog.NewTextHandler(&logged, nil))
+	// A watcher may fall 256 KiB behind: two of these CRDs' events.
+	st, err := sqlstore.Open(ctx, "sqlite://"+filepath.Join(t.TempDir(), "state.db"), sqlstore.Options{Logger: log, WatchBufferBytes: 256 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	srv, err := server.New(server.Config{Store: st, Registry: schema.NewBuiltin(), Version: version.Info{GitVersion: "v1.35.0"}, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	t.Cleanup(cancel)
+	if err := srv.RunControllers(cctx); err != nil {
+		t.Fatal(err)
+	}
+	h := &refHarness{t: t, h: srv.Handler(), state: map[string]string{}}
+
+	// About 100 KB each, as the larger operator CRDs' schemas are.
+	props := map[string]interface{}{}
+	for i := range 400 {
+		props[fmt.Sprintf("field%03d", i)] = map[string]interface{}{"type": "string",
+			"description": strings.Repeat("A field of the burst's CRDs, described at length as generated CRDs are. ", 3)}
+	}
+	schemaJSON, err := json.Marshal(map[string]interface{}{"type": "object", "properties": map[string]interface{}{
+		"spec": map[string]interface{}{"type": "object", "properties": props}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 12
+	for i := range n {
+		crd := fmt.Sprintf(`{"apiVersion":"apiextensions.k8s.io/v1","kind":"CustomResourceDefinition",
+ "metadata":{"name":"bursts%d.burst.example.com"},
+ "spec":{"group":"burst.example.com","scope":"Namespaced",
+  "names":{"plural":"bursts%d","singular":"burst%d","kind":"Burst%d"},
+  "versions":[{"name":"v1","served":true,"storage":true,"schema":{"openAPIV3Schema":%s}}]}}`, i, i, i, i, schemaJSON)
+		h.mustDo("POST", crdPath, "application/json", crd, http.StatusCreated)
+	}
+	for i := range n {
+		establish(t, h, fmt.Sprintf("bursts%d.burst.example.com", i))
+	}
+	if strings.Contains(logged.String(), "controller=customresourcedefinitions") {
+		t.Errorf("the CRD controller restarted during the burst:\n%s", logged.String())
 	}
 }

@@ -268,8 +268,9 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	// Audit IDs and object UIDs are random UUIDs, one or more per request:
-	// read from the system's randomness in blocks rather than one by one.
-	uuid.EnableRandPool()
+	// read from the system's randomness in blocks rather than one by one
+	// (once: the switch is package state, and servers may share a process).
+	enableRandPool()
 	if s.audit, err = newAuditing(cfg.Audit, cfg.Logger); err != nil {
 		return nil, err
 	}
@@ -326,3 +327,6 @@ func (s *Server) WaitWatches(ctx context.Context) {
 func prettyUserAgent(ua string) bool {
 	return strings.HasPrefix(ua, "curl") || strings.HasPrefix(ua, "Wget") || strings.HasPrefix(ua, "Mozilla/5.0")
 }
+
+// enableRandPool turns on uuid's pool once per process.
+var enableRandPool = sync.OnceFunc(uuid.EnableRandPool)
