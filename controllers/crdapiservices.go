@@ -147,10 +147,7 @@ func (m *Manager) automanagedAPIServiceEvents(ctx context.Context, rev int64) (<
 			if ev.Type == kv.Modified && equality.Semantic.DeepEqual(s.Spec, crdAPIServiceSpec(gv)) {
 				continue
 			}
-			select {
-			case out <- struct{}{}:
-			default: // one is pending
-			}
+			signal(out)
 		}
 	}()
 	return out, nil

@@ -332,20 +332,8 @@ func TestCRDServedByEveryReplica(t *testing.T) {
 	// Closed after the replicas' controllers are cancelled (cleanups run
 	// last-registered first).
 	t.Cleanup(func() { st.Close() })
-	replica := func() http.Handler {
-		srv, err := server.New(server.Config{Store: st, Registry: schema.NewBuiltin(), Version: version.Info{GitVersion: "v1.35.0"}, Logger: quiet})
-		if err != nil {
-			t.Fatal(err)
-		}
-		cctx, cancel := context.WithCancel(ctx)
-		t.Cleanup(cancel)
-		if err := srv.RunControllers(cctx); err != nil {
-			t.Fatal(err)
-		}
-		return srv.Handler()
-	}
-	a := &refHarness{t: t, h: replica(), state: map[string]string{}}
-	b := &refHarness{t: t, h: replica(), state: map[string]string{}}
+	a := &refHarness{t: t, h: runningReplica(t, st, quiet), state: map[string]string{}}
+	b := &refHarness{t: t, h: runningReplica(t, st, quiet), state: map[string]string{}}
 	a.waitFor("namespace default", func() bool { return a.do("GET", "/api/v1/namespaces/default", nil, nil).Code == http.StatusOK })
 
 	a.mustDo("POST", crdPath, "application/json", gadgetsCRD, http.StatusCreated)
@@ -360,6 +348,22 @@ func TestCRDServedByEveryReplica(t *testing.T) {
 	b.mustDo("DELETE", crdPath+"/gadgets.test.example.com", "", "", http.StatusOK)
 	a.waitFor("replica A stops serving gadgets", func() bool { return a.do("GET", items, nil, nil).Code == http.StatusNotFound })
 	b.waitFor("replica B stops serving gadgets", func() bool { return b.do("GET", items, nil, nil).Code == http.StatusNotFound })
+}
+
+// runningReplica is a server on st with its controllers running until the
+// test ends.
+func runningReplica(t *testing.T, st server.Store, log *slog.Logger) http.Handler {
+	t.Helper()
+	srv, err := server.New(server.Config{Store: st, Registry: schema.NewBuiltin(), Version: version.Info{GitVersion: "v1.35.0"}, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	if err := srv.RunControllers(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return srv.Handler()
 }
 
 // TestCRDWarnings: kube-apiserver's strategy warnings: a CRD schema format
@@ -1111,16 +1115,7 @@ func TestCRDBurstKeepsTheControllerWatching(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	srv, err := server.New(server.Config{Store: st, Registry: schema.NewBuiltin(), Version: version.Info{GitVersion: "v1.35.0"}, Logger: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cctx, cancel := context.WithCancel(ctx)
-	t.Cleanup(cancel)
-	if err := srv.RunControllers(cctx); err != nil {
-		t.Fatal(err)
-	}
-	h := &refHarness{t: t, h: srv.Handler(), state: map[string]string{}}
+	h := &refHarness{t: t, h: runningReplica(t, st, log), state: map[string]string{}}
 
 	// About 100 KB each, as the larger operator CRDs' schemas are.
 	props := map[string]interface{}{}
