@@ -42,13 +42,15 @@ import (
 // kubelet's does. Its "containers" answer with what they were asked.
 type testKubelet struct {
 	*httptest.Server
-	// follow, when closed, lets a followed log end.
-	follow chan struct{}
+	// follow, when closed, lets a followed log end; following holds the
+	// context of the kubelet's side of that log while it waits.
+	follow    chan struct{}
+	following chan context.Context
 }
 
 func newTestKubelet(t *testing.T, host string, pki *auth.PKI) *testKubelet {
 	t.Helper()
-	k := &testKubelet{follow: make(chan struct{})}
+	k := &testKubelet{follow: make(chan struct{}), following: make(chan context.Context, 1)}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /containerLogs/{ns}/{pod}/{container}", func(w http.ResponseWriter, r *http.Request) {
 		if r.PathValue("container") == "waiting" {
@@ -58,8 +60,15 @@ func newTestKubelet(t *testing.T, host string, pki *auth.PKI) *testKubelet {
 		fmt.Fprintf(w, "log of %s/%s/%s %s\n", r.PathValue("ns"), r.PathValue("pod"), r.PathValue("container"), r.URL.RawQuery)
 		if r.URL.Query().Get("follow") == "true" {
 			w.(http.Flusher).Flush()
-			<-k.follow
-			fmt.Fprintln(w, "after follow")
+			select {
+			case k.following <- r.Context():
+			default:
+			}
+			select {
+			case <-k.follow:
+				fmt.Fprintln(w, "after follow")
+			case <-r.Context().Done(): // the API server hung up
+			}
 		}
 	})
 	mux.HandleFunc("/exec/{ns}/{pod}/{container}", func(w http.ResponseWriter, r *http.Request) {
@@ -199,8 +208,10 @@ func TestKubeletStreams(t *testing.T) {
 		if err != nil || string(b) != "log of default/p/c tailLines=2&timestamps=true\n" {
 			t.Errorf("logs: %q %v", b, err)
 		}
-		// A followed log reaches the client as the kubelet writes it.
-		rc, err := cs.CoreV1().Pods("default").GetLogs("p", &corev1.PodLogOptions{Container: "c", Follow: true}).Stream(ctx)
+		// A followed log reaches the client as the kubelet writes it. It
+		// is long-running: as on kube-apiserver, no request deadline cuts
+		// it, and ?timeout is not read (neither "abc" nor 100ms).
+		rc, err := cs.CoreV1().Pods("default").GetLogs("p", &corev1.PodLogOptions{Container: "c", Follow: true}).Param("timeout", "100ms").Stream(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -209,6 +220,16 @@ func TestKubeletStreams(t *testing.T) {
 		n, err := rc.Read(buf)
 		if err != nil || string(buf[:n]) != "log of default/p/c follow=true\n" {
 			t.Fatalf("first line of a followed log: %q %v", buf[:n], err)
+		}
+		// Nothing can signal a deadline that never comes: the kubelet's
+		// request must outlive ten times the one asked for.
+		select {
+		case <-(<-kubelet.following).Done():
+			t.Fatal("the followed log was cut at its ?timeout")
+		case <-time.After(time.Second):
+		}
+		if b, err := cs.CoreV1().Pods("default").GetLogs("p", &corev1.PodLogOptions{Container: "c"}).Param("timeout", "abc").DoRaw(ctx); err != nil || string(b) != "log of default/p/c \n" {
+			t.Errorf("log with ?timeout=abc: %q %v", b, err)
 		}
 		close(kubelet.follow)
 		rest, err := io.ReadAll(rc)

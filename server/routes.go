@@ -213,7 +213,9 @@ func (s *Server) serveResource(c echo.Context, group, version, rest string) erro
 		}
 	}
 	ctx := c.Request().Context()
-	if verb != "watch" {
+	if verb != "watch" && !longRunning(c.Request()) {
+		// A stream or proxy has no deadline, and ignores ?timeout, as
+		// kube's deadline filter leaves long-running requests alone.
 		d, err := requestTimeout(c.QueryParam("timeout"), s.cfg.RequestTimeout)
 		if err != nil {
 			return err
