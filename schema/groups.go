@@ -87,19 +87,25 @@ func (t Type) with(info map[string]SubresourceInfo) Type {
 	return t
 }
 
-// proxyVerbs are the verbs of every proxy subresource.
-var proxyVerbs = []string{"create", "delete", "get", "patch", "update"}
+// proxyVerbs are the verbs of every proxy subresource, and
+// proxyMethods what it relays; a kubelet stream is opened by GET
+// (WebSocket) or POST (SPDY).
+var (
+	proxyVerbs    = []string{"create", "delete", "get", "patch", "update"}
+	proxyMethods  = []string{"GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"}
+	streamMethods = []string{"GET", "POST"}
+)
 
 // podSubresources are the Pod subresources a kubelet or scheduler serves;
 // server/pods.go answers them as a node-less kube-apiserver would.
 var podSubresources = map[string]SubresourceInfo{
-	"attach":      {Kind: "PodAttachOptions", Verbs: []string{"create", "get"}},
+	"attach":      {Kind: "PodAttachOptions", Verbs: []string{"create", "get"}, Connect: streamMethods},
 	"binding":     {Kind: "Binding", Verbs: []string{"create"}},
 	"eviction":    {Group: "policy", Version: "v1", Kind: "Eviction", Verbs: []string{"create"}},
-	"exec":        {Kind: "PodExecOptions", Verbs: []string{"create", "get"}},
+	"exec":        {Kind: "PodExecOptions", Verbs: []string{"create", "get"}, Connect: streamMethods},
 	"log":         {Kind: "Pod", Verbs: []string{"get"}},
-	"portforward": {Kind: "PodPortForwardOptions", Verbs: []string{"create", "get"}},
-	"proxy":       {Kind: "PodProxyOptions", Verbs: proxyVerbs},
+	"portforward": {Kind: "PodPortForwardOptions", Verbs: []string{"create", "get"}, Connect: streamMethods},
+	"proxy":       {Kind: "PodProxyOptions", Verbs: proxyVerbs, Connect: proxyMethods},
 }
 
 // createOnUpdate lets PUT create a missing object, as the kind's strategy
@@ -173,7 +179,7 @@ func alsoCreate[T, O any](create func(T, O) field.ErrorList, update func(obj, ol
 
 func coreKinds() []*kubeKind {
 	svc := &kubeKind{returnsDeleted: true, Type: namespaced("", "v1", "Service", "services", []string{"svc"}, all, "proxy", "status").createOnUpdate().statusWritesMetadata().
-		with(map[string]SubresourceInfo{"proxy": {Kind: "ServiceProxyOptions", Verbs: proxyVerbs}})}
+		with(map[string]SubresourceInfo{"proxy": {Kind: "ServiceProxyOptions", Verbs: proxyVerbs, Connect: proxyMethods}})}
 	svc.validate, svc.validateUpdate = validator(corevalidation.ValidateServiceCreate, corevalidation.ValidateServiceUpdate)
 	svc.fields = serviceFields
 	svc.statusValidate = statusValidator(corevalidation.ValidateServiceStatusUpdate)
@@ -299,7 +305,7 @@ func coreKinds() []*kubeKind {
 	rq.warnings = resourceQuotaWarnings
 
 	no := &kubeKind{Type: cluster("", "v1", "Node", "nodes", []string{"no"}, nil, "proxy", "status").statusWritesMetadata().
-		with(map[string]SubresourceInfo{"proxy": {Kind: "NodeProxyOptions", Verbs: proxyVerbs}})}
+		with(map[string]SubresourceInfo{"proxy": {Kind: "NodeProxyOptions", Verbs: proxyVerbs, Connect: proxyMethods}})}
 	no.validate, no.validateUpdate = validator(corevalidation.ValidateNode, corevalidation.ValidateNodeUpdate)
 	no.fields = nodeFields
 	no.keepsStatusOnCreate = true

@@ -441,6 +441,10 @@ type SubresourceUpdate struct {
 type SubresourceInfo struct {
 	Group, Version, Kind string
 	Verbs                []string
+	// Connect, for a subresource relayed elsewhere (a kubelet stream, a
+	// proxy), is the HTTP methods it relays: kube's ConnectMethods, the
+	// only ones routed to it. Such a request cannot be a dry run.
+	Connect []string
 }
 
 // Subresource describes sub for discovery: its kind (the Type's own when

@@ -158,9 +158,6 @@ func streamQuery(stdin, stdout, stderr, tty bool) url.Values {
 // podExec, podAttach and podPortForward relay a stream to the kubelet:
 // SPDY upgrades through, WebSocket ones translated as kube-apiserver does.
 func (r *request) podExec() error {
-	if r.verb != "get" && r.verb != "create" {
-		return methodNotAllowed()
-	}
 	opts := &api.PodExecOptions{}
 	if err := r.connectOptions(opts); err != nil {
 		return err
@@ -179,9 +176,6 @@ func (r *request) podExec() error {
 }
 
 func (r *request) podAttach() error {
-	if r.verb != "get" && r.verb != "create" {
-		return methodNotAllowed()
-	}
 	opts := &api.PodAttachOptions{}
 	if err := r.connectOptions(opts); err != nil {
 		return err
@@ -222,9 +216,6 @@ func noHost(pod *corev1.Pod) error {
 }
 
 func (r *request) podPortForward() error {
-	if r.verb != "get" && r.verb != "create" {
-		return methodNotAllowed()
-	}
 	opts := &api.PodPortForwardOptions{}
 	if err := r.connectOptions(opts); err != nil {
 		return err

@@ -47,6 +47,30 @@ func TestPodSubresources(t *testing.T) {
 	check("GET", "/api/v1/nodes/n1/proxy/metrics", "", http.StatusNotFound, `nodes \"n1\" not found`)
 	check("DELETE", pods+"/one/log", "", http.StatusMethodNotAllowed, "")
 
+	// A connecter (kube's exec, attach, port-forward and proxies) refuses
+	// a dry run, even an empty one, before it looks the object up; the
+	// log, a plain read, ignores it.
+	for _, path := range []string{pods + "/absent/exec?command=ls&dryRun", pods + "/absent/attach?dryRun=All", pods + "/absent/portforward?dryRun=",
+		pods + "/absent/proxy/x?dryRun=All", "/api/v1/namespaces/default/services/absent/proxy/?dryRun", "/api/v1/nodes/absent/proxy/metrics?dryRun=All"} {
+		check("POST", path, "", http.StatusBadRequest, `"message":"dryRun is not supported"`)
+	}
+	check("GET", pods+"/one/log?dryRun=All", "", http.StatusNoContent, "")
+	// Methods are kube's routes': a proxy relays HEAD and OPTIONS too;
+	// a stream opens by GET or POST alone; a built-in kind has no HEAD.
+	check("OPTIONS", pods+"/one/proxy/healthz", "", http.StatusBadRequest, "address not allowed")
+	check("HEAD", pods+"/one/proxy/healthz", "", http.StatusBadRequest, "")
+	check("OPTIONS", "/api/v1/namespaces/default/services/web:80/proxy/", "", http.StatusNotFound, `endpoints \"web\" not found`)
+	check("OPTIONS", "/api/v1/nodes/n1/proxy/metrics", "", http.StatusNotFound, `nodes \"n1\" not found`)
+	for _, path := range []string{pods + "/one/exec?command=ls", pods + "/one/attach", pods + "/one/portforward"} {
+		for _, method := range []string{"HEAD", "PUT", "OPTIONS"} {
+			check(method, path, "", http.StatusMethodNotAllowed, "")
+		}
+	}
+	for _, path := range []string{pods, pods + "/one", pods + "/one/log", pods + "/one/status", "/api/v1/namespaces"} {
+		check("HEAD", path, "", http.StatusMethodNotAllowed, "")
+	}
+	check("OPTIONS", pods+"/one", "", http.StatusMethodNotAllowed, "")
+
 	// Binding: the scheduler's way to assign a node, once.
 	check("POST", pods+"/one/binding", `{"apiVersion":"v1","kind":"Binding","metadata":{"name":"one"},"target":{"kind":"Pod","name":"n1"}}`,
 		http.StatusUnprocessableEntity, "target.kind")

@@ -175,16 +175,27 @@ func (s *Server) serveResource(c echo.Context, group, version, rest string) erro
 		// no route for one object in kube, whatever the method.
 		return notFoundPath()
 	}
-	if verb == "" {
+	method := c.Request().Method
+	if connect := t.Subresource(ri.Subresource).Connect; ri.Subresource != "" && connect != nil {
+		// kube routes a connecter's methods alone (a proxy's OPTIONS and
+		// HEAD too), and its handler refuses a dry run before it reads
+		// anything else: nothing relayed can be one.
+		if !slices.Contains(connect, method) {
+			return methodNotAllowed()
+		}
+		if _, ok := c.QueryParams()["dryRun"]; ok {
+			return apierrors.NewBadRequest("dryRun is not supported")
+		}
+	} else if verb == "" || method == http.MethodHead && !t.Unstructured {
+		// kube's router matches methods exactly: no HEAD for a built-in
+		// kind's GET. The custom resource handler reads HEAD as get.
 		return methodNotAllowed()
-	}
-	if (verb == "get" || verb == "update" || verb == "patch") && ri.Subresource != "" && !hasVerb(t.Subresource(ri.Subresource).Verbs, verb) {
+	} else if (verb == "get" || verb == "update" || verb == "patch") && ri.Subresource != "" && !hasVerb(t.Subresource(ri.Subresource).Verbs, verb) {
 		// kube has no route for a subresource's method its storage does
 		// not serve (GET or PATCH of namespaces/finalize, PATCH of
-		// pods/exec or pods/log).
+		// pods/log).
 		return methodNotAllowed()
-	}
-	if !hasVerb(t.Verbs, verb) {
+	} else if !hasVerb(t.Verbs, verb) {
 		if verb == "watch" && !ri.WatchPath && hasVerb(t.Verbs, "list") {
 			// kube's list handler names what it cannot do
 			// (componentstatuses?watch=1).
