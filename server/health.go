@@ -193,9 +193,10 @@ func (s *Server) healthRoutes(e *echo.Echo) {
 		checks := ep.checks
 		path := ep.path
 		all := func(c echo.Context) error { return s.serveHealth(c, path, checks(), "") }
-		e.GET(path, all)
-		e.POST(path, all)
-		e.GET(path+"/:check", func(c echo.Context) error { return s.serveHealth(c, path, checks(), c.Param("check")) })
+		// kube's health checks sit on its plain mux: every method is
+		// answered (load balancers probe with HEAD or OPTIONS too).
+		e.Any(path, all)
+		e.Any(path+"/:check", func(c echo.Context) error { return s.serveHealth(c, path, checks(), c.Param("check")) })
 	}
 }
 

@@ -12,7 +12,8 @@ import (
 
 // TestHealthExcludesAndSLIs: as kube-apiserver's health endpoints, each
 // exclude parameter names one check and names matching none are said;
-// the checks' results are kube's health SLIs at /metrics/slis.
+// the checks' results are kube's health SLIs at /metrics/slis; any
+// method probes.
 func TestHealthExcludesAndSLIs(t *testing.T) {
 	h := refNewHarnessConfig(t, func(cfg *server.Config) { cfg.Metrics = prometheus.NewRegistry() })
 	rec := h.do("GET", "/readyz?verbose&exclude=ping&exclude=nope&exclude=log,etcd", nil, nil)
@@ -24,6 +25,14 @@ func TestHealthExcludesAndSLIs(t *testing.T) {
 		}
 	}
 	h.do("GET", "/livez", nil, nil)
+	// Every method is a probe, as on kube's plain mux.
+	for _, path := range []string{"/healthz", "/livez/ping", "/readyz"} {
+		for _, method := range []string{"HEAD", "OPTIONS", "POST"} {
+			if r := h.do(method, path, nil, nil); r.Code != http.StatusOK {
+				t.Errorf("%s %s: %d %s; want 200", method, path, r.Code, r.Body)
+			}
+		}
+	}
 	slis := h.do("GET", "/metrics/slis", nil, nil).Body.String()
 	for _, want := range []string{
 		`kubernetes_healthcheck{name="etcd",type="readyz"} 1`,
