@@ -18,6 +18,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/kubernetes/pkg/api/legacyscheme"
+	api "k8s.io/kubernetes/pkg/apis/core"
+	corevalidation "k8s.io/kubernetes/pkg/apis/core/validation"
 	netutils "k8s.io/utils/net"
 	"k8s.io/utils/ptr"
 
@@ -219,7 +222,9 @@ func keepAllocated(svc, old *corev1.Service) {
 	if len(svc.Spec.ClusterIPs) == 0 && svc.Spec.ClusterIP != "" {
 		svc.Spec.ClusterIPs = []string{svc.Spec.ClusterIP}
 	}
-	if holdsNodePorts(old) && holdsNodePorts(svc) {
+	if allocatesNodePorts(old) && allocatesNodePorts(svc) {
+		// (kube's needsNodePort: a LoadBalancer that allocates none gets
+		// back no port its writer left out, and the port is released.)
 		// Ports both still name may not be patched in elsewhere.
 		used := map[int32]bool{}
 		for p := range nodePortsOf(old) {
@@ -311,8 +316,12 @@ func externallyAccessible(svc *corev1.Service) bool {
 	return false
 }
 
-// initFamilies sets ipFamilyPolicy and ipFamilies as kube-apiserver does
-// for a single-stack cluster.
+// initFamilies sets ipFamilyPolicy and ipFamilies as kube-apiserver's
+// allocator does (initIPFamilyFields) for a single-stack cluster, with its
+// checks in its order: kube's own loose validation of the cluster IP
+// fields first, so no address is allocated for a request validation would
+// refuse (clusterIPs without clusterIP), then the policy against what was
+// asked for, then the families this cluster serves.
 func (a *serviceAllocator) initFamilies(svc, old *corev1.Service) error {
 	if svc.Spec.Type == corev1.ServiceTypeExternalName {
 		return nil
@@ -328,12 +337,61 @@ func (a *serviceAllocator) initFamilies(svc, old *corev1.Service) error {
 		}
 		svc.Spec.IPFamilyPolicy = &p
 	}
+	if errs, err := clusterIPFieldErrors(svc, old); err != nil {
+		return apierrors.NewInternalError(err)
+	} else if len(errs) > 0 {
+		return invalidService(svc, errs...)
+	}
+	policyPath := field.NewPath("spec", "ipFamilyPolicy")
+	single := *svc.Spec.IPFamilyPolicy == corev1.IPFamilyPolicySingleStack
+	var errs field.ErrorList
+	if old != nil {
+		if single {
+			// SingleStack with the rest unchanged means: drop the second.
+			if slices.Equal(svc.Spec.ClusterIPs, old.Spec.ClusterIPs) && len(svc.Spec.ClusterIPs) > 1 {
+				svc.Spec.ClusterIPs = svc.Spec.ClusterIPs[:1]
+			}
+			if slices.Equal(svc.Spec.IPFamilies, old.Spec.IPFamilies) && len(svc.Spec.IPFamilies) > 1 {
+				svc.Spec.IPFamilies = svc.Spec.IPFamilies[:1]
+			}
+		} else {
+			if len(svc.Spec.ClusterIPs) > 0 && len(svc.Spec.ClusterIPs) < len(old.Spec.ClusterIPs) {
+				errs = append(errs, field.Invalid(policyPath, svc.Spec.IPFamilyPolicy, "must be 'SingleStack' to release the secondary cluster IP"))
+			}
+			if len(svc.Spec.IPFamilies) > 0 && len(svc.Spec.IPFamilies) < len(old.Spec.IPFamilies) {
+				errs = append(errs, field.Invalid(policyPath, svc.Spec.IPFamilyPolicy, "must be 'SingleStack' to release the secondary IP family"))
+			}
+		}
+	}
+	if single && len(svc.Spec.ClusterIPs) == 2 {
+		errs = append(errs, field.Invalid(policyPath, svc.Spec.IPFamilyPolicy, "must be 'RequireDualStack' or 'PreferDualStack' when multiple cluster IPs are specified"))
+	}
+	if single && len(svc.Spec.IPFamilies) == 2 {
+		errs = append(errs, field.Invalid(policyPath, svc.Spec.IPFamilyPolicy, "must be 'RequireDualStack' or 'PreferDualStack' when multiple IP families are specified"))
+	}
+	for i, ip := range svc.Spec.ClusterIPs {
+		if ip == corev1.ClusterIPNone {
+			break
+		}
+		addr, _ := parseClusterIP(ip) // the loose validation read it
+		if i < len(svc.Spec.IPFamilies) {
+			continue
+		}
+		if fam := familyOf(addr); fam != a.family {
+			errs = append(errs, field.Invalid(field.NewPath("spec", "clusterIPs").Index(i), svc.Spec.ClusterIPs, fmt.Sprintf("%s is not configured on this cluster", fam)))
+		} else {
+			svc.Spec.IPFamilies = append(svc.Spec.IPFamilies, fam)
+		}
+	}
+	if len(errs) > 0 {
+		return invalidService(svc, errs...)
+	}
 	if headlessSelectorless {
 		// Any family may back it: both are listed unless SingleStack.
 		if len(svc.Spec.IPFamilies) == 0 {
 			svc.Spec.IPFamilies = []corev1.IPFamily{a.family}
 		}
-		if len(svc.Spec.IPFamilies) < 2 && *svc.Spec.IPFamilyPolicy != corev1.IPFamilyPolicySingleStack {
+		if len(svc.Spec.IPFamilies) < 2 && !single {
 			other := corev1.IPv6Protocol
 			if svc.Spec.IPFamilies[0] == corev1.IPv6Protocol {
 				other = corev1.IPv4Protocol
@@ -342,20 +400,8 @@ func (a *serviceAllocator) initFamilies(svc, old *corev1.Service) error {
 		}
 		return nil
 	}
-	var errs field.ErrorList
 	if *svc.Spec.IPFamilyPolicy == corev1.IPFamilyPolicyRequireDualStack {
-		errs = append(errs, field.Invalid(field.NewPath("spec", "ipFamilyPolicy"), svc.Spec.IPFamilyPolicy, "this cluster is not configured for dual-stack services"))
-	}
-	for i, ip := range svc.Spec.ClusterIPs {
-		addr, ok := parseClusterIP(ip)
-		if ip == corev1.ClusterIPNone || !ok {
-			break // validation reports malformed addresses
-		}
-		if fam := familyOf(addr); fam != a.family {
-			errs = append(errs, field.Invalid(field.NewPath("spec", "clusterIPs").Index(i), svc.Spec.ClusterIPs, fmt.Sprintf("%s is not configured on this cluster", fam)))
-		} else if i >= len(svc.Spec.IPFamilies) {
-			svc.Spec.IPFamilies = append(svc.Spec.IPFamilies, fam)
-		}
+		errs = append(errs, field.Invalid(policyPath, svc.Spec.IPFamilyPolicy, "this cluster is not configured for dual-stack services"))
 	}
 	for i, fam := range svc.Spec.IPFamilies {
 		if fam != a.family {
@@ -363,12 +409,29 @@ func (a *serviceAllocator) initFamilies(svc, old *corev1.Service) error {
 		}
 	}
 	if len(errs) > 0 {
-		return apierrors.NewInvalid(corev1.SchemeGroupVersion.WithKind("Service").GroupKind(), svc.Name, errs)
+		return invalidService(svc, errs...)
 	}
 	if len(svc.Spec.IPFamilies) == 0 {
 		svc.Spec.IPFamilies = []corev1.IPFamily{a.family}
 	}
 	return nil
+}
+
+// clusterIPFieldErrors is kube's loose validation of the cluster IP
+// fields, which its allocator runs before it allocates.
+func clusterIPFieldErrors(svc, old *corev1.Service) (field.ErrorList, error) {
+	in := &api.Service{}
+	if err := legacyscheme.Scheme.Convert(svc, in, nil); err != nil {
+		return nil, err
+	}
+	var inOld *api.Service
+	if old != nil {
+		inOld = &api.Service{}
+		if err := legacyscheme.Scheme.Convert(old, inOld, nil); err != nil {
+			return nil, err
+		}
+	}
+	return corevalidation.ValidateServiceClusterIPsRelatedFields(in, inOld), nil
 }
 
 func familyOf(ip netip.Addr) corev1.IPFamily {
@@ -429,15 +492,20 @@ func (a *serviceAllocator) allocate(ctx context.Context, svc, old *corev1.Servic
 			p.NodePort, byPort[p.Port] = port, port
 		}
 	}
-	if needsHealthCheckPort(svc) && svc.Spec.HealthCheckNodePort == 0 {
-		port, err := a.allocatePort(ctx, svc, c, dryRun)
-		if err != nil {
+	// The health check port is claimed when the Service comes to need one
+	// (a later change is validation's to refuse), and, as in kube, a
+	// refusal is an internal error, not the field's.
+	if needsHealthCheckPort(svc) && (old == nil || !needsHealthCheckPort(old)) {
+		if svc.Spec.HealthCheckNodePort == 0 {
+			port, err := a.allocatePort(ctx, svc, c, dryRun)
+			if err != nil {
+				return err
+			}
+			svc.Spec.HealthCheckNodePort = port
+		} else if why, err := a.portRefusal(ctx, svc, svc.Spec.HealthCheckNodePort, c, dryRun); err != nil {
 			return err
-		}
-		svc.Spec.HealthCheckNodePort = port
-	} else if needsHealthCheckPort(svc) && (old == nil || old.Spec.HealthCheckNodePort != svc.Spec.HealthCheckNodePort) {
-		if err := a.claimPort(ctx, svc, svc.Spec.HealthCheckNodePort, field.NewPath("spec", "healthCheckNodePort"), c, dryRun); err != nil {
-			return err
+		} else if why != "" {
+			return apierrors.NewInternalError(fmt.Errorf("failed to allocate requested HealthCheck NodePort %d: %s", svc.Spec.HealthCheckNodePort, why))
 		}
 	}
 	return nil
@@ -521,6 +589,22 @@ func nodePortsOf(svc *corev1.Service) map[int32]bool {
 // allocateClusterIP claims the requested cluster IP or a free one.
 func (a *serviceAllocator) allocateClusterIP(ctx context.Context, svc *corev1.Service, c *claims, dryRun bool) error {
 	path := field.NewPath("spec", "clusterIPs")
+	if dryRun {
+		// kube's dry-run allocator (its range's) neither reads nor writes
+		// claims: an address asked for is only checked against the range,
+		// and none asked for is answered with the range's own address.
+		if svc.Spec.ClusterIP == "" {
+			ip := a.r.ClusterIPs.Masked().Addr().String()
+			svc.Spec.ClusterIP, svc.Spec.ClusterIPs = ip, []string{ip}
+			return nil
+		}
+		ip, ok := parseClusterIP(svc.Spec.ClusterIP)
+		if ok && !(ipRange{a.r.ClusterIPs}).inRange(ip) {
+			return invalidService(svc, field.Invalid(path, svc.Spec.ClusterIPs, fmt.Sprintf("failed to allocate IP %s: the provided IP (%s) is not in the valid range. The range of valid IPs is %s",
+				svc.Spec.ClusterIP, ip, a.r.ClusterIPs.Masked())))
+		}
+		return nil
+	}
 	if svc.Spec.ClusterIP != "" {
 		ip, ok := parseClusterIP(svc.Spec.ClusterIP)
 		if !ok {
@@ -539,7 +623,7 @@ func (a *serviceAllocator) allocateClusterIP(ctx context.Context, svc *corev1.Se
 			return invalidService(svc, field.Invalid(path, svc.Spec.ClusterIPs,
 				fmt.Sprintf("failed to allocate IP %s: the provided network does not match the current range", ip)))
 		}
-		ok, err := a.claimIP(ctx, svc, ip, dryRun)
+		ok, err := a.claimIP(ctx, svc, ip)
 		if err != nil {
 			return err
 		}
@@ -547,18 +631,14 @@ func (a *serviceAllocator) allocateClusterIP(ctx context.Context, svc *corev1.Se
 			return invalidService(svc, field.Invalid(path, svc.Spec.ClusterIPs,
 				fmt.Sprintf("failed to allocate IP %s: provided IP is already allocated", ip)))
 		}
-		if !dryRun {
-			c.ips = append(c.ips, ip)
-		}
+		c.ips = append(c.ips, ip)
 		return nil
 	}
-	ip, err := a.freeIP(ctx, svc, dryRun)
+	ip, err := a.freeIP(ctx, svc)
 	if err != nil {
 		return err
 	}
-	if !dryRun {
-		c.ips = append(c.ips, ip)
-	}
+	c.ips = append(c.ips, ip)
 	svc.Spec.ClusterIP = ip.String()
 	svc.Spec.ClusterIPs = []string{ip.String()}
 	return nil
@@ -674,8 +754,8 @@ func inRanges(rs []ipRange, ip netip.Addr) bool {
 
 // freeIP claims a random free address of the first range with one, the
 // server's own first (the ServiceCIDRs are read only once it is full),
-// preferring each range's dynamic band; a dry run only finds one.
-func (a *serviceAllocator) freeIP(ctx context.Context, svc *corev1.Service, dryRun bool) (netip.Addr, error) {
+// preferring each range's dynamic band.
+func (a *serviceAllocator) freeIP(ctx context.Context, svc *corev1.Service) (netip.Addr, error) {
 	var taken map[netip.Addr]bool
 	rs := []ipRange{{a.r.ClusterIPs}}
 	for i := 0; i < len(rs); i++ {
@@ -684,7 +764,7 @@ func (a *serviceAllocator) freeIP(ctx context.Context, svc *corev1.Service, dryR
 		if last > static {
 			for range 16 {
 				ip := r.addrAt(static + 1 + rand.Uint64N(last-static))
-				ok, err := a.claimIP(ctx, svc, ip, dryRun)
+				ok, err := a.claimIP(ctx, svc, ip)
 				if err != nil || ok {
 					return ip, err
 				}
@@ -709,7 +789,7 @@ func (a *serviceAllocator) freeIP(ctx context.Context, svc *corev1.Service, dryR
 				if taken[ip] {
 					continue
 				}
-				ok, err := a.claimIP(ctx, svc, ip, dryRun)
+				ok, err := a.claimIP(ctx, svc, ip)
 				if err != nil || ok {
 					return ip, err
 				}
@@ -728,16 +808,9 @@ func (a *serviceAllocator) freeIP(ctx context.Context, svc *corev1.Service, dryR
 }
 
 // claimIP creates the IPAddress that records ip as svc's; false when it
-// is taken. A dry run only checks.
-func (a *serviceAllocator) claimIP(ctx context.Context, svc *corev1.Service, ip netip.Addr, dryRun bool) (bool, error) {
+// is taken.
+func (a *serviceAllocator) claimIP(ctx context.Context, svc *corev1.Service, ip netip.Addr) (bool, error) {
 	x := a.ipAddresses()
-	if dryRun {
-		_, err := x.GetRecord(ctx, "", ip.String())
-		if apierrors.IsNotFound(err) {
-			return true, nil
-		}
-		return false, err
-	}
 	obj := &networkingv1.IPAddress{
 		ObjectMeta: metav1.ObjectMeta{Name: ip.String(), Labels: map[string]string{
 			labelIPFamily: string(familyOf(ip)), labelManagedBy: ipAllocator,
@@ -787,37 +860,63 @@ func nodePortKey(port int32) kv.Key {
 
 // claimPort claims a requested node port.
 func (a *serviceAllocator) claimPort(ctx context.Context, svc *corev1.Service, port int32, path *field.Path, c *claims, dryRun bool) error {
-	if !a.r.NodePorts.contains(port) {
-		return invalidService(svc, field.Invalid(path, port,
-			fmt.Sprintf("provided port is not in the valid range. The range of valid ports is %s", a.r.NodePorts)))
-	}
-	ok, err := a.recordPort(ctx, svc, port, dryRun)
+	why, err := a.portRefusal(ctx, svc, port, c, dryRun)
 	if err != nil {
 		return err
 	}
-	if !ok {
-		return invalidService(svc, field.Invalid(path, port, "provided port is already allocated"))
+	if why != "" {
+		return invalidService(svc, field.Invalid(path, port, why))
+	}
+	return nil
+}
+
+// portRefusal claims port, or says why it cannot be. A dry run is kube's
+// dry-run port operation: it refuses a port of the range that is taken,
+// and takes one outside it as it is.
+func (a *serviceAllocator) portRefusal(ctx context.Context, svc *corev1.Service, port int32, c *claims, dryRun bool) (string, error) {
+	in := a.r.NodePorts.contains(port)
+	if !in && !dryRun {
+		return fmt.Sprintf("provided port is not in the valid range. The range of valid ports is %s", a.r.NodePorts), nil
+	}
+	if dryRun && slices.Contains(c.dryPorts, port) {
+		return "provided port is already allocated", nil
+	}
+	if in {
+		ok, err := a.recordPort(ctx, svc, port, dryRun)
+		if err != nil {
+			return "", err
+		}
+		if !ok {
+			return "provided port is already allocated", nil
+		}
 	}
 	if dryRun {
 		c.dryPorts = append(c.dryPorts, port)
 	} else {
 		c.ports = append(c.ports, port)
 	}
-	return nil
+	return "", nil
 }
 
 // allocatePort claims a free node port.
 func (a *serviceAllocator) allocatePort(ctx context.Context, svc *corev1.Service, c *claims, dryRun bool) (int32, error) {
+	if dryRun {
+		// kube's dry-run operation does not look for a free port: it
+		// answers one past the highest it handed out, from 32769.
+		last := int32(32768)
+		if len(c.dryPorts) > 0 {
+			last = slices.Max(c.dryPorts)
+		}
+		c.dryPorts = append(c.dryPorts, last+1)
+		return last + 1, nil
+	}
 	r := a.r.NodePorts
 	try := func(port int32) (bool, error) {
-		if slices.Contains(c.ports, port) || slices.Contains(c.dryPorts, port) { // claimed earlier by this write
+		if slices.Contains(c.ports, port) { // claimed earlier by this write
 			return false, nil
 		}
-		ok, err := a.recordPort(ctx, svc, port, dryRun)
-		switch {
-		case ok && dryRun:
-			c.dryPorts = append(c.dryPorts, port)
-		case ok:
+		ok, err := a.recordPort(ctx, svc, port, false)
+		if ok {
 			c.ports = append(c.ports, port)
 		}
 		return ok, err

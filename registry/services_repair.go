@@ -99,7 +99,7 @@ func (g *Registry) RepairServiceAllocations(ctx context.Context, grace time.Dura
 			if !ok || claimedIPs[ip] || !inRanges(rs, addr) {
 				continue
 			}
-			if _, err := a.claimIP(ctx, svc, addr, false); err != nil && !apierrors.IsAlreadyExists(err) {
+			if _, err := a.claimIP(ctx, svc, addr); err != nil && !apierrors.IsAlreadyExists(err) {
 				return err
 			}
 		}

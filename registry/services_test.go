@@ -359,6 +359,40 @@ func TestServiceClaimsAndTypeChangesAsKube(t *testing.T) {
 	}
 	_, _, err = create(service("np-given", "NodePort", "", given), false)
 	invalidWith(t, err, "provided port is already allocated")
+	// But a write that leaves the port out (a PUT of the manifest) drops
+	// it, and it is free again.
+	dropped, err := update("lb-auto", func(s *corev1.Service) { s.Spec.Ports[0].NodePort = 0 })
+	if err != nil || dropped.Spec.Ports[0].NodePort != 0 {
+		t.Fatalf("node port left out of a LoadBalancer that allocates none: %v, %d; want it dropped", err, dropped.Spec.Ports[0].NodePort)
+	}
+	if _, _, err := create(service("np-given", "NodePort", "", given), false); err != nil {
+		t.Errorf("the node port dropped is not free: %v", err)
+	}
+
+	// kube's allocator checks the cluster IP fields before it allocates,
+	// and the policy against what was asked for.
+	ipsAlone := service("ips-alone", "", "")
+	ipsAlone.Spec.ClusterIPs = []string{"10.96.0.45"}
+	_, _, err = create(ipsAlone, false)
+	invalidWith(t, err, "spec.clusterIPs: Invalid value: [\"10.96.0.45\"]: must be empty when `clusterIP` is not specified")
+	ipsAlone.Spec.ClusterIPs = []string{"None"}
+	_, _, err = create(ipsAlone, false)
+	invalidWith(t, err, "must be empty when `clusterIP` is not specified")
+	twoFamilies := service("two-families", "", "")
+	twoFamilies.Spec.IPFamilies = []corev1.IPFamily{corev1.IPv4Protocol, corev1.IPv6Protocol}
+	_, _, err = create(twoFamilies, false)
+	invalidWith(t, err, "spec.ipFamilyPolicy: Invalid value: \"SingleStack\": must be 'RequireDualStack' or 'PreferDualStack' when multiple IP families are specified")
+	twoIPs := service("two-ips", "", "10.96.0.48")
+	twoIPs.Spec.ClusterIPs = []string{"10.96.0.48", "fd00::1"}
+	_, _, err = create(twoIPs, false)
+	invalidWith(t, err, "must be 'RequireDualStack' or 'PreferDualStack' when multiple cluster IPs are specified")
+	v6 := service("v6", "", "10.96.0.49")
+	v6.Spec.IPFamilies = []corev1.IPFamily{corev1.IPv6Protocol}
+	_, _, err = create(v6, false)
+	invalidWith(t, err, "spec.clusterIPs[0]: Invalid value: \"10.96.0.49\": expected an IPv6 value as indicated by `ipFamilies[0]`")
+	if held := claimedIPs(t, g); held["10.96.0.45"] != "" || held["10.96.0.48"] != "" || held["10.96.0.49"] != "" {
+		t.Errorf("refused Services hold addresses: %v", held)
+	}
 
 	// TCP and UDP of one port share a node port.
 	dns := service("dns", "NodePort", "", 0, 0)
@@ -368,17 +402,43 @@ func TestServiceClaimsAndTypeChangesAsKube(t *testing.T) {
 		t.Fatalf("TCP and UDP on one port: %v, node ports %d and %d; want one shared", err, d.Spec.Ports[0].NodePort, d.Spec.Ports[1].NodePort)
 	}
 
-	// A dry run names no port twice: two of the range's free ports.
+	// A dry run answers as kube's dry-run allocators do, without looking
+	// for free values: the range's own address, node ports from 32769.
 	small := allocRegistry(t, "10.96.0.0/24", registry.PortRange{Base: 30000, Size: 2})
-	for range 8 {
-		res, err := small.MustLookup("", "v1", "services").Create(ctx, "ns", service("two", "NodePort", "", 0, 0), registry.WriteOptions{DryRun: true})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if p := res.Obj.(*corev1.Service).Spec.Ports; p[0].NodePort == p[1].NodePort {
-			t.Fatalf("a dry run gave both ports %d", p[0].NodePort)
-		}
+	res, err = small.MustLookup("", "v1", "services").Create(ctx, "ns", service("two", "NodePort", "", 0, 0), registry.WriteOptions{DryRun: true})
+	if err != nil {
+		t.Fatal(err)
 	}
+	if s := res.Obj.(*corev1.Service).Spec; s.ClusterIP != "10.96.0.0" || s.Ports[0].NodePort != 32769 || s.Ports[1].NodePort != 32770 {
+		t.Errorf("dry run: cluster IP %s, node ports %d and %d; want 10.96.0.0, 32769 and 32770", s.ClusterIP, s.Ports[0].NodePort, s.Ports[1].NodePort)
+	}
+	// It checks an address asked for against the range alone, and a node
+	// port against the claims of the range alone.
+	if _, _, err := create(service("dry-taken", "", "10.96.0.9"), true); err != nil {
+		t.Errorf("dry run of a taken address: %v; want it accepted, as kube's dry-run allocator does", err)
+	}
+	_, _, err = create(service("dry-outside", "", "10.97.0.1"), true)
+	invalidWith(t, err, "failed to allocate IP 10.97.0.1: the provided IP (10.97.0.1) is not in the valid range. The range of valid IPs is 10.96.0.0/24")
+	_, _, err = create(service("dry-port", "NodePort", "", 30001), true)
+	invalidWith(t, err, "spec.ports[0].nodePort: Invalid value: 30001: provided port is already allocated")
+	if _, _, err := create(service("dry-port", "NodePort", "", 20080), true); err != nil {
+		t.Errorf("dry run of a node port outside the range: %v; want it accepted, as kube's dry-run port operation does", err)
+	}
+
+	// The health check port: claimed when a Service comes to need one,
+	// its refusal kube's internal error.
+	local := service("local", "LoadBalancer", "")
+	local.Spec.ExternalTrafficPolicy, local.Spec.HealthCheckNodePort = corev1.ServiceExternalTrafficPolicyLocal, 30001
+	_, _, err = create(local, false)
+	if !apierrors.IsInternalError(err) || !strings.Contains(err.Error(), "failed to allocate requested HealthCheck NodePort 30001: provided port is already allocated") {
+		t.Errorf("health check port taken: %v; want kube's 500", err)
+	}
+	local.Spec.HealthCheckNodePort = 0
+	if _, _, err := create(local, false); err != nil {
+		t.Fatal(err)
+	}
+	_, err = update("local", func(s *corev1.Service) { s.Spec.HealthCheckNodePort = 30001 })
+	invalidWith(t, err, "spec.healthCheckNodePort: Forbidden: field is immutable")
 
 	// NodePort back to ClusterIP with only the type changed.
 	np, _, err := create(service("np", "NodePort", ""), false)
