@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 
 	"github.com/tabula-dev/tabula/registry"
+	"github.com/tabula-dev/tabula/schema"
 	"github.com/tabula-dev/tabula/sqlstore/kv"
 )
 
@@ -257,11 +258,11 @@ func (m *Manager) finalizeTerminating(ctx context.Context) (pending bool, err er
 		if time.Since(ns.DeletionTimestamp.Time) < m.cfg.NamespaceDeletionGrace {
 			continue // a resync comes back to it
 		}
-		left, err := m.deleteNamespaceContents(ctx, ns.Name)
-		if err != nil {
-			return true, err
-		}
-		if !left.empty() {
+		// A namespace whose content cannot all be deleted says so in its
+		// conditions and waits for the next resync, alone: as in kube's
+		// controller, where each namespace is its own work item.
+		left := m.deleteNamespaceContents(ctx, ns.Name)
+		if !left.empty() || len(left.failures) > 0 {
 			if err := m.setTerminatingConditions(ctx, ns, left); err != nil {
 				return true, err
 			}
@@ -330,6 +331,14 @@ func onlyKubernetesFinalizer(ns *corev1.Namespace) bool {
 type remaining struct {
 	resources  map[string]int // "configmaps." → count, kube's "resource.group"
 	finalizers map[string]int // finalizer → objects holding it
+	// failures are the deletes that failed, a kind's first each (its
+	// remaining objects are not counted, as kube does not count them).
+	failures []string
+	// podsFirst: Pods remain, so nothing else was deleted yet (kube's
+	// OrderedNamespaceDeletion: a Pod's Secrets and ConfigMaps outlive
+	// it), and the conditions, as kube's early return writes them, say
+	// nothing of what remains.
+	podsFirst bool
 }
 
 func (r remaining) empty() bool { return len(r.resources) == 0 }
@@ -339,50 +348,76 @@ func (r remaining) empty() bool { return len(r.resources) == 0 }
 // time would pay a transaction each.
 const deleteWorkers = 16
 
-// deleteNamespaceContents deletes every object in a namespace and reports
-// what is left (objects with finalizers stay until those are removed).
-func (m *Manager) deleteNamespaceContents(ctx context.Context, namespace string) (remaining, error) {
+// deleteNamespaceContents deletes every object in a namespace, Pods
+// before everything else, and reports what is left (objects with
+// finalizers stay until those are removed) and what could not be deleted.
+func (m *Manager) deleteNamespaceContents(ctx context.Context, namespace string) remaining {
 	left := remaining{resources: map[string]int{}, finalizers: map[string]int{}}
-	var mu sync.Mutex
+	var kinds []*schema.Type
 	for _, t := range m.storageTypes() {
 		if !t.Namespaced {
 			continue
 		}
-		g, gctx := errgroup.WithContext(ctx)
-		g.SetLimit(deleteWorkers)
-		background := metav1.DeletePropagationBackground
-		err := m.eachStored(gctx, kv.ListOptions{Resource: t.StorageResource, Namespace: namespace}, func(item kv.Record) error {
-			g.Go(func() error {
-				// In the background, as kube's namespace controller deletes:
-				// nothing is orphaned, whatever the kind's default.
-				res, err := m.api.For(t).Delete(gctx, namespace, item.Name, &metav1.DeleteOptions{PropagationPolicy: &background})
-				if apierrors.IsNotFound(err) || (err == nil && res.Gone) {
-					return nil
-				}
-				if err != nil {
-					return err
-				}
-				obj := res.Obj
-				mu.Lock()
-				defer mu.Unlock()
-				left.resources[t.Resource+"."+t.Group]++
-				if acc, err := meta.Accessor(obj); err == nil {
-					for _, f := range acc.GetFinalizers() {
-						left.finalizers[f]++
-					}
-				}
+		if t.Group == "" && t.Resource == "pods" {
+			if m.deleteKindIn(ctx, t, namespace, &left); left.resources["pods."] > 0 {
+				left.podsFirst = true
+				return left
+			}
+			continue
+		}
+		kinds = append(kinds, t)
+	}
+	for _, t := range kinds {
+		m.deleteKindIn(ctx, t, namespace, &left)
+	}
+	return left
+}
+
+// deleteKindIn deletes a namespace's objects of one kind, adding what
+// stays, or the first failure, to left.
+func (m *Manager) deleteKindIn(ctx context.Context, t *schema.Type, namespace string, left *remaining) {
+	var mu sync.Mutex
+	count := map[string]int{}
+	finalizers := map[string]int{}
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(deleteWorkers)
+	background := metav1.DeletePropagationBackground
+	err := m.eachStored(gctx, kv.ListOptions{Resource: t.StorageResource, Namespace: namespace}, func(item kv.Record) error {
+		g.Go(func() error {
+			// In the background, as kube's namespace controller deletes:
+			// nothing is orphaned, whatever the kind's default.
+			res, err := m.api.For(t).Delete(gctx, namespace, item.Name, &metav1.DeleteOptions{PropagationPolicy: &background})
+			if apierrors.IsNotFound(err) || (err == nil && res.Gone) {
 				return nil
-			})
+			}
+			if err != nil {
+				return err
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			count[t.Resource+"."+t.Group]++
+			if acc, err := meta.Accessor(res.Obj); err == nil {
+				for _, f := range acc.GetFinalizers() {
+					finalizers[f]++
+				}
+			}
 			return nil
 		})
-		if werr := g.Wait(); werr != nil {
-			err = werr // the delete's own error, not the listing's cancelled context
-		}
-		if err != nil {
-			return left, err
-		}
+		return nil
+	})
+	if werr := g.Wait(); werr != nil {
+		err = werr // the delete's own error, not the listing's cancelled context
 	}
-	return left, nil
+	if err != nil {
+		left.failures = append(left.failures, err.Error())
+		return
+	}
+	for k, n := range count {
+		left.resources[k] += n
+	}
+	for f, n := range finalizers {
+		left.finalizers[f] += n
+	}
 }
 
 // setTerminatingConditions reports deletion progress in the namespace's
@@ -409,11 +444,18 @@ func (m *Manager) setTerminatingConditions(ctx context.Context, ns *corev1.Names
 		{Type: corev1.NamespaceContentRemaining, Status: corev1.ConditionFalse, Reason: "ContentRemoved", Message: "All content successfully removed"},
 		{Type: corev1.NamespaceFinalizersRemaining, Status: corev1.ConditionFalse, Reason: "ContentHasNoFinalizers", Message: "All content-preserving finalizers finished"},
 	}
-	if len(left.resources) > 0 {
+	if len(left.failures) > 0 {
+		msgs := slices.Sorted(slices.Values(left.failures))
+		want[2] = corev1.NamespaceCondition{Type: corev1.NamespaceDeletionContentFailure, Status: corev1.ConditionTrue, Reason: "ContentDeletionFailed",
+			Message: fmt.Sprintf("Failed to delete all resource types, %d remaining: %s", len(msgs), strings.Join(msgs, ", "))}
+	}
+	if left.podsFirst {
+		// kube's early return while Pods remain reports none of it.
+	} else if len(left.resources) > 0 {
 		want[3] = corev1.NamespaceCondition{Type: corev1.NamespaceContentRemaining, Status: corev1.ConditionTrue,
 			Reason: "SomeResourcesRemain", Message: "Some resources are remaining: " + describe(left.resources, "has")}
 	}
-	if len(left.finalizers) > 0 {
+	if len(left.finalizers) > 0 && !left.podsFirst {
 		want[4] = corev1.NamespaceCondition{Type: corev1.NamespaceFinalizersRemaining, Status: corev1.ConditionTrue,
 			Reason: "SomeFinalizersRemain", Message: "Some content in the namespace has finalizers remaining: " + describe(left.finalizers, "in")}
 	}

@@ -75,6 +75,69 @@ func TestNamespaceTermination(t *testing.T) {
 	})
 }
 
+// TestNamespaceContentFailureStaysWithItsNamespace: content a namespace
+// cannot delete (an admission policy refuses) is reported in its own
+// conditions, as kube's ContentDeletionFailed, and holds only that
+// namespace: another terminating beside it is emptied and removed.
+func TestNamespaceContentFailureStaysWithItsNamespace(t *testing.T) {
+	h := gcHarness{refNewHarness(t), t}
+	const ar = "/apis/admissionregistration.k8s.io/v1"
+	h.mustDo("POST", ar+"/validatingadmissionpolicies", "application/json", `{"metadata":{"name":"guard"},"spec":{"failurePolicy":"Fail",
+		"matchConstraints":{"resourceRules":[{"apiGroups":[""],"apiVersions":["v1"],"operations":["DELETE"],"resources":["configmaps"]}]},
+		"validations":[{"expression":"!has(oldObject.metadata.labels) || !('guard' in oldObject.metadata.labels)","message":"guarded"}]}}`, http.StatusCreated)
+	h.mustDo("POST", ar+"/validatingadmissionpolicybindings", "application/json", `{"metadata":{"name":"guard"},"spec":{"policyName":"guard","validationActions":["Deny"]}}`, http.StatusCreated)
+	h.eventually("the policy to refuse", func() bool {
+		// A probe deleted before the policy took effect is made again.
+		h.do("POST", "/api/v1/namespaces/default/configmaps", map[string]string{"Content-Type": "application/json"}, []byte(`{"metadata":{"name":"probe","labels":{"guard":"x"}}}`))
+		return h.do("DELETE", "/api/v1/namespaces/default/configmaps/probe", nil, nil).Code == http.StatusUnprocessableEntity
+	})
+	// The stuck one first in the controller's order.
+	for _, ns := range []string{"a-stuck", "b-free"} {
+		h.mustDo("POST", "/api/v1/namespaces", "application/json", `{"metadata":{"name":"`+ns+`"}}`, http.StatusCreated)
+		h.mustDo("POST", "/api/v1/namespaces/"+ns+"/configmaps", "application/json", `{"metadata":{"name":"plain"}}`, http.StatusCreated)
+	}
+	h.mustDo("POST", "/api/v1/namespaces/a-stuck/configmaps", "application/json", `{"metadata":{"name":"kept","labels":{"guard":"x"}}}`, http.StatusCreated)
+	for _, ns := range []string{"a-stuck", "b-free"} {
+		h.mustDo("DELETE", "/api/v1/namespaces/"+ns, "", "", http.StatusOK)
+	}
+	h.eventually("b-free removed", func() bool { return h.do("GET", "/api/v1/namespaces/b-free", nil, nil).Code == http.StatusNotFound })
+	h.eventually("a-stuck's failure condition", func() bool {
+		b := h.do("GET", "/api/v1/namespaces/a-stuck", nil, nil).Body.String()
+		return strings.Contains(b, `"type":"NamespaceDeletionContentFailure","status":"True"`) && strings.Contains(b, `"reason":"ContentDeletionFailed"`) &&
+			strings.Contains(b, `Failed to delete all resource types, 1 remaining: configmaps \"kept\" is forbidden: ValidatingAdmissionPolicy 'guard' with binding 'guard' denied request: guarded`)
+	})
+	h.mustDo("DELETE", ar+"/validatingadmissionpolicybindings/guard", "", "", http.StatusOK)
+	h.eventually("a-stuck removed once the policy is gone", func() bool {
+		return h.do("GET", "/api/v1/namespaces/a-stuck", nil, nil).Code == http.StatusNotFound
+	})
+}
+
+// TestNamespacePodsGoFirst: as kube 1.35's OrderedNamespaceDeletion, a
+// terminating namespace's Pods are deleted before anything else, which
+// waits until they are gone (a running Pod keeps its ConfigMaps and
+// Secrets while it stops); meanwhile the conditions are kube's all-clear.
+func TestNamespacePodsGoFirst(t *testing.T) {
+	h := gcHarness{refNewHarness(t), t}
+	h.mustDo("POST", "/api/v1/namespaces", "application/json", `{"metadata":{"name":"ordered"}}`, http.StatusCreated)
+	h.mustDo("POST", "/api/v1/namespaces/ordered/configmaps", "application/json", `{"metadata":{"name":"config"}}`, http.StatusCreated)
+	// On a node, so its deletion waits for its grace period.
+	h.mustDo("POST", "/api/v1/namespaces/ordered/pods", "application/json",
+		`{"metadata":{"name":"p"},"spec":{"nodeName":"n1","terminationGracePeriodSeconds":600,"containers":[{"name":"c","image":"busybox"}]}}`, http.StatusCreated)
+	h.mustDo("DELETE", "/api/v1/namespaces/ordered", "", "", http.StatusOK)
+	h.eventually("the Pod terminating and the conditions written", func() bool {
+		pod := h.do("GET", "/api/v1/namespaces/ordered/pods/p", nil, nil).Body.String()
+		ns := h.do("GET", "/api/v1/namespaces/ordered", nil, nil).Body.String()
+		return strings.Contains(pod, "deletionTimestamp") && strings.Contains(ns, `"reason":"ContentRemoved"`)
+	})
+	if r := h.do("GET", "/api/v1/namespaces/ordered/configmaps/config", nil, nil); r.Code != http.StatusOK {
+		t.Fatalf("the ConfigMap while the Pod terminates: %d %s; want it kept", r.Code, r.Body)
+	}
+	h.mustDo("DELETE", "/api/v1/namespaces/ordered/pods/p?gracePeriodSeconds=0", "", "", http.StatusOK)
+	h.eventually("the namespace removed after its Pod", func() bool {
+		return h.do("GET", "/api/v1/namespaces/ordered", nil, nil).Code == http.StatusNotFound
+	})
+}
+
 // TestNamespaceFinalizedUnderOtherFinalizers: a namespace that a
 // metadata finalizer holds is still emptied, given kube's all-clear
 // conditions (all five) and finalized by the controller (spec.finalizers
