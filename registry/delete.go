@@ -48,6 +48,13 @@ func (x *Resource) Delete(ctx context.Context, namespace, name string, opts *met
 		if err := x.checkPreconditions(acc, opts.Preconditions); err != nil {
 			return DeleteResult{}, err
 		}
+		if acc.GetDeletionTimestamp() != nil && (x.t.GracePeriod != nil && gracePending(acc, opts) || x.t.SpecFinalized != nil && !x.t.SpecFinalized(obj)) {
+			// A delete that can change nothing is answered with the object
+			// before admission, as kube's stores answer it: a graceful
+			// delete under way that is not shortened, a Namespace whose
+			// spec finalizers remain.
+			return DeleteResult{Result: Result{Rec: cur, Obj: obj}}, nil
+		}
 		if !admittedAs(ctx) {
 			if err := x.admitPhases(ctx, admissionWrite{op: admission.Delete, old: obj, namespace: namespace, name: name,
 				options: opts, dryRun: dryRun}, mutate|validate); err != nil {
@@ -114,8 +121,16 @@ func (x *Resource) Delete(ctx context.Context, namespace, name string, opts *met
 			return DeleteResult{Result: Result{Rec: rec, Obj: obj}, Gone: true}, nil
 		}
 		if deleting && !graceful && !gcChanged {
-			// Already being deleted: answer with the current state.
-			return DeleteResult{Result: Result{Rec: cur, Obj: obj}}, nil
+			// Already being deleted: answer with the current state, but
+			// for kube's markAsDeleting, which gives an object its
+			// finalizers hold a zero grace period on any later delete
+			// (one a kind's own storage marked first, a CRD or Namespace,
+			// has none).
+			if acc.GetDeletionGracePeriodSeconds() != nil || len(acc.GetFinalizers()) == 0 {
+				return DeleteResult{Result: Result{Rec: cur, Obj: obj}}, nil
+			}
+			zero := int64(0)
+			acc.SetDeletionGracePeriodSeconds(&zero)
 		}
 		if !graceful && !deleting {
 			// kube's markAsDeleting: the spec's generation moves on.
@@ -206,6 +221,23 @@ func (x *Resource) gcFinalizers(acc metav1.Object, opts *metav1.DeleteOptions) (
 // deletionGracePeriodSeconds, the generation moved on); a later one may
 // only shorten it (to 0: delete now), otherwise the deletion is pending
 // and nothing changes. graceful says the object was marked (again).
+// gracePending: a graceful delete under way that this one would not
+// shorten (kube's BeforeDelete answers "pending").
+func gracePending(acc metav1.Object, opts *metav1.DeleteOptions) bool {
+	cur := acc.GetDeletionGracePeriodSeconds()
+	if cur == nil || *cur <= 0 {
+		return false
+	}
+	requested := opts.GracePeriodSeconds
+	if requested == nil {
+		return true
+	}
+	if *requested < 0 {
+		return 1 >= *cur // kube reads a negative period as 1
+	}
+	return *requested >= *cur
+}
+
 func (x *Resource) beforeGracefulDelete(obj runtime.Object, acc metav1.Object, opts *metav1.DeleteOptions) (graceful, pending bool, period int64) {
 	requested := opts.GracePeriodSeconds
 	if requested != nil && *requested < 0 {

@@ -138,6 +138,38 @@ func TestNamespacePodsGoFirst(t *testing.T) {
 	})
 }
 
+// TestRepeatedDeleteBeforeAdmission: a delete that can change nothing is
+// answered with the object before admission, as kube's stores answer it:
+// a Pod's graceful delete under way, a Namespace whose spec finalizers
+// remain. A delete that shortens the grace period is admitted.
+func TestRepeatedDeleteBeforeAdmission(t *testing.T) {
+	h := gcHarness{refNewHarness(t), t}
+	const pods = "/api/v1/namespaces/default/pods"
+	h.mustDo("POST", "/api/v1/namespaces", "application/json", `{"metadata":{"name":"held","labels":{"guard":"x"}}}`, http.StatusCreated)
+	h.mustDo("POST", "/api/v1/namespaces/held/configmaps", "application/json", `{"metadata":{"name":"c","finalizers":["example.com/hold"]}}`, http.StatusCreated)
+	h.mustDo("POST", pods, "application/json",
+		`{"metadata":{"name":"slow","labels":{"guard":"x"}},"spec":{"nodeName":"n1","terminationGracePeriodSeconds":600,"containers":[{"name":"c","image":"busybox"}]}}`, http.StatusCreated)
+	h.mustDo("DELETE", "/api/v1/namespaces/held", "", "", http.StatusOK)
+	h.mustDo("DELETE", pods+"/slow", "", "", http.StatusOK)
+	const ar = "/apis/admissionregistration.k8s.io/v1"
+	h.mustDo("POST", ar+"/validatingadmissionpolicies", "application/json", `{"metadata":{"name":"guard"},"spec":{"failurePolicy":"Fail",
+		"matchConstraints":{"resourceRules":[{"apiGroups":[""],"apiVersions":["v1"],"operations":["DELETE"],"resources":["pods","namespaces"]}]},
+		"validations":[{"expression":"!has(oldObject.metadata.labels) || !('guard' in oldObject.metadata.labels)","message":"guarded"}]}}`, http.StatusCreated)
+	h.mustDo("POST", ar+"/validatingadmissionpolicybindings", "application/json", `{"metadata":{"name":"guard"},"spec":{"policyName":"guard","validationActions":["Deny"]}}`, http.StatusCreated)
+	h.eventually("the policy to refuse", func() bool {
+		h.do("POST", pods, map[string]string{"Content-Type": "application/json"}, []byte(`{"metadata":{"name":"probe","labels":{"guard":"x"}},"spec":{"containers":[{"name":"c","image":"busybox"}]}}`))
+		return h.do("DELETE", pods+"/probe", nil, nil).Code == http.StatusUnprocessableEntity
+	})
+	for _, path := range []string{pods + "/slow", pods + "/slow?gracePeriodSeconds=600", "/api/v1/namespaces/held"} {
+		if r := h.do("DELETE", path, nil, nil); r.Code != http.StatusOK || !strings.Contains(r.Body.String(), "deletionTimestamp") {
+			t.Errorf("DELETE %s again: %d %s; want 200 with the object as it is", path, r.Code, r.Body)
+		}
+	}
+	if r := h.do("DELETE", pods+"/slow?gracePeriodSeconds=10", nil, nil); r.Code != http.StatusUnprocessableEntity || !strings.Contains(r.Body.String(), "guarded") {
+		t.Errorf("a delete shortening the grace period: %d %s; want the policy's 422", r.Code, r.Body)
+	}
+}
+
 // TestNamespaceFinalizedUnderOtherFinalizers: a namespace that a
 // metadata finalizer holds is still emptied, given kube's all-clear
 // conditions (all five) and finalized by the controller (spec.finalizers
@@ -156,6 +188,11 @@ func TestNamespaceFinalizedUnderOtherFinalizers(t *testing.T) {
 		return strings.Contains(b, `"spec":{}`) && strings.Count(b, `"status":"False"`) == 5 &&
 			strings.Contains(b, `"reason":"ContentRemoved"`) && strings.Contains(b, `"reason":"ContentHasNoFinalizers"`)
 	})
+	// A later delete is the generic store's: kube's markAsDeleting gives
+	// the object its finalizer holds a zero grace period.
+	if r := h.do("DELETE", "/api/v1/namespaces/held", nil, nil); r.Code != http.StatusOK || !strings.Contains(r.Body.String(), `"deletionGracePeriodSeconds":0`) {
+		t.Errorf("second delete of the finalized namespace: %d %s; want 200 with deletionGracePeriodSeconds 0", r.Code, r.Body)
+	}
 	if r := h.do("PATCH", "/api/v1/namespaces/held", map[string]string{"Content-Type": "application/merge-patch+json"},
 		[]byte(`{"metadata":{"finalizers":null}}`)); r.Code != http.StatusOK {
 		t.Fatalf("release namespace: %d %s", r.Code, r.Body)
