@@ -382,11 +382,17 @@ func (m *Manager) deleteKindIn(ctx context.Context, t *schema.Type, namespace st
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(deleteWorkers)
 	background := metav1.DeletePropagationBackground
+	// kube's namespace controller deletes a kind's collection where the
+	// kind has one, so admission sees a deletecollection's item.
+	del := m.api.For(t).Delete
+	if slices.Contains(t.Verbs, "deletecollection") {
+		del = m.api.For(t).DeleteFromCollection
+	}
 	err := m.eachStored(gctx, kv.ListOptions{Resource: t.StorageResource, Namespace: namespace}, func(item kv.Record) error {
 		g.Go(func() error {
 			// In the background, as kube's namespace controller deletes:
 			// nothing is orphaned, whatever the kind's default.
-			res, err := m.api.For(t).Delete(gctx, namespace, item.Name, &metav1.DeleteOptions{PropagationPolicy: &background})
+			res, err := del(gctx, namespace, item.Name, &metav1.DeleteOptions{PropagationPolicy: &background})
 			if apierrors.IsNotFound(err) || (err == nil && res.Gone) {
 				return nil
 			}

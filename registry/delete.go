@@ -32,6 +32,17 @@ type DeleteResult struct {
 // orphan or foreground finalizer its propagation adds) it only gets a
 // deletionTimestamp; the last finalizer's removal completes it.
 func (x *Resource) Delete(ctx context.Context, namespace, name string, opts *metav1.DeleteOptions) (DeleteResult, error) {
+	return x.delete(ctx, namespace, name, opts, name)
+}
+
+// DeleteFromCollection is Delete for one item of a deletecollection:
+// admission sees the collection's request, which names no object (kube's
+// attributes for it have no name; the item is the old object).
+func (x *Resource) DeleteFromCollection(ctx context.Context, namespace, name string, opts *metav1.DeleteOptions) (DeleteResult, error) {
+	return x.delete(ctx, namespace, name, opts, "")
+}
+
+func (x *Resource) delete(ctx context.Context, namespace, name string, opts *metav1.DeleteOptions, admitName string) (DeleteResult, error) {
 	dryRun := len(opts.DryRun) > 0
 	x.WarnOrphaning(ctx, opts)
 	if v := x.t.ValidateDelete; v != nil && x.t.ValidateDeleteFirst {
@@ -56,7 +67,7 @@ func (x *Resource) Delete(ctx context.Context, namespace, name string, opts *met
 			return DeleteResult{Result: Result{Rec: cur, Obj: obj}}, nil
 		}
 		if !admittedAs(ctx) {
-			if err := x.admitPhases(ctx, admissionWrite{op: admission.Delete, old: obj, namespace: namespace, name: name,
+			if err := x.admitPhases(ctx, admissionWrite{op: admission.Delete, old: obj, namespace: namespace, name: admitName,
 				options: opts, dryRun: dryRun}, mutate|validate); err != nil {
 				return DeleteResult{}, err
 			}

@@ -133,7 +133,7 @@ func (r *request) deleteCollection() error {
 		return err
 	}
 	for _, item := range res.Items {
-		if _, err := r.res.Delete(r.ctx, item.Namespace, item.Name, opts); err != nil && !apierrors.IsNotFound(err) {
+		if _, err := r.res.DeleteFromCollection(r.ctx, item.Namespace, item.Name, opts); err != nil && !apierrors.IsNotFound(err) {
 			return err
 		}
 	}

@@ -78,7 +78,8 @@ func TestNamespaceTermination(t *testing.T) {
 // TestNamespaceContentFailureStaysWithItsNamespace: content a namespace
 // cannot delete (an admission policy refuses) is reported in its own
 // conditions, as kube's ContentDeletionFailed, and holds only that
-// namespace: another terminating beside it is emptied and removed.
+// namespace: another terminating beside it is emptied and removed. The
+// refusal is a deletecollection item's, as in kube.
 func TestNamespaceContentFailureStaysWithItsNamespace(t *testing.T) {
 	h := gcHarness{refNewHarness(t), t}
 	const ar = "/apis/admissionregistration.k8s.io/v1"
@@ -91,6 +92,14 @@ func TestNamespaceContentFailureStaysWithItsNamespace(t *testing.T) {
 		h.do("POST", "/api/v1/namespaces/default/configmaps", map[string]string{"Content-Type": "application/json"}, []byte(`{"metadata":{"name":"probe","labels":{"guard":"x"}}}`))
 		return h.do("DELETE", "/api/v1/namespaces/default/configmaps/probe", nil, nil).Code == http.StatusUnprocessableEntity
 	})
+	// A deletecollection's items are admitted as kube admits them: the
+	// request names no object, so the refusal names none ("Unknown"), as
+	// the namespace controller's, which deletes collections, below. (The
+	// last probe is still there.)
+	if r := h.do("DELETE", "/api/v1/namespaces/default/configmaps?labelSelector=guard", nil, nil); r.Code != http.StatusUnprocessableEntity ||
+		!strings.Contains(r.Body.String(), `configmaps \"Unknown\" is forbidden: ValidatingAdmissionPolicy 'guard' with binding 'guard' denied request: guarded`) {
+		t.Errorf("deletecollection of a guarded ConfigMap: %d %s", r.Code, r.Body)
+	}
 	// The stuck one first in the controller's order.
 	for _, ns := range []string{"a-stuck", "b-free"} {
 		h.mustDo("POST", "/api/v1/namespaces", "application/json", `{"metadata":{"name":"`+ns+`"}}`, http.StatusCreated)
@@ -101,10 +110,17 @@ func TestNamespaceContentFailureStaysWithItsNamespace(t *testing.T) {
 		h.mustDo("DELETE", "/api/v1/namespaces/"+ns, "", "", http.StatusOK)
 	}
 	h.eventually("b-free removed", func() bool { return h.do("GET", "/api/v1/namespaces/b-free", nil, nil).Code == http.StatusNotFound })
+	var last string
+	defer func() {
+		if t.Failed() {
+			t.Logf("a-stuck: %s", last)
+		}
+	}()
 	h.eventually("a-stuck's failure condition", func() bool {
 		b := h.do("GET", "/api/v1/namespaces/a-stuck", nil, nil).Body.String()
+		last = b
 		return strings.Contains(b, `"type":"NamespaceDeletionContentFailure","status":"True"`) && strings.Contains(b, `"reason":"ContentDeletionFailed"`) &&
-			strings.Contains(b, `Failed to delete all resource types, 1 remaining: configmaps \"kept\" is forbidden: ValidatingAdmissionPolicy 'guard' with binding 'guard' denied request: guarded`)
+			strings.Contains(b, `Failed to delete all resource types, 1 remaining: configmaps \"Unknown\" is forbidden: ValidatingAdmissionPolicy 'guard' with binding 'guard' denied request: guarded`)
 	})
 	h.mustDo("DELETE", ar+"/validatingadmissionpolicybindings/guard", "", "", http.StatusOK)
 	h.eventually("a-stuck removed once the policy is gone", func() bool {
