@@ -95,6 +95,27 @@ func TestAcceptParameters(t *testing.T) {
 			t.Errorf("Accept %q: %q; want %q", c.accept, got.MediaType, c.want)
 		}
 	}
+	// An entry kube's router passes (it cuts the parameters off) and its
+	// negotiation refuses is kube's negotiation error, which names every
+	// form; a view taken and then refused as a watch's stream names the
+	// stream forms.
+	const every = "only the following media types are accepted: application/json, application/yaml, application/vnd.kubernetes.protobuf"
+	for _, c := range []struct {
+		accept string
+		watch  bool
+		want   string
+	}{
+		{"application/json;stream=foo", false, every},
+		{"application/json;sv=v2", false, every},
+		{"application/yaml;stream=watch", false, every},
+		{"application/json;v=v1", false, every},
+		{"application/yaml;as=Table;v=v1;g=meta.k8s.io", true, "only the following media types are accepted: application/json;stream=watch, application/vnd.kubernetes.protobuf;stream=watch"},
+	} {
+		got, why := NegotiateWhy(c.accept, Offer{Views: true, Routed: true, Protobuf: true, Watch: c.watch})
+		if got.MediaType != "" || why != c.want {
+			t.Errorf("Accept %q (watch %v): %+v %q; want %q", c.accept, c.watch, got, why, c.want)
+		}
+	}
 }
 
 // TestAcceptOrderAsKube: entries are taken in the order of kube's parser

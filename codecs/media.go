@@ -198,10 +198,15 @@ func NegotiateWhy(accept string, offer Offer) (Output, string) {
 		// kube's negotiation reads these parameters and passes over the
 		// others (charset, say): a stream other than a watch's, or a
 		// server version other than v1, makes the entry unacceptable.
+		// Past the router, an entry negotiation refuses leaves kube's
+		// negotiation error, naming every form, not the router's.
+		generic := "only the following media types are accepted: " + offer.named().Available()
 		if s := a.params["stream"]; s != "" && s != "watch" {
+			viewProblem = generic
 			continue
 		}
 		if sv := a.params["sv"]; sv != "" && sv != "v1" {
+			viewProblem = generic
 			continue
 		}
 		as := a.params["as"]
@@ -210,9 +215,11 @@ func NegotiateWhy(accept string, offer Offer) (Output, string) {
 			_, v := a.params["v"]
 			if g || v {
 				// A group or version to convert to names no kind.
+				viewProblem = generic
 				continue
 			}
 			if a.params["stream"] != "" && mt == YAML {
+				viewProblem = generic
 				continue // YAML has no stream form: the entry is passed over
 			}
 			if offer.Watch && mt == YAML {
@@ -223,11 +230,15 @@ func NegotiateWhy(accept string, offer Offer) (Output, string) {
 			}
 			return Output{MediaType: mt}, ""
 		}
-		generic := "only the following media types are accepted: " + offer.named().Available()
 		v := a.params["v"]
-		if !offer.Views || a.params["g"] != "meta.k8s.io" || (v != "v1" && v != "v1beta1") || (mt == YAML && offer.Watch) {
+		if !offer.Views || a.params["g"] != "meta.k8s.io" || (v != "v1" && v != "v1beta1") {
 			viewProblem = generic
 			continue
+		}
+		if mt == YAML && offer.Watch && (as == "Table" || as == "PartialObjectMetadata" || as == "PartialObjectMetadataList") {
+			// Taken as a view, then refused as a stream: kube's watch
+			// names the stream forms.
+			return Output{}, "only the following media types are accepted: " + offer.named().Streams()
 		}
 		switch as {
 		case "Table":

@@ -36,3 +36,20 @@ func TestBodyTypesAsKube(t *testing.T) {
 		t.Errorf("a list as PartialObjectMetadata, then JSON: %d %s; want kube's 406", r.Code, r.Body)
 	}
 }
+
+// TestUnnegotiableErrorIsIndentedJSON: an error no Accept entry can carry
+// (text/html; a Table alone for a missing object) is written as kube's
+// WriteRawJSON writes it: JSON indented by two spaces, no final newline.
+func TestUnnegotiableErrorIsIndentedJSON(t *testing.T) {
+	h := refNewHarness(t)
+	for accept, code := range map[string]int{
+		"text/html": http.StatusNotAcceptable,
+		"application/json;as=Table;v=v1;g=meta.k8s.io": http.StatusNotFound,
+	} {
+		rec := h.do("GET", "/api/v1/namespaces/default/configmaps/absent", map[string]string{"Accept": accept}, nil)
+		b := rec.Body.String()
+		if rec.Code != code || rec.Header().Get("Content-Type") != "application/json" || !strings.HasPrefix(b, "{\n  \"kind\": \"Status\",\n  \"apiVersion\": \"v1\",") || strings.HasSuffix(b, "\n") {
+			t.Errorf("Accept %q: %d %s %q; want %d, indented JSON without a final newline", accept, rec.Code, rec.Header().Get("Content-Type"), b, code)
+		}
+	}
+}

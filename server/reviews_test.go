@@ -87,13 +87,13 @@ func TestReviewsHaveNoTable(t *testing.T) {
 		want         string
 	}{
 		{"/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", table, ssar, http.StatusNotAcceptable,
-			`"message":"only the following media types are accepted: application/json, application/yaml, application/vnd.kubernetes.protobuf"`},
-		{"/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", "application/json;as=Table;v=v1beta1;g=meta.k8s.io", ssar, http.StatusNotAcceptable, `"reason":"NotAcceptable"`},
+			`"message": "only the following media types are accepted: application/json, application/yaml, application/vnd.kubernetes.protobuf"`},
+		{"/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", "application/json;as=Table;v=v1beta1;g=meta.k8s.io", ssar, http.StatusNotAcceptable, `"reason": "NotAcceptable"`},
 		{"/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", table + ", application/json", ssar, http.StatusCreated, `"kind":"SelfSubjectAccessReview"`},
 		{"/apis/authentication.k8s.io/v1/tokenreviews", table, []byte(`{"apiVersion":"authentication.k8s.io/v1","kind":"TokenReview","spec":{"token":"abc"}}`),
-			http.StatusNotAcceptable, `"reason":"NotAcceptable"`},
+			http.StatusNotAcceptable, `"reason": "NotAcceptable"`},
 		{"/api/v1/namespaces/default/bindings", table, []byte(`{"apiVersion":"v1","kind":"Binding","metadata":{"name":"nope"},"target":{"name":"n1"}}`),
-			http.StatusNotAcceptable, `"reason":"NotAcceptable"`},
+			http.StatusNotAcceptable, `"reason": "NotAcceptable"`},
 	} {
 		rec := h.do("POST", c.path, map[string]string{"Content-Type": "application/json", "Accept": c.accept}, c.body)
 		if rec.Code != c.code || !strings.Contains(rec.Body.String(), c.want) {

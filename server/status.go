@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -64,7 +65,8 @@ func (s *Server) writeStatus(c echo.Context, st metav1.Status) {
 		return
 	}
 	mt := codecs.JSON
-	if out, ok := codecs.Negotiate(c.Request().Header.Get("Accept"), codecs.Offer{Protobuf: true, CBOR: s.codec.CBOR() && cborPath(c.Request().URL.Path)}); ok {
+	out, negotiated := codecs.Negotiate(c.Request().Header.Get("Accept"), codecs.Offer{Protobuf: true, CBOR: s.codec.CBOR() && cborPath(c.Request().URL.Path)})
+	if negotiated {
 		mt = out.MediaType
 	}
 	s.auditStatus(c, st)
@@ -75,6 +77,13 @@ func (s *Server) writeStatus(c echo.Context, st metav1.Status) {
 		c.Response().Header().Set("Retry-After", strconv.Itoa(int(st.Details.RetryAfterSeconds)))
 	}
 	c.Response().WriteHeader(int(st.Code))
+	if !negotiated {
+		// kube's fallback when the error's form cannot be negotiated
+		// either (responsewriters.WriteRawJSON): indented JSON, no newline.
+		b, _ := json.MarshalIndent(&st, "", "  ")
+		_, _ = c.Response().Write(b)
+		return
+	}
 	_ = s.codec.Encode(c.Response(), mt, &st, wantsPretty(c))
 }
 
