@@ -190,6 +190,22 @@ func validator[T runtime.Object](create func(T) field.ErrorList, update func(obj
 		}
 }
 
+// fromInternal makes obj what kube-apiserver holds after its strategy ran
+// on in: the conversion into a fresh object, so a field of the versioned
+// kind the internal one lacks (a Pod's status.podIP, autoscaling/v1's
+// currentCPUUtilizationPercentage) is what in says, not what the request
+// sent. obj's apiVersion and kind stay.
+func fromInternal(in, obj runtime.Object) error {
+	fresh := reflect.New(reflect.TypeOf(obj).Elem()).Interface().(runtime.Object)
+	if err := legacyscheme.Scheme.Convert(in, fresh, nil); err != nil {
+		return err
+	}
+	gvk := obj.GetObjectKind().GroupVersionKind()
+	reflect.ValueOf(obj).Elem().Set(reflect.ValueOf(fresh).Elem())
+	obj.GetObjectKind().SetGroupVersionKind(gvk)
+	return nil
+}
+
 // tables is kube-apiserver's Table generator with every built-in printer.
 var tables = sync.OnceValue(func() *printers.HumanReadableGenerator {
 	return printers.NewTableGenerator().With(printersinternal.AddHandlers)
@@ -274,7 +290,7 @@ func (k *kubeKind) build(scheme *runtime.Scheme) *Type {
 		if k.prepareCreate != nil {
 			k.prepareCreate(in)
 		}
-		if err := legacyscheme.Scheme.Convert(in, obj, nil); err != nil {
+		if err := fromInternal(in, obj); err != nil {
 			return
 		}
 		// kube-apiserver defaults again when it reads the object back, so
@@ -288,7 +304,7 @@ func (k *kubeKind) build(scheme *runtime.Scheme) *Type {
 				return
 			}
 			k.requested(in, who)
-			_ = legacyscheme.Scheme.Convert(in, obj, nil)
+			_ = fromInternal(in, obj)
 		}
 	}
 	t.PrepareForUpdate = func(obj, old runtime.Object) {
@@ -320,7 +336,7 @@ func (k *kubeKind) build(scheme *runtime.Scheme) *Type {
 				if k.prepareUpdate != nil {
 					k.prepareUpdate(in, oin)
 				}
-				_ = legacyscheme.Scheme.Convert(in, obj, nil)
+				_ = fromInternal(in, obj)
 			}
 		}
 		if !k.generationBeforeDrop {
@@ -333,7 +349,7 @@ func (k *kubeKind) build(scheme *runtime.Scheme) *Type {
 			oin, err2 := toInternal(old)
 			if err1 == nil && err2 == nil {
 				k.statusPrepare(in, oin)
-				_ = legacyscheme.Scheme.Convert(in, obj, nil)
+				_ = fromInternal(in, obj)
 			}
 		}
 	}

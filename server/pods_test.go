@@ -418,7 +418,8 @@ func TestPodCreateAsKube(t *testing.T) {
 	    "affinity":{"podAntiAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":[
 	      {"topologyKey":"kubernetes.io/hostname","labelSelector":{"matchLabels":{"app":"a"}},"matchLabelKeys":["ver","absent"],"mismatchLabelKeys":["team"]}]}},
 	    "topologySpreadConstraints":[{"maxSkew":1,"topologyKey":"zone","whenUnsatisfiable":"DoNotSchedule",
-	      "labelSelector":{"matchLabels":{"app":"a"}},"matchLabelKeys":["ver"]}]}}`))
+	      "labelSelector":{"matchLabels":{"app":"a"}},"matchLabelKeys":["ver"]}]},
+	  "status":{"phase":"Running","podIP":"10.0.0.5","hostIP":"192.0.2.1"}}`))
 	if rec.Code != http.StatusCreated {
 		t.Fatalf("create: %d %s", rec.Code, rec.Body)
 	}
@@ -447,6 +448,11 @@ func TestPodCreateAsKube(t *testing.T) {
 	if conds, _ := json.Marshal(pod["status"].(map[string]interface{})["conditions"]); strings.Count(string(conds), `"type"`) != 1 || js("status", "conditions", 0, "type") != `"PodScheduled"` || js("status", "conditions", 0, "status") != `"False"` ||
 		js("status", "conditions", 0, "reason") != `"SchedulingGated"` || js("status", "conditions", 0, "message") != `"Scheduling is blocked due to non-empty scheduling gates"` {
 		t.Errorf("conditions %s; want PodScheduled False SchedulingGated", js("status", "conditions"))
+	}
+	// The status sent is dropped, the singular podIP too (kube's
+	// internal Pod has none to keep it in).
+	if got := js("status", "podIP") + js("status", "hostIP") + js("status", "phase"); got != `nullnull"Pending"` {
+		t.Errorf("status podIP, hostIP and phase %s; want none, none and Pending", got)
 	}
 	if got := js("spec", "affinity", "podAntiAffinity", "requiredDuringSchedulingIgnoredDuringExecution", 0, "labelSelector"); got !=
 		`{"matchExpressions":[{"key":"ver","operator":"In","values":["1"]},{"key":"team","operator":"NotIn","values":["t"]}],"matchLabels":{"app":"a"}}` {
