@@ -57,7 +57,10 @@ func apiextensionsKinds() []*kubeKind {
 		return out
 	}
 	_, status := validator(nil, apiextensionsvalidation.ValidateUpdateCustomResourceDefinitionStatus)
-	crd.subresourceUpdates = map[string]kubeSubresourceUpdate{"status": {prepare: keepSpec, validate: status}}
+	// kube's CRD status strategy keeps the spec but resets the metadata
+	// from the new object itself (ResetObjectMetaForStatus(new, new)), so
+	// a status write's label, annotation and finalizer changes stay.
+	crd.subresourceUpdates = map[string]kubeSubresourceUpdate{"status": {prepare: func(obj, old runtime.Object) { setField(obj, "Spec", old) }, validate: status}}
 	// The first delete only marks the CRD: the cleanup finalizer holds it
 	// until controllers/crd.go has removed every custom resource.
 	crd.PrepareForDelete = func(obj runtime.Object) {

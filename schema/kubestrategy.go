@@ -213,8 +213,8 @@ func hpaPrepareForStatus(obj, old runtime.Object) {
 
 // podPrepareForStatus: a status write keeps the QoS class set at create
 // and the observed generations it leaves unset, in the status and in
-// each condition (the first old condition of the same type), as kube's
-// pod status strategy does.
+// each condition (the first old condition of the same type), and drops
+// fields of gates that are off, as kube's pod status strategy does.
 func podPrepareForStatus(obj, old runtime.Object) {
 	p, ok1 := obj.(*core.Pod)
 	o, ok2 := old.(*core.Pod)
@@ -240,6 +240,8 @@ func podPrepareForStatus(obj, old runtime.Object) {
 			p.Status.Conditions[i].ObservedGeneration = g
 		}
 	}
+	// And, as every Pod write, clears what gates that are off guard.
+	dropDisabledPodFields(p, o)
 }
 
 // persistentVolumePrepareForStatus: a phase change is stamped with its

@@ -129,3 +129,48 @@ func TestStatusStrategiesAsKube(t *testing.T) {
 		t.Errorf("a finalize write's label: %v; want by-finalize kept", l)
 	}
 }
+
+// TestCreateDropsStatusTheInternalKindLacks: a create's status is
+// kube's strategy's, even in fields only the versioned kind has:
+// autoscaling/v1's currentCPUUtilizationPercentage is not kept (nor
+// shown as a CPU metric in v2).
+func TestCreateDropsStatusTheInternalKindLacks(t *testing.T) {
+	h := refNewHarness(t)
+	const v1 = "/apis/autoscaling/v1/namespaces/default/horizontalpodautoscalers"
+	h.mustDo("POST", v1, "application/json", `{"metadata":{"name":"h"},"spec":{"scaleTargetRef":{"kind":"Deployment","name":"d","apiVersion":"apps/v1"},"maxReplicas":3},
+		"status":{"currentReplicas":2,"desiredReplicas":2,"currentCPUUtilizationPercentage":50}}`, http.StatusCreated)
+	for _, path := range []string{v1 + "/h", "/apis/autoscaling/v2/namespaces/default/horizontalpodautoscalers/h"} {
+		b := h.do("GET", path, nil, nil).Body.String()
+		if strings.Contains(b, "currentCPUUtilizationPercentage") || strings.Contains(b, `"averageUtilization":50`) || strings.Contains(b, "currentAverageUtilization") || strings.Contains(b, `"currentReplicas":2`) {
+			t.Errorf("GET %s: %s; want the status the create sent dropped", path, b)
+		}
+	}
+}
+
+// TestPodStatusDropsDisabledFields: a pods/status write loses fields whose
+// feature gates are off (a container's allocatedResourcesStatus,
+// ResourceHealthStatus, alpha) before validation, as every Pod write
+// does in kube; so a later write of the Pod changes nothing.
+func TestPodStatusDropsDisabledFields(t *testing.T) {
+	h := refNewHarness(t)
+	const pod = "/api/v1/namespaces/default/pods/p"
+	h.mustDo("POST", "/api/v1/namespaces/default/pods", "application/json", `{"metadata":{"name":"p"},"spec":{"containers":[{"name":"c","image":"i"}]}}`, http.StatusCreated)
+	r := h.do("PATCH", pod+"/status", map[string]string{"Content-Type": "application/merge-patch+json"}, []byte(`{"status":{"containerStatuses":[
+		{"name":"c","image":"i","imageID":"","ready":false,"restartCount":0,"allocatedResourcesStatus":[{"name":"not a resource name!","resources":[]}]}]}}`))
+	if r.Code != http.StatusOK || strings.Contains(r.Body.String(), "allocatedResourcesStatus") {
+		t.Fatalf("status write with a disabled field: %d %s; want 200 without it", r.Code, r.Body)
+	}
+}
+
+// TestCRDStatusWriteKeepsMetadata: kube's CRD status strategy resets the
+// metadata from the new object itself, so a status write's labels stay
+// (its spec does not).
+func TestCRDStatusWriteKeepsMetadata(t *testing.T) {
+	h := refNewHarness(t)
+	h.mustDo("POST", crdPath, "application/json", gadgetsCRD, http.StatusCreated)
+	r := h.do("PATCH", crdPath+"/gadgets.test.example.com/status", map[string]string{"Content-Type": "application/merge-patch+json"},
+		[]byte(`{"metadata":{"labels":{"written":"by-status"}},"spec":{"names":{"shortNames":["zzshort"]}}}`))
+	if b := r.Body.String(); r.Code != http.StatusOK || !strings.Contains(b, `"written":"by-status"`) || strings.Contains(b, `"zzshort"`) {
+		t.Errorf("CRD status write: %d %s; want the label kept and the spec as it was", r.Code, b)
+	}
+}
