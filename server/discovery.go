@@ -165,7 +165,7 @@ func (s *Server) getAPI(c echo.Context) error {
 		}
 		return s.writeAggregated(c, mt, true)
 	}
-	return s.writeJSON(c, http.StatusOK, &metav1.APIVersions{
+	return s.writeDiscovery(c, &metav1.APIVersions{
 		TypeMeta: metav1.TypeMeta{Kind: "APIVersions"},
 		Versions: []string{"v1"},
 		ServerAddressByClientCIDRs: []metav1.ServerAddressByClientCIDR{
@@ -252,23 +252,48 @@ func (s *Server) getAPIs(c echo.Context) error {
 		}
 		return s.writeAggregated(c, mt, false)
 	}
-	return s.writeJSON(c, http.StatusOK, &metav1.APIGroupList{
+	return s.writeDiscovery(c, &metav1.APIGroupList{
 		TypeMeta: metav1.TypeMeta{Kind: "APIGroupList", APIVersion: "v1"},
 		Groups:   s.allGroups(),
 	})
 }
 
 func (s *Server) getGroup(c echo.Context) error {
-	if _, err := discoveryForm(c.Request().Header.Get("Accept"), false); err != nil {
-		return err
-	}
 	for _, g := range s.allGroups() {
 		if g.Name == c.Param("group") {
+			// A group's document has no aggregated form: its handler
+			// negotiates the legacy one alone.
+			out, err := negotiateAccept(c.Request().Header.Get("Accept"), codecs.Offer{Protobuf: true})
+			if err != nil {
+				return err
+			}
 			g.TypeMeta = metav1.TypeMeta{Kind: "APIGroup", APIVersion: "v1"}
-			return s.writeJSON(c, http.StatusOK, &g)
+			return s.writeLegacyDiscovery(c, out.MediaType, &g)
 		}
 	}
 	return plainText(c, http.StatusNotFound, "404 page not found\n")
+}
+
+// writeDiscovery answers /api or /apis in the legacy form: the one the
+// Accept names first of kube's discovery encodings (JSON, YAML,
+// Protobuf), JSON when it names none (discoveryForm judged it already).
+func (s *Server) writeDiscovery(c echo.Context, obj runtime.Object) error {
+	mt := codecs.JSON
+	if out, ok := codecs.Negotiate(c.Request().Header.Get("Accept"), codecs.Offer{Protobuf: true}); ok && out.View == codecs.ViewObject {
+		mt = out.MediaType
+	}
+	return s.writeLegacyDiscovery(c, mt, obj)
+}
+
+// writeLegacyDiscovery writes a legacy discovery document in mt, as
+// kube's discovery handlers negotiate them.
+func (s *Server) writeLegacyDiscovery(c echo.Context, mt string, obj runtime.Object) error {
+	if mt == codecs.JSON || mt == "" {
+		return s.writeJSON(c, http.StatusOK, obj)
+	}
+	c.Response().Header().Set(echo.HeaderContentType, mt)
+	c.Response().WriteHeader(http.StatusOK)
+	return s.codec.Encode(c.Response(), mt, obj, false)
 }
 
 func (s *Server) getResourceList(c echo.Context, group, version string) error {
@@ -309,23 +334,16 @@ func (s *Server) getResourceList(c echo.Context, group, version string) error {
 			list.APIResources = append(list.APIResources, r)
 		}
 	}
-	if s.codec.CBOR() {
-		// kube-apiserver 1.35 answers CBOR for a group-version's
-		// resource list only (its other discovery documents are JSON or
-		// 406). For /api/v1 it panics instead; the list is served here.
-		out, ok := codecs.Negotiate(c.Request().Header.Get("Accept"), codecs.Offer{Protobuf: true, CBOR: true})
-		if ok && out.MediaType == codecs.CBOR && out.View == codecs.ViewObject {
-			b, err := s.codec.CBORBytes(list)
-			if err != nil {
-				return err
-			}
-			c.Response().Header().Set(echo.HeaderContentType, codecs.CBOR)
-			c.Response().WriteHeader(http.StatusOK)
-			_, err = c.Response().Write(b)
-			return err
-		}
+	// kube's router produces the list in its encodings alone (text/html
+	// is its 406), and its handler negotiates no view (a Table, the
+	// aggregated form: 406). kube-apiserver 1.35 answers CBOR here only
+	// (its other discovery documents are JSON or 406); for /api/v1 it
+	// panics instead, and the list is served here.
+	out, err := negotiateAccept(c.Request().Header.Get("Accept"), codecs.Offer{Protobuf: true, CBOR: s.codec.CBOR(), Routed: true})
+	if err != nil {
+		return err
 	}
-	return s.writeJSON(c, http.StatusOK, list)
+	return s.writeLegacyDiscovery(c, out.MediaType, list)
 }
 
 func (s *Server) writeAggregated(c echo.Context, mediaType string, legacy bool) error {

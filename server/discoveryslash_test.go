@@ -58,3 +58,34 @@ func TestLegacyDiscoveryOrderAsKube(t *testing.T) {
 		t.Errorf("/apis/apps/v1 resources %v; want them sorted by path", apps)
 	}
 }
+
+// TestLegacyDiscoveryNegotiated: the legacy discovery documents are
+// negotiated as kube's discovery handlers negotiate them: JSON, YAML or
+// Protobuf; a group-version's list refuses what its route does not
+// produce (the router's 406) and every view (the negotiation's 406), and
+// a group's document has no aggregated form.
+func TestLegacyDiscoveryNegotiated(t *testing.T) {
+	h := refNewHarness(t)
+	const aggregated = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
+	for _, c := range []struct {
+		path, accept string
+		code         int
+		ct, want     string
+	}{
+		{"/api", "application/yaml", http.StatusOK, "application/yaml", "kind: APIVersions"},
+		{"/apis", "application/yaml", http.StatusOK, "application/yaml", "kind: APIGroupList"},
+		{"/apis/apps", "application/yaml", http.StatusOK, "application/yaml", "kind: APIGroup"},
+		{"/apis/apps/v1", "application/yaml", http.StatusOK, "application/yaml", "kind: APIResourceList"},
+		{"/api/v1", "application/vnd.kubernetes.protobuf", http.StatusOK, "application/vnd.kubernetes.protobuf", "k8s\x00"},
+		{"/apis/apps/v1", "text/html", http.StatusNotAcceptable, "application/json", `406: Not Acceptable\n\nAvailable representations: application/json, application/yaml, application/vnd.kubernetes.protobuf`},
+		{"/apis/apps/v1", "application/json;as=Table;v=v1;g=meta.k8s.io", http.StatusNotAcceptable, "application/json", "only the following media types are accepted"},
+		{"/apis/apps/v1", aggregated, http.StatusNotAcceptable, "application/json", "only the following media types are accepted"},
+		{"/apis/apps", aggregated, http.StatusNotAcceptable, "application/json", "only the following media types are accepted"},
+		{"/apis/apps/v1", aggregated + ",application/json", http.StatusOK, "application/json", `"kind":"APIResourceList"`},
+	} {
+		rec := h.do("GET", c.path, map[string]string{"Accept": c.accept}, nil)
+		if rec.Code != c.code || rec.Header().Get("Content-Type") != c.ct || !strings.Contains(rec.Body.String(), c.want) {
+			t.Errorf("GET %s, Accept %s: %d %s %.200q; want %d %s with %q", c.path, c.accept, rec.Code, rec.Header().Get("Content-Type"), rec.Body, c.code, c.ct, c.want)
+		}
+	}
+}

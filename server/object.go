@@ -122,7 +122,13 @@ func (r *request) negotiateOnce(list bool) (codecs.Output, error) {
 		// where kube prints it (Scale).
 		offer.Views, offer.Kind = k.Columns != nil, "*"+k.Group+"."+k.Kind
 	}
-	out, why := codecs.NegotiateWhy(r.c.Request().Header.Get("Accept"), offer)
+	return negotiateAccept(r.c.Request().Header.Get("Accept"), offer)
+}
+
+// negotiateAccept is codecs.NegotiateWhy with its refusal as kube's 406:
+// the router's or the negotiation's.
+func negotiateAccept(accept string, offer codecs.Offer) (codecs.Output, error) {
+	out, why := codecs.NegotiateWhy(accept, offer)
 	switch {
 	case why == "":
 		return out, nil
