@@ -1877,3 +1877,28 @@ func refProtobufStatus(b []byte) ([]byte, bool) {
 	j, err := json.Marshal(&st)
 	return j, err == nil
 }
+
+// TestOpenAPIVersionDocumentAsKube: the /version document is kube's to
+// the byte: the v3 index names it by the hash kube-apiserver 1.35 gave.
+func TestOpenAPIVersionDocumentAsKube(t *testing.T) {
+	h := refNewHarness(t)
+	var body string
+	if err := json.Unmarshal(refLoad(t, "discovery/openapi-v3-index").Response.Body, &body); err != nil {
+		t.Fatal(err)
+	}
+	type index struct {
+		Paths map[string]struct {
+			ServerRelativeURL string `json:"serverRelativeURL"`
+		} `json:"paths"`
+	}
+	var want, got index
+	if err := json.Unmarshal([]byte(body), &want); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(h.do("GET", "/openapi/v3", nil, nil).Body.Bytes(), &got); err != nil {
+		t.Fatal(err)
+	}
+	if w, g := want.Paths["version"].ServerRelativeURL, got.Paths["version"].ServerRelativeURL; w == "" || g != w {
+		t.Errorf("version document %q; want kube's %q", g, w)
+	}
+}

@@ -298,6 +298,6 @@ func discoveryRoutes(groups []string) map[string]*container {
 	for _, g := range groups {
 		single("apis/"+g, "/apis/"+g+"/", "get"+groupID(g)+"APIGroup", groupTag(g), "get information of a group", mediaObject, &metav1.APIGroup{})
 	}
-	single("version", "/version/", "getCodeVersion", "version", "get the code version", mediaJSON, &version.Info{})
+	single("version", "/version/", "getCodeVersion", "version", "get the version information for this server", mediaJSON, &version.Info{})
 	return out
 }
