@@ -189,7 +189,7 @@ func (h *hub) runTeller(what string, run func(ctx context.Context, ready func())
 		err := run(ctx, func() {
 			told = true
 			h.told.Add(1)
-			h.notify()
+			h.catchUp(ctx)
 		})
 		if told {
 			h.told.Add(-1)
@@ -210,6 +210,21 @@ func (h *hub) runTeller(what string, run func(ctx context.Context, ready func())
 		}
 		backoff = min(2*backoff, 5*time.Second)
 	}
+}
+
+// catchUp wakes the poller for the commits made before a source of news
+// was in place. Nothing will tell of them again, and a standby the poller
+// reads may not have replayed them yet: with standbys, the primary's
+// revision is what the poller must reach (it reads the primary once a
+// standby has been behind for StandbyWait), as if it had been told.
+func (h *hub) catchUp(ctx context.Context) {
+	if len(h.s.standbys) > 0 {
+		if rev, err := h.s.CurrentRev(ctx); err == nil {
+			h.notifiedUpTo(rev)
+			return
+		}
+	}
+	h.notify()
 }
 
 // errCannotTell marks a source's failure that trying again would not
