@@ -1052,6 +1052,14 @@ func TestCRNotFoundShapes(t *testing.T) {
 			t.Errorf("GET %s: %d %q; want 404 with %q", path, r.Code, r.Body, want)
 		}
 	}
+	// Discovery of a version no CRD serves is the handler's plain 404
+	// too; below a built-in group it is the router's Status.
+	if r := h.do("GET", "/apis/test.example.com/v9", nil, nil); r.Code != http.StatusNotFound || r.Body.String() != "404 page not found\n" {
+		t.Errorf("GET /apis/test.example.com/v9: %d %q; want the plain-text 404", r.Code, r.Body)
+	}
+	if r := h.do("GET", "/apis/apps/v9", nil, nil); r.Code != http.StatusNotFound || !strings.Contains(r.Body.String(), `"kind":"Status"`) {
+		t.Errorf("GET /apis/apps/v9: %d %q; want a 404 Status", r.Code, r.Body)
+	}
 	// kube's custom resource handler reads HEAD as a get (a built-in
 	// kind's routes have no HEAD): the GET's code (net/http drops the body).
 	for path, code := range map[string]int{base + "/namespaces/default/gadgets": http.StatusOK, base + "/namespaces/default/gadgets/g1": http.StatusNotFound} {

@@ -300,6 +300,12 @@ func (s *Server) getResourceList(c echo.Context, group, version string) error {
 	gv := runtimeschema.GroupVersion{Group: group, Version: version}
 	types := s.reg.TypesIn(gv)
 	if len(types) == 0 {
+		// kube's router answers below a built-in group's path; a group
+		// only CRDs serve is the custom resource handler's, which passes
+		// a version it does not serve to the plain-text 404.
+		if group != "" && !slices.ContainsFunc(s.reg.Types(), func(t *schema.Type) bool { return t.Group == group && !t.Unstructured }) {
+			return plainText(c, http.StatusNotFound, "404 page not found\n")
+		}
 		return notFoundPath()
 	}
 	// kube-apiserver writes the legacy list with kind only for the core
