@@ -30,7 +30,18 @@ func (s *Server) discoveryRoutes(e *echo.Echo) {
 	e.GET("/api/", s.getAPI) // kube-apiserver answers both, as the e2e suite reads them
 	e.GET("/api/v1", func(c echo.Context) error { return s.getResourceList(c, "", "v1") })
 	e.GET("/apis", s.getAPIs)
-	e.GET("/apis/", s.getAPIs)
+	// kube-aggregator serves /apis/ with the group list alone: no
+	// aggregated form there.
+	e.GET("/apis/", func(c echo.Context) error {
+		out, err := negotiateAccept(c.Request().Header.Get("Accept"), codecs.Offer{Protobuf: true})
+		if err != nil {
+			return err
+		}
+		return s.writeLegacyDiscovery(c, out.MediaType, &metav1.APIGroupList{
+			TypeMeta: metav1.TypeMeta{Kind: "APIGroupList", APIVersion: "v1"},
+			Groups:   s.allGroups(),
+		})
+	})
 	e.GET("/apis/:group", s.getGroup)
 	e.GET("/apis/:group/", s.getGroup)
 	e.GET("/apis/:group/:version", func(c echo.Context) error {

@@ -81,6 +81,9 @@ func TestLegacyDiscoveryNegotiated(t *testing.T) {
 		{"/apis/apps/v1", "application/json;as=Table;v=v1;g=meta.k8s.io", http.StatusNotAcceptable, "application/json", "only the following media types are accepted"},
 		{"/apis/apps/v1", aggregated, http.StatusNotAcceptable, "application/json", "only the following media types are accepted"},
 		{"/apis/apps", aggregated, http.StatusNotAcceptable, "application/json", "only the following media types are accepted"},
+		{"/apis/", aggregated, http.StatusNotAcceptable, "application/json", "only the following media types are accepted"},
+		{"/apis/", aggregated + ",application/json", http.StatusOK, "application/json", `"kind":"APIGroupList"`},
+		{"/apis", aggregated, http.StatusOK, aggregated, `"kind":"APIGroupDiscoveryList"`},
 		{"/apis/apps/v1", aggregated + ",application/json", http.StatusOK, "application/json", `"kind":"APIResourceList"`},
 	} {
 		rec := h.do("GET", c.path, map[string]string{"Accept": c.accept}, nil)
