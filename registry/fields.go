@@ -48,6 +48,25 @@ func (x *Resource) fieldManager(subresource string) (*apply.Manager, error) {
 	return m, nil
 }
 
+// WrittenFields are the managedFields kube's create handler gives obj, an
+// object of kind t written through subresource and never stored (a
+// TokenRequest): what manager set in it.
+func (g *Registry) WrittenFields(t *schema.Type, subresource string, obj runtime.Object, manager string) ([]metav1.ManagedFieldsEntry, error) {
+	key := fieldManagerKey{t.GroupVersionKind(), subresource}
+	var m *apply.Manager
+	if v, ok := g.fieldManagers.Load(key); ok && v.(cachedFieldManager).t == t {
+		m = v.(cachedFieldManager).m
+	} else {
+		var err error
+		if m, err = apply.NewManager(t, subresource); err != nil {
+			return nil, err
+		}
+		g.fieldManagers.Store(key, cachedFieldManager{t, m})
+	}
+	tracked := m.Update(m.Empty(), obj.DeepCopyObject(), manager)
+	return mustAccessor(tracked).GetManagedFields(), nil
+}
+
 type fieldManagerKey struct {
 	gvk         runtimeschema.GroupVersionKind
 	subresource string

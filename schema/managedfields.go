@@ -60,7 +60,10 @@ func builtinManagedFields(t *Type) func() (*ManagedFields, error) {
 }
 
 // The scale subresource's Scale is applied to as a kind of its own.
-func init() { ScaleKind.ManagedFields = builtinManagedFields(ScaleKind) }
+func init() {
+	ScaleKind.ManagedFields = builtinManagedFields(ScaleKind)
+	TokenRequestKind.ManagedFields = builtinManagedFields(TokenRequestKind)
+}
 
 // builtinTypeConverter knows every definition of schema/openapi; each
 // kind's definition carries the group-version-kinds legacyscheme

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"sync/atomic"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -328,6 +329,12 @@ type Scale struct {
 
 // ScaleKind is the kind every scale subresource reads and writes. Its
 // Table is kube's scale printer's (kubectl get --subresource=scale).
+// TokenRequestKind is the kind serviceaccounts/token reads and answers
+// (never stored): its managedFields are the writer's, as kube's create
+// handler records them.
+var TokenRequestKind = &Type{Group: "authentication.k8s.io", Version: "v1", Kind: "TokenRequest", Resource: "tokenrequests",
+	New: func() runtime.Object { return &authenticationv1.TokenRequest{} }}
+
 var ScaleKind = &Type{Group: "autoscaling", Version: "v1", Kind: "Scale", Resource: "scale",
 	New: func() runtime.Object { return &autoscalingv1.Scale{} },
 	Columns: []metav1.TableColumnDefinition{

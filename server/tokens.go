@@ -127,6 +127,13 @@ func (r *request) serviceAccountToken() error {
 		one := int64(3600) // the v1 default, set as the body is decoded
 		tr.Spec.ExpirationSeconds = &one
 	}
+	// kube's create handler records the writer's fields of the request as
+	// decoded, before admission and the token storage fill it in.
+	written, err := r.s.api.WrittenFields(schema.TokenRequestKind, "token", tr, r.manager())
+	if err != nil {
+		return apierrors.NewInternalError(err)
+	}
+	tr.ManagedFields = written
 	// Mutating admission sees the request as sent, audiences unset
 	// included (NodeRestriction reads them so); validating admission
 	// sees it as the token storage filled it in, as in kube.
@@ -206,8 +213,9 @@ func (r *request) serviceAccountToken() error {
 			return apierrors.NewConflict(runtimeschema.GroupResource{Group: gvk.Group, Resource: gvk.Kind}, ref.Name,
 				fmt.Errorf("the UID in the bound object reference (%s) does not match the UID in record. The object might have been deleted and then recreated", ref.UID))
 		}
+		// The answer echoes the reference as sent (kube's token storage
+		// keeps the uid it read to itself).
 		subject.BoundKind, subject.BoundName, subject.BoundUID = ref.Kind, ref.Name, string(acc.GetUID())
-		tr.Spec.BoundObjectRef.UID = acc.GetUID()
 	}
 	// Longer than --service-account-max-token-expiration is shortened,
 	// with kube-apiserver's warning.

@@ -69,6 +69,11 @@ func TestServiceAccountTokenRequest(t *testing.T) {
 	if r.Code != http.StatusCreated {
 		t.Fatalf("bound token: %d %s", r.Code, r.Body)
 	}
+	// The answer echoes the reference as sent: kube's token storage
+	// keeps the uid it read to itself.
+	if !strings.Contains(r.Body.String(), `"boundObjectRef":{"kind":"Pod","apiVersion":"v1","name":"p"}`) {
+		t.Errorf("bound token answer %s; want the reference as sent", r.Body)
+	}
 	if r := do(bound, "GET", ns+"/configmaps", ""); r.Code != http.StatusOK {
 		t.Fatalf("bound token while the pod lives: %d %s", r.Code, r.Body)
 	}
