@@ -29,22 +29,27 @@ func (x *Resource) fieldManager(subresource string) (*apply.Manager, error) {
 	if x.t.ManagedFields == nil {
 		return nil, nil
 	}
-	// Made once per kind and subresource and shared, as kube-apiserver
-	// makes one per storage: building kube's manager chain was about a
-	// twentieth of a create. A kind whose Type is replaced (a CRD's new
-	// schema) gets a new one in its place, so the map holds one entry per
-	// kind and subresource, not one per schema ever served.
-	key := fieldManagerKey{x.t.GroupVersionKind(), subresource}
-	if v, ok := x.g.fieldManagers.Load(key); ok {
-		if c := v.(cachedFieldManager); c.t == x.t {
+	return x.g.fieldManagerOf(x.t, subresource)
+}
+
+// fieldManagerOf is t's field manager through subresource, made once per
+// kind and subresource and shared, as kube-apiserver makes one per
+// storage: building kube's manager chain was about a twentieth of a
+// create. A kind whose Type is replaced (a CRD's new schema) gets a new
+// one in its place, so the map holds one entry per kind and subresource,
+// not one per schema ever served.
+func (g *Registry) fieldManagerOf(t *schema.Type, subresource string) (*apply.Manager, error) {
+	key := fieldManagerKey{t.GroupVersionKind(), subresource}
+	if v, ok := g.fieldManagers.Load(key); ok {
+		if c := v.(cachedFieldManager); c.t == t {
 			return c.m, nil
 		}
 	}
-	m, err := apply.NewManager(x.t, subresource)
+	m, err := apply.NewManager(t, subresource)
 	if err != nil {
 		return nil, err
 	}
-	x.g.fieldManagers.Store(key, cachedFieldManager{x.t, m})
+	g.fieldManagers.Store(key, cachedFieldManager{t, m})
 	return m, nil
 }
 
@@ -52,16 +57,9 @@ func (x *Resource) fieldManager(subresource string) (*apply.Manager, error) {
 // object of kind t written through subresource and never stored (a
 // TokenRequest): what manager set in it.
 func (g *Registry) WrittenFields(t *schema.Type, subresource string, obj runtime.Object, manager string) ([]metav1.ManagedFieldsEntry, error) {
-	key := fieldManagerKey{t.GroupVersionKind(), subresource}
-	var m *apply.Manager
-	if v, ok := g.fieldManagers.Load(key); ok && v.(cachedFieldManager).t == t {
-		m = v.(cachedFieldManager).m
-	} else {
-		var err error
-		if m, err = apply.NewManager(t, subresource); err != nil {
-			return nil, err
-		}
-		g.fieldManagers.Store(key, cachedFieldManager{t, m})
+	m, err := g.fieldManagerOf(t, subresource)
+	if err != nil {
+		return nil, err
 	}
 	tracked := m.Update(m.Empty(), obj.DeepCopyObject(), manager)
 	return mustAccessor(tracked).GetManagedFields(), nil
