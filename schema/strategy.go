@@ -22,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/kubernetes/pkg/apis/core"
 	corehelper "k8s.io/kubernetes/pkg/apis/core/helper"
 )
 
@@ -512,10 +513,12 @@ func validateEventsV1Event(obj, old runtime.Object) field.ErrorList {
 	immutable := func(newVal, oldVal interface{}, name string) {
 		errs = append(errs, apivalidation.ValidateImmutableField(newVal, oldVal, field.NewPath(name))...)
 	}
-	immutable(e.InvolvedObject, o.InvolvedObject, "involvedObject")
+	// kube validates its internal types, whose struct fields carry no json
+	// tags: a changed reference or source is printed with Go's names.
+	immutable(*internalRef(&e.InvolvedObject), *internalRef(&o.InvolvedObject), "involvedObject")
 	immutable(e.Reason, o.Reason, "reason")
 	immutable(e.Message, o.Message, "message")
-	immutable(e.Source, o.Source, "source")
+	immutable(core.EventSource{Component: e.Source.Component, Host: e.Source.Host}, core.EventSource{Component: o.Source.Component, Host: o.Source.Host}, "source")
 	immutable(e.FirstTimestamp, o.FirstTimestamp, "firstTimestamp")
 	immutable(e.LastTimestamp, o.LastTimestamp, "lastTimestamp")
 	immutable(e.Count, o.Count, "count")
@@ -529,10 +532,19 @@ func validateEventsV1Event(obj, old runtime.Object) field.ErrorList {
 		errs = append(errs, field.Invalid(field.NewPath("eventTime"), e.EventTime, apivalidation.FieldImmutableErrorMsg))
 	}
 	immutable(e.Action, o.Action, "action")
-	immutable(e.Related, o.Related, "related")
+	immutable(internalRef(e.Related), internalRef(o.Related), "related")
 	immutable(e.ReportingController, o.ReportingController, "reportingController")
 	immutable(e.ReportingInstance, o.ReportingInstance, "reportingInstance")
 	return errs
+}
+
+// internalRef is r as kube's internal ObjectReference (nil stays nil).
+func internalRef(r *corev1.ObjectReference) *core.ObjectReference {
+	if r == nil {
+		return nil
+	}
+	return &core.ObjectReference{Kind: r.Kind, Namespace: r.Namespace, Name: r.Name, UID: r.UID,
+		APIVersion: r.APIVersion, ResourceVersion: r.ResourceVersion, FieldPath: r.FieldPath}
 }
 
 func eventSeriesChecks(e *corev1.Event) field.ErrorList {

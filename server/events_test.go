@@ -41,3 +41,24 @@ func TestEventNamesAsKube(t *testing.T) {
 		t.Errorf("events.k8s.io/v1 Event named Bad_Name without reportingController: causes %s; want reportingController (required, then the qualified-name check's two) before metadata.name", got)
 	}
 }
+
+// TestEventsV1ImmutableErrorsAsKube: kube checks an events.k8s.io update
+// on its internal Event, whose struct fields have no json tags, so a
+// changed reference or source is printed with Go's field names.
+func TestEventsV1ImmutableErrorsAsKube(t *testing.T) {
+	h := refNewHarness(t)
+	const events = "/apis/events.k8s.io/v1/namespaces/default/events"
+	h.mustDo("POST", events, "application/json", `{"metadata":{"name":"e"},"eventTime":"2026-01-01T00:00:00.000000Z","reportingController":"example.com/c",
+		"reportingInstance":"i","action":"Act","reason":"R","type":"Normal","regarding":{"kind":"Pod","namespace":"default","name":"p"}}`, http.StatusCreated)
+	r := h.do("PATCH", events+"/e", map[string]string{"Content-Type": "application/merge-patch+json"},
+		[]byte(`{"regarding":{"name":"z"},"deprecatedSource":{"component":"q"},"related":{"kind":"X"}}`))
+	for _, want := range []string{
+		`involvedObject: Invalid value: {\"Kind\":\"Pod\",\"Namespace\":\"default\",\"Name\":\"z\",\"UID\":\"\",\"APIVersion\":\"\",\"ResourceVersion\":\"\",\"FieldPath\":\"\"}: field is immutable`,
+		`source: Invalid value: {\"Component\":\"q\",\"Host\":\"\"}: field is immutable`,
+		`related: Invalid value: {\"Kind\":\"X\",`,
+	} {
+		if r.Code != http.StatusUnprocessableEntity || !strings.Contains(r.Body.String(), want) {
+			t.Errorf("immutable fields changed: %d %s; want %s", r.Code, r.Body, want)
+		}
+	}
+}
