@@ -32,7 +32,7 @@ func (s *Server) discoveryRoutes(e *echo.Echo) {
 	e.GET("/apis", s.getAPIs)
 	// kube-aggregator serves /apis/ with the group list alone: no
 	// aggregated form there.
-	e.GET("/apis/", func(c echo.Context) error {
+	apisSlash := func(c echo.Context) error {
 		out, err := negotiateAccept(c.Request().Header.Get("Accept"), codecs.Offer{Protobuf: true})
 		if err != nil {
 			return err
@@ -41,7 +41,8 @@ func (s *Server) discoveryRoutes(e *echo.Echo) {
 			TypeMeta: metav1.TypeMeta{Kind: "APIGroupList", APIVersion: "v1"},
 			Groups:   s.allGroups(),
 		})
-	})
+	}
+	e.GET("/apis/", apisSlash)
 	e.GET("/apis/:group", s.getGroup)
 	e.GET("/apis/:group/", s.getGroup)
 	e.GET("/apis/:group/:version", func(c echo.Context) error {
@@ -57,8 +58,21 @@ func (s *Server) discoveryRoutes(e *echo.Echo) {
 		if t := s.agg.Target(c.Param("group"), c.Param("version")); t != nil {
 			return s.proxyAggregated(c, t)
 		}
+		if len(s.reg.TypesIn(runtimeschema.GroupVersion{Group: c.Param("group"), Version: c.Param("version")})) > 0 {
+			return methodNotAllowed()
+		}
 		return notFoundPath()
 	})
+	// kube's router has a GET route alone for /version, /api and /api/v1
+	// (any other method is its 405); kube-aggregator's /apis and
+	// /apis/<group> handlers answer whatever the method.
+	notAllowed := func(echo.Context) error { return methodNotAllowed() }
+	for _, path := range []string{"/version", "/api", "/api/", "/api/v1"} {
+		e.Match(other, path, notAllowed)
+	}
+	e.Match(other, "/apis", s.getAPIs)
+	e.Match(other, "/apis/", apisSlash)
+	e.Match(other, "/apis/:group", s.getGroup)
 }
 
 // proxyAggregated relays a request for a Service-backed group-version to

@@ -92,3 +92,28 @@ func TestLegacyDiscoveryNegotiated(t *testing.T) {
 		}
 	}
 }
+
+// TestDiscoveryMethodsAsKube: kube's router has a GET route alone for
+// /version, /api, /api/v1 and a local group-version's list (any other
+// method: 405), and no route for a group-version nobody serves (404);
+// kube-aggregator's /apis and /apis/<group> handlers answer any method.
+func TestDiscoveryMethodsAsKube(t *testing.T) {
+	h := refNewHarness(t)
+	for _, c := range []struct {
+		method, path string
+		code         int
+	}{
+		{"HEAD", "/version", http.StatusMethodNotAllowed},
+		{"POST", "/api", http.StatusMethodNotAllowed},
+		{"OPTIONS", "/api/v1", http.StatusMethodNotAllowed},
+		{"HEAD", "/apis/apps/v1", http.StatusMethodNotAllowed},
+		{"POST", "/apis/nope.example.com/v1", http.StatusNotFound},
+		{"POST", "/apis", http.StatusOK},
+		{"HEAD", "/apis/apps", http.StatusOK},
+		{"OPTIONS", "/apis/", http.StatusOK},
+	} {
+		if r := h.do(c.method, c.path, nil, nil); r.Code != c.code {
+			t.Errorf("%s %s: %d %.200s; want %d", c.method, c.path, r.Code, r.Body, c.code)
+		}
+	}
+}
