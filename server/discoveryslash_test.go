@@ -117,3 +117,14 @@ func TestDiscoveryMethodsAsKube(t *testing.T) {
 		}
 	}
 }
+
+// TestOpenAPIAnyMethod: kube-openapi's handlers sit on kube's plain mux
+// and serve the document whatever the method (HEAD without its body).
+func TestOpenAPIAnyMethod(t *testing.T) {
+	h := refNewHarness(t)
+	for _, c := range []struct{ method, path string }{{"HEAD", "/openapi/v2"}, {"HEAD", "/openapi/v3"}, {"HEAD", "/openapi/v3/api/v1"}, {"POST", "/openapi/v3"}} {
+		if r := h.do(c.method, c.path, nil, nil); r.Code != http.StatusOK {
+			t.Errorf("%s %s: %d %.200s; want 200", c.method, c.path, r.Code, r.Body)
+		}
+	}
+}

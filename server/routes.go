@@ -62,9 +62,11 @@ func (s *Server) routes() *echo.Echo {
 	s.openIDRoutes(e)
 	if s.cfg.OpenAPI != nil {
 		h := echo.WrapHandler(s.cfg.OpenAPI)
-		e.GET("/openapi/v2", h)
-		e.GET("/openapi/v3", echo.WrapHandler(textPlain(s.cfg.OpenAPI)))
-		e.GET("/openapi/v3/*", h)
+		// On kube's plain mux, as kube-openapi's handlers: any method is
+		// served (HEAD without the body).
+		e.Any("/openapi/v2", h)
+		e.Any("/openapi/v3", echo.WrapHandler(textPlain(s.cfg.OpenAPI)))
+		e.Any("/openapi/v3/*", h)
 	}
 	s.discoveryRoutes(e)
 	// Resources are found from the decoded path, as kube's router finds
