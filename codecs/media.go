@@ -200,13 +200,12 @@ func NegotiateWhy(accept string, offer Offer) (Output, string) {
 		// server version other than v1, makes the entry unacceptable.
 		// Past the router, an entry negotiation refuses leaves kube's
 		// negotiation error, naming every form, not the router's.
-		generic := "only the following media types are accepted: " + offer.named().Available()
 		if s := a.params["stream"]; s != "" && s != "watch" {
-			viewProblem = generic
+			viewProblem = offer.refused()
 			continue
 		}
 		if sv := a.params["sv"]; sv != "" && sv != "v1" {
-			viewProblem = generic
+			viewProblem = offer.refused()
 			continue
 		}
 		as := a.params["as"]
@@ -215,11 +214,11 @@ func NegotiateWhy(accept string, offer Offer) (Output, string) {
 			_, v := a.params["v"]
 			if g || v {
 				// A group or version to convert to names no kind.
-				viewProblem = generic
+				viewProblem = offer.refused()
 				continue
 			}
 			if a.params["stream"] != "" && mt == YAML {
-				viewProblem = generic
+				viewProblem = offer.refused()
 				continue // YAML has no stream form: the entry is passed over
 			}
 			if offer.Watch && mt == YAML {
@@ -232,7 +231,7 @@ func NegotiateWhy(accept string, offer Offer) (Output, string) {
 		}
 		v := a.params["v"]
 		if !offer.Views || a.params["g"] != "meta.k8s.io" || (v != "v1" && v != "v1beta1") {
-			viewProblem = generic
+			viewProblem = offer.refused()
 			continue
 		}
 		if mt == YAML && offer.Watch && (as == "Table" || as == "PartialObjectMetadata" || as == "PartialObjectMetadataList") {
@@ -244,7 +243,7 @@ func NegotiateWhy(accept string, offer Offer) (Output, string) {
 		case "Table":
 			if mt == Protobuf || mt == CBOR || offer.NoTable {
 				// kube-apiserver 1.35 serves Tables in neither.
-				viewProblem = generic
+				viewProblem = offer.refused()
 				continue
 			}
 			return Output{MediaType: mt, View: ViewTable, ViewVersion: v}, ""
@@ -262,7 +261,7 @@ func NegotiateWhy(accept string, offer Offer) (Output, string) {
 			}
 			return Output{MediaType: mt, View: ViewPartialObjectMetadataList, ViewVersion: v}, ""
 		default:
-			viewProblem = generic
+			viewProblem = offer.refused()
 		}
 	}
 	if viewProblem == "" {
@@ -279,6 +278,12 @@ func (o Offer) named() Offer {
 		o.Protobuf = true
 	}
 	return o
+}
+
+// refused is kube's negotiation error for offer: every form named.
+// Written only for an entry refused, not on every request's way.
+func (o Offer) refused() string {
+	return "only the following media types are accepted: " + o.named().Available()
 }
 
 // notAcceptable is the 406 text of kube's router for offer's route, or

@@ -377,7 +377,7 @@ func (m *Manager) deleteNamespaceContents(ctx context.Context, namespace string)
 // stays, or the first failure, to left.
 func (m *Manager) deleteKindIn(ctx context.Context, t *schema.Type, namespace string, left *remaining) {
 	var mu sync.Mutex
-	count := map[string]int{}
+	count := 0
 	finalizers := map[string]int{}
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(deleteWorkers)
@@ -401,7 +401,7 @@ func (m *Manager) deleteKindIn(ctx context.Context, t *schema.Type, namespace st
 			}
 			mu.Lock()
 			defer mu.Unlock()
-			count[t.Resource+"."+t.Group]++
+			count++
 			if acc, err := meta.Accessor(res.Obj); err == nil {
 				for _, f := range acc.GetFinalizers() {
 					finalizers[f]++
@@ -418,8 +418,8 @@ func (m *Manager) deleteKindIn(ctx context.Context, t *schema.Type, namespace st
 		left.failures = append(left.failures, err.Error())
 		return
 	}
-	for k, n := range count {
-		left.resources[k] += n
+	if count > 0 {
+		left.resources[t.Resource+"."+t.Group] += count
 	}
 	for f, n := range finalizers {
 		left.finalizers[f] += n
@@ -455,9 +455,8 @@ func (m *Manager) setTerminatingConditions(ctx context.Context, ns *corev1.Names
 		want[2] = corev1.NamespaceCondition{Type: corev1.NamespaceDeletionContentFailure, Status: corev1.ConditionTrue, Reason: "ContentDeletionFailed",
 			Message: fmt.Sprintf("Failed to delete all resource types, %d remaining: %s", len(msgs), strings.Join(msgs, ", "))}
 	}
-	if left.podsFirst {
-		// kube's early return while Pods remain reports none of it.
-	} else if len(left.resources) > 0 {
+	// kube's early return while Pods remain reports none of what is left.
+	if len(left.resources) > 0 && !left.podsFirst {
 		want[3] = corev1.NamespaceCondition{Type: corev1.NamespaceContentRemaining, Status: corev1.ConditionTrue,
 			Reason: "SomeResourcesRemain", Message: "Some resources are remaining: " + describe(left.resources, "has")}
 	}

@@ -239,28 +239,28 @@ func gracePending(acc metav1.Object, opts *metav1.DeleteOptions) bool {
 	if cur == nil || *cur <= 0 {
 		return false
 	}
-	requested := opts.GracePeriodSeconds
-	if requested == nil {
-		return true
+	requested := requestedGrace(opts)
+	return requested == nil || *requested >= *cur
+}
+
+// requestedGrace is the grace period a delete asks for, nil for none;
+// kube reads a negative one as 1.
+func requestedGrace(opts *metav1.DeleteOptions) *int64 {
+	if r := opts.GracePeriodSeconds; r != nil && *r < 0 {
+		one := int64(1)
+		return &one
 	}
-	if *requested < 0 {
-		return 1 >= *cur // kube reads a negative period as 1
-	}
-	return *requested >= *cur
+	return opts.GracePeriodSeconds
 }
 
 func (x *Resource) beforeGracefulDelete(obj runtime.Object, acc metav1.Object, opts *metav1.DeleteOptions) (graceful, pending bool, period int64) {
-	requested := opts.GracePeriodSeconds
-	if requested != nil && *requested < 0 {
-		one := int64(1)
-		requested = &one
-	}
+	requested := requestedGrace(opts)
 	if ts := acc.GetDeletionTimestamp(); ts != nil {
 		cur := acc.GetDeletionGracePeriodSeconds()
 		switch {
 		case cur == nil || *cur <= 0:
 			return false, false, 0
-		case requested == nil || *requested >= *cur:
+		case gracePending(acc, opts):
 			return false, true, 0
 		}
 		period = *requested

@@ -178,7 +178,11 @@ func (s *Server) serveResource(c echo.Context, group, version, rest string) erro
 		return notFoundPath()
 	}
 	method := c.Request().Method
-	if connect := t.Subresource(ri.Subresource).Connect; ri.Subresource != "" && connect != nil {
+	var connect []string
+	if ri.Subresource != "" {
+		connect = t.Subresource(ri.Subresource).Connect
+	}
+	if connect != nil {
 		// kube routes a connecter's methods alone (a proxy's OPTIONS and
 		// HEAD too), and its handler refuses a dry run before it reads
 		// anything else: nothing relayed can be one.

@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -80,8 +79,7 @@ func (s *Server) writeStatus(c echo.Context, st metav1.Status) {
 	if !negotiated {
 		// kube's fallback when the error's form cannot be negotiated
 		// either (responsewriters.WriteRawJSON): indented JSON, no newline.
-		b, _ := json.MarshalIndent(&st, "", "  ")
-		_, _ = c.Response().Write(b)
+		_ = writeIndented(c.Response(), &st)
 		return
 	}
 	_ = s.codec.Encode(c.Response(), mt, &st, wantsPretty(c))
