@@ -396,11 +396,35 @@ func (e *watchEncoder) start(resp *echo.Response) {
 	e.resp = resp
 	e.rc = http.NewResponseController(resp)
 	e.arm()
-	e.ww = e.r.s.codec.NewWatchWriter(resp, e.out, e.r.t, e.r.c.QueryParam("includeObject"))
+	e.ww = e.r.s.codec.NewWatchWriter(progressWriter{e}, e.out, e.r.t, e.r.c.QueryParam("includeObject"))
 	resp.Header().Set(echo.HeaderContentType, e.ww.ContentType())
 	resp.Header().Set("Transfer-Encoding", "chunked")
 	resp.WriteHeader(http.StatusOK)
 	e.flush()
+}
+
+// progressPiece is how much of a frame is written between checks of
+// the deadline: a frame of megabytes to a slow but steady reader may
+// take longer than the timeout, and each piece it takes is progress.
+const progressPiece = 64 << 10
+
+// progressWriter is the stream as the encoder writes it: a large write
+// goes in pieces, each of which may move the deadline on (arm).
+type progressWriter struct{ e *watchEncoder }
+
+func (w progressWriter) Write(p []byte) (int, error) {
+	written := 0
+	for len(p) > progressPiece {
+		n, err := w.e.resp.Write(p[:progressPiece])
+		written += n
+		if err != nil {
+			return written, err
+		}
+		p = p[progressPiece:]
+		w.e.arm()
+	}
+	n, err := w.e.resp.Write(p)
+	return written + n, err
 }
 
 // flush sends the burst; the deadline stays until the stream is quiet.

@@ -91,7 +91,7 @@ func TestWatchClientThatStopsReading(t *testing.T) {
 // write timeouts: the deadline follows progress, it does not bound the
 // whole burst.
 func TestWatchSlowReaderOfLargeList(t *testing.T) {
-	srv := servertest.Server(t, server.Config{Store: storetest.Open(t, "sqlite://:memory:"), WatchWriteTimeout: time.Second})
+	srv := servertest.Server(t, server.Config{Store: storetest.Open(t, "sqlite://:memory:"), WatchWriteTimeout: 2 * time.Second})
 	ts := httptest.NewServer(srv.Handler())
 	defer ts.Close()
 	h := &refHarness{t: t, h: srv.Handler(), state: map[string]string{}}
@@ -107,10 +107,62 @@ func TestWatchSlowReaderOfLargeList(t *testing.T) {
 	}
 	defer conn.Close()
 	fmt.Fprintf(conn, "GET /api/v1/namespaces/default/configmaps?watch=1&resourceVersion=0&timeoutSeconds=60 HTTP/1.1\r\nHost: tabula\r\n\r\n")
-	// At most 64 KiB per 5 ms (about 13 MB/s): the ~20 MB of initial events
-	// take longer than the 1 s timeout, each frame well under it.
+	// At most 64 KiB per 10 ms (about 6.5 MB/s): the ~20 MB of initial
+	// events take longer than the 2 s timeout, each frame well under it.
+	took := slowRead(t, conn, 64<<10, 10*time.Millisecond, n)
+	if took < 3*time.Second {
+		t.Logf("the reader was faster than meant (%v); the test proves less", took)
+	}
+}
+
+// TestWatchSlowReaderOfLargeObject: one frame that takes longer than the
+// write timeout to reach a slow but steady reader is not cut either:
+// progress within the frame moves the deadline on. Both sockets' buffers
+// are small, so the server's writes wait for the reader.
+func TestWatchSlowReaderOfLargeObject(t *testing.T) {
+	srv := servertest.Server(t, server.Config{Store: storetest.Open(t, "sqlite://:memory:"), WatchWriteTimeout: 1500 * time.Millisecond})
+	ts := httptest.NewUnstartedServer(srv.Handler())
+	ts.Listener = smallSendBuffers{ts.Listener}
+	ts.Start()
+	defer ts.Close()
+	h := &refHarness{t: t, h: srv.Handler(), state: map[string]string{}}
+	h.mustDo("POST", "/api/v1/namespaces/default/configmaps", "application/json",
+		`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"big"},"data":{"k":"`+strings.Repeat("x", 900*1024)+`"}}`, http.StatusCreated)
+	// Its ADDED marker comes only after the whole big frame.
+	h.mustDo("POST", "/api/v1/namespaces/default/configmaps", "application/json", `{"metadata":{"name":"small"}}`, http.StatusCreated)
+	conn, err := net.Dial("tcp", ts.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_ = conn.(*net.TCPConn).SetReadBuffer(16 << 10)
+	fmt.Fprintf(conn, "GET /api/v1/namespaces/default/configmaps?watch=1&resourceVersion=0&timeoutSeconds=60 HTTP/1.1\r\nHost: tabula\r\n\r\n")
+	// 8 KiB per 20 ms (about 400 KB/s): the 900 KiB frame takes over 2 s.
+	took := slowRead(t, conn, 8<<10, 20*time.Millisecond, 2)
+	if took < 1500*time.Millisecond {
+		t.Logf("the reader was faster than meant (%v); the test proves less", took)
+	}
+}
+
+// smallSendBuffers gives each accepted connection a small kernel send
+// buffer, so what the server writes waits for the client to read it.
+type smallSendBuffers struct{ net.Listener }
+
+func (l smallSendBuffers) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if tc, ok := c.(*net.TCPConn); ok {
+		_ = tc.SetWriteBuffer(16 << 10)
+	}
+	return c, err
+}
+
+// slowRead reads a watch stream in reads of at most chunk bytes, pausing
+// between them, until it has seen n ADDED events; it fails the test if
+// the server ends the stream first, and returns how long it took.
+func slowRead(t *testing.T, conn net.Conn, chunk int, pause time.Duration, n int) time.Duration {
+	t.Helper()
 	start := time.Now()
-	buf := make([]byte, 64*1024)
+	buf := make([]byte, chunk)
 	const marker = `"type":"ADDED"`
 	added, tail := 0, ""
 	for added < n {
@@ -122,9 +174,7 @@ func TestWatchSlowReaderOfLargeList(t *testing.T) {
 		added += strings.Count(chunk, marker)
 		// Keep what could begin a marker cut by the next read.
 		tail = chunk[max(0, len(chunk)-len(marker)+1):]
-		time.Sleep(5 * time.Millisecond) // the slow reader being tested
+		time.Sleep(pause) // the slow reader being tested
 	}
-	if took := time.Since(start); took < 1500*time.Millisecond {
-		t.Logf("the reader was faster than meant (%v); the test proves less", took)
-	}
+	return time.Since(start)
 }
