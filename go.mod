@@ -142,6 +142,7 @@ require (
 	google.golang.org/genproto/googleapis/api v0.0.0-20250303144028-a0af3efb3deb // indirect
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20250528174236-200df99c418a // indirect
 	google.golang.org/grpc v1.72.2 // indirect
+	k8s.io/cluster-bootstrap v0.35.10 // indirect
 	k8s.io/csi-translation-lib v0.35.10 // indirect
 	k8s.io/dynamic-resource-allocation v0.35.10 // indirect
 	k8s.io/kube-scheduler v0.35.10 // indirect

@@ -189,9 +189,10 @@ func startCluster(t *testing.T, b backend, bins string) *cluster {
 	}
 	var procs []*tabulaProcess
 	for i := range replicas {
-		var args []string
+		// kubeadm's flag, for the TLS bootstrap step.
+		args := []string{"--enable-bootstrap-token-auth"}
 		if replicas > 1 {
-			args = []string{"--token", "cluster-test-token"}
+			args = append(args, "--token", "cluster-test-token")
 		}
 		p, err := startTabula(t, serveOptions{DB: db, DataDir: filepath.Join(dir, "tabula-"+strconv.Itoa(i)), Args: args})
 		if err != nil {
@@ -287,6 +288,7 @@ func (c *cluster) run(t *testing.T, col string) {
 		{"daemonset rollout, image change and restart", c.daemonSet},
 		{"job completes", c.job},
 		{"legacy service-account token Secret", c.legacyToken},
+		{"kubelet TLS bootstrap with a bootstrap token", c.tlsBootstrap},
 		{"service endpoint slices", c.endpoints},
 		{"logs and exec through the kubelet", c.logsAndExec},
 		{"drain around a disruption budget", c.drain},

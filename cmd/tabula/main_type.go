@@ -80,6 +80,9 @@ type Config struct {
 	DataDir       string
 	TLSSANs       []string
 	TokenAuthFile string
+	// BootstrapTokenAuth accepts bootstrap tokens (kubeadm join, kubelet
+	// TLS bootstrap), as kube-apiserver's --enable-bootstrap-token-auth.
+	BootstrapTokenAuth bool
 	// Token makes every replica started with it on one database share the
 	// cluster's CA and service-account key, stored in the database sealed
 	// with a key derived from it.
@@ -336,6 +339,7 @@ func (m *Main) defineFlags(name string) (*flag.FlagSet, error) {
 	sans := (*stringList)(&c.TLSSANs)
 	fs.Var(sans, "tls-san", "extra DNS `names` or IPs for the serving certificate (repeatable, comma-separated)")
 	fs.StringVar(&c.TokenAuthFile, "token-auth-file", "", "static bearer tokens, in kube-apiserver's CSV format")
+	fs.BoolVar(&c.BootstrapTokenAuth, "enable-bootstrap-token-auth", c.BootstrapTokenAuth, "accept bootstrap tokens (<id>.<secret>, from bootstrap.kubernetes.io/token Secrets in kube-system) as users system:bootstrap:<id> in system:bootstrappers, for kubeadm join and kubelet TLS bootstrap")
 	fs.StringVar(&c.TLSCertFile, "tls-cert-file", "", "serve this certificate `file` (PEM, with its chain) instead of the generated one; needs --tls-private-key-file")
 	fs.StringVar(&c.TLSPrivateKeyFile, "tls-private-key-file", "", "the private key `file` of --tls-cert-file")
 	fs.StringVar(&c.ClientCAFile, "client-ca-file", "", "also accept client certificates of the CAs in this PEM `file` (the generated CA stays trusted)")
@@ -563,7 +567,7 @@ func (m *Main) Run(ctx context.Context) error {
 	// The external issuers' key-set refreshes live as long as the server.
 	cctx, cancel := context.WithCancel(context.Background())
 	m.cancel = cancel
-	authnOpts := auth.Options{ClientCA: pki.ClientCAPool, TokenFile: c.TokenAuthFile, ServiceAccountTokens: saTokens, RequestHeader: requestHeader}
+	authnOpts := auth.Options{ClientCA: pki.ClientCAPool, TokenFile: c.TokenAuthFile, ServiceAccountTokens: saTokens, RequestHeader: requestHeader, BootstrapTokens: c.BootstrapTokenAuth}
 	var authnConfig *authnconfig.Authenticator
 	var anonymousPaths []string
 	if c.AuthenticationConfig != "" {

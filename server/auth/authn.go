@@ -64,6 +64,10 @@ type Options struct {
 	// package authnconfig), after the service account tokens; nil
 	// disables it.
 	JWT authenticator.Token
+	// BootstrapTokens accepts bootstrap tokens (kube-apiserver's
+	// --enable-bootstrap-token-auth), after the service account tokens.
+	// Their Secrets are read through SetLegacyTokenObjects.
+	BootstrapTokens bool
 }
 
 // Authenticator identifies the user behind a request. It is immutable after
@@ -91,6 +95,8 @@ type Authenticator struct {
 	requestHeaderLists [4]headerrequest.StringSliceProvider
 	// jwt is the external issuers' authenticator (nil: none).
 	jwt authenticator.Token
+	// bootstrapTokens: bootstrap tokens are accepted (see bootstraptoken.go).
+	bootstrapTokens bool
 	// wsProtocol is kube's WebSocket subprotocol authenticator: a browser
 	// cannot set Authorization, so it sends the token as the protocol
 	// base64url.bearer.authorization.k8s.io.<token>.
@@ -107,7 +113,7 @@ var (
 
 // NewAuthenticator builds an Authenticator, loading the token file if set.
 func NewAuthenticator(opts Options) (*Authenticator, error) {
-	a := &Authenticator{clientCA: opts.ClientCA, saTokens: opts.ServiceAccountTokens, jwt: opts.JWT}
+	a := &Authenticator{clientCA: opts.ClientCA, saTokens: opts.ServiceAccountTokens, jwt: opts.JWT, bootstrapTokens: opts.BootstrapTokens}
 	a.wsProtocol = websocket.NewProtocolAuthenticator(tokenChecks{a})
 	if rh := opts.RequestHeader; rh != nil && rh.ClientCA != nil {
 		a.requestHeader, a.requestHeaderOpts, a.requestHeaderLists = newRequestHeader(rh), rh, headerLists(rh)
@@ -215,7 +221,8 @@ func (t tokenChecks) AuthenticateToken(ctx context.Context, token string) (*auth
 }
 
 // token checks a bearer token in kube-apiserver's order: the static
-// tokens, service account tokens, then the external issuers' JWTs.
+// tokens, service account tokens, bootstrap tokens, then the external
+// issuers' JWTs.
 // Without any method a token is ignored (anonymous).
 func (a *Authenticator) token(ctx context.Context, token string) (*User, bool, error) {
 	if a.tokenAuth {
@@ -230,6 +237,13 @@ func (a *Authenticator) token(ctx context.Context, token string) (*User, bool, e
 	}
 	// As kube's token union, a failing method does not stop the next.
 	errs := []error{err}
+	if a.bootstrapTokens && a.legacy != nil {
+		u, ok, err := a.bootstrapToken(ctx, token)
+		if ok {
+			return u, true, nil
+		}
+		errs = append(errs, err)
+	}
 	if a.jwt != nil {
 		resp, ok, err := a.jwt.AuthenticateToken(ctx, token)
 		if ok {
@@ -241,7 +255,7 @@ func (a *Authenticator) token(ctx context.Context, token string) (*User, bool, e
 	if err := errors.Join(errs...); err != nil {
 		return nil, false, err
 	}
-	if a.tokenAuth || a.saTokens != nil || a.jwt != nil {
+	if a.tokenAuth || a.saTokens != nil || a.jwt != nil || a.bootstrapTokens {
 		return nil, false, ErrInvalidBearerToken
 	}
 	return nil, false, nil
