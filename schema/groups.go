@@ -1,11 +1,14 @@
 package schema
 
 import (
+	"cmp"
 	"errors"
 	"slices"
+	"strings"
 
 	"github.com/google/uuid"
 
+	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	unversionedvalidation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
@@ -699,6 +702,14 @@ func flowcontrolKinds() []*kubeKind {
 	fs.statusValidate = statusValidator(func(fs, old *flowcontrol.FlowSchema) field.ErrorList {
 		return flowcontrolvalidation.ValidateFlowSchemaStatusUpdate(old, fs)
 	})
+	// kube's printFlowSchemaList (FlowSchemaSequence).
+	fs.TableOrder = func(a, b runtime.Object) int {
+		x, y := a.(*flowcontrolv1.FlowSchema), b.(*flowcontrolv1.FlowSchema)
+		if c := cmp.Compare(x.Spec.MatchingPrecedence, y.Spec.MatchingPrecedence); c != 0 {
+			return c
+		}
+		return strings.Compare(x.Name, y.Name)
+	}
 	pl := &kubeKind{Type: cluster(g, "v1", "PriorityLevelConfiguration", "prioritylevelconfigurations", nil, nil, "status"), generation: generationOnChange}
 	validPL := func(pl *flowcontrol.PriorityLevelConfiguration) field.ErrorList {
 		return flowcontrolvalidation.ValidatePriorityLevelConfiguration(pl, flowcontrolGV, flowcontrolvalidation.PriorityLevelValidationOptions{})

@@ -202,6 +202,10 @@ type Type struct {
 	// can keep it by revision (kinds printed by kube's printers, which
 	// read the clock themselves, have none).
 	Cells func(obj runtime.Object) ([]interface{}, error)
+	// TableOrder, when set, is the order kube's list printer puts a list
+	// page's rows in (FlowSchemas: by matchingPrecedence, then name, the
+	// order requests are matched in); nil keeps the list's own order.
+	TableOrder func(a, b runtime.Object) int
 	// NoTable: kube-apiserver's storage of the kind converts nothing to a
 	// Table (reviews, bindings), so asking for one is not acceptable (406).
 	NoTable bool

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -238,5 +239,49 @@ func TestFlowControlDumpsAnyMethod(t *testing.T) {
 		if r.Code != http.StatusOK || !strings.Contains(r.Body.String(), "PriorityLevelName") {
 			t.Errorf("%s dump_priority_levels: %d %.200s; want 200 and the CSV", method, r.Code, r.Body)
 		}
+	}
+}
+
+// TestFlowSchemaTableOrder: as kube's printer lists them, FlowSchemas'
+// Table rows are in the order requests are matched in (matchingPrecedence,
+// then name), not by name; other views keep the list's order.
+func TestFlowSchemaTableOrder(t *testing.T) {
+	h := refNewHarness(t)
+	const fs = "/apis/flowcontrol.apiserver.k8s.io/v1/flowschemas"
+	for name, prec := range map[string]int{"a-last": 9000, "b-first": 600, "c-middle": 700, "d-middle": 700} {
+		h.mustDo("POST", fs, "application/json", fmt.Sprintf(`{"metadata":{"name":%q,"labels":{"order":"test"}},
+			"spec":{"priorityLevelConfiguration":{"name":"global-default"},"matchingPrecedence":%d}}`, name, prec), http.StatusCreated)
+	}
+	names := func(accept string) []string {
+		t.Helper()
+		r := h.do("GET", fs+"?labelSelector=order%3Dtest", map[string]string{"Accept": accept}, nil)
+		if r.Code != http.StatusOK {
+			t.Fatalf("list as %s: %d %s", accept, r.Code, r.Body)
+		}
+		var out struct {
+			Rows []struct {
+				Cells []any `json:"cells"`
+			} `json:"rows"`
+			Items []struct {
+				Metadata struct{ Name string } `json:"metadata"`
+			} `json:"items"`
+		}
+		if err := json.Unmarshal(r.Body.Bytes(), &out); err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, row := range out.Rows {
+			got = append(got, fmt.Sprint(row.Cells[0]))
+		}
+		for _, it := range out.Items {
+			got = append(got, it.Metadata.Name)
+		}
+		return got
+	}
+	if got, want := names("application/json;as=Table;v=v1;g=meta.k8s.io"), []string{"b-first", "c-middle", "d-middle", "a-last"}; !slices.Equal(got, want) {
+		t.Errorf("Table rows: %v; want %v", got, want)
+	}
+	if got, want := names("application/json"), []string{"a-last", "b-first", "c-middle", "d-middle"}; !slices.Equal(got, want) {
+		t.Errorf("list items: %v; want %v (by name, as stored)", got, want)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"time"
 
@@ -33,7 +34,10 @@ func (r *request) list() error {
 	keptRows, fromProtobuf := false, map[int64]bool(nil)
 	// A list audited with its response body records the objects decoded
 	// from storage (writeList): it keeps the plain path.
-	if !r.s.auditAt(r.c, auditinternal.LevelRequestResponse) {
+	// A kind whose printer orders its rows has its Table made from the
+	// page's decoded objects, put in that order (writeList).
+	ordered := out.View == codecs.ViewTable && r.t.TableOrder != nil
+	if !ordered && !r.s.auditAt(r.c, auditinternal.LevelRequestResponse) {
 		switch {
 		case protobufObjects(out):
 			// Items are turned into Protobuf as they are read, so the
@@ -265,7 +269,20 @@ func (r *request) writeList(out codecs.Output, res kv.ListResult, p *listParams)
 	if err != nil {
 		return err
 	}
-	rowMeta := func(i int) ([]byte, error) { return r.rowMetadata(out, res.Items[i], objs[i]) }
+	items := res.Items
+	if out.View == codecs.ViewTable && r.t.TableOrder != nil {
+		order := make([]int, len(objs))
+		for i := range order {
+			order[i] = i
+		}
+		slices.SortStableFunc(order, func(i, j int) int { return r.t.TableOrder(objs[i], objs[j]) })
+		sortedObjs, sortedItems := make([]runtime.Object, len(objs)), make([]kv.Record, len(objs))
+		for k, i := range order {
+			sortedObjs[k], sortedItems[k] = objs[i], items[i]
+		}
+		objs, items = sortedObjs, sortedItems
+	}
+	rowMeta := func(i int) ([]byte, error) { return r.rowMetadata(out, items[i], objs[i]) }
 	body, err := codecs.ListView(out, r.t, objs, lm, r.c.QueryParam("includeObject"), rowMeta)
 	if err != nil {
 		return err
