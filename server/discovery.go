@@ -53,7 +53,7 @@ func (s *Server) discoveryRoutes(e *echo.Echo) {
 	})
 	// kube-aggregator proxies every method of a Service-backed
 	// group-version's own path; here it is only discovery's.
-	other := []string{http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete, http.MethodHead, http.MethodOptions}
+	other := nonGetMethods
 	e.Match(other, "/apis/:group/:version", func(c echo.Context) error {
 		if t := s.agg.Target(c.Param("group"), c.Param("version")); t != nil {
 			return s.proxyAggregated(c, t)
@@ -74,6 +74,9 @@ func (s *Server) discoveryRoutes(e *echo.Echo) {
 	e.Match(other, "/apis/", apisSlash)
 	e.Match(other, "/apis/:group", s.getGroup)
 }
+
+// nonGetMethods are the methods a GET-only route of kube's router refuses.
+var nonGetMethods = []string{http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete, http.MethodHead, http.MethodOptions}
 
 // proxyAggregated relays a request for a Service-backed group-version to
 // its server, for the authenticated user.

@@ -42,6 +42,16 @@ func (s *Server) openIDRoutes(e *echo.Echo) {
 			return c.Blob(http.StatusOK, contentType, b)
 		}
 	}
-	e.GET(serviceaccount.OpenIDConfigPath, serve("application/json", p.GetConfigJSON))
-	e.GET(serviceaccount.JWKSPath, serve("application/jwk-set+json", p.GetKeysetJSON))
+	// On kube's go-restful router: a trailing slash is trimmed (kube's
+	// issuer-discovery role grants both forms), any other method is 405.
+	notAllowed := func(echo.Context) error { return methodNotAllowed() }
+	for path, h := range map[string]echo.HandlerFunc{
+		serviceaccount.OpenIDConfigPath: serve("application/json", p.GetConfigJSON),
+		serviceaccount.JWKSPath:         serve("application/jwk-set+json", p.GetKeysetJSON),
+	} {
+		for _, path := range []string{path, path + "/"} {
+			e.GET(path, h)
+			e.Match(nonGetMethods, path, notAllowed)
+		}
+	}
 }

@@ -163,6 +163,16 @@ func TestServiceAccountIssuer(t *testing.T) {
 	if rec := do("", "GET", "/openid/v1/jwks", ""); rec.Code != http.StatusForbidden {
 		t.Errorf("anonymous jwks: %d %s", rec.Code, rec.Body)
 	}
+	// As on kube's router: the slash form (which kube's discovery role
+	// grants) is the same document, another method is 405.
+	for _, path := range []string{"/openid/v1/jwks/", "/.well-known/openid-configuration/"} {
+		if rec := do(tr.Status.Token, "GET", path, ""); rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), `"ES256"`) {
+			t.Errorf("GET %s: %d %s", path, rec.Code, rec.Body)
+		}
+	}
+	if rec := do("admintoken", "POST", "/openid/v1/jwks", "{}"); rec.Code != http.StatusMethodNotAllowed || !strings.Contains(rec.Body.String(), `"reason":"MethodNotAllowed"`) {
+		t.Errorf("POST jwks: %d %s; want 405", rec.Code, rec.Body)
+	}
 
 	// A token of the earlier issuer still authenticates.
 	var bot struct{ Metadata struct{ UID string } }
