@@ -9,6 +9,7 @@ import (
 	"github.com/labstack/echo/v4"
 	runtimeschema "k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/sets"
+	endpointsmetrics "k8s.io/apiserver/pkg/endpoints/metrics"
 	genericfilters "k8s.io/apiserver/pkg/server/filters"
 	"k8s.io/apiserver/pkg/server/mux"
 	"k8s.io/apiserver/pkg/storage"
@@ -59,7 +60,15 @@ func (s *Server) newFlowControl() *flowControl {
 	if limit <= 0 {
 		limit = defaultServerConcurrency
 	}
-	registerFlowControlMetrics.Do(fcmetrics.Register)
+	registerFlowControlMetrics.Do(func() {
+		fcmetrics.Register()
+		// kube's request metrics that its filter keeps (kubeMetrics), and
+		// the process's one loop that turns the filter's watermarks into
+		// the in-flight and queued gauges each second, as kube-apiserver
+		// starts it.
+		endpointsmetrics.Register()
+		genericfilters.StartPriorityAndFairnessWatermarkMaintenance(nil)
+	})
 	fc := &flowControl{
 		ifc:    utilflowcontrol.New(s.api.FlowcontrolInformers(), s.api.FlowcontrolClient(), limit),
 		debug:  mux.NewPathRecorderMux("flowcontrol"),

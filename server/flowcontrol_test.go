@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	admissionv1 "k8s.io/api/admission/v1"
 
 	"github.com/tabula-dev/tabula/server"
@@ -187,7 +188,7 @@ func TestQueueWaitFollowsTheRequestTimeout(t *testing.T) {
 	ca := base64.StdEncoding.EncodeToString(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: hook.Certificate().Raw}))
 
 	// Few seats in all, so the tiny level's share is one, borrowing none.
-	srv := aliceAndRootServer(t, server.Config{MaxRequestsInflight: 10, MaxMutatingRequestsInflight: 5})
+	srv := aliceAndRootServer(t, server.Config{MaxRequestsInflight: 10, MaxMutatingRequestsInflight: 5, Metrics: prometheus.NewRegistry()})
 	h := &refHarness{t: t, h: srv.Handler(), state: map[string]string{}}
 	root := map[string]string{"Authorization": "Bearer tok-root", "Content-Type": "application/json"}
 	alice := map[string]string{"Authorization": "Bearer tok-alice", "Content-Type": "application/json"}
@@ -227,6 +228,30 @@ func TestQueueWaitFollowsTheRequestTimeout(t *testing.T) {
 	if code := <-done; code != http.StatusCreated {
 		t.Errorf("the held create: %d; want 201", code)
 	}
+	// kube's request metrics that its filter keeps: the refusal counted
+	// as a termination, and the in-flight and queued gauges (each
+	// second's high watermark) beside priority and fairness's own.
+	var metrics string
+	h.waitFor("the filter's request metrics", func() bool {
+		metrics = h.do("GET", "/metrics", root, nil).Body.String()
+		return strings.Contains(metrics, `apiserver_current_inflight_requests{request_kind="mutating"}`) &&
+			strings.Contains(metrics, `apiserver_current_inqueue_requests{request_kind="readOnly"}`)
+	})
+	// (The counter is the process's: other tests may add to it.)
+	if !strings.Contains(metrics, `apiserver_request_terminations_total{code="429",component="apiserver",group="",resource="configmaps",scope="namespace",subresource="",verb="LIST",version="v1"} `) {
+		t.Errorf("the 429 in apiserver_request_terminations_total:\n%s", grepLines(metrics, "apiserver_request_terminations_total"))
+	}
+}
+
+// grepLines is the lines of s that contain sub.
+func grepLines(s, sub string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, sub) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
 }
 
 // TestFlowControlDumpsAnyMethod: kube serves the priority and fairness

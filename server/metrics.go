@@ -234,21 +234,27 @@ func dryRunLabel(u *url.URL) string {
 // kubeMetrics are the families kube's own code in this process keeps in
 // kube's legacy registry: priority and fairness (apiserver_flowcontrol_*),
 // admission (apiserver_admission_*) and Pod Security's evaluations
-// (pod_security_*). The rest of that registry repeats the process
-// metrics Tabula's registry has already.
-type kubeMetrics struct{}
+// (pod_security_*); with priority and fairness on (flow), also what its
+// filter keeps of kube's request metrics: the in-flight and queued
+// requests (each second's high watermark) and the requests it refused
+// (apiserver_request_terminations_total). The rest of that registry
+// repeats the process metrics Tabula's registry has already; without
+// priority and fairness the in-flight gauge is Tabula's own pools'.
+type kubeMetrics struct{ flow bool }
 
-var kubeMetricPrefixes = []string{"apiserver_flowcontrol_", "apiserver_admission_", "pod_security_"}
+var (
+	kubeMetricPrefixes = []string{"apiserver_flowcontrol_", "apiserver_admission_", "pod_security_"}
+	kubeFlowMetrics    = []string{"apiserver_current_inflight_requests", "apiserver_current_inqueue_requests", "apiserver_request_terminations_total"}
+)
 
-func (kubeMetrics) Gather() ([]*dto.MetricFamily, error) {
+func (k kubeMetrics) Gather() ([]*dto.MetricFamily, error) {
 	all, err := legacyregistry.DefaultGatherer.Gather()
 	out := all[:0]
 	for _, mf := range all {
-		for _, p := range kubeMetricPrefixes {
-			if strings.HasPrefix(mf.GetName(), p) {
-				out = append(out, mf)
-				break
-			}
+		name := mf.GetName()
+		if slices.ContainsFunc(kubeMetricPrefixes, func(p string) bool { return strings.HasPrefix(name, p) }) ||
+			k.flow && slices.Contains(kubeFlowMetrics, name) {
+			out = append(out, mf)
 		}
 	}
 	return out, err
@@ -281,7 +287,7 @@ func (s *Server) metricsRoute(e *echo.Echo) {
 	}
 	// kube's own metrics are in kube's legacy registry, served beside
 	// Tabula's.
-	g := prometheus.Gatherers{s.cfg.Metrics, kubeMetrics{}}
+	g := prometheus.Gatherers{s.cfg.Metrics, kubeMetrics{flow: s.flow != nil}}
 	e.GET("/metrics", echo.WrapHandler(promhttp.HandlerFor(g, promhttp.HandlerOpts{})))
 	e.GET("/metrics/slis", echo.WrapHandler(promhttp.HandlerFor(s.slis.reg, promhttp.HandlerOpts{})))
 }
