@@ -165,3 +165,32 @@ func TestServiceRangeFlags(t *testing.T) {
 		}
 	}
 }
+
+// TestInflightLimitsRefusedAsKube: the in-flight limits kube-apiserver
+// refuses stop the start with its messages; without priority and
+// fairness, 0 is no limit.
+func TestInflightLimitsRefusedAsKube(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--max-requests-inflight", "-1"}, "--max-requests-inflight can not be negative value"},
+		{[]string{"--max-mutating-requests-inflight", "-5"}, "--max-mutating-requests-inflight can not be negative value"},
+		{[]string{"--max-requests-inflight", "0", "--max-mutating-requests-inflight", "0"},
+			"invalid configuration: MaxRequestsInFlight=0 and MaxMutatingRequestsInFlight=0; they must add up to something positive"},
+		{[]string{"--max-requests-inflight", "0", "--max-mutating-requests-inflight", "0", "--enable-priority-and-fairness=false"}, ""},
+	} {
+		m := NewMain()
+		args := append([]string{"--db", "sqlite://:memory:", "--data-dir", t.TempDir(), "--listen", "127.0.0.1:0", "--log-level", "error"}, c.args...)
+		if err := m.ParseFlags(args); err != nil {
+			t.Fatal(err)
+		}
+		err := m.Run(context.Background())
+		if err == nil {
+			m.Close()
+		}
+		if c.want == "" && err != nil || c.want != "" && (err == nil || err.Error() != c.want) {
+			t.Errorf("%v: %v; want %q", c.args, err, c.want)
+		}
+	}
+}

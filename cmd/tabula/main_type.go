@@ -472,6 +472,9 @@ func (m *Main) Run(ctx context.Context) error {
 	setMemoryLimit(c.MemoryLimit)
 	start := time.Now()
 	defer relaxGCForStartup()()
+	if err := checkInflight(&c); err != nil {
+		return err
+	}
 	if err := os.MkdirAll(c.DataDir, 0o700); err != nil {
 		return err
 	}
@@ -894,6 +897,24 @@ func usePKIFiles(pki *auth.PKI, c *Config) error {
 		return fmt.Errorf("--service-account-max-token-expiration must be at least 1h, got %v", c.ServiceAccountMaxTokenExpiration)
 	}
 	return checkKubeletFlags(c)
+}
+
+// checkInflight refuses the in-flight limits kube-apiserver refuses: a
+// negative one, and two that leave priority and fairness no seats (it
+// shares their sum among the priority levels). Without priority and
+// fairness, 0 is "no limit".
+func checkInflight(c *Config) error {
+	if c.MaxRequestsInflight < 0 {
+		return errors.New("--max-requests-inflight can not be negative value")
+	}
+	if c.MaxMutatingRequestsInflight < 0 {
+		return errors.New("--max-mutating-requests-inflight can not be negative value")
+	}
+	if c.PriorityAndFairness && c.MaxRequestsInflight+c.MaxMutatingRequestsInflight <= 0 {
+		return fmt.Errorf("invalid configuration: MaxRequestsInFlight=%d and MaxMutatingRequestsInFlight=%d; they must add up to something positive",
+			c.MaxRequestsInflight, c.MaxMutatingRequestsInflight)
+	}
+	return nil
 }
 
 // serviceAccountKey is the key service account tokens are signed with:
