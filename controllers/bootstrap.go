@@ -7,10 +7,12 @@ import (
 	"sync"
 
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
 	schedulingapiv1 "k8s.io/kubernetes/pkg/apis/scheduling/v1"
 
@@ -25,8 +27,9 @@ import (
 // reconciled at every start: rbacreconcile.go), the system
 // PriorityClasses, and the local APIService of every served group-version
 // (as the aggregator's autoregister controller makes them). Missing
-// PriorityClasses and APIServices are created; existing ones are left as
-// users changed them.
+// PriorityClasses and APIServices are created; existing PriorityClasses
+// are left as users changed them, and existing local APIServices are put
+// back once at each start, as the autoregister controller does.
 
 // bootstrapObject is one object to create in a namespace ("" for cluster
 // scope) of a resource.
@@ -64,6 +67,9 @@ const bootstrapWorkers = 16
 // clusterrole-aggregation controller does.
 func (m *Manager) bootstrapController(ctx context.Context) error {
 	if err := m.reconcileBootstrapPolicy(ctx); err != nil {
+		return err
+	}
+	if err := m.reconcileOnStartAPIServices(ctx); err != nil {
 		return err
 	}
 	if err := m.createBootstrapObjects(ctx); err != nil {
@@ -168,6 +174,68 @@ func (m *Manager) createBootstrapObjects(ctx context.Context) error {
 	}
 	wg.Wait()
 	return firstErr
+}
+
+// reconcileOnStartAPIServices does at start what kube-aggregator's
+// autoregister controller does once with the APIServices labelled
+// automanaged=onstart that exist then: one for a group-version this
+// server serves gets the spec it wants back (an edit lasts until the next
+// start), one for a group-version it no longer serves (switched off, or
+// dropped by a newer version) is deleted, if it is still the object seen.
+// Missing ones are created after (createBootstrapObjects).
+func (m *Manager) reconcileOnStartAPIServices(ctx context.Context) error {
+	x, ok := m.api.Lookup(apiregistrationv1.GroupName, "v1", "apiservices")
+	if !ok {
+		return nil
+	}
+	want := map[string]apiregistrationv1.APIServiceSpec{}
+	for _, o := range bootstrapObjects(m.types) {
+		if s, ok := o.obj.(*apiregistrationv1.APIService); ok {
+			want[s.Name] = s.Spec
+		}
+	}
+	stale := map[string]types.UID{}
+	var edited []string
+	err := m.eachStored(ctx, kv.ListOptions{Resource: x.Type().StorageResource}, func(rec kv.Record) error {
+		obj, err := x.Decode(rec)
+		if err != nil {
+			return err
+		}
+		s := obj.(*apiregistrationv1.APIService)
+		if s.Labels[automanagedLabel] != "onstart" {
+			return nil
+		}
+		if spec, ok := want[s.Name]; !ok {
+			stale[s.Name] = s.UID
+		} else if !equality.Semantic.DeepEqual(s.Spec, spec) {
+			edited = append(edited, s.Name)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for name, uid := range stale {
+		_, err := x.Delete(ctx, "", name, &metav1.DeleteOptions{Preconditions: metav1.NewUIDPreconditions(string(uid))})
+		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+			return err
+		}
+	}
+	for _, name := range edited {
+		_, _, err := x.Update(ctx, "", name, func(cur runtime.Object) (runtime.Object, error) {
+			s, ok := cur.(*apiregistrationv1.APIService)
+			if !ok || s.Labels[automanagedLabel] != "onstart" {
+				return nil, registry.ErrNoChange
+			}
+			s.Spec = want[name]
+			s.ResourceVersion = ""
+			return s, nil
+		}, registry.UpdateOptions{WriteOptions: registry.WriteOptions{Manager: registry.ManagerAPIServer}})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return err
+		}
+	}
+	return nil
 }
 
 // aggregationManager is kube-controller-manager's aggregation controller's
