@@ -7,6 +7,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime"
 	runtimeschema "k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/util/webhook"
 	"k8s.io/client-go/rest"
 	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
 	apiregistrationv1helper "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1/helper"
@@ -26,7 +27,7 @@ type Config struct {
 // Aggregator routes the group-versions of Service-backed APIServices.
 type Aggregator struct {
 	cfg      Config
-	resolver registry.ServiceResolver
+	resolver webhook.ServiceResolver // the registry's, on its caches
 
 	mu sync.RWMutex
 	// remote are the Service-backed group-versions, by group-version.

@@ -1,7 +1,16 @@
 package aggregator
 
 import (
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
 	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	apidiscoveryv2 "k8s.io/api/apidiscovery/v2"
@@ -64,5 +73,85 @@ func TestFailedReadListsNoResources(t *testing.T) {
 	g := a.Groups()
 	if len(g) != 1 || len(g[0].Versions) != 1 || g[0].Versions[0].Freshness != apidiscoveryv2.DiscoveryFreshnessStale || len(g[0].Versions[0].Resources) != 0 {
 		t.Errorf("after a failed read: %+v; want v1 Stale with no resources", g)
+	}
+}
+
+// fixedResolver sends every Service to one address.
+type fixedResolver struct{ u *url.URL }
+
+func (r fixedResolver) ResolveEndpoint(string, string, int32) (*url.URL, error) { return r.u, nil }
+
+// TestDiscoveryReadsTheAggregatedDocument: as kube-aggregator's discovery
+// manager, an extension server's resources come from its aggregated
+// document (/apis, asked as system:kube-aggregator in system:masters),
+// which may differ from its group-version's own list; a server without
+// one is asked for that list, as system:kube-aggregator alone.
+func TestDiscoveryReadsTheAggregatedDocument(t *testing.T) {
+	var aggregated atomic.Bool
+	var asked []string
+	var mu sync.Mutex
+	backend := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		asked = append(asked, r.URL.Path+" "+r.Header.Get("X-Remote-User")+" "+strings.Join(r.Header.Values("X-Remote-Group"), ","))
+		mu.Unlock()
+		switch {
+		case r.URL.Path == "/apis" && aggregated.Load() && strings.Contains(r.Header.Get("Accept"), "as=APIGroupDiscoveryList"):
+			w.Header().Set("Content-Type", "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList")
+			fmt.Fprint(w, `{"kind":"APIGroupDiscoveryList","apiVersion":"apidiscovery.k8s.io/v2","items":[{"metadata":{"name":"foo.example"},
+				"versions":[{"version":"v1","resources":[{"resource":"aggonlys","responseKind":{"group":"foo.example","version":"v1","kind":"AggOnly"},
+				"scope":"Namespaced","verbs":["get"],"subresources":[{"subresource":"status","verbs":["get"]}]}]}]}]}`)
+		case r.URL.Path == "/apis":
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprint(w, `{"kind":"APIGroupList","apiVersion":"v1","groups":[]}`)
+		case r.URL.Path == "/apis/foo.example/v1":
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprint(w, `{"kind":"APIResourceList","apiVersion":"v1","groupVersion":"foo.example/v1","resources":[{"name":"legacyonlys","namespaced":true,"kind":"LegacyOnly","verbs":["get"]}]}`)
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer backend.Close()
+	u, err := url.Parse(backend.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gv := runtimeschema.GroupVersion{Group: "foo.example", Version: "v1"}
+	tg := &Target{api: &apiregistrationv1.APIService{ObjectMeta: metav1.ObjectMeta{Name: "v1.foo.example"},
+		Spec: apiregistrationv1.APIServiceSpec{Group: gv.Group, Version: gv.Version, GroupPriorityMinimum: 100, VersionPriority: 10}},
+		GroupVersion: gv, Available: true, transport: backend.Client().Transport}
+	a := &Aggregator{remote: map[runtimeschema.GroupVersion]*Target{gv: tg}, resolver: fixedResolver{u},
+		cfg: Config{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}}
+	read := func() (names []string) {
+		t.Helper()
+		mu.Lock()
+		asked = nil
+		mu.Unlock()
+		a.refresh(t.Context(), tg)
+		for _, g := range a.Groups() {
+			for _, v := range g.Versions {
+				for _, r := range v.Resources {
+					names = append(names, fmt.Sprintf("%s/%s %s %s", g.Name, v.Version, r.Resource, v.Freshness))
+					if r.ResponseKind == nil || len(r.Subresources) > 0 && r.Subresources[0].ResponseKind == nil {
+						t.Errorf("%s: a resource or subresource without a response kind", r.Resource)
+					}
+				}
+			}
+		}
+		return names
+	}
+
+	aggregated.Store(true)
+	if got, want := read(), []string{"foo.example/v1 aggonlys Current"}; !slices.Equal(got, want) {
+		t.Errorf("from a server with an aggregated document: %q; want %q", got, want)
+	}
+	if want := []string{"/apis system:kube-aggregator system:masters"}; !slices.Equal(asked, want) {
+		t.Errorf("asked %q; want %q", asked, want)
+	}
+	aggregated.Store(false)
+	if got, want := read(), []string{"foo.example/v1 legacyonlys Current"}; !slices.Equal(got, want) {
+		t.Errorf("from a server without one: %q; want %q", got, want)
+	}
+	if want := []string{"/apis system:kube-aggregator system:masters", "/apis/foo.example/v1 system:kube-aggregator "}; !slices.Equal(asked, want) {
+		t.Errorf("asked %q; want %q", asked, want)
 	}
 }

@@ -10,7 +10,9 @@ import (
 
 	apidiscoveryv2 "k8s.io/api/apidiscovery/v2"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	runtimeschema "k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/endpoints"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/transport"
 )
 
@@ -67,9 +69,12 @@ func (a *Aggregator) refresh(ctx context.Context, t *Target) {
 	}
 }
 
-// fetchDiscovery reads a group-version's resource list from its server
-// as kube-aggregator's checks do: as system:kube-aggregator in
-// system:masters, within a few seconds.
+// fetchDiscovery reads a group-version's resources from its server as
+// kube-aggregator's discovery manager does: its aggregated document
+// (/apis, v2 or v2beta1, whose JSON is the same) as system:kube-aggregator
+// in system:masters; a server without one is asked for the group-version's
+// own list instead, as system:kube-aggregator alone. Each read has a few
+// seconds.
 func (a *Aggregator) fetchDiscovery(ctx context.Context, t *Target) ([]apidiscoveryv2.APIResourceDiscovery, error) {
 	loc, err := a.resolver.ResolveEndpoint(t.Namespace, t.Service, t.Port)
 	if err != nil {
@@ -78,33 +83,85 @@ func (a *Aggregator) fetchDiscovery(ctx context.Context, t *Target) ([]apidiscov
 	if t.transportErr != nil {
 		return nil, t.transportErr
 	}
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	u := *loc
-	u.Scheme, u.Path = "https", "/apis/"+t.GroupVersion.Group+"/"+t.GroupVersion.Version
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	get := func(path, accept string, groups []string) (*http.Response, []byte, error) {
+		ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		u := *loc
+		u.Scheme, u.Path = "https", path
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+		if err != nil {
+			return nil, nil, err
+		}
+		req.Header.Set("Accept", accept)
+		transport.SetAuthProxyHeaders(req, "system:kube-aggregator", "", groups, nil)
+		resp, err := (&http.Client{Transport: t.transport}).Do(req)
+		if err != nil {
+			return nil, nil, err
+		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(io.LimitReader(resp.Body, 8<<20))
+		return resp, body, err
+	}
+	resp, body, err := get("/apis", discovery.AcceptV2+","+discovery.AcceptV2Beta1, []string{"system:masters"})
 	if err != nil {
 		return nil, err
 	}
-	req.Header.Set("Accept", "application/json")
-	transport.SetAuthProxyHeaders(req, "system:kube-aggregator", "", []string{"system:masters"}, nil)
-	resp, err := (&http.Client{Transport: t.transport}).Do(req)
-	if err != nil {
-		return nil, err
+	ct := resp.Header.Get("Content-Type")
+	v2, _ := discovery.ContentTypeIsGVK(ct, aggregatedV2)
+	v2beta1, _ := discovery.ContentTypeIsGVK(ct, aggregatedV2Beta1)
+	switch {
+	case resp.StatusCode == http.StatusServiceUnavailable:
+		return nil, fmt.Errorf("%s/apis: %s", loc.Host, resp.Status)
+	case resp.StatusCode == http.StatusOK && (v2 || v2beta1):
+		var list apidiscoveryv2.APIGroupDiscoveryList
+		if err := json.Unmarshal(body, &list); err != nil {
+			return nil, fmt.Errorf("%s/apis: %w", loc.Host, err)
+		}
+		for _, g := range list.Items {
+			for _, v := range g.Versions {
+				if g.Name == t.GroupVersion.Group && v.Version == t.GroupVersion.Version {
+					return withResponseKinds(v.Resources), nil
+				}
+			}
+		}
+		return nil, fmt.Errorf("%s/apis does not list %s", loc.Host, t.GroupVersion)
 	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 8<<20))
+	path := "/apis/" + t.GroupVersion.Group + "/" + t.GroupVersion.Version
+	resp, body, err = get(path, "application/json", nil)
 	if err != nil {
 		return nil, err
 	}
 	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("%s: %s", u.String(), resp.Status)
+		return nil, fmt.Errorf("%s%s: %s", loc.Host, path, resp.Status)
 	}
 	var list metav1.APIResourceList
 	if err := json.Unmarshal(body, &list); err != nil {
-		return nil, fmt.Errorf("%s: %w", u.String(), err)
+		return nil, fmt.Errorf("%s%s: %w", loc.Host, path, err)
 	}
 	return endpoints.ConvertGroupVersionIntoToDiscovery(list.APIResources)
+}
+
+// The aggregated discovery document's kinds, as its Content-Type names them.
+var (
+	aggregatedV2      = runtimeschema.GroupVersionKind{Group: "apidiscovery.k8s.io", Version: "v2", Kind: "APIGroupDiscoveryList"}
+	aggregatedV2Beta1 = runtimeschema.GroupVersionKind{Group: "apidiscovery.k8s.io", Version: "v2beta1", Kind: "APIGroupDiscoveryList"}
+)
+
+// withResponseKinds gives every resource and subresource a response kind,
+// empty where the server gave none, as kube-aggregator does: client-go
+// v0.26.0 to v0.26.3 dereference it.
+func withResponseKinds(rs []apidiscoveryv2.APIResourceDiscovery) []apidiscoveryv2.APIResourceDiscovery {
+	for i := range rs {
+		if rs[i].ResponseKind == nil {
+			rs[i].ResponseKind = &metav1.GroupVersionKind{}
+		}
+		for j := range rs[i].Subresources {
+			if rs[i].Subresources[j].ResponseKind == nil {
+				rs[i].Subresources[j].ResponseKind = &metav1.GroupVersionKind{}
+			}
+		}
+	}
+	return rs
 }
 
 // Group is one group of Service-backed APIServices in aggregated
