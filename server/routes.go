@@ -97,6 +97,7 @@ func (s *Server) routes() *echo.Echo {
 		}
 		return s.serveResource(c, group, version, rest)
 	})
+	s.rootPathsRoutes(e)
 	e.RouteNotFound("/*", func(c echo.Context) error {
 		// kube-apiserver answers unknown non-API paths in plain text.
 		return plainText(c, http.StatusNotFound, "404 page not found\n")
