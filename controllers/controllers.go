@@ -262,7 +262,14 @@ func (m *Manager) finalizeTerminating(ctx context.Context) (pending bool, err er
 		// conditions and waits for the next resync, alone: as in kube's
 		// controller, where each namespace is its own work item.
 		left := m.deleteNamespaceContents(ctx, ns.Name)
-		if !left.empty() || len(left.failures) > 0 {
+		if m.staleAggregated != nil {
+			// As kube's controller, which reads the resources to delete
+			// from discovery: a group-version it cannot describe (an
+			// unavailable aggregated API) may hold content in the
+			// namespace, so the namespace waits for it, saying so.
+			left.undiscovered = m.staleAggregated()
+		}
+		if !left.empty() || len(left.failures) > 0 || len(left.undiscovered) > 0 {
 			if err := m.setTerminatingConditions(ctx, ns, left); err != nil {
 				return true, err
 			}
@@ -334,6 +341,8 @@ type remaining struct {
 	// failures are the deletes that failed, a kind's first each (its
 	// remaining objects are not counted, as kube does not count them).
 	failures []string
+	// undiscovered are the group-versions discovery could not describe.
+	undiscovered []string
 	// podsFirst: Pods remain, so nothing else was deleted yet (kube's
 	// OrderedNamespaceDeletion: a Pod's Secrets and ConfigMaps outlive
 	// it), and the conditions, as kube's early return writes them, say
@@ -449,6 +458,17 @@ func (m *Manager) setTerminatingConditions(ctx context.Context, ns *corev1.Names
 		{Type: corev1.NamespaceDeletionContentFailure, Status: corev1.ConditionFalse, Reason: "ContentDeleted", Message: "All content successfully deleted, may be waiting on finalization"},
 		{Type: corev1.NamespaceContentRemaining, Status: corev1.ConditionFalse, Reason: "ContentRemoved", Message: "All content successfully removed"},
 		{Type: corev1.NamespaceFinalizersRemaining, Status: corev1.ConditionFalse, Reason: "ContentHasNoFinalizers", Message: "All content-preserving finalizers finished"},
+	}
+	if len(left.undiscovered) > 0 {
+		// client-go's ErrGroupDiscoveryFailed for aggregated discovery's
+		// Stale versions, in kube's condition.
+		failing := make([]string, 0, len(left.undiscovered))
+		for _, gv := range left.undiscovered {
+			failing = append(failing, gv+": stale GroupVersion discovery: "+gv)
+		}
+		slices.Sort(failing)
+		want[0] = corev1.NamespaceCondition{Type: corev1.NamespaceDeletionDiscoveryFailure, Status: corev1.ConditionTrue, Reason: "DiscoveryFailed",
+			Message: fmt.Sprintf("Discovery failed for some groups, %d failing: unable to retrieve the complete list of server APIs: %s", len(failing), strings.Join(failing, ", "))}
 	}
 	if len(left.failures) > 0 {
 		msgs := slices.Sorted(slices.Values(left.failures))

@@ -63,6 +63,9 @@ type Manager struct {
 	types *schema.Registry
 	log   *slog.Logger
 	api   *registry.Registry
+	// staleAggregated lists the group-versions aggregated discovery
+	// cannot describe (nil: none); see SetStaleAggregated.
+	staleAggregated func() []string
 	// gcQueue feeds owners to the garbage collector.
 	gcQueue chan gcOwner
 	// bootstrapped flips once the bootstrap policy objects exist.
@@ -111,6 +114,11 @@ func (m *Manager) Observer() registry.Observer { return gcObserver{m} }
 
 // SetRegistry gives the controllers the registry they write through.
 func (m *Manager) SetRegistry(api *registry.Registry) { m.api = api }
+
+// SetStaleAggregated tells the namespace controller which Service-backed
+// group-versions aggregated discovery lists as Stale (their server is
+// unavailable or its discovery could not be read); call it before Run.
+func (m *Manager) SetStaleAggregated(f func() []string) { m.staleAggregated = f }
 
 // Bootstrapped reports whether the bootstrap policy objects exist
 // (kube-apiserver's poststarthook/rbac/bootstrap-roles readiness).

@@ -302,3 +302,35 @@ func TestDeletionFieldsImmutable(t *testing.T) {
 		t.Errorf("PATCH removing the deletion fields: %d %s; want 200 with both kept", r.Code, r.Body)
 	}
 }
+
+// TestNamespaceWaitsForUnavailableAggregatedAPI: as kube's namespace
+// controller, which reads what to delete from discovery, a namespace
+// waits while an aggregated API is unavailable (it may hold content
+// there), saying so in its DiscoveryFailure condition with client-go's
+// error; the rest of its content is deleted meanwhile, and the namespace
+// goes once the API is gone.
+func TestNamespaceWaitsForUnavailableAggregatedAPI(t *testing.T) {
+	h := gcHarness{refNewHarness(t), t}
+	h.mustDo("POST", "/apis/apiregistration.k8s.io/v1/apiservices", "application/json", `{"metadata":{"name":"v1.missing.example"},
+		"spec":{"group":"missing.example","version":"v1","groupPriorityMinimum":100,"versionPriority":10,"insecureSkipTLSVerify":true,
+		"service":{"namespace":"default","name":"missing"}}}`, http.StatusCreated)
+	h.mustDo("POST", "/api/v1/namespaces", "application/json", `{"metadata":{"name":"aggwait"}}`, http.StatusCreated)
+	h.mustDo("POST", "/api/v1/namespaces/aggwait/configmaps", "application/json", `{"metadata":{"name":"c"}}`, http.StatusCreated)
+	h.mustDo("DELETE", "/api/v1/namespaces/aggwait", "", "", http.StatusOK)
+	const msg = "Discovery failed for some groups, 1 failing: unable to retrieve the complete list of server APIs: missing.example/v1: stale GroupVersion discovery: missing.example/v1"
+	var last string
+	h.eventually("the discovery failure reported", func() bool {
+		last = h.do("GET", "/api/v1/namespaces/aggwait", nil, nil).Body.String()
+		return strings.Contains(last, `"type":"NamespaceDeletionDiscoveryFailure","status":"True"`) && strings.Contains(last, `"reason":"DiscoveryFailed","message":"`+msg+`"`)
+	})
+	h.eventually("the ConfigMap deleted meanwhile", func() bool {
+		return h.do("GET", "/api/v1/namespaces/aggwait/configmaps/c", nil, nil).Code == http.StatusNotFound
+	})
+	if r := h.do("GET", "/api/v1/namespaces/aggwait", nil, nil); r.Code != http.StatusOK {
+		t.Fatalf("the namespace while the API is unavailable: %d %s; want it kept", r.Code, r.Body)
+	}
+	h.mustDo("DELETE", "/apis/apiregistration.k8s.io/v1/apiservices/v1.missing.example", "", "", http.StatusOK)
+	h.eventually("the namespace removed once the API is gone", func() bool {
+		return h.do("GET", "/api/v1/namespaces/aggwait", nil, nil).Code == http.StatusNotFound
+	})
+}

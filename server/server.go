@@ -249,6 +249,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.controllers.SetRegistry(s.api)
 	s.agg = aggregator.New(aggregator.Config{Registry: s.api, ClientCert: cfg.ProxyClientCert, Logger: cfg.Logger})
+	s.controllers.SetStaleAggregated(s.agg.Stale)
 	kubelets, err := s.newKubeletConnections(cfg.Kubelet)
 	if err != nil {
 		return nil, err

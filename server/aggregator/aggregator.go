@@ -158,3 +158,19 @@ func (a *Aggregator) targetGroups() [][]*Target {
 	}
 	return out
 }
+
+// Stale lists the Service-backed group-versions aggregated discovery
+// shows as Stale (see Groups), as "group/version".
+func (a *Aggregator) Stale() []string {
+	var out []string
+	for _, group := range a.targetGroups() {
+		a.mu.RLock()
+		for _, t := range group {
+			if d := t.resources; d == nil || !d.current || !t.Available {
+				out = append(out, t.GroupVersion.String())
+			}
+		}
+		a.mu.RUnlock()
+	}
+	return out
+}
