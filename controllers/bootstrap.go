@@ -29,7 +29,8 @@ import (
 // (as the aggregator's autoregister controller makes them). Missing
 // PriorityClasses and APIServices are created; existing PriorityClasses
 // are left as users changed them, and existing local APIServices are put
-// back once at each start, as the autoregister controller does.
+// back once at each start (the first pass of this controller), as the
+// autoregister controller does.
 
 // bootstrapObject is one object to create in a namespace ("" for cluster
 // scope) of a resource.
@@ -69,8 +70,13 @@ func (m *Manager) bootstrapController(ctx context.Context) error {
 	if err := m.reconcileBootstrapPolicy(ctx); err != nil {
 		return err
 	}
-	if err := m.reconcileOnStartAPIServices(ctx); err != nil {
-		return err
+	// Once per start, as kube's autoregister, whatever restarts this
+	// loop; a failure is logged, not the readiness's.
+	if !m.onStartReconciled.Load() {
+		if err := m.reconcileOnStartAPIServices(ctx); err != nil {
+			m.log.Warn("local APIServices not put back at start", "err", err)
+		}
+		m.onStartReconciled.Store(true)
 	}
 	if err := m.createBootstrapObjects(ctx); err != nil {
 		return err

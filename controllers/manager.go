@@ -63,6 +63,10 @@ type Manager struct {
 	types *schema.Registry
 	log   *slog.Logger
 	api   *registry.Registry
+	// onStartReconciled: the local APIServices were put back at this
+	// start (reconcileOnStartAPIServices runs once, not at each restart
+	// of the bootstrap controller's loop).
+	onStartReconciled atomic.Bool
 	// staleAggregated lists the group-versions aggregated discovery
 	// cannot describe (nil: none); see SetStaleAggregated.
 	staleAggregated func() []string

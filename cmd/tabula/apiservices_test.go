@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
@@ -78,7 +79,7 @@ func TestLocalAPIServicesPutBackAtStart(t *testing.T) {
 		apps, _ = get(cs, "v1.apps")
 		stale, staleErr = get(cs, "v1.stale.example")
 		mine, mineErr = get(cs, "v1.mine.example")
-		return strings.Contains(apps, `"groupPriorityMinimum":17800`) && staleErr != nil, nil
+		return strings.Contains(apps, `"groupPriorityMinimum":17800`) && apierrors.IsNotFound(staleErr), nil
 	}); err != nil {
 		t.Errorf("after a restart: v1.apps %s; v1.stale.example %s %v; want v1.apps's spec back (groupPriorityMinimum 17800) and v1.stale.example deleted", apps, stale, staleErr)
 	}
