@@ -160,13 +160,14 @@ func (a *Aggregator) targetGroups() [][]*Target {
 }
 
 // Stale lists the Service-backed group-versions aggregated discovery
-// shows as Stale (see Groups), as "group/version".
+// shows as Stale (see Groups), as "group/version", once they were looked
+// at: kube's discovery lists a new APIService only after its first read.
 func (a *Aggregator) Stale() []string {
 	var out []string
 	for _, group := range a.targetGroups() {
 		a.mu.RLock()
 		for _, t := range group {
-			if d := t.resources; d == nil || !d.current || !t.Available {
+			if d := t.resources; d != nil && (!d.current || !t.Available) {
 				out = append(out, t.GroupVersion.String())
 			}
 		}

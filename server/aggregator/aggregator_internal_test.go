@@ -147,6 +147,18 @@ func TestDiscoveryReadsTheAggregatedDocument(t *testing.T) {
 	if want := []string{"/apis system:kube-aggregator system:masters"}; !slices.Equal(asked, want) {
 		t.Errorf("asked %q; want %q", asked, want)
 	}
+	// A version the document leaves out is Current with no resources, as
+	// kube-aggregator lists it.
+	gv2 := runtimeschema.GroupVersion{Group: "foo.example", Version: "v2"}
+	tg2 := &Target{api: &apiregistrationv1.APIService{ObjectMeta: metav1.ObjectMeta{Name: "v2.foo.example"},
+		Spec: apiregistrationv1.APIServiceSpec{Group: gv2.Group, Version: gv2.Version, GroupPriorityMinimum: 100, VersionPriority: 5}},
+		GroupVersion: gv2, Available: true, transport: backend.Client().Transport}
+	a.remote[gv2] = tg2
+	a.refresh(t.Context(), tg2)
+	if st := a.Stale(); len(st) != 0 {
+		t.Errorf("Stale with a version the document leaves out: %q; want none", st)
+	}
+	delete(a.remote, gv2)
 	aggregated.Store(false)
 	if got, want := read(), []string{"foo.example/v1 legacyonlys Current"}; !slices.Equal(got, want) {
 		t.Errorf("from a server without one: %q; want %q", got, want)

@@ -124,7 +124,9 @@ func (a *Aggregator) fetchDiscovery(ctx context.Context, t *Target) ([]apidiscov
 				}
 			}
 		}
-		return nil, fmt.Errorf("%s/apis does not list %s", loc.Host, t.GroupVersion)
+		// A document that leaves the version out lists it Current with
+		// no resources, as kube-aggregator's does.
+		return nil, nil
 	}
 	path := "/apis/" + t.GroupVersion.Group + "/" + t.GroupVersion.Version
 	resp, body, err = get(path, "application/json", nil)
