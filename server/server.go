@@ -280,6 +280,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	cfg.Authenticator.SetServiceAccountLookup(s.tokenObjectUID)
 	cfg.Authenticator.SetLegacyTokenObjects(legacyTokens{s})
+	if cfg.Authenticator.BootstrapTokens() {
+		cfg.Authenticator.SetBootstrapTokenSecrets(newBootstrapTokenSecrets(s.api).get)
+	}
 	s.echo = s.routes()
 	s.handler = newWorkerPool(maxIdleWorkers, s.shutdown).wrap(s.echo)
 	return s, nil

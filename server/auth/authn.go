@@ -66,7 +66,7 @@ type Options struct {
 	JWT authenticator.Token
 	// BootstrapTokens accepts bootstrap tokens (kube-apiserver's
 	// --enable-bootstrap-token-auth), after the service account tokens.
-	// Their Secrets are read through SetLegacyTokenObjects.
+	// Their Secrets are read through SetBootstrapTokenSecrets.
 	BootstrapTokens bool
 }
 
@@ -95,8 +95,10 @@ type Authenticator struct {
 	requestHeaderLists [4]headerrequest.StringSliceProvider
 	// jwt is the external issuers' authenticator (nil: none).
 	jwt authenticator.Token
-	// bootstrapTokens: bootstrap tokens are accepted (see bootstraptoken.go).
-	bootstrapTokens bool
+	// bootstrapTokens: bootstrap tokens are accepted, their Secrets read
+	// through bootstrapSecrets (see bootstraptoken.go).
+	bootstrapTokens  bool
+	bootstrapSecrets BootstrapTokenSecret
 	// wsProtocol is kube's WebSocket subprotocol authenticator: a browser
 	// cannot set Authorization, so it sends the token as the protocol
 	// base64url.bearer.authorization.k8s.io.<token>.
@@ -237,7 +239,7 @@ func (a *Authenticator) token(ctx context.Context, token string) (*User, bool, e
 	}
 	// As kube's token union, a failing method does not stop the next.
 	errs := []error{err}
-	if a.bootstrapTokens && a.legacy != nil {
+	if a.bootstrapTokens && a.bootstrapSecrets != nil {
 		u, ok, err := a.bootstrapToken(ctx, token)
 		if ok {
 			return u, true, nil
