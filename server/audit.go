@@ -179,6 +179,15 @@ func (s *Server) auditInit(next echo.HandlerFunc) echo.HandlerFunc {
 		// The warning recorder joins the same context: each context
 		// added here used to cost the request a copy of itself.
 		ctx = warning.WithWarningRecorder(ctx, &warningRecorder{h: h})
+		if s.audit != nil && info.Verb != "watch" {
+			// kube's latency trackers, which its audit filter turns into
+			// the apiserver.latency.k8s.io/* annotations of a request
+			// slower than 500 ms: authentication, authorization, the
+			// priority-and-fairness queue and admission webhooks record
+			// into them. Only with auditing on: they are a dozen
+			// allocations a request.
+			ctx = genericapirequest.WithLatencyTrackers(ctx)
+		}
 		c.SetRequest(r.WithContext(ctx))
 		return next(c)
 	}

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/labstack/echo/v4"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -123,7 +124,9 @@ func (s *Server) authorizeRequests(next echo.HandlerFunc) echo.HandlerFunc {
 		if err != nil {
 			return apierrors.NewInternalError(err)
 		}
+		start := time.Now()
 		decision, reason, err := s.authz.Authorize(ctx, attrs)
+		genericapirequest.TrackAuthorizationLatency(ctx, time.Since(start))
 		// The decision is recorded in the audit event, as kube's filter does.
 		if decision == authorizer.DecisionAllow {
 			if s.audit != nil {

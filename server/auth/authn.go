@@ -388,7 +388,11 @@ func Middleware(a *Authenticator, unauthorized func(c echo.Context) error, anony
 			if spaceBeforeToken(r) {
 				c.Response().Header().Add("Warning", `299 - "the provided Authorization header contains extra space before the bearer token, and is ignored"`)
 			}
+			start := time.Now()
 			u, ok, err := a.Authenticate(r)
+			// For the audit event's latency annotations (kept only when
+			// the request carries latency trackers).
+			genericapirequest.TrackAuthenticationLatency(r.Context(), time.Since(start))
 			switch {
 			case ok:
 				// As kube's WithAuthentication: the credentials stay here,
