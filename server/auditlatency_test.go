@@ -25,7 +25,10 @@ import (
 // takes 600 ms, with authentication, authorization and the total); a
 // quick one carries none.
 func TestAuditLatencyAnnotations(t *testing.T) {
-	var slow atomic.Bool
+	// hold, when set, keeps the webhook until it is closed: the test
+	// lets the request go once it has been held past the threshold.
+	var hold atomic.Pointer[chan struct{}]
+	entered := make(chan struct{}, 1)
 	var calls atomic.Int32
 	hook := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var in admissionv1.AdmissionReview
@@ -34,8 +37,12 @@ func TestAuditLatencyAnnotations(t *testing.T) {
 			return
 		}
 		calls.Add(1)
-		if slow.Load() {
-			time.Sleep(600 * time.Millisecond) // the slow webhook being measured
+		if release := hold.Load(); release != nil {
+			entered <- struct{}{}
+			select {
+			case <-*release:
+			case <-r.Context().Done():
+			}
 		}
 		in.Response = &admissionv1.AdmissionResponse{UID: in.Request.UID, Allowed: true}
 		in.Request = nil
@@ -64,8 +71,18 @@ func TestAuditLatencyAnnotations(t *testing.T) {
 		h.do("POST", "/api/v1/namespaces/default/configmaps", as("tok-root"), []byte(fmt.Sprintf(`{"metadata":{"name":"probe-%d"}}`, n)))
 		return calls.Load() > 0
 	})
-	slow.Store(true)
-	slowID := h.do("POST", "/api/v1/namespaces/default/configmaps", as("tok-root"), []byte(`{"metadata":{"name":"slow"}}`)).Header().Get("Audit-Id")
+	release := make(chan struct{})
+	hold.Store(&release)
+	ids := make(chan string, 1)
+	go func() {
+		ids <- h.do("POST", "/api/v1/namespaces/default/configmaps", as("tok-root"), []byte(`{"metadata":{"name":"slow"}}`)).Header().Get("Audit-Id")
+	}()
+	<-entered
+	held := time.Now()
+	h.waitFor("the create held in the webhook for 600 ms", func() bool { return time.Since(held) >= 600*time.Millisecond })
+	hold.Store(nil)
+	close(release)
+	slowID := <-ids
 	quickID := h.do("GET", "/api/v1/namespaces/default/configmaps/slow", as("tok-root"), nil).Header().Get("Audit-Id")
 	srv.StopAuditing()
 	found := 0

@@ -163,6 +163,9 @@ func (l smallSendBuffers) Accept() (net.Conn, error) {
 func slowRead(t *testing.T, conn net.Conn, chunk int, pause time.Duration, n int) time.Duration {
 	t.Helper()
 	start := time.Now()
+	// One read per tick: the slow reader being tested.
+	tick := time.NewTicker(pause)
+	defer tick.Stop()
 	buf := make([]byte, chunk)
 	const marker = `"type":"ADDED"`
 	added, tail := 0, ""
@@ -175,7 +178,7 @@ func slowRead(t *testing.T, conn net.Conn, chunk int, pause time.Duration, n int
 		added += strings.Count(chunk, marker)
 		// Keep what could begin a marker cut by the next read.
 		tail = chunk[max(0, len(chunk)-len(marker)+1):]
-		time.Sleep(pause) // the slow reader being tested
+		<-tick.C
 	}
 	return time.Since(start)
 }

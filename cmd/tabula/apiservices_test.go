@@ -10,7 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 )
 
 // TestLocalAPIServicesPutBackAtStart: as kube-aggregator's autoregister
@@ -28,15 +27,7 @@ func TestLocalAPIServicesPutBackAtStart(t *testing.T) {
 		if err := m.Run(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-		cfg, err := clientcmd.BuildConfigFromFlags("", m.KubeconfigPath)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cs, err := kubernetes.NewForConfig(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return m, cs
+		return m, adminClientset(t, m)
 	}
 	const apiservices = "/apis/apiregistration.k8s.io/v1/apiservices"
 	get := func(cs *kubernetes.Clientset, name string) (string, error) {

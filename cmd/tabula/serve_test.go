@@ -22,6 +22,12 @@ func serve(t *testing.T, args ...string) (*Main, *kubernetes.Clientset) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { m.Close() })
+	return m, adminClientset(t, m)
+}
+
+// adminClientset is a clientset with the admin kubeconfig m wrote.
+func adminClientset(t *testing.T, m *Main) *kubernetes.Clientset {
+	t.Helper()
 	cfg, err := clientcmd.BuildConfigFromFlags("", m.KubeconfigPath)
 	if err != nil {
 		t.Fatal(err)
@@ -30,5 +36,5 @@ func serve(t *testing.T, args ...string) (*Main, *kubernetes.Clientset) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return m, cs
+	return cs
 }
