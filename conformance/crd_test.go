@@ -347,10 +347,18 @@ func crdOperators(t *testing.T, e *kubectlEnv) {
 	// annotation may be. Applied again, nothing conflicts.
 	e.k.ok(t, "apply", "--server-side", "-f", dir)
 	t.Cleanup(func() { e.k.run(t, "delete", "-f", dir, "--wait=false") })
-	e.k.ok(t, "wait", "--for=condition=Established", "--timeout=60s",
-		"crd/certificates.cert-manager.io", "crd/issuers.cert-manager.io", "crd/clusterissuers.cert-manager.io",
+	crds := []string{"crd/certificates.cert-manager.io", "crd/issuers.cert-manager.io", "crd/clusterissuers.cert-manager.io",
 		"crd/prometheuses.monitoring.coreos.com", "crd/servicemonitors.monitoring.coreos.com", "crd/prometheusrules.monitoring.coreos.com",
-		"crd/alertmanagers.monitoring.coreos.com", "crd/scrapeconfigs.monitoring.coreos.com")
+		"crd/alertmanagers.monitoring.coreos.com", "crd/scrapeconfigs.monitoring.coreos.com"}
+	// A CRD is created with "conditions": null (v1's field has no
+	// omitempty; kube-apiserver serves it so too) until its names are
+	// accepted, and kubectl wait fails at once on a null rather than
+	// waiting: on kube as here, the wait must follow the first condition.
+	waitFor(t, "the operator CRDs' first conditions", time.Minute, func() (bool, string) {
+		r := e.k.run(t, append([]string{"get", "-o", `jsonpath={range .items[*]}{.status.conditions[0].type}{"\n"}{end}`}, crds...)...)
+		return strings.Count(r.stdout, "\n") == len(crds) && !strings.Contains(r.stdout, "\n\n") && !strings.HasPrefix(r.stdout, "\n"), r.stdout + r.stderr
+	})
+	e.k.ok(t, append([]string{"wait", "--for=condition=Established", "--timeout=60s"}, crds...)...)
 	if out := e.k.ok(t, "apply", "--server-side", "-f", dir); strings.Count(out, "serverside-applied") < 8 {
 		t.Errorf("second apply --server-side of the operator CRDs:\n%s", out)
 	}
