@@ -29,8 +29,8 @@ import (
 //     etcd, kine and tabula-bench;
 //   - COMPARE_COUNT: runs per server (3); the table shows medians;
 //   - COMPARE_SERVERS: which of tabula-sqlite, tabula-postgres, kube-etcd,
-//     kube-kine, tabula-sqlite-noapf, kube-etcd-noapf (default:
-//     tabula-sqlite,kube-etcd,kube-kine);
+//     kube-kine, tabula-sqlite-noapf, tabula-sqlite-keeppages,
+//     kube-etcd-noapf (default: tabula-sqlite,kube-etcd,kube-kine);
 //   - COMPARE_ARGS: tabula-bench's workload flags;
 //   - COMPARE_OUT: where the Markdown table is written;
 //   - COMPARE_RAW: a directory for each run's tabula-bench output;
@@ -128,6 +128,11 @@ var compareServers = []compareServerKind{
 	// max-in-flight limits instead), for what it costs each.
 	{"tabula-sqlite-noapf", "Tabula (SQLite), no APF", "Tabula, no APF", func(b *testing.B, _, dir string) densityServer {
 		return startTabulaServer(b, "sqlite://"+filepath.Join(dir, "tabula.db"), dir, "--enable-priority-and-fairness=false")
+	}},
+	// Tabula keeping the binary's start-up pages resident, for what
+	// releasing them saves and costs.
+	{"tabula-sqlite-keeppages", "Tabula (SQLite), start-up pages kept", "Tabula, pages kept", func(b *testing.B, _, dir string) densityServer {
+		return startTabulaServer(b, "sqlite://"+filepath.Join(dir, "tabula.db"), dir, "--release-startup-pages=false")
 	}},
 	{"kube-etcd-noapf", "kube-apiserver + etcd, no APF", "kube + etcd, no APF", func(b *testing.B, bins, dir string) densityServer {
 		return startKubeWith(b, bins, dir, false, "AlwaysAllow", "--enable-priority-and-fairness=false")

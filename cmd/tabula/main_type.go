@@ -130,6 +130,9 @@ type Config struct {
 	// MemoryLimit is the Go runtime's soft memory limit (0: GOMEMLIMIT,
 	// or none).
 	MemoryLimit ByteSize
+	// ReleaseStartupPages: once start-up has settled, the binary's pages
+	// it read are handed back to the kernel (see releaseStartupPages).
+	ReleaseStartupPages bool
 	// Controllers switches Tabula's copies of kube-controller-manager's
 	// controllers, in kcm's --controllers syntax.
 	Controllers []string
@@ -217,6 +220,8 @@ type Main struct {
 	http   *http.Server
 	cancel context.CancelFunc
 	done   chan struct{}
+	// startupPagesReleased is closed once the start-up pages are released.
+	startupPagesReleased chan struct{}
 }
 
 // defaultDB is the database without --db: SQLite in the data directory.
@@ -245,6 +250,7 @@ func NewMain() *Main {
 		LogLevel:                    "info",
 		Profiling:                   true,
 		AnonymousAuth:               true,
+		ReleaseStartupPages:         true,
 	}}
 }
 
@@ -361,6 +367,7 @@ func (m *Main) defineFlags(name string) (*flag.FlagSet, error) {
 	fs.BoolVar(&c.AllowPrivileged, "allow-privileged", c.AllowPrivileged, "allow Pods with privileged containers (kube-apiserver's flag; true as kubeadm, kind and k3s set it, for CNI and CSI DaemonSets)")
 	fs.IntVar(&c.MaxWatchesPerUser, "max-watches-per-user", c.MaxWatchesPerUser, "watches one user may hold open at once; more get 429 with Retry-After (system:masters excepted; 0: no limit)")
 	fs.Var((*stringList)(&c.Controllers), "controllers", "kube-controller-manager's controllers Tabula runs itself, in kcm's syntax: * for all, -name to switch one off (garbage-collector-controller, namespace-controller, serviceaccount-controller, root-ca-certificate-publisher-controller, persistentvolume-protection-controller, persistentvolumeclaim-protection-controller, clusterrole-aggregation-controller); switch off those a kube-controller-manager beside Tabula runs (default *)")
+	fs.BoolVar(&c.ReleaseStartupPages, "release-startup-pages", c.ReleaseStartupPages, "once start-up has settled, unmap the pages of this binary's code and read-only data that start-up mapped (Linux); the kernel keeps them cached, and maps back those the server uses again")
 	fs.Var(&c.MemoryLimit, "memory-limit", "the Go runtime's soft memory limit (a quantity: 1Gi; default GOMEMLIMIT, or none): past it the server collects garbage harder instead of growing")
 	fs.BoolVar(&c.PriorityAndFairness, "enable-priority-and-fairness", c.PriorityAndFairness, "classify requests by FlowSchema into priority levels and queue them fairly, as kube-apiserver (its concurrency: the two max-in-flight limits together); false limits with the two max-in-flight pools instead")
 	fs.IntVar(&c.MaxRequestsInflight, "max-requests-inflight", c.MaxRequestsInflight, "read-only requests served at once; more get 429 with Retry-After (0: no limit; watches are not counted)")
@@ -648,7 +655,8 @@ func (m *Main) Run(ctx context.Context) error {
 		m.store.Close()
 		return err
 	}
-	go returnMemory(cctx, m.log)
+	m.startupPagesReleased = make(chan struct{})
+	go returnMemory(cctx, m.log, c.ReleaseStartupPages, m.startupPagesReleased)
 	if err := m.srv.RunControllers(cctx); err != nil {
 		cancel()
 		ln.Close()

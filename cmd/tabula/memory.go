@@ -59,11 +59,23 @@ var returnSamples = []metrics.Sample{
 	{Name: "/gc/heap/allocs:bytes"},
 }
 
-// returnMemory runs until ctx ends.
-func returnMemory(ctx context.Context, log *slog.Logger) {
+// Start-up has settled at the first check that finds no more than
+// quietAllocs allocated since the last (a fresh server's start-up
+// allocates ~50 MiB within the first, then a few hundred KiB at most in
+// each while idle), or, on a server busy from the start, after
+// settleAtMost.
+const (
+	quietAllocs  = 1 << 20
+	settleAtMost = 30 * time.Second
+)
+
+// returnMemory runs until ctx ends. With releasePages, it releases the
+// binary's start-up pages once start-up has settled and closes released.
+func returnMemory(ctx context.Context, log *slog.Logger, releasePages bool, released chan<- struct{}) {
 	t := time.NewTicker(returnCheck)
 	defer t.Stop()
 	var lastAllocs uint64
+	begun := time.Now()
 	for {
 		select {
 		case <-ctx.Done():
@@ -76,6 +88,17 @@ func returnMemory(ctx context.Context, log *slog.Logger) {
 		allocs := returnSamples[3].Value.Uint64()
 		recent := allocs - lastAllocs
 		lastAllocs = allocs
+		if releasePages && (recent <= quietAllocs || time.Since(begun) >= settleAtMost) {
+			releasePages = false
+			start := time.Now()
+			kept, err := releaseStartupPages()
+			if err != nil {
+				log.Debug("could not release the start-up pages of the binary", "err", err)
+			} else {
+				log.Debug("released the start-up pages of the binary", "resident_kib", kept>>10, "took", time.Since(start).Round(time.Microsecond))
+				close(released)
+			}
+		}
 		if !burstOver(held, live, recent) {
 			continue
 		}
