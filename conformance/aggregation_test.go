@@ -48,7 +48,9 @@ func metricsServerBinary() (string, error) {
 // APIService backed by a Service answers through the server as it does
 // through kube-apiserver's aggregator: the APIService turns Available
 // once its discovery answers, its group joins legacy and aggregated
-// discovery, `kubectl top` reads pod and node metrics (metrics-server
+// discovery, its OpenAPI v3 document joins the server's index (read from
+// metrics-server; `kubectl explain` describes its kinds), `kubectl top`
+// reads pod and node metrics (metrics-server
 // trusting the server's front-proxy certificate from
 // extension-apiserver-authentication and asking it, by
 // SubjectAccessReview, about the user the proxy names), a user RBAC
@@ -153,6 +155,30 @@ func metricsServerScenario(t *testing.T, tg *target) {
 	})
 	if out := k.ok(t, "api-resources", "--api-group", "metrics.k8s.io", "-o", "name"); out != "nodes.metrics.k8s.io\npods.metrics.k8s.io\n" {
 		t.Errorf("kubectl api-resources --api-group metrics.k8s.io:\n%s", out)
+	}
+
+	// OpenAPI v3: the index lists metrics-server's document for the
+	// group-version, read from metrics-server through the server, and
+	// kubectl explain describes its kinds from it.
+	var entry string
+	waitFor(t, "metrics.k8s.io/v1beta1 in the OpenAPI v3 index", 3*time.Minute, func() (bool, string) {
+		raw := k.ok(t, "get", "--raw", "/openapi/v3")
+		var index struct {
+			Paths map[string]struct {
+				ServerRelativeURL string `json:"serverRelativeURL"`
+			} `json:"paths"`
+		}
+		if err := json.Unmarshal([]byte(raw), &index); err != nil {
+			return false, err.Error()
+		}
+		entry = index.Paths["apis/metrics.k8s.io/v1beta1"].ServerRelativeURL
+		return entry != "" && index.Paths["api/v1"].ServerRelativeURL != "", raw
+	})
+	if doc := k.ok(t, "get", "--raw", entry); !strings.Contains(doc, `"io.k8s.metrics.pkg.apis.metrics.v1beta1.PodMetrics"`) || !strings.Contains(doc, `"/apis/metrics.k8s.io/v1beta1/namespaces/{namespace}/pods"`) {
+		t.Errorf("%s: no PodMetrics schema or pods path in\n%.2000s", entry, doc)
+	}
+	if out := k.ok(t, "explain", "pods.containers", "--api-version", "metrics.k8s.io/v1beta1"); !strings.Contains(out, "PodMetrics") || !strings.Contains(out, "usage") {
+		t.Errorf("kubectl explain pods.containers --api-version metrics.k8s.io/v1beta1:\n%s", out)
 	}
 
 	// kubectl top, once metrics-server has scraped twice.

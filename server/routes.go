@@ -61,12 +61,7 @@ func (s *Server) routes() *echo.Echo {
 	e.GET("/version", s.getVersion)
 	s.openIDRoutes(e)
 	if s.cfg.OpenAPI != nil {
-		h := echo.WrapHandler(s.cfg.OpenAPI)
-		// On kube's plain mux, as kube-openapi's handlers: any method is
-		// served (HEAD without the body).
-		e.Any("/openapi/v2", h)
-		e.Any("/openapi/v3", echo.WrapHandler(textPlain(s.cfg.OpenAPI)))
-		e.Any("/openapi/v3/*", h)
+		s.openAPIRoutes(e)
 	}
 	s.discoveryRoutes(e)
 	// Resources are found from the decoded path, as kube's router finds
@@ -399,37 +394,6 @@ func (s *Server) checkTimeout(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		return next(c)
 	}
-}
-
-// textPlain serves a handler's answer as text/plain, as kube-apiserver
-// labels the /openapi/v3 index (clients parse it as JSON regardless).
-func textPlain(h http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		h.ServeHTTP(&contentTypeWriter{ResponseWriter: w, ct: "text/plain; charset=utf-8"}, r)
-	})
-}
-
-type contentTypeWriter struct {
-	http.ResponseWriter
-	ct          string
-	wroteHeader bool
-}
-
-func (w *contentTypeWriter) WriteHeader(code int) {
-	if !w.wroteHeader {
-		w.wroteHeader = true
-		if code == http.StatusOK {
-			w.Header().Set("Content-Type", w.ct)
-		}
-	}
-	w.ResponseWriter.WriteHeader(code)
-}
-
-func (w *contentTypeWriter) Write(b []byte) (int, error) {
-	if !w.wroteHeader {
-		w.WriteHeader(http.StatusOK)
-	}
-	return w.ResponseWriter.Write(b)
 }
 
 // noCache is kube-apiserver's WithCacheControl: an answer is one user's,

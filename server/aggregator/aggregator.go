@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/rest"
 	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
 	apiregistrationv1helper "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1/helper"
+	"k8s.io/kube-openapi/pkg/handler3"
 
 	"github.com/tabula-dev/tabula/registry"
 )
@@ -48,6 +49,9 @@ type Target struct {
 	transport          http.RoundTripper
 	transportErr       error
 	resources          *discovered
+	// openAPIV3 is its server's /openapi/v3 entry for the group-version
+	// at the last good read (nil: none yet, or none listed).
+	openAPIV3 *handler3.OpenAPIV3DiscoveryGroupVersion
 }
 
 // New watches APIServices through the registry's cache, which must be
@@ -84,7 +88,7 @@ func (a *Aggregator) set(obj runtime.Object) {
 	a.mu.Lock()
 	if old := a.remote[t.GroupVersion]; old != nil {
 		// What it served stays listed until a read says otherwise.
-		t.resources = old.resources
+		t.resources, t.openAPIV3 = old.resources, old.openAPIV3
 	}
 	a.remote[t.GroupVersion] = t
 	a.mu.Unlock()

@@ -144,7 +144,7 @@ func TestDiscoveryReadsTheAggregatedDocument(t *testing.T) {
 	if got, want := read(), []string{"foo.example/v1 aggonlys Current"}; !slices.Equal(got, want) {
 		t.Errorf("from a server with an aggregated document: %q; want %q", got, want)
 	}
-	if want := []string{"/apis system:kube-aggregator system:masters"}; !slices.Equal(asked, want) {
+	if want := []string{"/apis system:kube-aggregator system:masters", "/openapi/v3 system:aggregator "}; !slices.Equal(asked, want) {
 		t.Errorf("asked %q; want %q", asked, want)
 	}
 	// A version the document leaves out is Current with no resources, as
@@ -163,7 +163,82 @@ func TestDiscoveryReadsTheAggregatedDocument(t *testing.T) {
 	if got, want := read(), []string{"foo.example/v1 legacyonlys Current"}; !slices.Equal(got, want) {
 		t.Errorf("from a server without one: %q; want %q", got, want)
 	}
-	if want := []string{"/apis system:kube-aggregator system:masters", "/apis/foo.example/v1 system:kube-aggregator "}; !slices.Equal(asked, want) {
+	if want := []string{"/apis system:kube-aggregator system:masters", "/apis/foo.example/v1 system:kube-aggregator ", "/openapi/v3 system:aggregator "}; !slices.Equal(asked, want) {
 		t.Errorf("asked %q; want %q", asked, want)
+	}
+}
+
+// TestOpenAPIV3IndexEntry: as kube-aggregator's OpenAPI v3 downloader, an
+// extension server's /openapi/v3 index is read as system:aggregator; its
+// entry for the APIService's group-version (not the others it lists) is
+// offered for the server's index and routes that document's path to it;
+// a failed read keeps the entry, and a server without a v3 index (404)
+// has none.
+func TestOpenAPIV3IndexEntry(t *testing.T) {
+	var status atomic.Int32
+	status.Store(http.StatusOK)
+	var users []string
+	var mu sync.Mutex
+	backend := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/openapi/v3" {
+			http.NotFound(w, r)
+			return
+		}
+		mu.Lock()
+		users = append(users, r.Header.Get("X-Remote-User")+" "+strings.Join(r.Header.Values("X-Remote-Group"), ","))
+		mu.Unlock()
+		if code := int(status.Load()); code != http.StatusOK {
+			w.WriteHeader(code)
+			return
+		}
+		fmt.Fprint(w, `{"paths":{"version":{"serverRelativeURL":"/openapi/v3/version?hash=V"},
+			"apis/foo.example/v1":{"serverRelativeURL":"/openapi/v3/apis/foo.example/v1?hash=F1"},
+			"apis/foo.example/v2":{"serverRelativeURL":"/openapi/v3/apis/foo.example/v2?hash=F2"}}}`)
+	}))
+	defer backend.Close()
+	u, err := url.Parse(backend.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gv := runtimeschema.GroupVersion{Group: "foo.example", Version: "v1"}
+	tg := &Target{api: &apiregistrationv1.APIService{ObjectMeta: metav1.ObjectMeta{Name: "v1.foo.example"},
+		Spec: apiregistrationv1.APIServiceSpec{Group: gv.Group, Version: gv.Version, GroupPriorityMinimum: 100, VersionPriority: 10}},
+		GroupVersion: gv, Available: true, transport: backend.Client().Transport}
+	a := &Aggregator{remote: map[runtimeschema.GroupVersion]*Target{gv: tg}, resolver: fixedResolver{u},
+		cfg: Config{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}}
+	entries := func() string {
+		var out []string
+		for name, e := range a.OpenAPIV3() {
+			out = append(out, name+" "+e.ServerRelativeURL)
+		}
+		slices.Sort(out)
+		return strings.Join(out, ";")
+	}
+
+	if got := entries(); got != "" {
+		t.Errorf("before a read: %q; want none", got)
+	}
+	a.refresh(t.Context(), tg)
+	const want = "apis/foo.example/v1 /openapi/v3/apis/foo.example/v1?hash=F1"
+	if got := entries(); got != want {
+		t.Errorf("after a read: %q; want %q", got, want)
+	}
+	if !slices.Equal(users, []string{"system:aggregator "}) {
+		t.Errorf("read as %q; want system:aggregator alone", users)
+	}
+	if a.OpenAPIV3Target("apis/foo.example/v1") != tg || a.OpenAPIV3Target("apis/foo.example/v2") != nil || a.OpenAPIV3Target("version") != nil {
+		t.Error("OpenAPIV3Target routes other than apis/foo.example/v1 to the server, or not that one")
+	}
+
+	status.Store(http.StatusInternalServerError)
+	a.refresh(t.Context(), tg)
+	if got := entries(); got != want {
+		t.Errorf("after a failed read: %q; want the last one kept, %q", got, want)
+	}
+
+	status.Store(http.StatusNotFound)
+	a.refresh(t.Context(), tg)
+	if got := entries(); got != "" {
+		t.Errorf("from a server without a v3 index: %q; want none", got)
 	}
 }

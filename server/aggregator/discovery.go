@@ -14,6 +14,7 @@ import (
 	"k8s.io/apiserver/pkg/endpoints"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/transport"
+	"k8s.io/kube-openapi/pkg/handler3"
 )
 
 // discovered is what an extension server said it serves, at its last
@@ -49,9 +50,11 @@ func (a *Aggregator) Run(ctx context.Context) {
 	}
 }
 
-// refresh reads one target's discovery.
+// refresh reads one target's discovery and its OpenAPI v3 index entry.
 func (a *Aggregator) refresh(ctx context.Context, t *Target) {
 	d := &discovered{}
+	var v3 *handler3.OpenAPIV3DiscoveryGroupVersion
+	v3Read := false
 	if t.Available {
 		res, err := a.fetchDiscovery(ctx, t)
 		if err == nil {
@@ -59,13 +62,22 @@ func (a *Aggregator) refresh(ctx context.Context, t *Target) {
 		} else {
 			a.cfg.Logger.Debug("aggregated API: discovery not read", "apiservice", t.api.Name, "err", err)
 		}
+		if v3, err = a.fetchOpenAPIV3(ctx, t); err == nil {
+			v3Read = true
+		} else {
+			a.cfg.Logger.Debug("aggregated API: OpenAPI v3 index not read", "apiservice", t.api.Name, "err", err)
+		}
 	}
 	// A failed read lists the version with no resources (Stale), as
-	// kube-aggregator's does.
+	// kube-aggregator's does; its OpenAPI entry stays as last read, as
+	// kube-aggregator's OpenAPI controller keeps it.
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if cur := a.remote[t.GroupVersion]; cur == t {
 		cur.resources = d
+		if v3Read {
+			cur.openAPIV3 = v3
+		}
 	}
 }
 
@@ -76,33 +88,11 @@ func (a *Aggregator) refresh(ctx context.Context, t *Target) {
 // own list instead, as system:kube-aggregator alone. Each read has a few
 // seconds.
 func (a *Aggregator) fetchDiscovery(ctx context.Context, t *Target) ([]apidiscoveryv2.APIResourceDiscovery, error) {
-	loc, err := a.resolver.ResolveEndpoint(t.Namespace, t.Service, t.Port)
+	host, get, err := a.getter(ctx, t)
 	if err != nil {
 		return nil, err
 	}
-	if t.transportErr != nil {
-		return nil, t.transportErr
-	}
-	get := func(path, accept string, groups []string) (*http.Response, []byte, error) {
-		ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		defer cancel()
-		u := *loc
-		u.Scheme, u.Path = "https", path
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
-		if err != nil {
-			return nil, nil, err
-		}
-		req.Header.Set("Accept", accept)
-		transport.SetAuthProxyHeaders(req, "system:kube-aggregator", "", groups, nil)
-		resp, err := (&http.Client{Transport: t.transport}).Do(req)
-		if err != nil {
-			return nil, nil, err
-		}
-		defer resp.Body.Close()
-		body, err := io.ReadAll(io.LimitReader(resp.Body, 8<<20))
-		return resp, body, err
-	}
-	resp, body, err := get("/apis", discovery.AcceptV2+","+discovery.AcceptV2Beta1, []string{"system:masters"})
+	resp, body, err := get("/apis", discovery.AcceptV2+","+discovery.AcceptV2Beta1, "system:kube-aggregator", []string{"system:masters"})
 	if err != nil {
 		return nil, err
 	}
@@ -111,11 +101,11 @@ func (a *Aggregator) fetchDiscovery(ctx context.Context, t *Target) ([]apidiscov
 	v2beta1, _ := discovery.ContentTypeIsGVK(ct, aggregatedV2Beta1)
 	switch {
 	case resp.StatusCode == http.StatusServiceUnavailable:
-		return nil, fmt.Errorf("%s/apis: %s", loc.Host, resp.Status)
+		return nil, fmt.Errorf("%s/apis: %s", host, resp.Status)
 	case resp.StatusCode == http.StatusOK && (v2 || v2beta1):
 		var list apidiscoveryv2.APIGroupDiscoveryList
 		if err := json.Unmarshal(body, &list); err != nil {
-			return nil, fmt.Errorf("%s/apis: %w", loc.Host, err)
+			return nil, fmt.Errorf("%s/apis: %w", host, err)
 		}
 		for _, g := range list.Items {
 			for _, v := range g.Versions {
@@ -129,18 +119,50 @@ func (a *Aggregator) fetchDiscovery(ctx context.Context, t *Target) ([]apidiscov
 		return nil, nil
 	}
 	path := "/apis/" + t.GroupVersion.Group + "/" + t.GroupVersion.Version
-	resp, body, err = get(path, "application/json", nil)
+	resp, body, err = get(path, "application/json", "system:kube-aggregator", nil)
 	if err != nil {
 		return nil, err
 	}
 	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("%s%s: %s", loc.Host, path, resp.Status)
+		return nil, fmt.Errorf("%s%s: %s", host, path, resp.Status)
 	}
 	var list metav1.APIResourceList
 	if err := json.Unmarshal(body, &list); err != nil {
-		return nil, fmt.Errorf("%s%s: %w", loc.Host, path, err)
+		return nil, fmt.Errorf("%s%s: %w", host, path, err)
 	}
 	return endpoints.ConvertGroupVersionIntoToDiscovery(list.APIResources)
+}
+
+// getter resolves t's server and returns its host and a reader of one
+// path there as a user, with a few seconds for each read.
+func (a *Aggregator) getter(ctx context.Context, t *Target) (string, func(path, accept, user string, groups []string) (*http.Response, []byte, error), error) {
+	loc, err := a.resolver.ResolveEndpoint(t.Namespace, t.Service, t.Port)
+	if err != nil {
+		return "", nil, err
+	}
+	if t.transportErr != nil {
+		return "", nil, t.transportErr
+	}
+	get := func(path, accept, user string, groups []string) (*http.Response, []byte, error) {
+		ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		u := *loc
+		u.Scheme, u.Path = "https", path
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+		if err != nil {
+			return nil, nil, err
+		}
+		req.Header.Set("Accept", accept)
+		transport.SetAuthProxyHeaders(req, user, "", groups, nil)
+		resp, err := (&http.Client{Transport: t.transport}).Do(req)
+		if err != nil {
+			return nil, nil, err
+		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(io.LimitReader(resp.Body, 8<<20))
+		return resp, body, err
+	}
+	return loc.Host, get, nil
 }
 
 // The aggregated discovery document's kinds, as its Content-Type names them.
