@@ -21,7 +21,6 @@ import (
 	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
 
 	"github.com/tabula-dev/tabula/server"
-	"github.com/tabula-dev/tabula/server/auth"
 )
 
 const auditPolicy = `apiVersion: audit.k8s.io/v1
@@ -271,7 +270,7 @@ func TestAuditIssuedCredentialID(t *testing.T) {
 		t.Fatal(err)
 	}
 	h, srv, as := authServer(t, "tok-root,root,1,\"system:masters\"\n", server.Config{Audit: server.AuditConfig{PolicyFile: policy, LogPath: log},
-		ServiceAccountTokens: auth.NewServiceAccountTokens(key)})
+		ServiceAccountTokens: newSATokens(t, key)})
 	if rec := h.do("POST", "/api/v1/namespaces/default/serviceaccounts", as("tok-root"), []byte(`{"metadata":{"name":"bot"}}`)); rec.Code != http.StatusCreated {
 		t.Fatalf("service account: %d %s", rec.Code, rec.Body)
 	}

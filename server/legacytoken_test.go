@@ -5,6 +5,7 @@ import (
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/sha256"
+	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
 	"net/http"
@@ -22,7 +23,8 @@ import (
 
 // legacyToken signs a Secret-based token as kube-controller-manager's
 // token controller does: ES256 over the legacy issuer's claims, no
-// audience, no expiry.
+// audience, no expiry, the key's id (a hash of its public key) in the
+// header.
 func legacyToken(t *testing.T, key *ecdsa.PrivateKey, ns, sa, saUID, secret string) string {
 	t.Helper()
 	enc := func(v any) string {
@@ -32,7 +34,12 @@ func legacyToken(t *testing.T, key *ecdsa.PrivateKey, ns, sa, saUID, secret stri
 		}
 		return base64.RawURLEncoding.EncodeToString(b)
 	}
-	in := enc(map[string]string{"alg": "ES256", "kid": "k"}) + "." + enc(map[string]string{
+	der, err := x509.MarshalPKIXPublicKey(&key.PublicKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kid := sha256.Sum256(der)
+	in := enc(map[string]string{"alg": "ES256", "kid": base64.RawURLEncoding.EncodeToString(kid[:])}) + "." + enc(map[string]string{
 		"iss": auth.LegacyIssuer, "sub": "system:serviceaccount:" + ns + ":" + sa,
 		"kubernetes.io/serviceaccount/namespace": ns, "kubernetes.io/serviceaccount/secret.name": secret,
 		"kubernetes.io/serviceaccount/service-account.name": sa, "kubernetes.io/serviceaccount/service-account.uid": saUID,
@@ -63,7 +70,7 @@ func TestLegacyServiceAccountToken(t *testing.T) {
 	if err := os.WriteFile(policy, []byte(auditPolicy), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	h, srv, as := authServer(t, "tok-root,root,1,\"system:masters\"\n", server.Config{ServiceAccountTokens: auth.NewServiceAccountTokens(key),
+	h, srv, as := authServer(t, "tok-root,root,1,\"system:masters\"\n", server.Config{ServiceAccountTokens: newSATokens(t, key),
 		Audit: server.AuditConfig{PolicyFile: policy, LogPath: log}})
 	t.Cleanup(srv.StopAuditing)
 	const ns = "/api/v1/namespaces/default"

@@ -11,7 +11,7 @@ import (
 // The service account issuer's OpenID discovery documents, as
 // kube-apiserver serves them (ServiceAccountIssuerDiscovery): the
 // configuration names the issuer and where its keys are, the key set holds
-// the public key tokens are verified with. Both are made by kube's own
+// the public keys tokens are verified with. Both are made by kube's own
 // provider, so other systems (cloud IAM, Vault) trust Tabula's tokens as
 // they trust a cluster's. RBAC decides who reads them (kube's bootstrap
 // policy lets every service account, through
@@ -23,7 +23,7 @@ func (s *Server) openIDRoutes(e *echo.Echo) {
 	if s.cfg.Advertise.IsValid() {
 		external = s.cfg.Advertise.String()
 	}
-	keys, err := serviceaccount.StaticPublicKeysGetter([]interface{}{t.PublicKey()})
+	keys, err := serviceaccount.StaticPublicKeysGetter(t.PublicKeys())
 	if err != nil {
 		s.log.Warn("service account issuer discovery not served", "err", err)
 		return

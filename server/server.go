@@ -204,7 +204,9 @@ func New(cfg Config) (*Server, error) {
 		if err != nil {
 			return nil, err
 		}
-		cfg.ServiceAccountTokens = auth.NewServiceAccountTokens(key)
+		if cfg.ServiceAccountTokens, err = auth.NewServiceAccountTokens(key); err != nil {
+			return nil, err
+		}
 	}
 	if cfg.EndpointLeaseDuration == 0 {
 		cfg.EndpointLeaseDuration = 15 * time.Second

@@ -1,9 +1,11 @@
 package server_test
 
 import (
+	"crypto"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/rsa"
 	"encoding/base64"
 	"encoding/json"
 	"net/http"
@@ -11,6 +13,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -100,9 +103,9 @@ func TestServiceAccountIssuer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	old := auth.NewServiceAccountTokens(key)
+	old := newSATokens(t, key)
 	old.Issuer = "https://old.example.com"
-	tokens := auth.NewServiceAccountTokens(key)
+	tokens := newSATokens(t, key)
 	tokens.Issuer, tokens.OtherIssuers, tokens.MaxExpiration = "https://issuer.example.com", []string{old.Issuer}, 2*time.Hour
 	file := filepath.Join(t.TempDir(), "tokens.csv")
 	if err := os.WriteFile(file, []byte("admintoken,admin,1,system:masters\n"), 0o600); err != nil {
@@ -311,7 +314,7 @@ func tokenServer(t *testing.T) (do func(token, method, path, body string) *httpt
 	if err != nil {
 		t.Fatal(err)
 	}
-	tokens := auth.NewServiceAccountTokens(key)
+	tokens := newSATokens(t, key)
 	file := filepath.Join(t.TempDir(), "tokens.csv")
 	if err := os.WriteFile(file, []byte("admintoken,admin,1,system:masters\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -412,4 +415,120 @@ func TestTokenReviewErrorsAsKube(t *testing.T) {
 	}
 	review("its account made again", plain, "", "service account UID ("+again.Metadata.UID+") does not match claim ("+sa.Metadata.UID+")")
 	review("a static token for another audience", "admintoken", `,"audiences":["vault"]`, "invalid bearer token")
+}
+
+// newSATokens signs service account tokens with key and verifies them
+// with it and verifyWith.
+func newSATokens(t *testing.T, key crypto.Signer, verifyWith ...any) *auth.ServiceAccountTokens {
+	t.Helper()
+	tokens, err := auth.NewServiceAccountTokens(key, verifyWith...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tokens
+}
+
+// TestServiceAccountKeyRotation: keys as kube-apiserver takes them. A
+// server signing with an RSA key (kubeadm's sa.key) issues RS256 tokens;
+// one signing with a new ECDSA key and verifying with the old RSA key too
+// (a rotation: --service-account-key-file naming both) issues ES256
+// tokens, still accepts the old key's, and publishes both keys; a token
+// signed by a key it does not know is refused.
+func TestServiceAccountKeyRotation(t *testing.T) {
+	oldKey, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	newKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	strangerKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old, stranger := newSATokens(t, oldKey), newSATokens(t, strangerKey)
+	tokens := newSATokens(t, newKey, &oldKey.PublicKey)
+	file := filepath.Join(t.TempDir(), "tokens.csv")
+	if err := os.WriteFile(file, []byte("admintoken,admin,1,system:masters\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	authn, err := auth.NewAuthenticator(auth.Options{TokenFile: file, ServiceAccountTokens: tokens})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := servertest.Server(t, server.Config{Store: storetest.Open(t, "sqlite://:memory:"), Authenticator: authn, ServiceAccountTokens: tokens,
+		AuthorizationModes: authz.DefaultModes, AnonymousAuth: true, Advertise: netip.MustParseAddrPort("192.0.2.10:6443")})
+	do := func(token, method, path, body string) *httptest.ResponseRecorder {
+		req := httptest.NewRequest(method, path, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		rec := httptest.NewRecorder()
+		srv.Handler().ServeHTTP(rec, req)
+		return rec
+	}
+	header := func(token string) (h struct{ Alg, Kid string }) {
+		b, _ := base64.RawURLEncoding.DecodeString(strings.Split(token, ".")[0])
+		_ = json.Unmarshal(b, &h)
+		return h
+	}
+	rec := do("admintoken", "POST", "/api/v1/namespaces/default/serviceaccounts", `{"metadata":{"name":"bot"}}`)
+	var bot struct{ Metadata struct{ UID string } }
+	if err := json.Unmarshal(rec.Body.Bytes(), &bot); err != nil || rec.Code != http.StatusCreated {
+		t.Fatalf("create account: %d %s", rec.Code, rec.Body)
+	}
+	subject := auth.TokenSubject{Namespace: "default", Name: "bot", UID: bot.Metadata.UID, Expiry: time.Hour}
+	oldToken, err := old.Issue(subject, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h := header(oldToken); h.Alg != "RS256" || h.Kid == "" {
+		t.Errorf("the RSA key's token header %+v; want RS256 with a key id", h)
+	}
+	whoami := func(token string) *httptest.ResponseRecorder {
+		return do(token, "POST", "/apis/authentication.k8s.io/v1/selfsubjectreviews", `{}`)
+	}
+	if rec := whoami(oldToken); rec.Code != http.StatusCreated || !strings.Contains(rec.Body.String(), "system:serviceaccount:default:bot") {
+		t.Errorf("the old key's token: %d %s; want it still accepted", rec.Code, rec.Body)
+	}
+
+	rec = do("admintoken", "POST", "/api/v1/namespaces/default/serviceaccounts/bot/token", `{}`)
+	var tr struct{ Status struct{ Token string } }
+	if err := json.Unmarshal(rec.Body.Bytes(), &tr); err != nil || rec.Code != http.StatusCreated {
+		t.Fatalf("TokenRequest: %d %s", rec.Code, rec.Body)
+	}
+	newHeader := header(tr.Status.Token)
+	if newHeader.Alg != "ES256" || newHeader.Kid == "" || newHeader.Kid == header(oldToken).Kid {
+		t.Errorf("a new token's header %+v; want ES256 with the new key's id", newHeader)
+	}
+	if rec := whoami(tr.Status.Token); rec.Code != http.StatusCreated {
+		t.Errorf("a new token: %d %s", rec.Code, rec.Body)
+	}
+
+	rec = do(tr.Status.Token, "GET", "/openid/v1/jwks", "")
+	var jwks struct {
+		Keys []struct{ Kid, Alg, Kty string } `json:"keys"`
+	}
+	if err := json.Unmarshal(rec.Body.Bytes(), &jwks); err != nil || rec.Code != http.StatusOK {
+		t.Fatalf("jwks: %d %s", rec.Code, rec.Body)
+	}
+	var published []string
+	for _, k := range jwks.Keys {
+		published = append(published, k.Kty+" "+k.Alg+" "+k.Kid)
+	}
+	slices.Sort(published)
+	want := []string{"EC ES256 " + newHeader.Kid, "RSA RS256 " + header(oldToken).Kid}
+	if !slices.Equal(published, want) {
+		t.Errorf("jwks keys %q; want %q", published, want)
+	}
+
+	strangerToken, err := stranger.Issue(subject, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec := whoami(strangerToken); rec.Code != http.StatusUnauthorized {
+		t.Errorf("a token of an unknown key: %d %s; want 401", rec.Code, rec.Body)
+	}
 }

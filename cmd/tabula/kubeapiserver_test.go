@@ -26,6 +26,9 @@ import (
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/tabula-dev/tabula/server/auth"
 )
 
 // TestKubeAPIServerFlags: kube-apiserver's command line, as
@@ -166,9 +169,11 @@ func TestEtcdStandIn(t *testing.T) {
 }
 
 // TestServiceAccountKeyFiles: --service-account-signing-key-file signs the
-// tokens (the published key is its key), --service-account-key-file may
-// name that key as a certificate, and a file holding another key, or a
-// signing key Tabula cannot sign with, stops the start.
+// tokens (the published key is its key) and --service-account-key-file may
+// name that key as a certificate. kubeadm's RSA sa.key and sa.pub serve as
+// they are, tokens are RS256, and a key-file key other than the signing
+// key verifies the tokens it signed (a rotation); a signing key kube
+// cannot sign with, or a key file with no key, stops the start.
 func TestServiceAccountKeyFiles(t *testing.T) {
 	dir := t.TempDir()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
@@ -203,31 +208,77 @@ func TestServiceAccountKeyFiles(t *testing.T) {
 	if !ecdsa.Verify(&key.PublicKey, digest[:], new(big.Int).SetBytes(sig[:32]), new(big.Int).SetBytes(sig[32:])) {
 		t.Error("the token is not signed with --service-account-signing-key-file's key")
 	}
-	review, err := cs.AuthenticationV1().TokenReviews().Create(ctx, &authenticationv1.TokenReview{Spec: authenticationv1.TokenReviewSpec{Token: tr.Status.Token}}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
+	authenticated := func(cs *kubernetes.Clientset, token string) bool {
+		t.Helper()
+		review, err := cs.AuthenticationV1().TokenReviews().Create(ctx, &authenticationv1.TokenReview{Spec: authenticationv1.TokenReviewSpec{Token: token}}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return review.Status.Authenticated
 	}
-	if !review.Status.Authenticated {
-		t.Errorf("the token: %+v; want authenticated", review.Status)
+	if !authenticated(cs, tr.Status.Token) {
+		t.Error("the token: not authenticated")
 	}
 
-	other, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	otherDER, err := x509.MarshalPKIXPublicKey(&other.PublicKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	otherFile := writePEM(t, dir, "other.pub", "PUBLIC KEY", otherDER)
+	// kubeadm's files: an RSA sa.key (PKCS #1) and its sa.pub, with the
+	// key of an earlier signing key beside it.
 	rsaKey, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
 		t.Fatal(err)
 	}
 	rsaFile := writePEM(t, dir, "rsa.key", "RSA PRIVATE KEY", x509.MarshalPKCS1PrivateKey(rsaKey))
+	rsaPubDER, err := x509.MarshalPKIXPublicKey(&rsaKey.PublicKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rsaPubFile := writePEM(t, dir, "rsa.pub", "PUBLIC KEY", rsaPubDER)
+	earlier, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	earlierDER, err := x509.MarshalPKIXPublicKey(&earlier.PublicKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	earlierFile := writePEM(t, dir, "earlier.pub", "PUBLIC KEY", earlierDER)
+	_, cs = serve(t, "--service-account-signing-key-file", rsaFile, "--service-account-key-file", rsaPubFile, "--service-account-key-file", earlierFile)
+	tr, err = cs.CoreV1().ServiceAccounts("default").CreateToken(ctx, "default", &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	headerJSON, _ := base64.RawURLEncoding.DecodeString(strings.Split(tr.Status.Token, ".")[0])
+	if !strings.Contains(string(headerJSON), `"alg":"RS256"`) || !authenticated(cs, tr.Status.Token) {
+		t.Errorf("a token of the RSA key (header %s): want RS256 and authenticated", headerJSON)
+	}
+	sa, err := cs.CoreV1().ServiceAccounts("default").Get(ctx, "default", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	earlierTokens, err := auth.NewServiceAccountTokens(earlier)
+	if err != nil {
+		t.Fatal(err)
+	}
+	earlierToken, err := earlierTokens.Issue(auth.TokenSubject{Namespace: "default", Name: "default", UID: string(sa.UID), Expiry: time.Hour}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !authenticated(cs, earlierToken) {
+		t.Error("a token of the earlier key in --service-account-key-file: not authenticated")
+	}
+
+	p224, err := ecdsa.GenerateKey(elliptic.P224(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p224DER, err := x509.MarshalECPrivateKey(p224)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p224File := writePEM(t, dir, "p224.key", "EC PRIVATE KEY", p224DER)
+	noKeyFile := writePEM(t, dir, "nokey.pem", "CERTIFICATE REQUEST", []byte("not a key"))
 	for _, args := range [][]string{
-		{"--service-account-signing-key-file", keyFile, "--service-account-key-file", otherFile},
-		{"--service-account-signing-key-file", rsaFile},
+		{"--service-account-signing-key-file", p224File},
+		{"--service-account-signing-key-file", keyFile, "--service-account-key-file", noKeyFile},
 	} {
 		m := NewMain()
 		if err := m.ParseFlags(append([]string{"--db", "sqlite://:memory:", "--data-dir", t.TempDir(), "--listen", "127.0.0.1:0", "--log-level", "error"}, args...)); err != nil {

@@ -3,7 +3,7 @@ package main
 import (
 	"cmp"
 	"context"
-	"crypto/ecdsa"
+	"crypto"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
@@ -390,8 +390,8 @@ func (m *Main) defineFlags(name string) (*flag.FlagSet, error) {
 	fs.Var((*stringList)(&c.APIAudiences), "api-audiences", "the audiences a token must name to authenticate to the API (default every --service-account-issuer)")
 	fs.DurationVar(&c.ServiceAccountMaxTokenExpiration, "service-account-max-token-expiration", 0, "the longest a requested service account token may live; longer requests are shortened (0: no limit)")
 	fs.StringVar(&c.ServiceAccountJWKSURI, "service-account-jwks-uri", "", "the key set `URL` the issuer's discovery document names (default https://<advertise-address>:<port>/openid/v1/jwks)")
-	fs.StringVar(&c.ServiceAccountSigningKeyFile, "service-account-signing-key-file", "", "the ECDSA P-256 private key `file` service account tokens are signed with (default: <data-dir>/pki/sa.key, made on first start)")
-	fs.Var((*repeated)(&c.ServiceAccountKeyFiles), "service-account-key-file", "a PEM `file` of the keys tokens are verified with (repeatable); Tabula verifies with the signing key alone, so it may hold only that key, as a public key, certificate or private key")
+	fs.StringVar(&c.ServiceAccountSigningKeyFile, "service-account-signing-key-file", "", "the private key `file` service account tokens are signed with: RSA, or ECDSA on P-256, P-384 or P-521 (default: <data-dir>/pki/sa.key, an ECDSA P-256 key made on first start)")
+	fs.Var((*repeated)(&c.ServiceAccountKeyFiles), "service-account-key-file", "a PEM `file` of keys tokens are verified with, besides the signing key (repeatable; public keys, certificates or private keys, RSA or ECDSA): keys of earlier signing keys, during a rotation")
 	fs.StringVar(&c.RequestHeaderClientCAFile, "requestheader-client-ca-file", "", "the CA `file` of front proxies that authenticate users and name them in request headers")
 	fs.Var((*stringList)(&c.RequestHeaderAllowedNames), "requestheader-allowed-names", "the common names a front proxy's certificate may have (default: any the CA signed)")
 	fs.Var((*stringList)(&c.RequestHeaderUsernameHeaders), "requestheader-username-headers", "the headers a front proxy names the user in, the first present wins (kube's usual: X-Remote-User)")
@@ -547,12 +547,11 @@ func (m *Main) Run(ctx context.Context) error {
 		m.store.Close()
 		return err
 	}
-	saKey, err := serviceAccountKey(&c, pki.Dir)
+	saTokens, err := serviceAccountTokens(&c, pki.Dir)
 	if err != nil {
 		m.store.Close()
 		return err
 	}
-	saTokens := auth.NewServiceAccountTokens(saKey)
 	if len(c.ServiceAccountIssuers) > 0 {
 		saTokens.Issuer, saTokens.OtherIssuers = c.ServiceAccountIssuers[0], c.ServiceAccountIssuers[1:]
 		// Every issuer is an audience by default, as kube-apiserver
@@ -925,11 +924,13 @@ func checkInflight(c *Config) error {
 	return nil
 }
 
-// serviceAccountKey is the key service account tokens are signed with:
-// --service-account-signing-key-file, else the PKI directory's own;
-// --service-account-key-file must hold only it.
-func serviceAccountKey(c *Config, pkiDir string) (*ecdsa.PrivateKey, error) {
-	var key *ecdsa.PrivateKey
+// serviceAccountTokens signs with --service-account-signing-key-file,
+// else the PKI directory's own key, and verifies with that key and those
+// of --service-account-key-file. kube-apiserver verifies with the files'
+// keys alone, so a signing key left out of them makes its own tokens
+// fail; here it is always among them.
+func serviceAccountTokens(c *Config, pkiDir string) (*auth.ServiceAccountTokens, error) {
+	var key crypto.Signer
 	var err error
 	if c.ServiceAccountSigningKeyFile != "" {
 		key, err = auth.LoadServiceAccountKey(c.ServiceAccountSigningKeyFile)
@@ -939,12 +940,19 @@ func serviceAccountKey(c *Config, pkiDir string) (*ecdsa.PrivateKey, error) {
 	} else if key, err = auth.EnsureServiceAccountKey(pkiDir); err != nil {
 		return nil, err
 	}
+	var verify []any
 	for _, f := range c.ServiceAccountKeyFiles {
-		if err := auth.CheckVerificationKeys(f, key); err != nil {
+		keys, err := auth.LoadVerificationKeys(f)
+		if err != nil {
 			return nil, fmt.Errorf("--service-account-key-file: %w", err)
 		}
+		verify = append(verify, keys...)
 	}
-	return key, nil
+	t, err := auth.NewServiceAccountTokens(key, verify...)
+	if err != nil {
+		return nil, fmt.Errorf("service account keys: %w", err)
+	}
+	return t, nil
 }
 
 // requestHeaderAuth is front-proxy authentication from the flags, or

@@ -3,37 +3,41 @@ package auth
 import (
 	"cmp"
 	"context"
+	"crypto"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
-	"crypto/sha256"
+	"crypto/rsa"
 	"crypto/x509"
-	"encoding/base64"
-	"encoding/json"
 	"encoding/pem"
 	"errors"
 	"fmt"
-	"math/big"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
+	"gopkg.in/go-jose/go-jose.v2/jwt"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apiserver/pkg/audit"
 	"k8s.io/apiserver/pkg/authentication/authenticator"
 	"k8s.io/client-go/util/keyutil"
+	"k8s.io/kubernetes/pkg/serviceaccount"
 )
 
-// Service account tokens are JWTs signed with an ECDSA P-256 key (ES256),
-// with kube-apiserver's claims: issuer, subject
-// system:serviceaccount:<namespace>:<name>, audiences, expiry, and the
-// kubernetes.io claim naming the account (and a bound object). Replicas
-// that share the PKI directory share the key, so any of them accepts a
-// token another issued.
+// Service account tokens are JWTs with kube-apiserver's claims: issuer,
+// subject system:serviceaccount:<namespace>:<name>, audiences, expiry, and
+// the kubernetes.io claim naming the account (and a bound object). They
+// are signed and their signatures checked by kube's own code (its token
+// generator, go-jose), so the keys are kube-apiserver's: RSA (RS256) or
+// ECDSA on P-256, P-384 or P-521 (ES256, ES384, ES512), the signing key
+// one of them and any number verifying, as during a key rotation.
+// Replicas that share the PKI directory share the key, so any of them
+// accepts a token another issued.
 
 // SAKeyFile is the signing key's file in the PKI directory (kubeadm's name).
 const SAKeyFile = "sa.key"
@@ -44,8 +48,15 @@ const DefaultIssuer = "https://kubernetes.default.svc.cluster.local"
 
 // ServiceAccountTokens issues and verifies service account tokens.
 type ServiceAccountTokens struct {
-	key   *ecdsa.PrivateKey
-	keyID string
+	key crypto.Signer
+	// gen signs for genIssuer: kube's generator writes its own issuer
+	// over the claims', so it is made again when Issuer changes.
+	mu        sync.Mutex
+	gen       serviceaccount.TokenGenerator
+	genIssuer string
+	// verifyKeys are the keys tokens are verified with, by key id.
+	verifyKeys serviceaccount.PublicKeysGetter
+	keys       []any // the public keys of verify, the signing key's first
 	// Issuer signs new tokens; tokens of OtherIssuers are accepted too
 	// (kube-apiserver's --service-account-issuer: the first issues, all
 	// are accepted, so an issuer can be changed without a cut-over).
@@ -59,21 +70,52 @@ type ServiceAccountTokens struct {
 	MaxExpiration time.Duration
 }
 
-// PublicKey is the key tokens are verified with, as published at
-// /openid/v1/jwks.
-func (t *ServiceAccountTokens) PublicKey() *ecdsa.PublicKey { return &t.key.PublicKey }
+// PublicKeys are the keys tokens are verified with, as published at
+// /openid/v1/jwks: the signing key's first.
+func (t *ServiceAccountTokens) PublicKeys() []any { return t.keys }
 
-// NewServiceAccountTokens uses key, with the default issuer and audience.
-func NewServiceAccountTokens(key *ecdsa.PrivateKey) *ServiceAccountTokens {
-	der, _ := x509.MarshalPKIXPublicKey(&key.PublicKey)
-	sum := sha256.Sum256(der)
-	return &ServiceAccountTokens{key: key, keyID: base64.RawURLEncoding.EncodeToString(sum[:]),
-		Issuer: DefaultIssuer, Audiences: []string{DefaultIssuer}}
+// NewServiceAccountTokens signs with key (an *rsa.PrivateKey or
+// *ecdsa.PrivateKey) and verifies with it and the public keys of
+// verifyWith (kube-apiserver's --service-account-key-file: the keys of
+// earlier signing keys, during a rotation), with the default issuer and
+// audience.
+func NewServiceAccountTokens(key crypto.Signer, verifyWith ...any) (*ServiceAccountTokens, error) {
+	// The key must be one kube's generator signs with.
+	gen, err := serviceaccount.JWTTokenGenerator(DefaultIssuer, key)
+	if err != nil {
+		return nil, err
+	}
+	keys := []any{key.Public()}
+	for _, k := range verifyWith {
+		if !slices.ContainsFunc(keys, func(have any) bool { return publicKeysEqual(have, k) }) {
+			keys = append(keys, k)
+		}
+	}
+	getter, err := serviceaccount.StaticPublicKeysGetter(keys)
+	if err != nil {
+		return nil, err
+	}
+	return &ServiceAccountTokens{key: key, gen: gen, genIssuer: DefaultIssuer, verifyKeys: getter, keys: keys,
+		Issuer: DefaultIssuer, Audiences: []string{DefaultIssuer}}, nil
+}
+
+// generator is kube's token generator for the current Issuer.
+func (t *ServiceAccountTokens) generator() (serviceaccount.TokenGenerator, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.genIssuer != t.Issuer {
+		gen, err := serviceaccount.JWTTokenGenerator(t.Issuer, t.key)
+		if err != nil {
+			return nil, err
+		}
+		t.gen, t.genIssuer = gen, t.Issuer
+	}
+	return t.gen, nil
 }
 
 // EnsureServiceAccountKey loads the signing key from dir, making one the
 // first time.
-func EnsureServiceAccountKey(dir string) (*ecdsa.PrivateKey, error) {
+func EnsureServiceAccountKey(dir string) (crypto.Signer, error) {
 	path := filepath.Join(dir, SAKeyFile)
 	if b, err := os.ReadFile(path); err == nil {
 		return serviceAccountKey(path, b)
@@ -97,7 +139,7 @@ func EnsureServiceAccountKey(dir string) (*ecdsa.PrivateKey, error) {
 
 // LoadServiceAccountKey reads a signing key given by its file
 // (kube-apiserver's --service-account-signing-key-file).
-func LoadServiceAccountKey(path string) (*ecdsa.PrivateKey, error) {
+func LoadServiceAccountKey(path string) (crypto.Signer, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
@@ -105,34 +147,38 @@ func LoadServiceAccountKey(path string) (*ecdsa.PrivateKey, error) {
 	return serviceAccountKey(path, b)
 }
 
-func serviceAccountKey(path string, pemBytes []byte) (*ecdsa.PrivateKey, error) {
+// serviceAccountKey is an RSA key, or an ECDSA key on a curve kube signs
+// tokens with.
+func serviceAccountKey(path string, pemBytes []byte) (crypto.Signer, error) {
 	signer, err := parseKeyPEM(pemBytes)
 	if err != nil {
 		return nil, fmt.Errorf("service account key %s: %w", path, err)
 	}
-	key, ok := signer.(*ecdsa.PrivateKey)
-	if !ok || key.Curve != elliptic.P256() {
-		return nil, fmt.Errorf("service account key %s: want an ECDSA P-256 key (tokens are signed with ES256)", path)
+	switch k := signer.(type) {
+	case *rsa.PrivateKey:
+		return k, nil
+	case *ecdsa.PrivateKey:
+		if c := k.Curve; c == elliptic.P256() || c == elliptic.P384() || c == elliptic.P521() {
+			return k, nil
+		}
 	}
-	return key, nil
+	return nil, fmt.Errorf("service account key %s: want an RSA key or an ECDSA key on P-256, P-384 or P-521", path)
 }
 
-// CheckVerificationKeys reads kube-apiserver's --service-account-key-file:
-// the keys tokens are verified with. Tabula verifies with its signing key
-// alone, so the file may hold only that key (public, in a certificate, or
-// private), as the files tools such as controller-runtime's envtest write.
-func CheckVerificationKeys(path string, signing *ecdsa.PrivateKey) error {
+// LoadVerificationKeys reads kube-apiserver's --service-account-key-file:
+// public keys, certificates or private keys (whose public parts are
+// taken), RSA or ECDSA, as many as it holds.
+func LoadVerificationKeys(path string) ([]any, error) {
 	// kube-apiserver's own reading of the file.
 	keys, err := keyutil.PublicKeysFromFile(path)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	for _, k := range keys {
-		if !publicKeysEqual(k, &signing.PublicKey) {
-			return fmt.Errorf("%s: holds a key other than the service account signing key; Tabula verifies tokens with the signing key alone", path)
-		}
+	out := make([]any, len(keys))
+	for i, k := range keys {
+		out[i] = k
 	}
-	return nil
+	return out, nil
 }
 
 // TokenSubject is who and what a token is for.
@@ -169,14 +215,14 @@ type objRef struct {
 }
 
 type claims struct {
-	Issuer    string     `json:"iss"`
-	Subject   string     `json:"sub"`
-	Audience  []string   `json:"aud"`
-	Expiry    int64      `json:"exp"`
-	IssuedAt  int64      `json:"iat"`
-	NotBefore int64      `json:"nbf"`
-	ID        string     `json:"jti"`
-	Kube      kubeClaims `json:"kubernetes.io"`
+	Issuer    string       `json:"iss"`
+	Subject   string       `json:"sub"`
+	Audience  jwt.Audience `json:"aud"`
+	Expiry    int64        `json:"exp"`
+	IssuedAt  int64        `json:"iat"`
+	NotBefore int64        `json:"nbf"`
+	ID        string       `json:"jti"`
+	Kube      kubeClaims   `json:"kubernetes.io"`
 	// legacy are the claims of a legacy Secret token.
 	legacyClaims
 }
@@ -210,24 +256,14 @@ func (t *ServiceAccountTokens) Issue(s TokenSubject, now time.Time) (string, err
 	if s.WarnAfter != 0 {
 		c.Kube.WarnAfter = now.Add(s.WarnAfter).Unix()
 	}
-	header, _ := json.Marshal(map[string]string{"alg": "ES256", "kid": t.keyID})
-	payload, err := json.Marshal(c)
+	// kube's generator signs (RS256 or ES256/384/512 by the key, its key
+	// id in the header) and writes the issuer; the other claims are c's.
+	gen, err := t.generator()
 	if err != nil {
 		return "", err
 	}
-	signingInput := b64(header) + "." + b64(payload)
-	digest := sha256.Sum256([]byte(signingInput))
-	r, sv, err := ecdsa.Sign(rand.Reader, t.key, digest[:])
-	if err != nil {
-		return "", err
-	}
-	sig := make([]byte, 64)
-	r.FillBytes(sig[:32])
-	sv.FillBytes(sig[32:])
-	return signingInput + "." + b64(sig), nil
+	return gen.GenerateToken(context.Background(), &jwt.Claims{}, &c)
 }
-
-func b64(b []byte) string { return base64.RawURLEncoding.EncodeToString(b) }
 
 // errNotOurs: the token is not a JWT this issuer signed; other methods
 // may still know it.
@@ -236,31 +272,30 @@ var errNotOurs = errors.New("not a service account token of this server")
 // verify checks a token's signature, issuer, audience (one of audiences)
 // and lifetime.
 func (t *ServiceAccountTokens) verify(token string, audiences []string) (*claims, error) {
-	parts := strings.Split(token, ".")
-	if len(parts) != 3 {
-		return nil, errNotOurs
-	}
-	var header struct{ Alg, Kid string }
-	hb, err := base64.RawURLEncoding.DecodeString(parts[0])
-	if err != nil || json.Unmarshal(hb, &header) != nil || header.Alg != "ES256" {
-		return nil, errNotOurs
-	}
-	sig, err := base64.RawURLEncoding.DecodeString(parts[2])
-	if err != nil || len(sig) != 64 {
-		return nil, errNotOurs
-	}
-	digest := sha256.Sum256([]byte(parts[0] + "." + parts[1]))
-	r, s := new(big.Int).SetBytes(sig[:32]), new(big.Int).SetBytes(sig[32:])
-	if !ecdsa.Verify(&t.key.PublicKey, digest[:], r, s) {
-		return nil, errNotOurs
-	}
-	pb, err := base64.RawURLEncoding.DecodeString(parts[1])
+	tok, err := jwt.ParseSigned(token)
 	if err != nil {
-		return nil, ErrInvalidBearerToken
+		return nil, errNotOurs
+	}
+	// The keys named by the token's key id, else all, as kube picks them;
+	// the signature must verify with one of them.
+	kid := ""
+	for _, h := range tok.Headers {
+		if h.KeyID != "" {
+			kid = h.KeyID
+			break
+		}
 	}
 	var c claims
-	if err := json.Unmarshal(pb, &c); err != nil {
-		return nil, ErrInvalidBearerToken
+	verified := false
+	for _, k := range t.verifyKeys.GetPublicKeys(context.Background(), kid) {
+		c = claims{}
+		if tok.Claims(k.PublicKey, &c) == nil {
+			verified = true
+			break
+		}
+	}
+	if !verified {
+		return nil, errNotOurs
 	}
 	now := time.Now().Unix()
 	if c.Issuer == LegacyIssuer {

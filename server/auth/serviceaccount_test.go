@@ -20,7 +20,11 @@ func newTokens(t *testing.T) *ServiceAccountTokens {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return NewServiceAccountTokens(key)
+	tokens, err := NewServiceAccountTokens(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tokens
 }
 
 // TestServiceAccountTokens: a token authenticates its account while the
