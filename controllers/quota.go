@@ -40,6 +40,8 @@ import (
 const (
 	quotaResync = 5 * time.Minute
 	quotaRetry  = 5 * time.Second
+	// quotaRecheck is how soon a count that gave usage back is made again.
+	quotaRecheck = 2 * time.Second
 )
 
 // quotaState is the namespaces waiting for a recount.
@@ -182,11 +184,20 @@ func (m *Manager) recountQuotas(ctx context.Context, ev *quotaEvaluators, ns str
 			if equality.Semantic.DeepEqual(q.Status, status) {
 				break
 			}
+			lowered := usageLowered(q.Status.Used, used)
 			q.Status = status
 			_, _, err = quotas.Update(ctx, ns, name, func(runtime.Object) (runtime.Object, error) { return q, nil },
 				registry.UpdateOptions{Subresource: "status", WriteOptions: registry.WriteOptions{Manager: registry.ManagerControllerManager}})
 			if apierrors.IsConflict(err) && attempt < 4 {
 				continue // admission counted something meanwhile: recount
+			}
+			if err == nil && lowered {
+				// Admission charges a quota before the object it admits
+				// is stored, so a count made between the two gives that
+				// usage back, and a create is no news to this controller
+				// (nor to kube-controller-manager's): look again shortly,
+				// when the object has been stored or its write has failed.
+				time.AfterFunc(quotaRecheck, func() { m.nudgeQuota(ns) })
 			}
 			if err != nil && !apierrors.IsNotFound(err) {
 				errs = append(errs, err)
@@ -195,6 +206,16 @@ func (m *Manager) recountQuotas(ctx context.Context, ev *quotaEvaluators, ns str
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// usageLowered: some resource of before is counted lower in after.
+func usageLowered(before, after corev1.ResourceList) bool {
+	for name, was := range before {
+		if now, ok := after[name]; ok && now.Cmp(was) < 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // quotaEvaluators are kube's evaluators over the stored objects, with an
