@@ -330,6 +330,23 @@ func routeAccepts(accept string, o Offer) bool {
 	return false
 }
 
+// RouteProduces is kube's router's check of an Accept header for a route
+// that produces one media type (kube's OpenID discovery documents): an
+// empty header, an entry */* or the type itself, parameters and q-value
+// cut off, as routeAccepts.
+func RouteProduces(accept, produces string) bool {
+	if strings.TrimSpace(accept) == "" {
+		return true
+	}
+	for part := range strings.SplitSeq(accept, ",") {
+		typ, _, _ := strings.Cut(part, ";")
+		if t := strings.TrimSpace(typ); t == "*/*" || t == produces {
+			return true
+		}
+	}
+	return false
+}
+
 // BodyType classifies a request Content-Type; "" means JSON, as
 // kube-apiserver assumes for a missing header.
 func BodyType(contentType string) (string, bool) {

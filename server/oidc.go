@@ -6,6 +6,8 @@ import (
 
 	"github.com/labstack/echo/v4"
 	"k8s.io/kubernetes/pkg/serviceaccount"
+
+	"github.com/tabula-dev/tabula/codecs"
 )
 
 // The service account issuer's OpenID discovery documents, as
@@ -37,6 +39,11 @@ func (s *Server) openIDRoutes(e *echo.Echo) {
 	}
 	serve := func(contentType string, doc func() ([]byte, int)) echo.HandlerFunc {
 		return func(c echo.Context) error {
+			// kube's router refuses an Accept that does not name the
+			// route's one media type (or */*).
+			if !codecs.RouteProduces(c.Request().Header.Get("Accept"), contentType) {
+				return notAcceptable(contentType)
+			}
 			b, maxAge := doc()
 			c.Response().Header().Set("Cache-Control", fmt.Sprintf("public, max-age=%d", maxAge))
 			return c.Blob(http.StatusOK, contentType, b)

@@ -176,6 +176,29 @@ func TestServiceAccountIssuer(t *testing.T) {
 	if rec := do("admintoken", "POST", "/openid/v1/jwks", "{}"); rec.Code != http.StatusMethodNotAllowed || !strings.Contains(rec.Body.String(), `"reason":"MethodNotAllowed"`) {
 		t.Errorf("POST jwks: %d %s; want 405", rec.Code, rec.Body)
 	}
+	// Each document is of one media type, which an Accept must name (or
+	// */*), else kube's router answers 406.
+	for _, c := range []struct {
+		path, accept string
+		code         int
+	}{
+		{"/openid/v1/jwks", "application/json", http.StatusNotAcceptable},
+		{"/openid/v1/jwks", "text/html, application/jwk-set+json;q=0.5", http.StatusOK},
+		{"/.well-known/openid-configuration", "application/jwk-set+json", http.StatusNotAcceptable},
+		{"/.well-known/openid-configuration", "text/html, */*;q=0.1", http.StatusOK},
+	} {
+		req := httptest.NewRequest("GET", c.path, nil)
+		req.Header.Set("Authorization", "Bearer "+tr.Status.Token)
+		req.Header.Set("Accept", c.accept)
+		rec := httptest.NewRecorder()
+		srv.Handler().ServeHTTP(rec, req)
+		if rec.Code != c.code {
+			t.Errorf("GET %s, Accept %s: %d %s; want %d", c.path, c.accept, rec.Code, rec.Body, c.code)
+		}
+		if c.code == http.StatusNotAcceptable && !strings.Contains(rec.Body.String(), `"NotAcceptable"`) {
+			t.Errorf("GET %s, Accept %s: %s; want kube's NotAcceptable Status", c.path, c.accept, rec.Body)
+		}
+	}
 
 	// A token of the earlier issuer still authenticates.
 	var bot struct{ Metadata struct{ UID string } }
