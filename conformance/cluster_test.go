@@ -2,6 +2,10 @@ package conformance
 
 import (
 	"context"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
+	"encoding/pem"
 	"fmt"
 	"os"
 	"os/exec"
@@ -187,10 +191,14 @@ func startCluster(t *testing.T, b backend, bins string) *cluster {
 	if b.name == "postgres" {
 		replicas = 2
 	}
+	// As kubeadm sets them up: kcm signs legacy tokens with an RSA sa.key
+	// and the API server verifies them with its sa.pub, here beside the
+	// key Tabula signs its own tokens with.
+	saKey, saPub := writeRSAKeyPair(t, dir, "sa-rsa")
 	var procs []*tabulaProcess
 	for i := range replicas {
-		// kubeadm's flag, for the TLS bootstrap step.
-		args := []string{"--enable-bootstrap-token-auth"}
+		// kubeadm's flags, for the TLS bootstrap and legacy token steps.
+		args := []string{"--enable-bootstrap-token-auth", "--service-account-key-file", saPub}
 		if replicas > 1 {
 			args = append(args, "--token", "cluster-test-token")
 		}
@@ -217,7 +225,7 @@ func startCluster(t *testing.T, b backend, bins string) *cluster {
 	startServing(t, dir, "kube-controller-manager", filepath.Join(bins, "kube-controller-manager"), nil,
 		"--kubeconfig", kc, "--authentication-kubeconfig", kc, "--authorization-kubeconfig", kc,
 		"--bind-address", "127.0.0.1", "--use-service-account-credentials=true",
-		"--service-account-private-key-file", filepath.Join(pki, "sa.key"), "--root-ca-file", filepath.Join(pki, "ca.crt"),
+		"--service-account-private-key-file", saKey, "--root-ca-file", filepath.Join(pki, "ca.crt"),
 		"--cluster-signing-cert-file", filepath.Join(pki, "ca.crt"), "--cluster-signing-key-file", filepath.Join(pki, "ca.key"),
 		// Quick to notice a silent node, so the test need not wait kcm's 50s.
 		"--node-monitor-period", "2s", "--node-monitor-grace-period", "10s")
@@ -454,8 +462,9 @@ func (c *cluster) job(t *testing.T, ctx context.Context, ns string) {
 }
 
 // legacyToken: kube-controller-manager's token controller fills a
-// kubernetes.io/service-account-token Secret with a token signed by the
-// key it shares with Tabula; Tabula accepts it as the account while the
+// kubernetes.io/service-account-token Secret with a token signed by its
+// RSA key, one of Tabula's --service-account-key-file keys (not the key
+// Tabula signs with); Tabula accepts it as the account while the
 // Secret holds it, labels the Secret with the day it was used (as
 // kube-apiserver does, for kcm's legacy token cleaner), and refuses it
 // once the Secret is gone.
@@ -640,4 +649,26 @@ func (c *cluster) namespaceDeletion(t *testing.T, ctx context.Context, ns string
 	if _, err := c.cs.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("the namespace after kubectl delete returned: %v; want it gone", err)
 	}
+}
+
+// writeRSAKeyPair writes an RSA private key (PKCS #1) and its public key
+// (PKIX) as kubeadm writes sa.key and sa.pub, and returns their paths.
+func writeRSAKeyPair(t *testing.T, dir, name string) (keyFile, pubFile string) {
+	t.Helper()
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub, err := x509.MarshalPKIXPublicKey(&key.PublicKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyFile, pubFile = filepath.Join(dir, name+".key"), filepath.Join(dir, name+".pub")
+	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(pubFile, pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pub}), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return keyFile, pubFile
 }
