@@ -118,6 +118,9 @@ func TestDiscoveryMethodsAsKube(t *testing.T) {
 		{"HEAD", "/openapi/v3", http.StatusOK},
 		{"HEAD", "/openapi/v3/api/v1", http.StatusOK},
 		{"POST", "/openapi/v3", http.StatusOK},
+		// The index has no slash form: kube-aggregator looks for a
+		// document named "".
+		{"GET", "/openapi/v3/", http.StatusNotFound},
 	} {
 		if r := h.do(c.method, c.path, nil, nil); r.Code != c.code {
 			t.Errorf("%s %s: %d %.200s; want %d", c.method, c.path, r.Code, r.Body, c.code)

@@ -171,8 +171,12 @@ func (s *Service) Handler() http.Handler {
 		switch p := r.URL.Path; {
 		case p == "/openapi/v2":
 			s.v2h.ServeHTTP(w, r)
-		case p == "/openapi/v3" || p == "/openapi/v3/":
+		case p == "/openapi/v3":
 			s.v3.HandleDiscovery(w, r)
+		case p == "/openapi/v3/":
+			// kube-aggregator takes it for a document named "", which
+			// no index lists.
+			w.WriteHeader(http.StatusNotFound)
 		case strings.HasPrefix(p, "/openapi/v3/"):
 			// handler3 answers an unknown path with an empty 200;
 			// kube-apiserver's answer is an empty 404.
