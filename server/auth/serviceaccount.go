@@ -9,6 +9,8 @@ import (
 	"crypto/rand"
 	"crypto/rsa"
 	"crypto/x509"
+	"encoding/base64"
+	"encoding/json"
 	"encoding/pem"
 	"errors"
 	"fmt"
@@ -23,6 +25,7 @@ import (
 	"gopkg.in/go-jose/go-jose.v2/jwt"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/apiserver/pkg/audit"
 	"k8s.io/apiserver/pkg/authentication/authenticator"
 	"k8s.io/client-go/util/keyutil"
@@ -201,12 +204,12 @@ type TokenSubject struct {
 }
 
 type kubeClaims struct {
-	Namespace      string  `json:"namespace"`
-	ServiceAccount objRef  `json:"serviceaccount"`
-	Pod            *objRef `json:"pod,omitempty"`
-	Secret         *objRef `json:"secret,omitempty"`
-	Node           *objRef `json:"node,omitempty"`
-	WarnAfter      int64   `json:"warnafter,omitempty"`
+	Namespace      string          `json:"namespace"`
+	ServiceAccount objRef          `json:"serviceaccount"`
+	Pod            *objRef         `json:"pod,omitempty"`
+	Secret         *objRef         `json:"secret,omitempty"`
+	Node           *objRef         `json:"node,omitempty"`
+	WarnAfter      jwt.NumericDate `json:"warnafter,omitempty"`
 }
 
 type objRef struct {
@@ -215,14 +218,14 @@ type objRef struct {
 }
 
 type claims struct {
-	Issuer    string       `json:"iss"`
-	Subject   string       `json:"sub"`
-	Audience  jwt.Audience `json:"aud"`
-	Expiry    int64        `json:"exp"`
-	IssuedAt  int64        `json:"iat"`
-	NotBefore int64        `json:"nbf"`
-	ID        string       `json:"jti"`
-	Kube      kubeClaims   `json:"kubernetes.io"`
+	Issuer    string          `json:"iss"`
+	Subject   string          `json:"sub"`
+	Audience  jwt.Audience    `json:"aud"`
+	Expiry    jwt.NumericDate `json:"exp"`
+	IssuedAt  jwt.NumericDate `json:"iat"`
+	NotBefore jwt.NumericDate `json:"nbf"`
+	ID        string          `json:"jti"`
+	Kube      kubeClaims      `json:"kubernetes.io"`
 	// legacy are the claims of a legacy Secret token.
 	legacyClaims
 }
@@ -236,7 +239,7 @@ func (t *ServiceAccountTokens) Issue(s TokenSubject, now time.Time) (string, err
 	}
 	c := claims{
 		Issuer: t.Issuer, Subject: "system:serviceaccount:" + s.Namespace + ":" + s.Name, Audience: aud,
-		Expiry: exp.Unix(), IssuedAt: now.Unix(), NotBefore: now.Unix(), ID: cmp.Or(s.ID, uuid.NewString()),
+		Expiry: jwt.NumericDate(exp.Unix()), IssuedAt: jwt.NumericDate(now.Unix()), NotBefore: jwt.NumericDate(now.Unix()), ID: cmp.Or(s.ID, uuid.NewString()),
 		Kube: kubeClaims{Namespace: s.Namespace, ServiceAccount: objRef{Name: s.Name, UID: s.UID}},
 	}
 	if s.BoundName != "" {
@@ -254,7 +257,7 @@ func (t *ServiceAccountTokens) Issue(s TokenSubject, now time.Time) (string, err
 		c.Kube.Node = &objRef{Name: s.NodeName, UID: s.NodeUID}
 	}
 	if s.WarnAfter != 0 {
-		c.Kube.WarnAfter = now.Add(s.WarnAfter).Unix()
+		c.Kube.WarnAfter = jwt.NumericDate(now.Add(s.WarnAfter).Unix())
 	}
 	// kube's generator signs (RS256 or ES256/384/512 by the key, its key
 	// id in the header) and writes the issuer; the other claims are c's.
@@ -272,12 +275,15 @@ var errNotOurs = errors.New("not a service account token of this server")
 // verify checks a token's signature, issuer, audience (one of audiences)
 // and lifetime.
 func (t *ServiceAccountTokens) verify(token string, audiences []string) (*claims, error) {
+	if !t.fromOurIssuer(token) {
+		return nil, errNotOurs
+	}
 	tok, err := jwt.ParseSigned(token)
 	if err != nil {
 		return nil, errNotOurs
 	}
 	// The keys named by the token's key id, else all, as kube picks them;
-	// the signature must verify with one of them.
+	// the signature must verify with one of them, else kube's errors.
 	kid := ""
 	for _, h := range tok.Headers {
 		if h.KeyID != "" {
@@ -285,17 +291,27 @@ func (t *ServiceAccountTokens) verify(token string, audiences []string) (*claims
 			break
 		}
 	}
-	var c claims
-	verified := false
-	for _, k := range t.verifyKeys.GetPublicKeys(context.Background(), kid) {
-		c = claims{}
-		if tok.Claims(k.PublicKey, &c) == nil {
-			verified = true
-			break
-		}
+	keys := t.verifyKeys.GetPublicKeys(context.Background(), kid)
+	if len(keys) == 0 {
+		return nil, errors.New("invalid signature, no keys found")
 	}
-	if !verified {
-		return nil, errNotOurs
+	var c claims
+	var errs []error
+	for _, k := range keys {
+		c = claims{}
+		if err := tok.Claims(k.PublicKey, &c); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		errs = nil
+		break
+	}
+	if errs != nil {
+		return nil, utilerrors.NewAggregate(errs)
+	}
+	// The issuer read before the signature was checked, checked again.
+	if !t.knownIssuer(c.Issuer) {
+		return nil, fmt.Errorf("token issuer %q is invalid", c.Issuer)
 	}
 	now := time.Now().Unix()
 	if c.Issuer == LegacyIssuer {
@@ -307,21 +323,56 @@ func (t *ServiceAccountTokens) verify(token string, audiences []string) (*claims
 		}
 		return &c, nil
 	}
-	// Times are checked with go-jose's leeway of a minute, as kube's
-	// validator does, in its order.
+	// A token naming no audience is for the API server's own, as kube
+	// takes it. Times are checked with go-jose's leeway of a minute, as
+	// kube's validator does, in its order.
+	tokenAuds := []string(c.Audience)
+	if len(tokenAuds) == 0 {
+		tokenAuds = t.Audiences
+	}
+	nbf, exp, iat := int64(c.NotBefore), int64(c.Expiry), int64(c.IssuedAt)
 	switch {
-	case c.Issuer != t.Issuer && !slices.Contains(t.OtherIssuers, c.Issuer):
-		return nil, errNotOurs
-	case c.NotBefore != 0 && now+timeLeeway < c.NotBefore:
+	case nbf != 0 && now+timeLeeway < nbf:
 		return nil, errors.New("service account token is not valid yet")
-	case c.Expiry != 0 && now-timeLeeway > c.Expiry:
+	case exp != 0 && now-timeLeeway > exp:
 		return nil, errors.New("service account token has expired")
-	case c.IssuedAt != 0 && now+timeLeeway < c.IssuedAt:
+	case iat != 0 && now+timeLeeway < iat:
 		return nil, errors.New("service account token is issued in the future")
-	case !slices.ContainsFunc(c.Audience, func(a string) bool { return slices.Contains(audiences, a) }):
-		return nil, fmt.Errorf("token audiences %q is invalid for the target audiences %q", c.Audience, audiences)
+	case !slices.ContainsFunc(tokenAuds, func(a string) bool { return slices.Contains(audiences, a) }):
+		return nil, fmt.Errorf("token audiences %q is invalid for the target audiences %q", tokenAuds, audiences)
 	}
 	return &c, nil
+}
+
+// fromOurIssuer is kube's check before a token is parsed: a compact JWS
+// (three parts, not the JSON form go-jose would also take) whose issuer,
+// not yet verified, is one this server accepts. Other tokens are left to
+// the other authenticators.
+func (t *ServiceAccountTokens) fromOurIssuer(token string) bool {
+	if strings.HasPrefix(strings.TrimSpace(token), "{") {
+		return false
+	}
+	parts := strings.Split(token, ".")
+	if len(parts) != 3 {
+		return false
+	}
+	payload, err := base64.RawURLEncoding.DecodeString(parts[1])
+	if err != nil {
+		return false
+	}
+	var unverified struct {
+		Issuer string `json:"iss"`
+	}
+	if json.Unmarshal(payload, &unverified) != nil {
+		return false
+	}
+	return t.knownIssuer(unverified.Issuer)
+}
+
+// knownIssuer: tokens of iss are this server's (the legacy issuer's are
+// kube-controller-manager's, signed with a key this server verifies with).
+func (t *ServiceAccountTokens) knownIssuer(iss string) bool {
+	return iss == t.Issuer || iss == LegacyIssuer || slices.Contains(t.OtherIssuers, iss)
 }
 
 // timeLeeway is go-jose's DefaultLeeway (seconds), which kube-apiserver
@@ -392,7 +443,7 @@ func (a *Authenticator) authenticateServiceAccount(ctx context.Context, token st
 	}
 	// A kubelet's extended token used past the lifetime it asked for
 	// (kube's stale-token annotation, which tells what to rotate).
-	if w := c.Kube.WarnAfter; w != 0 {
+	if w := int64(c.Kube.WarnAfter); w != 0 {
 		if now := time.Now().Unix(); now > w {
 			audit.AddAuditAnnotation(ctx, "authentication.k8s.io/stale-token",
 				fmt.Sprintf("subject: %s, seconds after warning threshold: %d", c.Subject, now-w))

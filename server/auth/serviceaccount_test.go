@@ -5,13 +5,17 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"errors"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	auditinternal "k8s.io/apiserver/pkg/apis/audit"
 	"k8s.io/apiserver/pkg/audit"
+	"k8s.io/kubernetes/pkg/apis/core"
+	"k8s.io/kubernetes/pkg/serviceaccount"
 )
 
 func newTokens(t *testing.T) *ServiceAccountTokens {
@@ -158,5 +162,90 @@ func TestStaleTokenAnnotation(t *testing.T) {
 	}
 	if v, ok := stale(time.Hour, time.Now()); ok {
 		t.Errorf("a token within its warnafter: annotated %q", v)
+	}
+}
+
+// TestTokenFormsAsKube: tokens are taken as kube-apiserver's service
+// account authenticator takes them. A token kube's own code makes (its
+// claims and generator; here with no audience, which counts as the API
+// server's) authenticates. A token whose unverified issuer is another's,
+// or that is not a compact JWS (the JSON form go-jose also reads), is
+// left to other authenticators; one of this issuer with an unknown key id
+// or a bad signature fails with kube's errors.
+func TestTokenFormsAsKube(t *testing.T) {
+	ctx := context.Background()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tokens, err := NewServiceAccountTokens(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := NewAuthenticator(Options{ServiceAccountTokens: tokens})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.SetServiceAccountLookup(func(_ context.Context, kind, ns, name string) (string, bool, error) {
+		return "uid-bot", kind == "ServiceAccount" && ns == "ns" && name == "bot", nil
+	})
+
+	// As kube-apiserver makes a token: kube's claims, kube's generator.
+	pub, private, err := serviceaccount.Claims(core.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "bot", UID: "uid-bot"}},
+		nil, nil, nil, 3600, 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gen, err := serviceaccount.JWTTokenGenerator(DefaultIssuer, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kubeToken, err := gen.GenerateToken(ctx, pub, private)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u, auds, ok, err := a.AuthenticateToken(ctx, kubeToken, nil); !ok || err != nil || u.Name != "system:serviceaccount:ns:bot" || !slices.Equal(auds, tokens.Audiences) {
+		t.Errorf("a token made by kube's code, no audience: %+v %v %v %v; want the account, for the API server's audiences", u, auds, ok, err)
+	}
+
+	mine, err := tokens.Issue(TokenSubject{Namespace: "ns", Name: "bot", UID: "uid-bot", Expiry: time.Hour}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	parts := strings.Split(mine, ".")
+	jsonForm := `{"protected":"` + parts[0] + `","payload":"` + parts[1] + `","signature":"` + parts[2] + `"}`
+	if _, err := tokens.verify(jsonForm, tokens.Audiences); !errors.Is(err, errNotOurs) {
+		t.Errorf("the JSON form of a valid token: %v; want it not taken", err)
+	}
+	if _, err := tokens.verify(mine+".x", tokens.Audiences); !errors.Is(err, errNotOurs) {
+		t.Errorf("four parts: %v; want not taken", err)
+	}
+
+	other, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	otherTokens, err := NewServiceAccountTokens(other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	foreign, err := otherTokens.Issue(TokenSubject{Namespace: "ns", Name: "bot", UID: "uid-bot", Expiry: time.Hour}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tokens.verify(foreign, tokens.Audiences); err == nil || err.Error() != "invalid signature, no keys found" {
+		t.Errorf("this issuer, an unknown key id: %v; want kube's invalid signature, no keys found", err)
+	}
+	badSig := parts[0] + "." + parts[1] + "." + strings.Split(foreign, ".")[2]
+	if _, err := tokens.verify(badSig, tokens.Audiences); err == nil || errors.Is(err, errNotOurs) || !strings.Contains(err.Error(), "cryptographic primitive") {
+		t.Errorf("this issuer, a bad signature: %v; want go-jose's error, as kube gives it", err)
+	}
+	otherTokens.Issuer = "https://elsewhere.example.com"
+	elsewhere, err := otherTokens.Issue(TokenSubject{Namespace: "ns", Name: "bot", UID: "uid-bot", Expiry: time.Hour}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tokens.verify(elsewhere, tokens.Audiences); !errors.Is(err, errNotOurs) {
+		t.Errorf("another issuer's token: %v; want it left to other authenticators", err)
 	}
 }
