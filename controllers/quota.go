@@ -41,7 +41,7 @@ const (
 	quotaResync = 5 * time.Minute
 	quotaRetry  = 5 * time.Second
 	// quotaRecheck is how soon a count that gave usage back is made again.
-	quotaRecheck = 2 * time.Second
+	quotaRecheck = 5 * time.Second
 )
 
 // quotaState is the namespaces waiting for a recount.

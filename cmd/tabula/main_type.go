@@ -220,8 +220,9 @@ type Main struct {
 	http   *http.Server
 	cancel context.CancelFunc
 	done   chan struct{}
-	// startupPagesReleased is closed once the start-up pages are released.
-	startupPagesReleased chan struct{}
+	// startup tells when start-up settled and whether the binary's
+	// start-up pages were released then.
+	startup *startup
 }
 
 // defaultDB is the database without --db: SQLite in the data directory.
@@ -654,8 +655,8 @@ func (m *Main) Run(ctx context.Context) error {
 		m.store.Close()
 		return err
 	}
-	m.startupPagesReleased = make(chan struct{})
-	go returnMemory(cctx, m.log, c.ReleaseStartupPages, m.startupPagesReleased)
+	m.startup = &startup{settled: make(chan struct{})}
+	go returnMemory(cctx, m.log, c.ReleaseStartupPages, m.startup)
 	if err := m.srv.RunControllers(cctx); err != nil {
 		cancel()
 		ln.Close()

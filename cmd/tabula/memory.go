@@ -7,6 +7,7 @@ import (
 	"os"
 	"runtime/debug"
 	"runtime/metrics"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -69,13 +70,22 @@ const (
 	settleAtMost = 30 * time.Second
 )
 
-// returnMemory runs until ctx ends. With releasePages, it releases the
-// binary's start-up pages once start-up has settled and closes released.
-func returnMemory(ctx context.Context, log *slog.Logger, releasePages bool, released chan<- struct{}) {
+// startup is what returnMemory tells of start-up: settled is closed once
+// it has settled, after released is set to whether the binary's start-up
+// pages were then released.
+type startup struct {
+	settled  chan struct{}
+	released atomic.Bool
+}
+
+// returnMemory runs until ctx ends. Once start-up has settled it
+// releases the binary's start-up pages, with releasePages, and tells st.
+func returnMemory(ctx context.Context, log *slog.Logger, releasePages bool, st *startup) {
 	t := time.NewTicker(returnCheck)
 	defer t.Stop()
 	var lastAllocs uint64
 	begun := time.Now()
+	settled := false
 	for {
 		select {
 		case <-ctx.Done():
@@ -88,16 +98,19 @@ func returnMemory(ctx context.Context, log *slog.Logger, releasePages bool, rele
 		allocs := returnSamples[3].Value.Uint64()
 		recent := allocs - lastAllocs
 		lastAllocs = allocs
-		if releasePages && (recent <= quietAllocs || time.Since(begun) >= settleAtMost) {
-			releasePages = false
-			start := time.Now()
-			kept, err := releaseStartupPages()
-			if err != nil {
-				log.Debug("could not release the start-up pages of the binary", "err", err)
-			} else {
-				log.Debug("released the start-up pages of the binary", "resident_kib", kept>>10, "took", time.Since(start).Round(time.Microsecond))
-				close(released)
+		if !settled && (recent <= quietAllocs || time.Since(begun) >= settleAtMost) {
+			settled = true
+			if releasePages {
+				start := time.Now()
+				kept, err := releaseStartupPages()
+				if err != nil {
+					log.Debug("could not release the start-up pages of the binary", "err", err)
+				} else {
+					log.Debug("released the start-up pages of the binary", "resident_kib", kept>>10, "took", time.Since(start).Round(time.Microsecond))
+					st.released.Store(true)
+				}
 			}
+			close(st.settled)
 		}
 		if !burstOver(held, live, recent) {
 			continue

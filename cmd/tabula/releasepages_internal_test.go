@@ -38,30 +38,31 @@ func TestReleaseStartupPages(t *testing.T) {
 }
 
 // TestServeReleasesStartupPages: tabula serve releases them once its
-// start-up has settled, unless --release-startup-pages=false.
+// start-up has settled, and with --release-startup-pages=false keeps them.
 func TestServeReleasesStartupPages(t *testing.T) {
-	m := NewMain()
-	if err := m.ParseFlags([]string{"--db", "sqlite://:memory:", "--data-dir", t.TempDir(), "--listen", "127.0.0.1:0", "--log-level", "error"}); err != nil {
-		t.Fatal(err)
-	}
-	if !m.Config.ReleaseStartupPages {
-		t.Fatal("--release-startup-pages is off by default; want on")
-	}
-	if err := m.Run(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
-	select {
-	case <-m.startupPagesReleased:
-	case <-time.After(settleAtMost + 10*returnCheck):
-		t.Fatalf("the start-up pages were not released within %v", settleAtMost+10*returnCheck)
-	}
-
-	off := NewMain()
-	if err := off.ParseFlags([]string{"--release-startup-pages=false"}); err != nil {
-		t.Fatal(err)
-	}
-	if off.Config.ReleaseStartupPages {
-		t.Error("--release-startup-pages=false left it on")
+	for _, release := range []bool{true, false} {
+		args := []string{"--db", "sqlite://:memory:", "--data-dir", t.TempDir(), "--listen", "127.0.0.1:0", "--log-level", "error"}
+		if !release {
+			args = append(args, "--release-startup-pages=false")
+		}
+		m := NewMain()
+		if err := m.ParseFlags(args); err != nil {
+			t.Fatal(err)
+		}
+		if m.Config.ReleaseStartupPages != release {
+			t.Fatalf("%v: --release-startup-pages is %v; want %v", args, m.Config.ReleaseStartupPages, release)
+		}
+		if err := m.Run(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-m.startup.settled:
+		case <-time.After(settleAtMost + 10*returnCheck):
+			t.Fatalf("start-up did not settle within %v", settleAtMost+10*returnCheck)
+		}
+		if got := m.startup.released.Load(); got != release {
+			t.Errorf("with --release-startup-pages=%v: released %v", release, got)
+		}
+		m.Close()
 	}
 }
