@@ -8,6 +8,7 @@ import (
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/rsa"
+	"crypto/sha256"
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
@@ -18,10 +19,10 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/google/uuid"
+	jose "gopkg.in/go-jose/go-jose.v2"
 	"gopkg.in/go-jose/go-jose.v2/jwt"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -29,18 +30,21 @@ import (
 	"k8s.io/apiserver/pkg/audit"
 	"k8s.io/apiserver/pkg/authentication/authenticator"
 	"k8s.io/client-go/util/keyutil"
-	"k8s.io/kubernetes/pkg/serviceaccount"
 )
 
 // Service account tokens are JWTs with kube-apiserver's claims: issuer,
 // subject system:serviceaccount:<namespace>:<name>, audiences, expiry, and
 // the kubernetes.io claim naming the account (and a bound object). They
-// are signed and their signatures checked by kube's own code (its token
-// generator, go-jose), so the keys are kube-apiserver's: RSA (RS256) or
-// ECDSA on P-256, P-384 or P-521 (ES256, ES384, ES512), the signing key
-// one of them and any number verifying, as during a key rotation.
-// Replicas that share the PKI directory share the key, so any of them
-// accepts a token another issued.
+// are signed and their signatures checked with go-jose as kube-apiserver
+// signs and checks them, with its keys: RSA (RS256) or ECDSA on P-256,
+// P-384 or P-521 (ES256, ES384, ES512), the key id in the header a hash of
+// the public key; the signing key one of them and any number verifying,
+// as during a key rotation. Replicas that share the PKI directory share
+// the key, so any of them accepts a token another issued.
+//
+// kube's own generator (k8s.io/kubernetes/pkg/serviceaccount) is not
+// linked here: it brings kube's feature gates, which replace client-go's
+// in every process that links this package, the test clients too.
 
 // SAKeyFile is the signing key's file in the PKI directory (kubeadm's name).
 const SAKeyFile = "sa.key"
@@ -51,15 +55,11 @@ const DefaultIssuer = "https://kubernetes.default.svc.cluster.local"
 
 // ServiceAccountTokens issues and verifies service account tokens.
 type ServiceAccountTokens struct {
-	key crypto.Signer
-	// gen signs for genIssuer: kube's generator writes its own issuer
-	// over the claims', so it is made again when Issuer changes.
-	mu        sync.Mutex
-	gen       serviceaccount.TokenGenerator
-	genIssuer string
-	// verifyKeys are the keys tokens are verified with, by key id.
-	verifyKeys serviceaccount.PublicKeysGetter
-	keys       []any // the public keys of verify, the signing key's first
+	signer jose.Signer
+	// byKeyID are the keys tokens are verified with, by key id; keys the
+	// same, the signing key's first.
+	byKeyID map[string][]any
+	keys    []any
 	// Issuer signs new tokens; tokens of OtherIssuers are accepted too
 	// (kube-apiserver's --service-account-issuer: the first issues, all
 	// are accepted, so an issuer can be changed without a cut-over).
@@ -83,37 +83,75 @@ func (t *ServiceAccountTokens) PublicKeys() []any { return t.keys }
 // earlier signing keys, during a rotation), with the default issuer and
 // audience.
 func NewServiceAccountTokens(key crypto.Signer, verifyWith ...any) (*ServiceAccountTokens, error) {
-	// The key must be one kube's generator signs with.
-	gen, err := serviceaccount.JWTTokenGenerator(DefaultIssuer, key)
+	alg, err := signingAlgorithm(key.Public())
 	if err != nil {
 		return nil, err
 	}
-	keys := []any{key.Public()}
-	for _, k := range verifyWith {
-		if !slices.ContainsFunc(keys, func(have any) bool { return publicKeysEqual(have, k) }) {
-			keys = append(keys, k)
+	kid, err := keyID(key.Public())
+	if err != nil {
+		return nil, err
+	}
+	signer, err := jose.NewSigner(jose.SigningKey{Algorithm: alg,
+		Key: &jose.JSONWebKey{Algorithm: string(alg), Key: key, KeyID: kid, Use: "sig"}}, nil)
+	if err != nil {
+		return nil, err
+	}
+	t := &ServiceAccountTokens{signer: signer, byKeyID: map[string][]any{},
+		Issuer: DefaultIssuer, Audiences: []string{DefaultIssuer}}
+	for _, k := range append([]any{key.Public()}, verifyWith...) {
+		if slices.ContainsFunc(t.keys, func(have any) bool { return publicKeysEqual(have, k) }) {
+			continue
 		}
-	}
-	getter, err := serviceaccount.StaticPublicKeysGetter(keys)
-	if err != nil {
-		return nil, err
-	}
-	return &ServiceAccountTokens{key: key, gen: gen, genIssuer: DefaultIssuer, verifyKeys: getter, keys: keys,
-		Issuer: DefaultIssuer, Audiences: []string{DefaultIssuer}}, nil
-}
-
-// generator is kube's token generator for the current Issuer.
-func (t *ServiceAccountTokens) generator() (serviceaccount.TokenGenerator, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.genIssuer != t.Issuer {
-		gen, err := serviceaccount.JWTTokenGenerator(t.Issuer, t.key)
+		if _, err := signingAlgorithm(k); err != nil {
+			return nil, err
+		}
+		id, err := keyID(k)
 		if err != nil {
 			return nil, err
 		}
-		t.gen, t.genIssuer = gen, t.Issuer
+		t.keys = append(t.keys, k)
+		t.byKeyID[id] = append(t.byKeyID[id], k)
 	}
-	return t.gen, nil
+	return t, nil
+}
+
+// signingAlgorithm is the JWS algorithm kube-apiserver signs with for a
+// public key of this kind.
+func signingAlgorithm(pub any) (jose.SignatureAlgorithm, error) {
+	switch k := pub.(type) {
+	case *rsa.PublicKey:
+		return jose.RS256, nil
+	case *ecdsa.PublicKey:
+		switch k.Curve {
+		case elliptic.P256():
+			return jose.ES256, nil
+		case elliptic.P384():
+			return jose.ES384, nil
+		case elliptic.P521():
+			return jose.ES512, nil
+		}
+	}
+	return "", fmt.Errorf("a %T key: service account tokens take RSA keys and ECDSA keys on P-256, P-384 or P-521", pub)
+}
+
+// keyID is kube's key id for a public key: the unpadded base64url SHA-256
+// of its PKIX encoding.
+func keyID(pub any) (string, error) {
+	der, err := x509.MarshalPKIXPublicKey(pub)
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(der)
+	return base64.RawURLEncoding.EncodeToString(sum[:]), nil
+}
+
+// keysFor are the keys a token with key id kid may be signed with: those
+// of that id, or all when it names none, as kube picks them.
+func (t *ServiceAccountTokens) keysFor(kid string) []any {
+	if kid == "" {
+		return t.keys
+	}
+	return t.byKeyID[kid]
 }
 
 // EnsureServiceAccountKey loads the signing key from dir, making one the
@@ -259,13 +297,7 @@ func (t *ServiceAccountTokens) Issue(s TokenSubject, now time.Time) (string, err
 	if s.WarnAfter != 0 {
 		c.Kube.WarnAfter = jwt.NumericDate(now.Add(s.WarnAfter).Unix())
 	}
-	// kube's generator signs (RS256 or ES256/384/512 by the key, its key
-	// id in the header) and writes the issuer; the other claims are c's.
-	gen, err := t.generator()
-	if err != nil {
-		return "", err
-	}
-	return gen.GenerateToken(context.Background(), &jwt.Claims{}, &c)
+	return jwt.Signed(t.signer).Claims(&c).CompactSerialize()
 }
 
 // errNotOurs: the token is not a JWT this issuer signed; other methods
@@ -291,7 +323,7 @@ func (t *ServiceAccountTokens) verify(token string, audiences []string) (*claims
 			break
 		}
 	}
-	keys := t.verifyKeys.GetPublicKeys(context.Background(), kid)
+	keys := t.keysFor(kid)
 	if len(keys) == 0 {
 		return nil, errors.New("invalid signature, no keys found")
 	}
@@ -299,7 +331,7 @@ func (t *ServiceAccountTokens) verify(token string, audiences []string) (*claims
 	var errs []error
 	for _, k := range keys {
 		c = claims{}
-		if err := tok.Claims(k.PublicKey, &c); err != nil {
+		if err := tok.Claims(k, &c); err != nil {
 			errs = append(errs, err)
 			continue
 		}
