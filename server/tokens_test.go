@@ -107,26 +107,7 @@ func TestServiceAccountIssuer(t *testing.T) {
 	old.Issuer = "https://old.example.com"
 	tokens := newSATokens(t, key)
 	tokens.Issuer, tokens.OtherIssuers, tokens.MaxExpiration = "https://issuer.example.com", []string{old.Issuer}, 2*time.Hour
-	file := filepath.Join(t.TempDir(), "tokens.csv")
-	if err := os.WriteFile(file, []byte("admintoken,admin,1,system:masters\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	authn, err := auth.NewAuthenticator(auth.Options{TokenFile: file, ServiceAccountTokens: tokens})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := servertest.Server(t, server.Config{Store: storetest.Open(t, "sqlite://:memory:"), Authenticator: authn, ServiceAccountTokens: tokens,
-		AuthorizationModes: authz.DefaultModes, AnonymousAuth: true, Advertise: netip.MustParseAddrPort("192.0.2.10:6443")})
-	do := func(token, method, path, body string) *httptest.ResponseRecorder {
-		req := httptest.NewRequest(method, path, strings.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		if token != "" {
-			req.Header.Set("Authorization", "Bearer "+token)
-		}
-		rec := httptest.NewRecorder()
-		srv.Handler().ServeHTTP(rec, req)
-		return rec
-	}
+	srv, do := issuerServer(t, tokens)
 	if rec := do("admintoken", "POST", "/api/v1/namespaces/default/serviceaccounts", `{"metadata":{"name":"bot"}}`); rec.Code != http.StatusCreated {
 		t.Fatalf("create account: %d %s", rec.Code, rec.Body)
 	}
@@ -472,26 +453,7 @@ func TestServiceAccountKeyRotation(t *testing.T) {
 	}
 	old, stranger := newSATokens(t, oldKey), newSATokens(t, strangerKey)
 	tokens := newSATokens(t, newKey, &oldKey.PublicKey)
-	file := filepath.Join(t.TempDir(), "tokens.csv")
-	if err := os.WriteFile(file, []byte("admintoken,admin,1,system:masters\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	authn, err := auth.NewAuthenticator(auth.Options{TokenFile: file, ServiceAccountTokens: tokens})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := servertest.Server(t, server.Config{Store: storetest.Open(t, "sqlite://:memory:"), Authenticator: authn, ServiceAccountTokens: tokens,
-		AuthorizationModes: authz.DefaultModes, AnonymousAuth: true, Advertise: netip.MustParseAddrPort("192.0.2.10:6443")})
-	do := func(token, method, path, body string) *httptest.ResponseRecorder {
-		req := httptest.NewRequest(method, path, strings.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		if token != "" {
-			req.Header.Set("Authorization", "Bearer "+token)
-		}
-		rec := httptest.NewRecorder()
-		srv.Handler().ServeHTTP(rec, req)
-		return rec
-	}
+	_, do := issuerServer(t, tokens)
 	header := func(token string) (h struct{ Alg, Kid string }) {
 		b, _ := base64.RawURLEncoding.DecodeString(strings.Split(token, ".")[0])
 		_ = json.Unmarshal(b, &h)
@@ -553,5 +515,33 @@ func TestServiceAccountKeyRotation(t *testing.T) {
 	}
 	if rec := whoami(strangerToken); rec.Code != http.StatusUnauthorized {
 		t.Errorf("a token of an unknown key: %d %s; want 401", rec.Code, rec.Body)
+	}
+}
+
+// issuerServer serves with tokens, RBAC, anonymous requests, the static
+// token admintoken for system:masters and an advertised address (which
+// the issuer's key set URL is built from); do sends a request with a
+// bearer token, or none.
+func issuerServer(t *testing.T, tokens *auth.ServiceAccountTokens) (*server.Server, func(token, method, path, body string) *httptest.ResponseRecorder) {
+	t.Helper()
+	file := filepath.Join(t.TempDir(), "tokens.csv")
+	if err := os.WriteFile(file, []byte("admintoken,admin,1,system:masters\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	authn, err := auth.NewAuthenticator(auth.Options{TokenFile: file, ServiceAccountTokens: tokens})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := servertest.Server(t, server.Config{Store: storetest.Open(t, "sqlite://:memory:"), Authenticator: authn, ServiceAccountTokens: tokens,
+		AuthorizationModes: authz.DefaultModes, AnonymousAuth: true, Advertise: netip.MustParseAddrPort("192.0.2.10:6443")})
+	return srv, func(token, method, path, body string) *httptest.ResponseRecorder {
+		req := httptest.NewRequest(method, path, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		rec := httptest.NewRecorder()
+		srv.Handler().ServeHTTP(rec, req)
+		return rec
 	}
 }

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
 
+	runtimeschema "k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/kube-openapi/pkg/handler3"
 )
 
@@ -72,12 +74,15 @@ func (a *Aggregator) OpenAPIV3() map[string]handler3.OpenAPIV3DiscoveryGroupVers
 // the document /openapi/v3/<name>, or nil when no extension server's
 // index listed it.
 func (a *Aggregator) OpenAPIV3Target(name string) *Target {
+	rest, ok := strings.CutPrefix(name, "apis/")
+	if !ok {
+		return nil
+	}
+	group, version, _ := strings.Cut(rest, "/")
 	a.mu.RLock()
 	defer a.mu.RUnlock()
-	for _, t := range a.remote {
-		if t.openAPIV3 != nil && openAPIV3Name(t) == name {
-			return t
-		}
+	if t := a.remote[runtimeschema.GroupVersion{Group: group, Version: version}]; t != nil && t.openAPIV3 != nil && openAPIV3Name(t) == name {
+		return t
 	}
 	return nil
 }

@@ -195,15 +195,10 @@ func serviceAccountKey(path string, pemBytes []byte) (crypto.Signer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("service account key %s: %w", path, err)
 	}
-	switch k := signer.(type) {
-	case *rsa.PrivateKey:
-		return k, nil
-	case *ecdsa.PrivateKey:
-		if c := k.Curve; c == elliptic.P256() || c == elliptic.P384() || c == elliptic.P521() {
-			return k, nil
-		}
+	if _, err := signingAlgorithm(signer.Public()); err != nil {
+		return nil, fmt.Errorf("service account key %s: %w", path, err)
 	}
-	return nil, fmt.Errorf("service account key %s: want an RSA key or an ECDSA key on P-256, P-384 or P-521", path)
+	return signer, nil
 }
 
 // LoadVerificationKeys reads kube-apiserver's --service-account-key-file:
@@ -211,15 +206,7 @@ func serviceAccountKey(path string, pemBytes []byte) (crypto.Signer, error) {
 // taken), RSA or ECDSA, as many as it holds.
 func LoadVerificationKeys(path string) ([]any, error) {
 	// kube-apiserver's own reading of the file.
-	keys, err := keyutil.PublicKeysFromFile(path)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]any, len(keys))
-	for i, k := range keys {
-		out[i] = k
-	}
-	return out, nil
+	return keyutil.PublicKeysFromFile(path)
 }
 
 // TokenSubject is who and what a token is for.
