@@ -172,6 +172,8 @@ type admissionAttributes struct {
 	internalOld      runtime.Object
 	converted, oldOK bool
 	err              error
+	// fieldsValid: see admissionWrite.
+	fieldsValid bool
 
 	annotationsMu sync.Mutex
 	annotations   map[string]leveledAnnotation
@@ -282,6 +284,9 @@ type admissionWrite struct {
 	// sent are the request's options as the client sent them, for the
 	// options plugins see.
 	sent SentOptions
+	// fieldsValid: obj's managedFields are what the write's field
+	// manager made (see fieldsGuard).
+	fieldsValid bool
 }
 
 // Admission runs in two phases, where kube-apiserver runs them: mutation
@@ -349,7 +354,7 @@ func (x *Resource) admitPhases(ctx context.Context, w admissionWrite, phases int
 	}
 	a := &admissionAttributes{
 		Attributes: admission.NewAttributesRecord(nil, nil, kind, w.namespace, w.name, resource, w.subresource, w.op, w.options, w.dryRun, who),
-		obj:        w.obj, old: w.old,
+		obj:        w.obj, old: w.old, fieldsValid: w.fieldsValid,
 	}
 	o := x.objectInterfaces(w.kind != nil)
 	if m, ok := chain.(admission.MutationInterface); ok && phases&mutate != 0 {

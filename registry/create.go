@@ -89,7 +89,7 @@ func (x *Resource) Create(ctx context.Context, namespace string, obj runtime.Obj
 	// err is the named result: the claims stay only if the write did.
 	defer func() { finish(err == nil && !opts.DryRun) }()
 	if err := x.admit(ctx, admissionWrite{op: admission.Create, obj: obj, namespace: mustAccessor(obj).GetNamespace(),
-		name: mustAccessor(obj).GetName(), dryRun: opts.DryRun, sent: opts.Sent}); err != nil {
+		name: mustAccessor(obj).GetName(), dryRun: opts.DryRun, sent: opts.Sent, fieldsValid: x.fieldsMade(opts)}); err != nil {
 		return Result{}, err
 	}
 	DedupOwnerReferences(ctx, obj, true)

@@ -91,6 +91,12 @@ func (x *Resource) trackFields(live, obj runtime.Object, opts WriteOptions, subr
 	return fm.Update(live, obj, opts.Manager), nil
 }
 
+// fieldsMade says a write's managedFields are a field manager's own
+// (trackFields made them, or an apply did): valid as written.
+func (x *Resource) fieldsMade(opts WriteOptions) bool {
+	return opts.fieldsTracked || x.t.ManagedFields != nil
+}
+
 // dropManagedFields prepares the retry of a write the store refused as
 // too large: without the object's managedFields (which can be large) and
 // without tracking, as kube-apiserver's create, update and non-apply

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	handlerfieldmanager "k8s.io/apiserver/pkg/endpoints/handlers/fieldmanager"
 	"sync"
 	"time"
 
@@ -152,7 +151,7 @@ func New(cfg Config) (*Registry, error) {
 		// As kube's handlers wrap their admission: managedFields a
 		// mutating plugin or webhook leaves invalid are put back as they
 		// were, with a warning, instead of failing the write.
-		g.admission = handlerfieldmanager.NewManagedFieldsValidatingAdmissionController(a)
+		g.admission = fieldsGuard{wrap: a}
 	}
 	return g, nil
 }

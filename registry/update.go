@@ -170,7 +170,7 @@ func (x *Resource) updateAttempt(ctx context.Context, namespace, name string, mu
 	// (pods/binding) is not admitted again.
 	if !opts.SkipValidation && !opts.admitted && !admittedAs(ctx) {
 		if err := x.admit(ctx, admissionWrite{op: admission.Update, obj: obj, old: old, namespace: acc.GetNamespace(),
-			name: name, subresource: opts.Subresource, dryRun: opts.DryRun, sent: opts.Sent}); err != nil {
+			name: name, subresource: opts.Subresource, dryRun: opts.DryRun, sent: opts.Sent, fieldsValid: x.fieldsMade(opts.WriteOptions)}); err != nil {
 			return Result{}, false, false, guessed, err
 		}
 		DedupOwnerReferences(ctx, obj, true)
