@@ -362,11 +362,11 @@ func (s *Store) writePlan(x execer, p batchPlan) error {
 		}
 		t := tableRows{table: "tabula_log", cols: logColumns, types: logTypes}
 		for _, r := range p.log[start:end] {
-			labels, err := json.Marshal(nonNil(r.e.Labels))
+			labels, err := mapJSON(r.e.Labels)
 			if err != nil {
 				return err
 			}
-			fields, err := json.Marshal(nonNil(r.e.Fields))
+			fields, err := mapJSON(r.e.Fields)
 			if err != nil {
 				return err
 			}
@@ -375,7 +375,7 @@ func (s *Store) writePlan(x execer, p batchPlan) error {
 				return err
 			}
 			t.add(r.rev, r.key.Resource, r.key.Namespace, r.key.Name, int64(r.op), r.created, r.prev, r.next,
-				string(labels), string(fields), r.expires, stored)
+				labels, fields, r.expires, stored)
 		}
 		if err := s.insertRows(x, t, ""); err != nil {
 			return err
@@ -405,7 +405,7 @@ func (s *Store) writePlan(x execer, p batchPlan) error {
 		}
 	}
 	put := tableRows{table: "tabula_current", cols: currentColumns, types: currentTypes}
-	upsert := s.putCurrentSuffix()
+	upsert := s.currentSuffix
 	for _, r := range p.put {
 		if put.add(r.key.Resource, r.key.Namespace, r.key.Name, r.rev, r.expires); len(put.rows) == chunkRows {
 			if err := s.insertRows(x, put, upsert); err != nil {
@@ -433,6 +433,16 @@ func (s *Store) writePlan(x execer, p batchPlan) error {
 		}
 	}
 	return nil
+}
+
+// mapJSON is a labels or fields column's JSON: json.Marshal's, with the
+// empty map (most objects' fields, many objects' labels) made without it.
+func mapJSON(m map[string]string) (string, error) {
+	if len(m) == 0 {
+		return "{}", nil
+	}
+	b, err := json.Marshal(m)
+	return string(b), err
 }
 
 // The columns a batch writes, with their types for array binding.
@@ -483,7 +493,7 @@ func (s *Store) insertRows(x execer, t tableRows, suffix string) error {
 			for _, r := range t.rows[start : start+n] {
 				args = append(args, r...)
 			}
-			if err := x.execShaped(s.q(insertValuesSQL(t.table, t.cols, n, suffix)), args...); err != nil {
+			if err := x.execShaped(s.shapedInsert(t.table, t.cols, n, suffix), args...); err != nil {
 				return err
 			}
 			start += n
@@ -495,6 +505,26 @@ func (s *Store) insertRows(x execer, t tableRows, suffix string) error {
 		args = append(args, r...)
 	}
 	return x.exec(s.q(insertValuesSQL(t.table, t.cols, len(t.rows), suffix)), args...)
+}
+
+// shapedInsert is insertValuesSQL's text, rebound for the dialect, of a
+// shaped statement (a few per table, see shapedRows): made once each, not
+// once a batch, where building it was a tenth of a one-row batch's
+// allocations.
+func (s *Store) shapedInsert(table string, cols []string, n int, suffix string) string {
+	key := shapedKey{table, suffix, n}
+	if q, ok := s.shapedSQL.Load(key); ok {
+		return q.(string)
+	}
+	q := s.q(insertValuesSQL(table, cols, n, suffix))
+	s.shapedSQL.Store(key, q)
+	return q
+}
+
+// shapedKey names a shaped insert: a table's columns are always the same.
+type shapedKey struct {
+	table, suffix string
+	n             int
 }
 
 // insertValuesSQL inserts n rows as a multi-row VALUES.

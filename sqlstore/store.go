@@ -121,6 +121,10 @@ func (s *Store) seal(key kv.Key, v []byte) ([]byte, error) {
 // Store is the event log on one database.
 type Store struct {
 	d dialect
+	// shapedSQL holds the shaped inserts' texts (shapedInsert), and
+	// currentSuffix the upsert clause of tabula_current's.
+	shapedSQL     sync.Map
+	currentSuffix string
 	// noNUL: the database's text cannot hold a NUL (textWithoutNUL).
 	noNUL bool
 	read  *sql.DB
@@ -232,6 +236,7 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Store, error) {
 	s := &Store{d: d, read: r, write: w, opts: opts, log: opts.Logger, closed: make(chan struct{}), writes: make(chan *writeReq, maxBatch), committerDone: make(chan struct{}), indexMax: indexDrivenMax, lookupCost: indexLookupCost, countMin: indexCountMin, keptKeys: keptLists{min: keptListMin},
 		shared: newSharedValues(opts.SharedValueBytes), checkpointed: make(chan checkpointResult, 1)}
 	s.closedCtx, s.cancelClose = context.WithCancel(context.Background())
+	s.currentSuffix = s.putCurrentSuffix()
 	if dr, ok := d.(directReads); ok {
 		if s.directDB, err = dr.directPool(u, r); err != nil {
 			r.Close()
