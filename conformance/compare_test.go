@@ -76,6 +76,12 @@ var compareFigures = []figure{
 	{name: "create 1KiB clients=1", unit: "/s", higher: true, goal: 3, goalText: "≥ 3×"},
 	{name: "create 10KiB clients=32", unit: "/s", higher: true, goal: 3, goalText: "≥ 3×"},
 	{name: "create 10KiB clients=1", unit: "/s", higher: true, goal: 3, goalText: "≥ 3×"},
+	// The CPU time the server's processes (the server, its storage and
+	// kube-controller-manager) spent per create: unlike the rates, not
+	// moved by the load generator's share of the machine.
+	{name: "create 1KiB clients=32, server CPU", unit: "µs/op"},
+	{name: "create 1KiB clients=1, server CPU", unit: "µs/op"},
+	{name: "create 10KiB clients=32, server CPU", unit: "µs/op"},
 	{name: "get clients=32", unit: "/s", higher: true, goal: 3, goalText: "≥ 3×"},
 	{name: "get clients=32 p99", unit: "ms", abs: 5, goalText: "≤ 5 ms"},
 	{name: "get clients=1", unit: "/s", higher: true},
@@ -255,7 +261,13 @@ func compareOnce(b *testing.B, bins string, s compareServerKind, run int, args [
 	out := filepath.Join(dir, "bench.json")
 	mem := sampleMemory(srv)
 	// -pid: the server's memory is followed during each whole list.
-	cmd := exec.Command(filepath.Join(bins, "tabula-bench"), append([]string{"-kubeconfig", kc, "-json", out, "-pid", strconv.Itoa(srv.server)}, args...)...)
+	// -cpu-pids: the CPU per operation is every process of the server's.
+	cpuPIDs := []string{strconv.Itoa(srv.server)}
+	for _, pid := range srv.storage() {
+		cpuPIDs = append(cpuPIDs, strconv.Itoa(pid))
+	}
+	cmd := exec.Command(filepath.Join(bins, "tabula-bench"), append([]string{"-kubeconfig", kc, "-json", out, "-pid", strconv.Itoa(srv.server),
+		"-cpu-pids", strings.Join(cpuPIDs, ",")}, args...)...)
 	cmd.Dir = dir
 	var output bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &output, &output
@@ -281,6 +293,9 @@ func compareOnce(b *testing.B, bins string, s compareServerKind, run int, args [
 		case strings.HasPrefix(res.Name, "create ") || strings.HasPrefix(res.Name, "get "):
 			r[res.Name] = res.PerSecond
 			r[res.Name+" p99"] = ms(time.Duration(res.P99))
+			if res.CPUPerOp > 0 {
+				r[res.Name+", server CPU"] = float64(res.CPUPerOp) / float64(time.Microsecond)
+			}
 		case strings.Contains(res.Name, ", memory, "):
 			r[res.Name] = res.Ratio
 		case strings.HasPrefix(res.Name, "list "):
@@ -300,6 +315,7 @@ type benchResult struct {
 	P50       int64   `json:"p50ns"`
 	P99       int64   `json:"p99ns"`
 	Ratio     float64 `json:"ratio"`
+	CPUPerOp  int64   `json:"cpuPerOpNs"`
 }
 
 func readBenchJSON(b *testing.B, path string) []benchResult {

@@ -6,5 +6,7 @@
 // update with contention, list of many objects whole and in pages of 500,
 // selective list by label, and watch delivery latency with many watchers.
 // It prints a table, writes JSON, and samples the server's RSS when given
-// its pid. Every workload is bounded by --duration.
+// its pid; with its pid (or --cpu-pids, the server's processes, storage
+// included) the timed workloads also report the server's CPU time per
+// operation. Every workload is bounded by --duration.
 package main

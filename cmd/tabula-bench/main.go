@@ -31,9 +31,12 @@ type options struct {
 	objects    []int
 	watchers   []int
 	pid        int
-	jsonOut    string
-	protobuf   bool
-	watchMem   watchMemOptions
+	// cpuPIDs are the processes whose CPU time is the server's (the
+	// server and, for kube-apiserver, its etcd); by default pid.
+	cpuPIDs  []int
+	jsonOut  string
+	protobuf bool
+	watchMem watchMemOptions
 	// servers, when set, are the replicas to spread load over (the
 	// kubeconfig's credentials on each address).
 	servers []string
@@ -74,6 +77,7 @@ func main() {
 	flag.StringVar(&modes, "watchmem-modes", "reset,noread,initial,idle", "watchmem: reset (read a few bytes, reset), noread (never read), initial (sendInitialEvents, read to the end), idle (ordinary watches)")
 	flag.DurationVar(&o.watchMem.hold, "watchmem-hold", 10*time.Second, "watchmem: how long noread and idle watchers stay")
 	flag.DurationVar(&o.watchMem.settle, "watchmem-settle", 35*time.Second, "watchmem: how long after the clients leave the RSS is followed")
+	cpuPIDs := flag.String("cpu-pids", "", "comma-separated process ids whose CPU time is the server's, reported per operation of the timed workloads (same machine only; default: --pid)")
 	servers := flag.String("servers", "", "comma-separated host:port of replicas of one cluster (the kubeconfig's credentials work on each): create, get and update clients and watchers are spread over them round robin; the watch workload writes on the first")
 	cpuProfile := flag.String("cpuprofile", "", "write the load generator's own CPU profile here (it shares the machine with a local server)")
 	flag.Parse()
@@ -105,7 +109,9 @@ func main() {
 	o.watchMem.modes = strings.Split(modes, ",")
 	if o.clients, err = parseInts(clients); err == nil {
 		if o.objects, err = parseInts(objects); err == nil {
-			o.watchers, err = parseInts(watchers)
+			if o.watchers, err = parseInts(watchers); err == nil {
+				o.cpuPIDs, err = parseInts(*cpuPIDs)
+			}
 		}
 	}
 	if err != nil {
@@ -182,6 +188,9 @@ func restConfig(o options) (*rest.Config, error) {
 }
 
 func run(ctx context.Context, o options) ([]Result, error) {
+	if len(o.cpuPIDs) == 0 && o.pid > 0 {
+		o.cpuPIDs = []int{o.pid}
+	}
 	servers := o.servers
 	if len(servers) == 0 {
 		servers = []string{""} // the kubeconfig's

@@ -79,6 +79,13 @@ func TestEveryWorkloadReports(t *testing.T) {
 			}
 		}
 	}
+	// The server's CPU per operation of each timed run (the server is
+	// this process, whose CPU the load adds to; more than none).
+	for _, name := range []string{"create 1KiB clients=2", "create 10KiB clients=2", "get clients=2", "update 1 object clients=2", "churn clients=2"} {
+		if r := got[name]; r.CPUPerOp <= 0 || !strings.Contains(r.Note, "server CPU ") {
+			t.Errorf("%s: %+v; want the server's CPU per operation", name, r)
+		}
+	}
 	for _, name := range []string{"rss idle", "rss peak during create", "rss peak during list", "rss peak during churn"} {
 		if r, ok := got[name]; !ok || !strings.HasSuffix(r.Note, " MiB") || strings.HasPrefix(r.Note, "0.0") {
 			t.Errorf("%s: %+v; want a sampled size", name, r)

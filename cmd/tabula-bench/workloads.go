@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"math/rand/v2"
@@ -31,6 +32,10 @@ type Result struct {
 	// Ratio, on a memory row, is how far the server's anonymous memory
 	// rose during a request over the size of its (uncompressed) answer.
 	Ratio float64 `json:"ratio,omitempty"`
+	// CPUPerOp, on a timed row, is the CPU time the server's processes
+	// (--cpu-pids) spent per operation: a cost the load generator's share
+	// of the machine does not move, unlike operations per second.
+	CPUPerOp time.Duration `json:"cpuPerOpNs,omitempty"`
 }
 
 type bench struct {
@@ -42,7 +47,10 @@ type bench struct {
 	ns       string
 	rss      *rssSampler
 	results  []Result
-	seq      atomic.Int64
+	// cpuUsed is the server's CPU time during the last parallel run
+	// (negative when unknown).
+	cpuUsed time.Duration
+	seq     atomic.Int64
 }
 
 // latencies collects per-operation durations from many goroutines.
@@ -72,6 +80,55 @@ func (l *latencies) result(name string, elapsed time.Duration, note string) Resu
 	return r
 }
 
+// timed is the result of a parallel workload, with the server's CPU per
+// operation when its processes are known.
+func (b *bench) timed(lat *latencies, name string, elapsed time.Duration, note string) Result {
+	r := lat.result(name, elapsed, note)
+	if b.cpuUsed >= 0 && r.Ops > 0 {
+		r.CPUPerOp = b.cpuUsed / time.Duration(r.Ops)
+		r.Note = strings.TrimPrefix(r.Note+"; ", "; ") + fmt.Sprintf("server CPU %s/op", micros(r.CPUPerOp))
+	}
+	return r
+}
+
+// micros formats d in microseconds.
+func micros(d time.Duration) string {
+	return fmt.Sprintf("%.0fµs", float64(d)/float64(time.Microsecond))
+}
+
+// userHZ is the unit of /proc/<pid>/stat's times: USER_HZ, 100 a second
+// on every Linux architecture Go builds for.
+const userHZ = 100
+
+// serverCPU is the user and system CPU time pids have used so far, from
+// /proc/<pid>/stat (10 ms steps: exact enough over runs of seconds).
+// ok is false without pids or when one cannot be read.
+func serverCPU(pids []int) (total time.Duration, ok bool) {
+	for _, pid := range pids {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			return 0, false
+		}
+		// The fields after the command, which is in parentheses and
+		// may hold spaces: utime and stime are the 12th and 13th.
+		i := bytes.LastIndexByte(b, ')')
+		if i < 0 {
+			return 0, false
+		}
+		f := strings.Fields(string(b[i+1:]))
+		if len(f) < 13 {
+			return 0, false
+		}
+		utime, err1 := strconv.ParseInt(f[11], 10, 64)
+		stime, err2 := strconv.ParseInt(f[12], 10, 64)
+		if err1 != nil || err2 != nil {
+			return 0, false
+		}
+		total += time.Duration(utime+stime) * time.Second / userHZ
+	}
+	return total, len(pids) > 0
+}
+
 func (b *bench) configMap(prefix string, size int, labels map[string]string) *corev1.ConfigMap {
 	return &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%d", prefix, b.seq.Add(1)), Labels: labels},
@@ -84,6 +141,13 @@ func (b *bench) configMap(prefix string, size int, labels map[string]string) *co
 func (b *bench) parallel(ctx context.Context, n int, fn func(ctx context.Context, cs *kubernetes.Clientset) error) (time.Duration, error) {
 	ctx, cancel := context.WithTimeout(ctx, b.o.duration)
 	defer cancel()
+	cpu0, ok := serverCPU(b.o.cpuPIDs)
+	b.cpuUsed = -1
+	defer func() {
+		if cpu1, ok1 := serverCPU(b.o.cpuPIDs); ok && ok1 {
+			b.cpuUsed = cpu1 - cpu0
+		}
+	}()
 	var wg sync.WaitGroup
 	var firstErr atomic.Value
 	start := time.Now()
@@ -124,7 +188,7 @@ func (b *bench) create(ctx context.Context) error {
 			if err != nil {
 				return err
 			}
-			b.results = append(b.results, lat.result(fmt.Sprintf("create %dKiB clients=%d", size/1024, c), elapsed, ""))
+			b.results = append(b.results, b.timed(&lat, fmt.Sprintf("create %dKiB clients=%d", size/1024, c), elapsed, ""))
 		}
 	}
 	return nil
@@ -153,7 +217,7 @@ func (b *bench) get(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		b.results = append(b.results, lat.result(fmt.Sprintf("get clients=%d", c), elapsed, ""))
+		b.results = append(b.results, b.timed(&lat, fmt.Sprintf("get clients=%d", c), elapsed, ""))
 	}
 	return nil
 }
@@ -188,7 +252,7 @@ func (b *bench) update(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		b.results = append(b.results, lat.result(fmt.Sprintf("update 1 object clients=%d", c), elapsed,
+		b.results = append(b.results, b.timed(&lat, fmt.Sprintf("update 1 object clients=%d", c), elapsed,
 			fmt.Sprintf("%d conflicts", conflicts.Load())))
 	}
 	return nil
@@ -642,7 +706,7 @@ func (b *bench) churn(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		b.results = append(b.results, lat.result(fmt.Sprintf("churn clients=%d", c), elapsed, "create+2 updates+delete per op"))
+		b.results = append(b.results, b.timed(&lat, fmt.Sprintf("churn clients=%d", c), elapsed, "create+2 updates+delete per op"))
 	}
 	return nil
 }
