@@ -92,14 +92,14 @@ type directReads interface {
 }
 
 // uncancelledWrites is the optional power of dialects whose write
-// transaction waits for nothing between its BEGIN and its COMMIT (SQLite:
-// BEGIN IMMEDIATE takes the file's write lock, the only thing a writer
-// waits for; WAL readers never block it), so the statements in between
-// need no context to watch: modernc's driver starts a goroutine per
-// statement to watch one, ~5 a commit, each woken when its statement
-// ends. BEGIN and COMMIT stay bound to the query timeout through the
-// transaction's context, which database/sql also watches (itself and its
-// query results) as before.
+// transaction waits for nothing after its BEGIN (SQLite: BEGIN IMMEDIATE
+// takes the file's write lock, the only thing a writer waits for; WAL
+// readers never block it), so no statement of it needs a context to
+// watch: modernc's driver starts a goroutine to watch one for every
+// statement, BEGIN and COMMIT included, and database/sql one more for the
+// transaction. The one wait, BEGIN's for another process's write lock, is
+// bounded by the write connection's busy_timeout, set to the query
+// timeout (Store.beginWrite).
 type uncancelledWrites interface{ writesNeverWait() }
 
 // rowBytesOwner is the optional power of drivers that give each row's
@@ -131,7 +131,7 @@ type changeWatcher interface {
 func dialectFor(u *url.URL, opts Options) (dialect, error) {
 	switch u.Scheme {
 	case "sqlite":
-		return sqliteDialect{dir: opts.Dir}, nil
+		return sqliteDialect{dir: opts.Dir, writeWait: sqliteWriteWait(opts.QueryTimeout)}, nil
 	case "postgres", "postgresql":
 		return &postgresDialect{}, nil
 	case "mysql", "mariadb":

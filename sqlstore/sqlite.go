@@ -10,6 +10,8 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
+	"time"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 )
@@ -19,6 +21,25 @@ import (
 type sqliteDialect struct {
 	// dir is what a relative file path is relative to (Options.Dir).
 	dir string
+	// writeWait bounds the writer's wait for another process's write
+	// lock on the file (its busy_timeout): see Store.beginWrite.
+	writeWait time.Duration
+}
+
+// sqliteBusyTimeout is the readers' busy_timeout, and the writer's most.
+const sqliteBusyTimeout = 10 * time.Second
+
+// sqliteWriteWait is the writer's busy_timeout for a query timeout
+// (Options.QueryTimeout: 0 is its default, negative none): the timeout,
+// up to sqliteBusyTimeout, which bounded the wait before either way.
+func sqliteWriteWait(queryTimeout time.Duration) time.Duration {
+	if queryTimeout == 0 {
+		queryTimeout = defaultQueryTimeout
+	}
+	if queryTimeout < 0 || queryTimeout > sqliteBusyTimeout {
+		return sqliteBusyTimeout
+	}
+	return queryTimeout
 }
 
 func (sqliteDialect) name() string           { return "sqlite" }
@@ -120,8 +141,15 @@ func (d sqliteDialect) open(ctx context.Context, u *url.URL) (*sql.DB, *sql.DB, 
 		}
 	}
 	base := "file:" + path + "?" + sqlitePragmas
-	// The writer checkpoints only as a backstop (checkpoint.go).
-	w, err := sql.Open("sqlite", base+"&_txlock=immediate&_pragma=wal_autocheckpoint("+strconv.Itoa(checkpointBackstopPages)+")")
+	// The writer checkpoints only as a backstop (checkpoint.go), and
+	// waits for another process's write lock no longer than writeWait.
+	writeWait := d.writeWait
+	if writeWait <= 0 {
+		writeWait = sqliteBusyTimeout
+	}
+	writer := strings.Replace(base, "busy_timeout("+strconv.Itoa(int(sqliteBusyTimeout.Milliseconds()))+")",
+		"busy_timeout("+strconv.Itoa(int(writeWait.Milliseconds()))+")", 1)
+	w, err := sql.Open("sqlite", writer+"&_txlock=immediate&_pragma=wal_autocheckpoint("+strconv.Itoa(checkpointBackstopPages)+")")
 	if err != nil {
 		return nil, nil, err
 	}

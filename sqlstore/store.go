@@ -52,6 +52,9 @@ type Options struct {
 	// bounds it). It is enforced by cancelling the context, which every
 	// driver turns into a cancelled query — unlike a server-side
 	// statement_timeout, it needs no session setting a pooler would drop.
+	// SQLite's write transactions, whose one wait is for the file's write
+	// lock, are bounded by their connection's busy_timeout instead: the
+	// query timeout, up to SQLite's 10 s.
 	QueryTimeout time.Duration
 	// Dir is the directory a relative SQLite file path is resolved
 	// against (tabula serve passes --data-dir, so sqlite://state.db is
@@ -69,6 +72,9 @@ type Options struct {
 	// the store sees plain values.
 	Values Values
 }
+
+// defaultQueryTimeout is Options.QueryTimeout's default.
+const defaultQueryTimeout = 30 * time.Second
 
 // Values seals stored values and opens them again; the object's key is
 // the authenticated data that binds a sealed value to it.
@@ -221,7 +227,7 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Store, error) {
 		opts.SlowQuery = 500 * time.Millisecond
 	}
 	if opts.QueryTimeout == 0 {
-		opts.QueryTimeout = 30 * time.Second
+		opts.QueryTimeout = defaultQueryTimeout
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()

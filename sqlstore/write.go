@@ -3,6 +3,7 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"runtime"
 	"strconv"
@@ -192,10 +193,11 @@ func (s *Store) runBatch(batch []*writeReq) ([]writeResult, error) {
 	if _, ok := s.d.(*postgresDialect); ok {
 		return s.runBatchPipelined(ctx, batch)
 	}
-	tx, ctx, err := s.beginWrite(ctx)
+	tx, ctx, release, err := s.beginWrite(ctx)
 	if err != nil {
 		return nil, unavailable(err)
 	}
+	defer release()
 	defer tx.Rollback()
 	if _, locked := s.d.(writeLockedAtBegin); !locked {
 		// Lock the counter row first, so writers queue on it.
@@ -238,13 +240,44 @@ func (s *Store) runBatch(batch []*writeReq) ([]writeResult, error) {
 // context its statements run with: ctx, or none where the dialect's
 // statements never wait once the transaction has begun
 // (uncancelledWrites).
-func (s *Store) beginWrite(ctx context.Context) (*sql.Tx, context.Context, error) {
-	tx, err := s.write.BeginTx(ctx, s.d.writeTx())
+//
+// release gives back what the transaction held once it has ended.
+func (s *Store) beginWrite(ctx context.Context) (tx *sql.Tx, _ context.Context, release func(), err error) {
 	if _, ok := s.d.(uncancelledWrites); ok {
-		return tx, context.Background(), err
+		// The pool's connection is waited for within ctx (another task
+		// may hold it), the transaction begun without a context: BEGIN's
+		// wait for the file's write lock is bounded by the connection's
+		// busy_timeout, the query timeout (sqliteWriteWait), and nothing
+		// after it waits. Begun with ctx, every transaction cost three
+		// goroutines, each woken once (the driver's watches of BEGIN
+		// and of COMMIT, database/sql's of the transaction).
+		conn, err := s.write.Conn(ctx)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		tx, err := conn.BeginTx(context.Background(), s.d.writeTx())
+		if err != nil {
+			conn.Close()
+			if isBusy(err) {
+				err = fmt.Errorf("sqlstore: the database's write lock stayed taken: %w (%w)", context.DeadlineExceeded, err)
+			}
+			return nil, nil, nil, err
+		}
+		return tx, context.Background(), func() { conn.Close() }, nil
 	}
-	return tx, ctx, err
+	tx, err = s.write.BeginTx(ctx, s.d.writeTx())
+	return tx, ctx, func() {}, err
 }
+
+// isBusy says err is SQLite's SQLITE_BUSY (any extended code of it): a
+// lock stayed taken past the connection's busy_timeout.
+func isBusy(err error) bool {
+	var coded interface{ Code() int }
+	return errors.As(err, &coded) && coded.Code()&0xff == sqliteBusy
+}
+
+// sqliteBusy is SQLITE_BUSY's primary result code.
+const sqliteBusy = 5
 
 // encode calls a write's encoder; a panicking encoder fails its own
 // request, not the committer.
