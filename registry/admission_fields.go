@@ -49,7 +49,7 @@ func (g fieldsGuard) Admit(ctx context.Context, a admission.Attributes, o admiss
 	}
 	before := acc.GetManagedFields()
 	var kept []metav1.ManagedFieldsEntry
-	if attrs, ok := a.(*admissionAttributes); ok && attrs.fieldsValid {
+	if attrs, ok := a.(*admissionAttributes); ok && attrs.fieldsValid && len(before) > 0 {
 		// A copy, bytes and all: a plugin may change the entries in place.
 		kept = make([]metav1.ManagedFieldsEntry, len(before))
 		for i := range before {

@@ -57,6 +57,8 @@ func TestFieldsGuard(t *testing.T) {
 			o.SetManagedFields(e)
 		}, `{"f:data":{}}`, false},
 		{"client's invalid entries", invalid, false, func(metav1.Object) {}, `{"x":`, true},
+		// None before: none after, as kube puts back (not an empty list).
+		{"invalid added to none", func() []metav1.ManagedFieldsEntry { return nil }, true, func(o metav1.Object) { o.SetManagedFields(invalid()) }, "", true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "ns", ManagedFields: c.start()}}
@@ -70,8 +72,13 @@ func TestFieldsGuard(t *testing.T) {
 			if err := (fieldsGuard{wrap: mutator{c.mutate}}).Admit(ctx, a, nil); err != nil {
 				t.Fatal(err)
 			}
-			if got := string(mustAccessor(a.GetObject()).GetManagedFields()[0].FieldsV1.Raw); got != c.want {
-				t.Errorf("entries after admission: %s, want %s", got, c.want)
+			entries := mustAccessor(a.GetObject()).GetManagedFields()
+			got := ""
+			if entries != nil {
+				got = string(entries[0].FieldsV1.Raw)
+			}
+			if got != c.want {
+				t.Errorf("entries after admission: %q, want %q", got, c.want)
 			}
 			warned := len(w) == 1 && strings.Contains(w[0], ".metadata.managedFields was in an invalid state after admission")
 			if warned != c.warned || len(w) > 1 {

@@ -39,7 +39,8 @@ func sqliteWriteWait(queryTimeout time.Duration) time.Duration {
 	if queryTimeout < 0 || queryTimeout > sqliteBusyTimeout {
 		return sqliteBusyTimeout
 	}
-	return queryTimeout
+	// busy_timeout counts milliseconds, and 0 would not wait at all.
+	return max(queryTimeout, time.Millisecond)
 }
 
 func (sqliteDialect) name() string           { return "sqlite" }
@@ -147,8 +148,11 @@ func (d sqliteDialect) open(ctx context.Context, u *url.URL) (*sql.DB, *sql.DB, 
 	if writeWait <= 0 {
 		writeWait = sqliteBusyTimeout
 	}
-	writer := strings.Replace(base, "busy_timeout("+strconv.Itoa(int(sqliteBusyTimeout.Milliseconds()))+")",
-		"busy_timeout("+strconv.Itoa(int(writeWait.Milliseconds()))+")", 1)
+	readersWait := "busy_timeout(" + strconv.Itoa(int(sqliteBusyTimeout.Milliseconds())) + ")"
+	if !strings.Contains(base, readersWait) {
+		return nil, nil, fmt.Errorf("sqlstore: the SQLite pragmas lack %s", readersWait)
+	}
+	writer := strings.Replace(base, readersWait, "busy_timeout("+strconv.Itoa(int(writeWait.Milliseconds()))+")", 1)
 	w, err := sql.Open("sqlite", writer+"&_txlock=immediate&_pragma=wal_autocheckpoint("+strconv.Itoa(checkpointBackstopPages)+")")
 	if err != nil {
 		return nil, nil, err

@@ -54,7 +54,9 @@ type Options struct {
 	// statement_timeout, it needs no session setting a pooler would drop.
 	// SQLite's write transactions, whose one wait is for the file's write
 	// lock, are bounded by their connection's busy_timeout instead: the
-	// query timeout, up to SQLite's 10 s.
+	// query timeout, up to SQLite's 10 s (the writer connection's other
+	// lock waits, a checkpoint's, share it). The wait for the pool's
+	// connection stays bound by the context.
 	QueryTimeout time.Duration
 	// Dir is the directory a relative SQLite file path is resolved
 	// against (tabula serve passes --data-dir, so sqlite://state.db is

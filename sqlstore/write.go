@@ -258,7 +258,11 @@ func (s *Store) beginWrite(ctx context.Context) (tx *sql.Tx, _ context.Context, 
 		tx, err := conn.BeginTx(context.Background(), s.d.writeTx())
 		if err != nil {
 			conn.Close()
-			if isBusy(err) {
+			if isBusy(err) && s.opts.QueryTimeout > 0 && s.opts.QueryTimeout <= sqliteBusyTimeout {
+				// The query timeout set the wait (sqliteWriteWait):
+				// its end is the timeout's, as a context's would be.
+				// A longer one waits SQLite's own 10 s, whose end is
+				// SQLITE_BUSY, the store unavailable.
 				err = fmt.Errorf("sqlstore: the database's write lock stayed taken: %w (%w)", context.DeadlineExceeded, err)
 			}
 			return nil, nil, nil, err
