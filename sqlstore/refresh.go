@@ -89,12 +89,12 @@ func (s *Store) RefreshFields(ctx context.Context, resource string, stale func(s
 					tx.Rollback()
 					return done, err
 				}
-				b, err := json.Marshal(nonNil(f))
+				b, err := mapJSON(f)
 				if err != nil {
 					tx.Rollback()
 					return done, err
 				}
-				if err := x.exec(s.q("UPDATE tabula_log SET fields = ? WHERE rev = ?"), string(b), r.rec.Rev); err != nil {
+				if err := x.exec(s.q("UPDATE tabula_log SET fields = ? WHERE rev = ?"), b, r.rec.Rev); err != nil {
 					tx.Rollback()
 					return done, unavailable(err)
 				}

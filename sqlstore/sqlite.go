@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"time"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
@@ -115,7 +114,13 @@ func sqlitePath(u *url.URL, dir string) string {
 // sqlitePragmas: WAL for concurrent readers, FULL sync for durability of
 // acknowledged writes, and incremental auto-vacuum (effective for files
 // created with it) so compaction can give space back.
-const sqlitePragmas = "_pragma=auto_vacuum(INCREMENTAL)&_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_pragma=foreign_keys(ON)"
+var sqlitePragmas = sqlitePragmasWaiting(sqliteBusyTimeout)
+
+// sqlitePragmasWaiting is sqlitePragmas with busy_timeout wait.
+func sqlitePragmasWaiting(wait time.Duration) string {
+	return "_pragma=auto_vacuum(INCREMENTAL)&_pragma=busy_timeout(" + strconv.FormatInt(wait.Milliseconds(), 10) +
+		")&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_pragma=foreign_keys(ON)"
+}
 
 func (d sqliteDialect) open(ctx context.Context, u *url.URL) (*sql.DB, *sql.DB, error) {
 	path := sqlitePath(u, d.dir)
@@ -143,16 +148,9 @@ func (d sqliteDialect) open(ctx context.Context, u *url.URL) (*sql.DB, *sql.DB, 
 	}
 	base := "file:" + path + "?" + sqlitePragmas
 	// The writer checkpoints only as a backstop (checkpoint.go), and
-	// waits for another process's write lock no longer than writeWait.
-	writeWait := d.writeWait
-	if writeWait <= 0 {
-		writeWait = sqliteBusyTimeout
-	}
-	readersWait := "busy_timeout(" + strconv.Itoa(int(sqliteBusyTimeout.Milliseconds())) + ")"
-	if !strings.Contains(base, readersWait) {
-		return nil, nil, fmt.Errorf("sqlstore: the SQLite pragmas lack %s", readersWait)
-	}
-	writer := strings.Replace(base, readersWait, "busy_timeout("+strconv.Itoa(int(writeWait.Milliseconds()))+")", 1)
+	// waits for another process's write lock no longer than writeWait
+	// (set by dialectFor).
+	writer := "file:" + path + "?" + sqlitePragmasWaiting(d.writeWait)
 	w, err := sql.Open("sqlite", writer+"&_txlock=immediate&_pragma=wal_autocheckpoint("+strconv.Itoa(checkpointBackstopPages)+")")
 	if err != nil {
 		return nil, nil, err

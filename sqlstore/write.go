@@ -300,10 +300,3 @@ func expiry(e kv.Entry) sql.NullInt64 {
 	}
 	return sql.NullInt64{Int64: e.ExpiresAt.Unix(), Valid: true}
 }
-
-func nonNil(m map[string]string) map[string]string {
-	if m == nil {
-		return map[string]string{}
-	}
-	return m
-}

@@ -86,7 +86,10 @@ func (b *bench) timed(lat *latencies, name string, elapsed time.Duration, note s
 	r := lat.result(name, elapsed, note)
 	if b.cpuUsed >= 0 && r.Ops > 0 {
 		r.CPUPerOp = b.cpuUsed / time.Duration(r.Ops)
-		r.Note = strings.TrimPrefix(r.Note+"; ", "; ") + fmt.Sprintf("server CPU %s/op", micros(r.CPUPerOp))
+		if r.Note != "" {
+			r.Note += "; "
+		}
+		r.Note += fmt.Sprintf("server CPU %s/op", micros(r.CPUPerOp))
 	}
 	return r
 }
