@@ -189,6 +189,7 @@ func TestTableListKeepsRows(t *testing.T) {
 				t.Errorf("%s: %s was %ds old, then %s %ds", accept, a[i][1], was, b[i][1], is)
 			}
 		}
+		first, again = sameListRevisions(t, first, again)
 		if age.ReplaceAllString(first, "$1$2") != age.ReplaceAllString(again, "$1$2") {
 			t.Errorf("%s: the lists differ beyond their ages:\n%s\n%s", accept, first, again)
 		}
@@ -250,6 +251,7 @@ func TestTableListKeepsPrintedRows(t *testing.T) {
 		if afterFirst[made]-before[made] != c.made || afterAgain[made] != afterFirst[made] || afterAgain[hits]-afterFirst[hits] != c.made {
 			t.Errorf("%s: encoding cache before %v, after a Table list %v, after it again %v", c.path, before, afterFirst, afterAgain)
 		}
+		first, again = sameListRevisions(t, first, again)
 		if age.ReplaceAllString(first, "AGE") != age.ReplaceAllString(again, "AGE") {
 			t.Errorf("%s: the lists differ beyond their ages:\n%s\n%s", c.path, first, again)
 		}
@@ -320,6 +322,27 @@ func cacheServer(t *testing.T) *server.Server {
 		create(t, srv, "/api/v1/namespaces/default/configmaps", `{"metadata":{"name":"`+name+`"}}`)
 	}
 	return srv
+}
+
+// listRevision is a Table list's own resourceVersion.
+var listRevision = regexp.MustCompile(`^\{"kind":"Table","apiVersion":"[^"]+","metadata":\{"resourceVersion":"([0-9]+)"\}`)
+
+// sameListRevisions checks the second Table list's resourceVersion is
+// not below the first's, and returns both lists with it set to the
+// first's. It is the store's revision, which the server's controllers may
+// move between two lists by writing elsewhere.
+func sameListRevisions(t *testing.T, first, again string) (string, string) {
+	t.Helper()
+	a, b := listRevision.FindStringSubmatch(first), listRevision.FindStringSubmatch(again)
+	if a == nil || b == nil {
+		t.Fatalf("no list resourceVersion in\n%s\nor\n%s", first, again)
+	}
+	was, _ := strconv.Atoi(a[1])
+	is, _ := strconv.Atoi(b[1])
+	if is < was {
+		t.Errorf("the list's resourceVersion went back, %d then %d", was, is)
+	}
+	return first, a[0] + again[len(b[0]):]
 }
 
 // create posts body, JSON, to the collection at path.
