@@ -140,3 +140,39 @@ func TestWrittenBudget(t *testing.T) {
 		t.Error("the last write was evicted")
 	}
 }
+
+// TestWrittenSweep: a sweep drops the entries neither put nor got since
+// the one before, and keeps the others, with their bytes counted.
+func TestWrittenSweep(t *testing.T) {
+	var w written
+	ty := &schema.Type{Resource: "configmaps"}
+	key := func(name string) kv.Key { return kv.Key{Resource: "configmaps", Namespace: "default", Name: name} }
+	for i, name := range []string{"once", "read", "rewritten"} {
+		w.put(ty, kv.Record{Key: key(name), Rev: int64(i + 1), Value: []byte(name)}, &corev1.ConfigMap{})
+	}
+	w.sweep() // all were just put
+	if len(w.entries) != 3 {
+		t.Fatalf("a sweep right after the writes left %d of 3 entries", len(w.entries))
+	}
+	if _, _, ok := w.get(ty, key("read")); !ok {
+		t.Fatal("entry not found")
+	}
+	w.put(ty, kv.Record{Key: key("rewritten"), Rev: 4, Value: []byte("again")}, &corev1.ConfigMap{})
+	w.sweep()
+	if _, _, ok := w.get(ty, key("once")); ok {
+		t.Error("an entry unused since the last sweep was kept")
+	}
+	for _, name := range []string{"read", "rewritten"} {
+		if _, _, ok := w.get(ty, key(name)); !ok {
+			t.Errorf("%s, used since the last sweep, was dropped", name)
+		}
+	}
+	if want := len("read") + len("again"); w.bytes != want {
+		t.Errorf("%d bytes counted, want %d", w.bytes, want)
+	}
+	w.sweep() // read and rewritten were got just now
+	w.sweep()
+	if len(w.entries) != 0 || w.bytes != 0 {
+		t.Errorf("two sweeps with no use left %d entries, %d bytes", len(w.entries), w.bytes)
+	}
+}
