@@ -20,8 +20,6 @@ import (
 	validatingpolicy "k8s.io/apiserver/pkg/admission/plugin/policy/validating"
 	"k8s.io/apiserver/pkg/admission/plugin/resourcequota"
 	webhookinitializer "k8s.io/apiserver/pkg/admission/plugin/webhook/initializer"
-	mutatingwebhook "k8s.io/apiserver/pkg/admission/plugin/webhook/mutating"
-	validatingwebhook "k8s.io/apiserver/pkg/admission/plugin/webhook/validating"
 	apiserverinstall "k8s.io/apiserver/pkg/apis/apiserver/install"
 	auditinternal "k8s.io/apiserver/pkg/apis/audit"
 	"k8s.io/apiserver/pkg/authentication/user"
@@ -130,8 +128,8 @@ func newAdmission(g *Registry, cfg AdmissionConfig) (admission.Interface, error)
 	mutatingpolicy.Register(plugins)
 	validatingpolicy.Register(plugins)
 	resourcequota.Register(plugins)
-	mutatingwebhook.Register(plugins)
-	validatingwebhook.Register(plugins)
+	var initializers admission.PluginInitializers // set below, before any write
+	g.registerLazyWebhooks(plugins, &initializers)
 
 	configScheme := runtime.NewScheme()
 	apiserverinstall.Install(configScheme)
@@ -149,7 +147,7 @@ func newAdmission(g *Registry, cfg AdmissionConfig) (admission.Interface, error)
 		}
 		return authorizer.DecisionNoOpinion, "no authorizer", nil
 	})
-	initializers := admission.PluginInitializers{
+	initializers = admission.PluginInitializers{
 		kubeinitializer.New(registryClient{g: g}, noDynamicClient{}, liveInformers{g: g}, az, utilfeature.DefaultFeatureGate,
 			compatibility.NewEffectiveVersionFromString("1.35", "", ""), make(chan struct{}), restMapper{types: g.types}),
 		webhookinitializer.NewPluginInitializer(nil, g.ServiceResolver()),

@@ -92,6 +92,8 @@ type Registry struct {
 	// built-in plugins (mutating webhook configurations, mutating policy
 	// bindings), those whose plugins run.
 	mutators []*Cache
+	// webhooks are kube's webhook plugins, made on first use.
+	webhooks []*lazyWebhook
 	// converters make custom resource converters (conversion.go).
 	converters converterFactory
 	// written holds this replica's last writes, where updates start.
