@@ -1,8 +1,8 @@
 package registry
 
 import (
-	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"sync"
@@ -13,6 +13,7 @@ import (
 	"k8s.io/apiserver/pkg/admission"
 	webhookconfig "k8s.io/apiserver/pkg/admission/plugin/webhook/config"
 	mutatingwebhook "k8s.io/apiserver/pkg/admission/plugin/webhook/mutating"
+	"k8s.io/apiserver/pkg/admission/plugin/webhook/predicates/rules"
 	validatingwebhook "k8s.io/apiserver/pkg/admission/plugin/webhook/validating"
 	webhookutil "k8s.io/apiserver/pkg/util/webhook"
 )
@@ -22,16 +23,19 @@ import (
 // heap, held for a cluster that may never configure a webhook. Here each
 // is made, initialized and validated on its first call, which idleWhen
 // lets through only once a webhook configuration exists. Its
-// configuration (kubeConfigFile) is read at start-up as kube does, so a
-// bad one still stops the server there; the kubeconfig it names is read
-// again when the plugin is made.
+// configuration, and the kubeconfig it names (kubeConfigFile: the
+// credentials for calling webhooks), are read at start-up only, as kube
+// reads them: a bad one still stops the server there, and the plugin is
+// made with what was read then.
 
 // lazyWebhook is a webhook plugin not made yet.
 type lazyWebhook struct {
 	*admission.Handler
-	name   string
-	config []byte // nil: none given
-	build  func(io.Reader) (admission.Interface, error)
+	name  string
+	build func(io.Reader) (admission.Interface, error)
+	// auth is the credentials for calling webhooks, from the
+	// kubeconfig the configuration named, read at start-up.
+	auth webhookutil.AuthenticationInfoResolver
 	// inits are the chain's initializers, set once newAdmission has
 	// them (before any write).
 	inits *admission.PluginInitializers
@@ -49,19 +53,13 @@ func (g *Registry) registerLazyWebhooks(plugins *admission.Plugins, inits *admis
 		plugins.Register(name, func(config io.Reader) (admission.Interface, error) {
 			l := &lazyWebhook{Handler: admission.NewHandler(admission.Connect, admission.Create, admission.Delete, admission.Update),
 				name: name, build: build, inits: inits, configs: g.Cache(admissionregistrationGroup, "v1", configs, true)}
-			if config != nil {
-				b, err := io.ReadAll(config)
-				if err != nil {
-					return nil, err
-				}
-				l.config = b
-			}
-			// What kube's constructor would refuse, refused now.
-			kubeconfig, err := webhookconfig.LoadConfig(l.reader())
+			// What kube's constructor reads, read now; what it would
+			// refuse, refused now.
+			kubeconfig, err := webhookconfig.LoadConfig(config)
 			if err != nil {
 				return nil, err
 			}
-			if _, err := webhookutil.NewDefaultAuthenticationInfoResolver(kubeconfig); err != nil {
+			if l.auth, err = webhookutil.NewDefaultAuthenticationInfoResolver(kubeconfig); err != nil {
 				return nil, err
 			}
 			g.webhooks = append(g.webhooks, l)
@@ -76,31 +74,26 @@ func (g *Registry) registerLazyWebhooks(plugins *admission.Plugins, inits *admis
 		func(l *lazyWebhook) admission.Interface { return lazyValidating{l} })
 }
 
-func (l *lazyWebhook) reader() io.Reader {
-	if l.config == nil {
-		return nil
-	}
-	return bytes.NewReader(l.config)
-}
-
 // made reports whether the plugin has been made.
 func (l *lazyWebhook) made() bool { return l.plugin.Load() != nil }
 
 // get makes the plugin once, as kube's chain would have at start-up.
-// It is nil while no webhook is configured: idleWhen lets a call through
+// It is nil while no webhook is configured. idleWhen lets a call through
 // before the configurations' cache has synced (a write at start-up),
-// and kube's plugin would wait for that, up to 10 s, before it looked
-// at them; so does get, and makes the plugin only if one is there, or
-// if the cache is still not synced (the plugin then refuses the write
-// as not ready, as kube's does).
-func (l *lazyWebhook) get(ctx context.Context) (admission.Interface, error) {
+// and kube's plugin waits for that, up to 10 s, before it looks at
+// them; so does get, and it makes the plugin only if one is there.
+// Past the wait it refuses the write as not ready, with kube's words.
+func (l *lazyWebhook) get(ctx context.Context, a admission.Attributes) (admission.Interface, error) {
 	if p := l.plugin.Load(); p != nil {
 		return *p, nil
 	}
 	wait, cancel := context.WithTimeout(ctx, webhookReadyWait)
 	err := l.configs.WaitSynced(wait)
 	cancel()
-	if err == nil && !configured(l.configs) {
+	if err != nil {
+		return nil, admission.NewForbidden(a, errors.New("not yet ready to handle request"))
+	}
+	if !configured(l.configs) {
 		return nil, nil
 	}
 	l.mu.Lock()
@@ -108,13 +101,22 @@ func (l *lazyWebhook) get(ctx context.Context) (admission.Interface, error) {
 	if p := l.plugin.Load(); p != nil {
 		return *p, nil
 	}
-	p, err := l.build(l.reader())
+	// No configuration: the plugin reads no file; the credentials read
+	// at start-up replace its default ones.
+	p, err := l.build(nil)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", l.name, err)
+		return nil, apierrors.NewInternalError(fmt.Errorf("%s: %w", l.name, err))
 	}
 	l.inits.Initialize(p)
+	withAuth, ok := p.(interface {
+		SetAuthenticationInfoResolverWrapper(webhookutil.AuthenticationInfoResolverWrapper)
+	})
+	if !ok {
+		return nil, apierrors.NewInternalError(fmt.Errorf("%s: %T takes no webhook credentials", l.name, p))
+	}
+	withAuth.SetAuthenticationInfoResolverWrapper(func(webhookutil.AuthenticationInfoResolver) webhookutil.AuthenticationInfoResolver { return l.auth })
 	if err := admission.ValidateInitialization(p); err != nil {
-		return nil, fmt.Errorf("%s: %w", l.name, err)
+		return nil, apierrors.NewInternalError(fmt.Errorf("%s: %w", l.name, err))
 	}
 	l.plugin.Store(&p)
 	return p, nil
@@ -123,9 +125,14 @@ func (l *lazyWebhook) get(ctx context.Context) (admission.Interface, error) {
 type lazyMutating struct{ *lazyWebhook }
 
 func (l lazyMutating) Admit(ctx context.Context, a admission.Attributes, o admission.ObjectInterfaces) error {
-	p, err := l.get(ctx)
+	// Webhook configurations are never sent to webhooks, nor wait for
+	// them (kube's Dispatch lets them through first).
+	if rules.IsExemptAdmissionConfigurationResource(a) {
+		return nil
+	}
+	p, err := l.get(ctx, a)
 	if err != nil || p == nil {
-		return asInternal(err)
+		return err
 	}
 	return p.(admission.MutationInterface).Admit(ctx, a, o)
 }
@@ -133,9 +140,12 @@ func (l lazyMutating) Admit(ctx context.Context, a admission.Attributes, o admis
 type lazyValidating struct{ *lazyWebhook }
 
 func (l lazyValidating) Validate(ctx context.Context, a admission.Attributes, o admission.ObjectInterfaces) error {
-	p, err := l.get(ctx)
+	if rules.IsExemptAdmissionConfigurationResource(a) {
+		return nil
+	}
+	p, err := l.get(ctx, a)
 	if err != nil || p == nil {
-		return asInternal(err)
+		return err
 	}
 	return p.(admission.ValidationInterface).Validate(ctx, a, o)
 }
@@ -143,10 +153,3 @@ func (l lazyValidating) Validate(ctx context.Context, a admission.Attributes, o 
 // webhookReadyWait is how long kube's webhook plugins wait for their
 // configurations to be read (generic.Webhook's WaitForReady).
 const webhookReadyWait = 10 * time.Second
-
-func asInternal(err error) error {
-	if err == nil {
-		return nil
-	}
-	return apierrors.NewInternalError(err)
-}

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -28,8 +29,11 @@ import (
 // TestWebhookPluginsMadeOnFirstUse: kube's webhook plugins are not made
 // while no webhook is configured, however many writes pass; once a
 // ValidatingWebhookConfiguration is, the next write makes the validating
-// plugin, which calls the webhook and refuses what it refuses. A bad
-// plugin configuration still stops the registry at start.
+// plugin, which calls the webhook and refuses what it refuses. The
+// kubeconfig its configuration names is read at start only, as kube
+// reads it (removed after, the plugin is still made); the configuration
+// is not sent to the webhook that refuses everything. A bad plugin
+// configuration still stops the registry at start.
 func TestWebhookPluginsMadeOnFirstUse(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -38,7 +42,29 @@ func TestWebhookPluginsMadeOnFirstUse(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	g := mustNew(Config{Store: st, Types: schema.NewBuiltin()})
+	dir := t.TempDir()
+	kubeconfig := filepath.Join(dir, "webhooks.kubeconfig")
+	if err := os.WriteFile(kubeconfig, []byte("apiVersion: v1\nkind: Config\nusers:\n- name: '*.example.com'\n  user:\n    token: t\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	admissionConfig := func(kubeconfig string) string {
+		conf := filepath.Join(t.TempDir(), "admission.yaml")
+		if err := os.WriteFile(conf, []byte(`apiVersion: apiserver.config.k8s.io/v1
+kind: AdmissionConfiguration
+plugins:
+- name: ValidatingAdmissionWebhook
+  configuration:
+    apiVersion: apiserver.config.k8s.io/v1
+    kind: WebhookAdmissionConfiguration
+    kubeConfigFile: `+kubeconfig+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return conf
+	}
+	g := mustNew(Config{Store: st, Types: schema.NewBuiltin(), Admission: AdmissionConfig{ConfigFile: admissionConfig(kubeconfig)}})
+	if err := os.Remove(kubeconfig); err != nil {
+		t.Fatal(err)
+	}
 	if len(g.webhooks) != 2 {
 		t.Fatalf("%d webhook plugins, want 2", len(g.webhooks))
 	}
@@ -73,7 +99,7 @@ func TestWebhookPluginsMadeOnFirstUse(t *testing.T) {
 			http.Error(w, "not a review", http.StatusBadRequest)
 			return
 		}
-		resp := &admissionv1.AdmissionResponse{UID: review.Request.UID, Allowed: review.Request.Name != "deny"}
+		resp := &admissionv1.AdmissionResponse{UID: review.Request.UID, Allowed: review.Request.Name != "deny" && review.Request.Resource.Resource == "configmaps"}
 		if !resp.Allowed {
 			resp.Result = &metav1.Status{Code: http.StatusForbidden, Message: "not this one"}
 		}
@@ -96,8 +122,10 @@ func TestWebhookPluginsMadeOnFirstUse(t *testing.T) {
 			Name: "deny.example.com",
 			ClientConfig: admissionregistrationv1.WebhookClientConfig{URL: ptr.To(hook.URL),
 				CABundle: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: hook.Certificate().Raw})},
-			Rules: []admissionregistrationv1.RuleWithOperations{{Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
-				Rule: admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"configmaps"}}}},
+			// Every write of everything: configmaps named deny, and
+			// whatever is not a configmap, are refused.
+			Rules: []admissionregistrationv1.RuleWithOperations{{Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.OperationAll},
+				Rule: admissionregistrationv1.Rule{APIGroups: []string{"*"}, APIVersions: []string{"*"}, Resources: []string{"*/*"}}}},
 			SideEffects:             ptr.To(admissionregistrationv1.SideEffectClassNone),
 			AdmissionReviewVersions: []string{"v1"},
 		}},
@@ -105,7 +133,11 @@ func TestWebhookPluginsMadeOnFirstUse(t *testing.T) {
 	if _, err := g.MustLookup(admissionregistrationGroup, "v1", "validatingwebhookconfigurations").Create(ctx, "", cfg, WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	<-seen
+	select {
+	case <-seen:
+	case <-time.After(time.Minute):
+		t.Fatal("the configuration never reached the cache")
+	}
 	if err := cm("c"); err != nil {
 		t.Fatal(err)
 	}
@@ -115,23 +147,15 @@ func TestWebhookPluginsMadeOnFirstUse(t *testing.T) {
 	if n := made(); n != 1 {
 		t.Errorf("%d webhook plugins made with a validating webhook configured, want 1", n)
 	}
-
-	// A kubeConfigFile that is not an absolute path: refused at start, as
-	// kube's plugin refuses it when made.
-	dir := t.TempDir()
-	conf := filepath.Join(dir, "admission.yaml")
-	if err := os.WriteFile(conf, []byte(`apiVersion: apiserver.config.k8s.io/v1
-kind: AdmissionConfiguration
-plugins:
-- name: ValidatingAdmissionWebhook
-  configuration:
-    apiVersion: apiserver.config.k8s.io/v1
-    kind: WebhookAdmissionConfiguration
-    kubeConfigFile: relative/kubeconfig
-`), 0o600); err != nil {
-		t.Fatal(err)
+	if _, err := g.MustLookup(admissionregistrationGroup, "v1", "validatingwebhookconfigurations").Delete(ctx, "", "deny", &metav1.DeleteOptions{}); err != nil {
+		t.Errorf("deleting the configuration of a webhook that refuses everything: %v", err)
 	}
-	if _, err := New(Config{Types: schema.NewBuiltin(), Admission: AdmissionConfig{ConfigFile: conf}}); err == nil || !strings.Contains(err.Error(), "must be an absolute file path") {
-		t.Errorf("a relative kubeConfigFile: %v", err)
+
+	// A kubeConfigFile that is not an absolute path, or names no file:
+	// refused at start, as kube's plugin refuses it when made.
+	for path, want := range map[string]string{"relative/kubeconfig": "must be an absolute file path", kubeconfig: "no such file"} {
+		if _, err := New(Config{Types: schema.NewBuiltin(), Admission: AdmissionConfig{ConfigFile: admissionConfig(path)}}); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("kubeConfigFile %s: %v, want %q", path, err, want)
+		}
 	}
 }

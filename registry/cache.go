@@ -113,7 +113,6 @@ func (g *Registry) RunCaches(ctx context.Context, run func(ctx context.Context, 
 	for _, c := range g.caches {
 		go run(ctx, c.x.t.GroupResource().String()+" cache", c.run)
 	}
-	go run(ctx, "written objects' sweep", g.sweepWritten)
 }
 
 // CachesSynced reports whether every cache holds a complete view.

@@ -1,7 +1,6 @@
 package registry
 
 import (
-	"context"
 	"sync"
 	"time"
 
@@ -24,6 +23,8 @@ type written struct {
 	mu      sync.Mutex
 	entries map[kv.Key]writtenEntry
 	bytes   int
+	// sweeping: a sweep is scheduled (sweepDue).
+	sweeping bool
 }
 
 type writtenEntry struct {
@@ -75,6 +76,10 @@ func (w *written) put(t *schema.Type, rec kv.Record, obj runtime.Object) {
 	}
 	w.entries[rec.Key] = e
 	w.bytes += len(rec.Value)
+	if !w.sweeping {
+		w.sweeping = true
+		time.AfterFunc(writtenSweep, w.sweepDue)
+	}
 	// Over budget: drop entries at random (map order) until under it.
 	for k, old := range w.entries {
 		if w.bytes <= writtenBudget {
@@ -102,13 +107,18 @@ func (w *written) drop(key kv.Key) {
 // controller's status update after its create, a lease renewed every
 // 2–10 s), and objects written once — a fresh server's ~190 bootstrap
 // policy objects, ~0.7 MiB of its ~9 MiB live heap — are not held for
-// good.
+// good. A sweep is due only while entries are held, so an empty cache
+// keeps no timer.
 const writtenSweep = 10 * time.Second
 
 // sweep drops the entries unused since the last sweep.
 func (w *written) sweep() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	w.sweepLocked()
+}
+
+func (w *written) sweepLocked() {
 	for k, e := range w.entries {
 		if !e.used {
 			delete(w.entries, k)
@@ -120,17 +130,14 @@ func (w *written) sweep() {
 	}
 }
 
-// sweepWritten sweeps g's written entries every writtenSweep until ctx
-// ends.
-func (g *Registry) sweepWritten(ctx context.Context) error {
-	t := time.NewTicker(writtenSweep)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-t.C:
-			g.written.sweep()
-		}
+// sweepDue sweeps, and schedules the next sweep while entries are left.
+func (w *written) sweepDue() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.sweepLocked()
+	if len(w.entries) == 0 {
+		w.sweeping = false
+		return
 	}
+	time.AfterFunc(writtenSweep, w.sweepDue)
 }

@@ -142,13 +142,17 @@ func TestWrittenBudget(t *testing.T) {
 }
 
 // TestWrittenSweep: a sweep drops the entries neither put nor got since
-// the one before, and keeps the others, with their bytes counted.
+// the one before, and keeps the others, with their bytes counted; one is
+// scheduled while entries are held, and none once the cache is empty.
 func TestWrittenSweep(t *testing.T) {
 	var w written
 	ty := &schema.Type{Resource: "configmaps"}
 	key := func(name string) kv.Key { return kv.Key{Resource: "configmaps", Namespace: "default", Name: name} }
 	for i, name := range []string{"once", "read", "rewritten"} {
 		w.put(ty, kv.Record{Key: key(name), Rev: int64(i + 1), Value: []byte(name)}, &corev1.ConfigMap{})
+	}
+	if !w.sweeping {
+		t.Error("entries held and no sweep scheduled")
 	}
 	w.sweep() // all were just put
 	if len(w.entries) != 3 {
@@ -171,8 +175,11 @@ func TestWrittenSweep(t *testing.T) {
 		t.Errorf("%d bytes counted, want %d", w.bytes, want)
 	}
 	w.sweep() // read and rewritten were got just now
-	w.sweep()
+	w.sweepDue()
 	if len(w.entries) != 0 || w.bytes != 0 {
 		t.Errorf("two sweeps with no use left %d entries, %d bytes", len(w.entries), w.bytes)
+	}
+	if w.sweeping {
+		t.Error("a sweep is scheduled for an empty cache")
 	}
 }
