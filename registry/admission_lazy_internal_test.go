@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -28,12 +29,13 @@ import (
 
 // TestWebhookPluginsMadeOnFirstUse: kube's webhook plugins are not made
 // while no webhook is configured, however many writes pass; once a
-// ValidatingWebhookConfiguration is, the next write makes the validating
-// plugin, which calls the webhook and refuses what it refuses. The
-// kubeconfig its configuration names is read at start only, as kube
-// reads it (removed after, the plugin is still made); the configuration
-// is not sent to the webhook that refuses everything. A bad plugin
-// configuration still stops the registry at start.
+// ValidatingWebhookConfiguration is, the next writes (arriving together)
+// make the validating plugin once, and it calls the webhook and refuses
+// what it refuses. The kubeconfig its configuration names is read at
+// start only, as kube reads it (removed after, the plugin is still
+// made); the configuration is not sent to the webhook that refuses
+// everything. A bad plugin configuration still stops the registry at
+// start.
 func TestWebhookPluginsMadeOnFirstUse(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -138,8 +140,15 @@ plugins:
 	case <-time.After(time.Minute):
 		t.Fatal("the configuration never reached the cache")
 	}
-	if err := cm("c"); err != nil {
-		t.Fatal(err)
+	// Writes arriving at once make the plugin once, and each is admitted.
+	errs := make(chan error, 8)
+	for i := range cap(errs) {
+		go func() { errs <- cm("c" + strconv.Itoa(i)) }()
+	}
+	for range cap(errs) {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
 	}
 	if err := cm("deny"); !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "not this one") {
 		t.Errorf("a write the webhook refuses: %v", err)
