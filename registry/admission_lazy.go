@@ -122,11 +122,10 @@ func (l *lazyWebhook) get(ctx context.Context, a admission.Attributes) (admissio
 	return p, nil
 }
 
-type lazyMutating struct{ *lazyWebhook }
-
-func (l lazyMutating) Admit(ctx context.Context, a admission.Attributes, o admission.ObjectInterfaces) error {
-	// Webhook configurations are never sent to webhooks, nor wait for
-	// them (kube's Dispatch lets them through first).
+// call passes a's call to the plugin once made; webhook configurations
+// are never sent to webhooks, nor wait for them (kube's Dispatch lets
+// them through first).
+func (l *lazyWebhook) call(ctx context.Context, a admission.Attributes, f func(admission.Interface) error) error {
 	if rules.IsExemptAdmissionConfigurationResource(a) {
 		return nil
 	}
@@ -134,20 +133,19 @@ func (l lazyMutating) Admit(ctx context.Context, a admission.Attributes, o admis
 	if err != nil || p == nil {
 		return err
 	}
-	return p.(admission.MutationInterface).Admit(ctx, a, o)
+	return f(p)
+}
+
+type lazyMutating struct{ *lazyWebhook }
+
+func (l lazyMutating) Admit(ctx context.Context, a admission.Attributes, o admission.ObjectInterfaces) error {
+	return l.call(ctx, a, func(p admission.Interface) error { return p.(admission.MutationInterface).Admit(ctx, a, o) })
 }
 
 type lazyValidating struct{ *lazyWebhook }
 
 func (l lazyValidating) Validate(ctx context.Context, a admission.Attributes, o admission.ObjectInterfaces) error {
-	if rules.IsExemptAdmissionConfigurationResource(a) {
-		return nil
-	}
-	p, err := l.get(ctx, a)
-	if err != nil || p == nil {
-		return err
-	}
-	return p.(admission.ValidationInterface).Validate(ctx, a, o)
+	return l.call(ctx, a, func(p admission.Interface) error { return p.(admission.ValidationInterface).Validate(ctx, a, o) })
 }
 
 // webhookReadyWait is how long kube's webhook plugins wait for their
