@@ -7,6 +7,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/apiserver/pkg/admission"
 	handlerfieldmanager "k8s.io/apiserver/pkg/endpoints/handlers/fieldmanager"
@@ -43,13 +44,14 @@ func (g fieldsGuard) Admit(ctx context.Context, a admission.Attributes, o admiss
 	if !ok {
 		return nil
 	}
-	acc, err := meta.Accessor(a.GetObject())
+	attrs, _ := a.(*admissionAttributes)
+	acc, err := meta.Accessor(admittedObject(a, attrs))
 	if err != nil {
 		return m.Admit(ctx, a, o)
 	}
 	before := acc.GetManagedFields()
 	var kept []metav1.ManagedFieldsEntry
-	if attrs, ok := a.(*admissionAttributes); ok && attrs.fieldsValid && len(before) > 0 {
+	if attrs != nil && attrs.fieldsValid && len(before) > 0 {
 		// A copy, bytes and all: a plugin may change the entries in place.
 		kept = make([]metav1.ManagedFieldsEntry, len(before))
 		for i := range before {
@@ -58,6 +60,11 @@ func (g fieldsGuard) Admit(ctx context.Context, a admission.Attributes, o admiss
 	}
 	if err := m.Admit(ctx, a, o); err != nil {
 		return err
+	}
+	// A plugin may have asked for the object since: what it changed is
+	// in the copy it was given, which is converted back.
+	if acc, err = meta.Accessor(admittedObject(a, attrs)); err != nil {
+		return nil
 	}
 	after := acc.GetManagedFields()
 	if kept != nil && sameEntries(kept, after) {
@@ -72,6 +79,18 @@ func (g fieldsGuard) Admit(ctx context.Context, a admission.Attributes, o admiss
 		warning.AddWarning(ctx, "", fmt.Sprintf(handlerfieldmanager.InvalidManagedFieldsAfterMutatingAdmissionWarningFormat, err.Error()))
 	}
 	return nil
+}
+
+// admittedObject is the object as the plugins have it. Until one asks
+// for it (GetObject, which converts it to kube's internal version) that
+// is the written object itself: reading its entries here must not make
+// the conversion — a deep copy and a conversion on every write — that
+// most writes' plugins never ask for.
+func admittedObject(a admission.Attributes, attrs *admissionAttributes) runtime.Object {
+	if attrs != nil && !attrs.converted {
+		return attrs.obj
+	}
+	return a.GetObject()
 }
 
 func (g fieldsGuard) Validate(ctx context.Context, a admission.Attributes, o admission.ObjectInterfaces) error {

@@ -87,3 +87,54 @@ func TestFieldsGuard(t *testing.T) {
 		})
 	}
 }
+
+// passer is a mutating plugin that never asks for the object, as most of
+// kube's plugins do not for most kinds (they look at the resource first).
+type passer struct{}
+
+func (passer) Handles(admission.Operation) bool { return true }
+func (passer) Admit(context.Context, admission.Attributes, admission.ObjectInterfaces) error {
+	return nil
+}
+
+// TestFieldsGuardLeavesObjectVersioned: reading the entries to guard them
+// does not convert the object to kube's internal version (a deep copy and
+// a conversion) when no plugin asks for it; the entries are judged all
+// the same, from the written object.
+func TestFieldsGuardLeavesObjectVersioned(t *testing.T) {
+	for _, c := range []struct {
+		name        string
+		raw         string
+		fieldsValid bool
+		warned      bool
+	}{
+		{"field manager's entries", `{"f:data":{"f:k":{}}}`, true, false},
+		{"client's invalid entries", `{"x":`, false, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "ns", ManagedFields: []metav1.ManagedFieldsEntry{{
+				Manager: "m", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "v1",
+				FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(c.raw)}}}}}
+			a := &admissionAttributes{
+				Attributes: admission.NewAttributesRecord(nil, nil, schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, "ns", "c",
+					schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, "", admission.Create, &metav1.CreateOptions{}, false, nil),
+				obj: cm, fieldsValid: c.fieldsValid,
+			}
+			var w warnings
+			ctx := warning.WithWarningRecorder(context.Background(), &w)
+			if err := (fieldsGuard{wrap: passer{}}).Admit(ctx, a, nil); err != nil {
+				t.Fatal(err)
+			}
+			if a.converted || a.internal != nil {
+				t.Errorf("the object was converted for the guard alone (internal %T)", a.internal)
+			}
+			if got := string(cm.ManagedFields[0].FieldsV1.Raw); got != c.raw {
+				t.Errorf("entries after admission: %q, want %q", got, c.raw)
+			}
+			warned := len(w) == 1 && strings.Contains(w[0], ".metadata.managedFields was in an invalid state after admission")
+			if warned != c.warned || len(w) > 1 {
+				t.Errorf("warnings %q, want a managedFields warning: %v", w, c.warned)
+			}
+		})
+	}
+}
