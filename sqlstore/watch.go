@@ -62,10 +62,15 @@ type hub struct {
 	// watchers are indexed by resource: a row is offered only to the
 	// watchers of its own resource.
 	watchers map[string]map[*watcher]struct{}
+	// recent holds the rows delivered last, for watches from a recent
+	// revision.
+	recent recentLog
 }
 
 func newHub(s *Store, last int64) *hub {
-	return &hub{s: s, wake: make(chan struct{}, 1), changed: make(chan struct{}, 1), last: last, watchers: map[string]map[*watcher]struct{}{}}
+	h := &hub{s: s, wake: make(chan struct{}, 1), changed: make(chan struct{}, 1), last: last, watchers: map[string]map[*watcher]struct{}{}}
+	h.recent.reset(last)
+	return h
 }
 
 // add registers w; h.mu is held.
@@ -112,10 +117,9 @@ func (h *hub) committed(first, last int64, rows func() []logRow) {
 		h.notify()
 		return
 	}
-	if len(h.watchers) > 0 {
-		for _, r := range rows() {
-			h.offer(r)
-		}
+	for _, r := range rows() {
+		h.offer(r)
+		h.recent.add(r)
 	}
 	h.last = last
 	h.mu.Unlock()
@@ -387,8 +391,10 @@ func (h *hub) poll(db *sql.DB) (int, error) {
 			// Watchers missed compacted events: end them with the
 			// error that makes clients re-list.
 			h.stopAll(kv.ErrCompacted)
+			h.recent.reset(r.rev - 1)
 		}
 		h.offer(r)
+		h.recent.add(r)
 		h.last = r.rev
 	}
 	return len(rows), nil
@@ -570,6 +576,9 @@ func (s *Store) Watch(ctx context.Context, opts kv.WatchOptions) (kv.Watcher, er
 	h := s.hub
 	h.mu.Lock()
 	upTo := h.last
+	key := kv.Key{Resource: opts.Resource, Namespace: opts.Namespace, Name: opts.Name}
+	// History from memory when the hub still holds all of it.
+	held, fromMemory := h.recent.since(opts.After, key)
 	h.add(w)
 	h.mu.Unlock()
 	ctx, cancel := context.WithCancel(ctx)
@@ -602,10 +611,25 @@ func (s *Store) Watch(ctx context.Context, opts kv.WatchOptions) (kv.Watcher, er
 		}
 		sent := opts.After
 		// History next: (After, upTo].
+		if fromMemory {
+			for _, r := range held {
+				if ev, ok := w.event(r); ok {
+					if err := s.resolveLeft(ctx, &ev); err != nil {
+						out.setErr(err)
+						return
+					}
+					if !send(ev) {
+						return
+					}
+				}
+			}
+			held = nil
+			sent = max(sent, upTo)
+		}
 		for sent < upTo {
 			// Only this watch's rows: a busy neighbour namespace
 			// must not make every watch start read its writes.
-			rows, err := s.readLog(ctx, kv.Key{Resource: opts.Resource, Namespace: opts.Namespace, Name: opts.Name}, sent, upTo, pollBatch, wantsOf(opts.Pred))
+			rows, err := s.readLog(ctx, key, sent, upTo, pollBatch, wantsOf(opts.Pred))
 			if err != nil {
 				out.setErr(err)
 				return

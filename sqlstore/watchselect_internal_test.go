@@ -44,40 +44,63 @@ func TestWatchHistorySelectors(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for name, tc := range map[string]struct {
+		cases := []struct {
+			name string
 			pred kv.Predicate
 			want []string
 		}{
 			// An object leaving the selector is DELETED as it was before.
-			"none":     {kv.Predicate{}, []string{"ADDED a web", "ADDED b db", "MODIFIED a db", "MODIFIED b db", "DELETED a db"}},
-			"labels":   {kv.Predicate{Label: web}, []string{"ADDED a web", "DELETED a web"}},
-			"fields":   {kv.Predicate{Field: fields.OneTermEqualSelector("spec.node", "n1")}, []string{"ADDED a web", "MODIFIED a db", "ADDED b db", "DELETED a db"}},
-			"both set": {kv.Predicate{Label: web, Field: fields.OneTermEqualSelector("spec.node", "n1")}, []string{"ADDED a web", "DELETED a web"}},
-		} {
-			t.Run(name, func(t *testing.T) {
-				ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-				defer cancel()
-				w, err := s.Watch(ctx, kv.WatchOptions{Resource: "pods", Namespace: "ns", After: start, Pred: tc.pred})
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer w.Stop()
-				var got []string
-				for len(got) < len(tc.want) {
-					select {
-					case ev, ok := <-w.Events():
-						if !ok {
-							t.Fatalf("watch ended after %v: %v", got, w.Err())
-						}
-						got = append(got, fmt.Sprintf("%s %s %s", ev.Type, ev.Name, ev.Value))
-					case <-ctx.Done():
-						t.Fatalf("got %v, waiting for %v", got, tc.want)
+			{"none", kv.Predicate{}, []string{"ADDED a web", "ADDED b db", "MODIFIED a db", "MODIFIED b db", "DELETED a db"}},
+			{"labels", kv.Predicate{Label: web}, []string{"ADDED a web", "DELETED a web"}},
+			{"fields", kv.Predicate{Field: fields.OneTermEqualSelector("spec.node", "n1")}, []string{"ADDED a web", "MODIFIED a db", "ADDED b db", "DELETED a db"}},
+			{"both set", kv.Predicate{Label: web, Field: fields.OneTermEqualSelector("spec.node", "n1")}, []string{"ADDED a web", "DELETED a web"}},
+		}
+		// The history comes from the hub's recent rows, then from the log
+		// once those are gone: the same events either way.
+		for _, from := range []string{"memory", "log"} {
+			if from == "log" {
+				s.hub.mu.Lock()
+				s.hub.recent.reset(s.hub.last)
+				s.hub.mu.Unlock()
+			}
+			for _, tc := range cases {
+				t.Run(tc.name+"/"+from, func(t *testing.T) {
+					ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+					defer cancel()
+					s.hub.mu.Lock()
+					_, held := s.hub.recent.since(start, kv.Key{Resource: "pods", Namespace: "ns"})
+					s.hub.mu.Unlock()
+					if held != (from == "memory") {
+						t.Fatalf("history held in memory: %v", held)
 					}
-				}
-				if !slices.Equal(got, tc.want) {
-					t.Fatalf("events %v, want %v", got, tc.want)
-				}
-			})
+					watchHistory(t, ctx, s, kv.WatchOptions{Resource: "pods", Namespace: "ns", After: start, Pred: tc.pred}, tc.want)
+				})
+			}
 		}
 	})
+}
+
+// watchHistory opens a watch with opts and checks its first events.
+func watchHistory(t *testing.T, ctx context.Context, s *Store, opts kv.WatchOptions, want []string) {
+	t.Helper()
+	w, err := s.Watch(ctx, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	var got []string
+	for len(got) < len(want) {
+		select {
+		case ev, ok := <-w.Events():
+			if !ok {
+				t.Fatalf("watch ended after %v: %v", got, w.Err())
+			}
+			got = append(got, fmt.Sprintf("%s %s %s", ev.Type, ev.Name, ev.Value))
+		case <-ctx.Done():
+			t.Fatalf("got %v, waiting for %v", got, want)
+		}
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("events %v, want %v", got, want)
+	}
 }

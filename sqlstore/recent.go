@@ -1,0 +1,76 @@
+package sqlstore
+
+import (
+	"sort"
+
+	"github.com/tabula-dev/tabula/sqlstore/kv"
+)
+
+// recentLog keeps the rows the hub delivered last, in revision order, so
+// that a watch from a recent revision — every informer's watch after a
+// list, and again each time its watch times out — takes its history from
+// memory instead of reading the log: kube-apiserver's watch cache serves
+// the same from its ring of recent events. It is bounded by rows and by
+// the bytes of their values, which it shares with the watchers the hub
+// gave them to (values are never changed in place).
+//
+// Invariant (under hub.mu): the rows held are every row with
+// base < rev <= hub.last, the hub having delivered each of them.
+type recentLog struct {
+	rows  []logRow // rows[head:] are held
+	head  int
+	bytes int
+	base  int64
+}
+
+// recentRows and recentBytes bound what recentLog holds.
+const (
+	recentRows  = 1024
+	recentBytes = 256 << 10
+)
+
+// reset empties l: it holds every row after last, which is none yet.
+func (l *recentLog) reset(last int64) {
+	clear(l.rows)
+	l.rows, l.head, l.bytes, l.base = l.rows[:0], 0, 0, last
+}
+
+// add holds r, the row the hub delivered next, dropping the oldest rows
+// beyond the bounds.
+func (l *recentLog) add(r logRow) {
+	l.rows = append(l.rows, r)
+	l.bytes += len(r.value)
+	for len(l.rows)-l.head > recentRows || l.bytes > recentBytes {
+		old := &l.rows[l.head]
+		l.bytes -= len(old.value)
+		l.base = old.rev
+		*old = logRow{} // its value and maps go with it
+		l.head++
+	}
+	if l.head >= recentRows {
+		// Slide the held rows down instead of growing without end.
+		n := copy(l.rows, l.rows[l.head:])
+		clear(l.rows[n:])
+		l.rows, l.head = l.rows[:n], 0
+	}
+}
+
+// since returns the held rows of key (a resource, namespace or name, as
+// readLog filters) with rev > after, and whether they are all of them:
+// false when rows after after were dropped already.
+func (l *recentLog) since(after int64, key kv.Key) ([]logRow, bool) {
+	if after < l.base {
+		return nil, false
+	}
+	held := l.rows[l.head:]
+	i := sort.Search(len(held), func(i int) bool { return held[i].rev > after })
+	var out []logRow
+	for _, r := range held[i:] {
+		if key.Resource != "" && r.key.Resource != key.Resource || key.Namespace != "" && r.key.Namespace != key.Namespace ||
+			key.Name != "" && r.key.Name != key.Name {
+			continue
+		}
+		out = append(out, r)
+	}
+	return out, true
+}
