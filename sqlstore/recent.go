@@ -11,8 +11,8 @@ import (
 // list, and again each time its watch times out — takes its history from
 // memory instead of reading the log: kube-apiserver's watch cache serves
 // the same from its ring of recent events. It is bounded by rows and by
-// the bytes of their values, which it shares with the watchers the hub
-// gave them to (values are never changed in place).
+// the bytes they hold (heldBytes); their values are shared with the
+// watchers the hub gave them to (values are never changed in place).
 //
 // Invariant (under hub.mu): the rows held are every row with
 // base < rev <= hub.last, the hub having delivered each of them.
@@ -29,6 +29,23 @@ const (
 	recentBytes = 256 << 10
 )
 
+// heldBytes is roughly what r keeps alive: its value, its key and its
+// label and field maps (an entry's strings and its slot, and each map's
+// own header).
+func heldBytes(r *logRow) int {
+	n := len(r.value) + len(r.key.Resource) + len(r.key.Namespace) + len(r.key.Name)
+	for _, m := range [...]map[string]string{r.labels, r.fields, r.prevLabels, r.prevFs} {
+		if m == nil {
+			continue
+		}
+		n += 64
+		for k, v := range m {
+			n += len(k) + len(v) + 40
+		}
+	}
+	return n
+}
+
 // reset empties l: it holds every row after last, which is none yet.
 func (l *recentLog) reset(last int64) {
 	clear(l.rows)
@@ -39,10 +56,10 @@ func (l *recentLog) reset(last int64) {
 // beyond the bounds.
 func (l *recentLog) add(r logRow) {
 	l.rows = append(l.rows, r)
-	l.bytes += len(r.value)
+	l.bytes += heldBytes(&r)
 	for len(l.rows)-l.head > recentRows || l.bytes > recentBytes {
 		old := &l.rows[l.head]
-		l.bytes -= len(old.value)
+		l.bytes -= heldBytes(old)
 		l.base = old.rev
 		*old = logRow{} // its value and maps go with it
 		l.head++

@@ -113,6 +113,9 @@ func (s *Store) RefreshFields(ctx context.Context, resource string, stale func(s
 			if err := tx.Commit(); err != nil {
 				return done, unavailable(err)
 			}
+			if s.hub != nil {
+				s.hub.forgetRecent()
+			}
 			done += len(todo)
 		}
 		if n < refreshPage {

@@ -125,6 +125,15 @@ func (h *hub) committed(first, last int64, rows func() []logRow) {
 	h.mu.Unlock()
 }
 
+// forgetRecent drops the rows the hub holds for watches from a recent
+// revision: rows of the log were changed in place (RefreshFields), and
+// watches must read them as they are now.
+func (h *hub) forgetRecent() {
+	h.mu.Lock()
+	h.recent.reset(h.last)
+	h.mu.Unlock()
+}
+
 // offer gives one row to every watcher of its resource; h.mu is held.
 func (h *hub) offer(r logRow) {
 	for w := range h.watchers[r.key.Resource] {

@@ -15,6 +15,10 @@ import (
 // unchanged and no watch event, and a second refresh finds nothing to do.
 func testRefreshFields(t *testing.T, s *sqlstore.Store) {
 	const n = 30
+	start, err := s.CurrentRev(ctx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
 	for i := range n {
 		mustCreate(t, s, key(fmt.Sprintf("o%02d", i)), map[string]string{"app": "x"})
 	}
@@ -63,6 +67,18 @@ func testRefreshFields(t *testing.T, s *sqlstore.Store) {
 	}
 	if fmt.Sprint(names) != "[o03 o13 o23]" {
 		t.Fatalf("spec.node=node-3 lists %v; want [o03 o13 o23]", names)
+	}
+	// A watch by the field from before the creates reads the history as
+	// rewritten, not as the watch hub delivered it.
+	hw, err := s.Watch(ctx(t), kv.WatchOptions{Resource: "configmaps", Namespace: "ns1", After: start, Pred: kv.Predicate{Field: sel}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hw.Stop()
+	for _, want := range []string{"o03", "o13", "o23"} {
+		if ev := recv(t, hw); ev.Name != want || ev.Type != kv.Added {
+			t.Fatalf("history by spec.node=node-3: %s %s; want ADDED %s", ev.Type, ev.Name, want)
+		}
 	}
 	// A write after the refresh is the first event the watcher sees.
 	if _, err := s.Update(ctx(t), other.Key, other.Rev, enc("s", nil)); err != nil {
