@@ -45,9 +45,14 @@ var getsHeld = prometheus.NewCounter(prometheus.CounterOpts{
 	Help: "Gets of a revision the server held an encoding of (GetKnown): the store read the live revision alone, none of the object.",
 })
 
+var watchHistory = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Name: "tabula_sql_watch_history_total",
+	Help: "Watches from a revision before the latest, by where their history came from (memory: the rows the watch hub delivered last; log: the database).",
+}, []string{"from"})
+
 // Collectors returns the store's metrics for registration by the binary.
 func Collectors() []prometheus.Collector {
-	return []prometheus.Collector{queryDuration, batchSize, sharedReadBytes, standbyReads, checkpoints, listKeys, listKeysBytes, getsHeld}
+	return []prometheus.Collector{queryDuration, batchSize, sharedReadBytes, standbyReads, checkpoints, listKeys, listKeysBytes, getsHeld, watchHistory}
 }
 
 // observe records one named query's latency and logs it when slow. Use as

@@ -590,6 +590,13 @@ func (s *Store) Watch(ctx context.Context, opts kv.WatchOptions) (kv.Watcher, er
 	held, fromMemory := h.recent.since(opts.After, key)
 	h.add(w)
 	h.mu.Unlock()
+	if opts.After < upTo {
+		from := "log"
+		if fromMemory {
+			from = "memory"
+		}
+		watchHistory.WithLabelValues(from).Inc()
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	out.cancel = cancel
 	s.wg.Add(1)

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 
@@ -73,15 +74,19 @@ func TestWatchHistorySelectors(t *testing.T) {
 					if held != (from == "memory") {
 						t.Fatalf("history held in memory: %v", held)
 					}
-					watchHistory(t, ctx, s, kv.WatchOptions{Resource: "pods", Namespace: "ns", After: start, Pred: tc.pred}, tc.want)
+					counted := testutil.ToFloat64(watchHistory.WithLabelValues(from))
+					checkHistory(t, ctx, s, kv.WatchOptions{Resource: "pods", Namespace: "ns", After: start, Pred: tc.pred}, tc.want)
+					if got := testutil.ToFloat64(watchHistory.WithLabelValues(from)) - counted; got != 1 {
+						t.Fatalf("tabula_sql_watch_history_total{from=%q} rose by %v; want 1", from, got)
+					}
 				})
 			}
 		}
 	})
 }
 
-// watchHistory opens a watch with opts and checks its first events.
-func watchHistory(t *testing.T, ctx context.Context, s *Store, opts kv.WatchOptions, want []string) {
+// checkHistory opens a watch with opts and checks its first events.
+func checkHistory(t *testing.T, ctx context.Context, s *Store, opts kv.WatchOptions, want []string) {
 	t.Helper()
 	w, err := s.Watch(ctx, opts)
 	if err != nil {
