@@ -23,7 +23,12 @@ type recentLog struct {
 	base  int64
 }
 
-// recentRows and recentBytes bound what recentLog holds.
+// recentRows and recentBytes bound what recentLog holds. The rows of
+// every resource share them, so a busy server's writes push a quiet
+// resource's history out sooner than kube's per-resource caches do; the
+// bytes are kept small because an idle server holds its start-up writes
+// here (512 KiB raised its idle anonymous memory by ~0.6 MiB, 256 KiB by
+// ~0.25 MiB).
 const (
 	recentRows  = 1024
 	recentBytes = 256 << 10
