@@ -25,7 +25,9 @@ import (
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/tabula-dev/tabula/server/auth"
@@ -168,6 +170,27 @@ func TestEtcdStandIn(t *testing.T) {
 	}
 }
 
+// defaultAccountToken is a token of the default namespace's default
+// ServiceAccount. A fresh server's controllers put that account there
+// just after start, as kube-controller-manager does, so a request made
+// at once may find it missing: it is asked for again until it is there.
+func defaultAccountToken(t *testing.T, cs *kubernetes.Clientset) *authenticationv1.TokenRequest {
+	t.Helper()
+	var tr *authenticationv1.TokenRequest
+	err := wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		var err error
+		tr, err = cs.CoreV1().ServiceAccounts("default").CreateToken(ctx, "default", &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+		if apierrors.IsNotFound(err) {
+			return false, nil
+		}
+		return err == nil, err
+	})
+	if err != nil {
+		t.Fatalf("a token of default/default: %v", err)
+	}
+	return tr
+}
+
 // TestServiceAccountKeyFiles: --service-account-signing-key-file signs the
 // tokens (the published key is its key) and --service-account-key-file may
 // name that key as a certificate. kubeadm's RSA sa.key and sa.pub serve as
@@ -194,10 +217,7 @@ func TestServiceAccountKeyFiles(t *testing.T) {
 
 	_, cs := serve(t, "--service-account-signing-key-file", keyFile, "--service-account-key-file", certFile)
 	ctx := context.Background()
-	tr, err := cs.CoreV1().ServiceAccounts("default").CreateToken(ctx, "default", &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	tr := defaultAccountToken(t, cs)
 	// The token's signature verifies with the given key.
 	parts := strings.Split(tr.Status.Token, ".")
 	sig, err := base64.RawURLEncoding.DecodeString(parts[2])
@@ -242,10 +262,7 @@ func TestServiceAccountKeyFiles(t *testing.T) {
 	}
 	earlierFile := writePEM(t, dir, "earlier.pub", "PUBLIC KEY", earlierDER)
 	_, cs = serve(t, "--service-account-signing-key-file", rsaFile, "--service-account-key-file", rsaPubFile, "--service-account-key-file", earlierFile)
-	tr, err = cs.CoreV1().ServiceAccounts("default").CreateToken(ctx, "default", &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	tr = defaultAccountToken(t, cs)
 	headerJSON, _ := base64.RawURLEncoding.DecodeString(strings.Split(tr.Status.Token, ".")[0])
 	if !strings.Contains(string(headerJSON), `"alg":"RS256"`) || !authenticated(cs, tr.Status.Token) {
 		t.Errorf("a token of the RSA key (header %s): want RS256 and authenticated", headerJSON)
