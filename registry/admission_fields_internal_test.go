@@ -25,6 +25,16 @@ type warnings []string
 
 func (w *warnings) AddWarning(_, text string) { *w = append(*w, text) }
 
+// createAttributes are the attributes of a create of ConfigMap cm, as
+// admitPhases makes them.
+func createAttributes(cm *corev1.ConfigMap, fieldsValid bool) *admissionAttributes {
+	return &admissionAttributes{
+		Attributes: admission.NewAttributesRecord(nil, nil, schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, cm.Namespace, cm.Name,
+			schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, "", admission.Create, &metav1.CreateOptions{}, false, nil),
+		obj: cm, fieldsValid: fieldsValid,
+	}
+}
+
 // TestFieldsGuard: entries admission leaves invalid are put back with
 // kube's warning, whether a plugin replaced them or changed their bytes in
 // place; entries left as the field manager made them stay, unwarned; and
@@ -62,11 +72,7 @@ func TestFieldsGuard(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "ns", ManagedFields: c.start()}}
-			a := &admissionAttributes{
-				Attributes: admission.NewAttributesRecord(nil, nil, schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, "ns", "c",
-					schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, "", admission.Create, &metav1.CreateOptions{}, false, nil),
-				obj: cm, fieldsValid: c.fieldsValid,
-			}
+			a := createAttributes(cm, c.fieldsValid)
 			var w warnings
 			ctx := warning.WithWarningRecorder(context.Background(), &w)
 			if err := (fieldsGuard{wrap: mutator{c.mutate}}).Admit(ctx, a, nil); err != nil {
@@ -115,11 +121,7 @@ func TestFieldsGuardLeavesObjectVersioned(t *testing.T) {
 			cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "ns", ManagedFields: []metav1.ManagedFieldsEntry{{
 				Manager: "m", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "v1",
 				FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(c.raw)}}}}}
-			a := &admissionAttributes{
-				Attributes: admission.NewAttributesRecord(nil, nil, schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, "ns", "c",
-					schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, "", admission.Create, &metav1.CreateOptions{}, false, nil),
-				obj: cm, fieldsValid: c.fieldsValid,
-			}
+			a := createAttributes(cm, c.fieldsValid)
 			var w warnings
 			ctx := warning.WithWarningRecorder(context.Background(), &w)
 			if err := (fieldsGuard{wrap: passer{}}).Admit(ctx, a, nil); err != nil {

@@ -625,18 +625,24 @@ func (s *Store) Watch(ctx context.Context, opts kv.WatchOptions) (kv.Watcher, er
 				return
 			}
 		}
+		// deliver sends a history row's event, if the watch has one.
+		deliver := func(r logRow) bool {
+			ev, ok := w.event(r)
+			if !ok {
+				return true
+			}
+			if err := s.resolveLeft(ctx, &ev); err != nil {
+				out.setErr(err)
+				return false
+			}
+			return send(ev)
+		}
 		sent := opts.After
 		// History next: (After, upTo].
 		if fromMemory {
 			for _, r := range held {
-				if ev, ok := w.event(r); ok {
-					if err := s.resolveLeft(ctx, &ev); err != nil {
-						out.setErr(err)
-						return
-					}
-					if !send(ev) {
-						return
-					}
+				if !deliver(r) {
+					return
 				}
 			}
 			held = nil
@@ -654,14 +660,8 @@ func (s *Store) Watch(ctx context.Context, opts kv.WatchOptions) (kv.Watcher, er
 				break
 			}
 			for _, r := range rows {
-				if ev, ok := w.event(r); ok {
-					if err := s.resolveLeft(ctx, &ev); err != nil {
-						out.setErr(err)
-						return
-					}
-					if !send(ev) {
-						return
-					}
+				if !deliver(r) {
+					return
 				}
 				sent = r.rev
 			}
