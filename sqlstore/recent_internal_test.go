@@ -6,10 +6,22 @@ import (
 	"github.com/tabula-dev/tabula/sqlstore/kv"
 )
 
+// held is the number of rows ring g holds.
+func (g *recentRing) held() int { return len(g.rows) - g.head }
+
+// revsOf returns the revisions of rows.
+func revsOf(rows []logRow) []int64 {
+	var out []int64
+	for _, r := range rows {
+		out = append(out, r.rev)
+	}
+	return out
+}
+
 // TestRecentLogBounds: the hub's recent rows are bounded by count and by
-// the bytes of their values; a watch from a revision whose rows were
-// dropped is told to read the log, one from a later revision gets every
-// row of its key after it, in order.
+// the bytes they hold, over all resources; a watch from a revision whose
+// rows were dropped is told to read the log, one from a later revision
+// gets every row of its key after it, in order.
 func TestRecentLogBounds(t *testing.T) {
 	var l recentLog
 	l.reset(10)
@@ -25,40 +37,42 @@ func TestRecentLogBounds(t *testing.T) {
 	for rev := int64(11); rev <= last; rev++ {
 		l.add(logRow{rev: rev, key: key(rev), value: []byte("v")})
 	}
-	if n := len(l.rows) - l.head; n != recentRows {
-		t.Fatalf("%d rows held, want %d", n, recentRows)
+	cms := l.rings["configmaps"]
+	if n := cms.held(); n > recentRows || n < recentRows-recentRows/recentSlack || n != l.rows {
+		t.Fatalf("%d rows held (%d counted), want %d to %d", n, l.rows, recentRows-recentRows/recentSlack, recentRows)
 	}
-	if l.base != last-recentRows {
-		t.Fatalf("base %d, want %d", l.base, last-recentRows)
+	if cms.base != last-int64(cms.held()) {
+		t.Fatalf("base %d, want %d", cms.base, last-int64(cms.held()))
 	}
-	if _, ok := l.since(l.base-1, kv.Key{Resource: "configmaps"}); ok {
+	if _, ok := l.since(cms.base-1, kv.Key{Resource: "configmaps"}); ok {
 		t.Fatal("a revision before the held rows was served from them")
+	}
+	if rows, ok := l.since(cms.base, kv.Key{Resource: "configmaps"}); !ok || len(rows) != cms.held() {
+		t.Fatalf("from the base: %d rows, held %v; want all %d", len(rows), ok, cms.held())
 	}
 	rows, ok := l.since(last-10, kv.Key{Resource: "configmaps", Namespace: "a"})
 	if !ok {
 		t.Fatal("the last ten revisions were not held")
 	}
-	var got []int64
-	for _, r := range rows {
-		got = append(got, r.rev)
-	}
 	want := []int64{last - 9, last - 7, last - 5, last - 3, last - 1}
 	if last%2 == 1 {
 		want = []int64{last - 8, last - 6, last - 4, last - 2, last}
 	}
-	if len(got) != len(want) {
+	if got := revsOf(rows); len(got) != len(want) || got[0] != want[0] || got[4] != want[4] {
 		t.Fatalf("rows %v, want %v", got, want)
-	}
-	for i := range want {
-		if got[i] != want[i] {
-			t.Fatalf("rows %v, want %v", got, want)
-		}
 	}
 	if rows, ok := l.since(last, kv.Key{Resource: "configmaps"}); !ok || len(rows) != 0 {
 		t.Fatalf("after the last revision: %d rows, held %v", len(rows), ok)
 	}
+	// A resource with no row since the reset has all of its (none).
 	if rows, ok := l.since(last-10, kv.Key{Resource: "secrets"}); !ok || len(rows) != 0 {
 		t.Fatalf("another resource: %d rows, held %v", len(rows), ok)
+	}
+	if _, ok := l.since(9, kv.Key{Resource: "secrets"}); ok {
+		t.Fatal("a revision before the reset was served")
+	}
+	if _, ok := l.since(last-10, kv.Key{}); ok {
+		t.Fatal("a watch of no resource was served")
 	}
 
 	// Large values: the byte bound drops rows first.
@@ -69,8 +83,8 @@ func TestRecentLogBounds(t *testing.T) {
 	if l.bytes > recentBytes {
 		t.Fatalf("%d bytes held, bound %d", l.bytes, recentBytes)
 	}
-	if n := len(l.rows) - l.head; n != 3 {
-		t.Fatalf("%d large rows held, want 3", n)
+	if n := cms.held(); n != 3 || l.rows != 3 {
+		t.Fatalf("%d large rows held (%d counted), want 3", n, l.rows)
 	}
 	if _, ok := l.since(last+5, kv.Key{Resource: "configmaps"}); !ok {
 		t.Fatal("the newest large rows were not held")
@@ -86,5 +100,50 @@ func TestRecentLogBounds(t *testing.T) {
 	}
 	if rows, ok := l.since(last+100, kv.Key{Resource: "configmaps"}); !ok || len(rows) != 0 {
 		t.Fatalf("after a reset: %d rows, held %v", len(rows), ok)
+	}
+}
+
+// TestRecentLogQuietResource: a busy resource's writes take the room of
+// the largest ring, its own, so a quiet resource keeps its history; when
+// the busy one quietens, another's writes take its room back and its slots
+// are given back too.
+func TestRecentLogQuietResource(t *testing.T) {
+	var l recentLog
+	l.reset(0)
+	rev := int64(0)
+	put := func(resource string, n int) {
+		for range n {
+			rev++
+			l.add(logRow{rev: rev, key: kv.Key{Resource: resource, Namespace: "ns", Name: "x"}, value: []byte("v")})
+		}
+	}
+	put("leases", 5)
+	put("configmaps", 10*recentRows)
+	rows, ok := l.since(0, kv.Key{Resource: "leases"})
+	if got := revsOf(rows); !ok || len(got) != 5 || got[0] != 1 || got[4] != 5 {
+		t.Fatalf("the quiet resource's rows: %v, held %v; want 1..5", got, ok)
+	}
+	if n := l.rings["configmaps"].held(); n+5 != l.rows || l.rows > recentRows {
+		t.Fatalf("busy ring holds %d, %d in all, bound %d", n, l.rows, recentRows)
+	}
+
+	// Now secrets are busy: configmaps give up rows until the two hold
+	// as many, give or take the rows added since the last trim.
+	put("secrets", 10*recentRows)
+	cms, secrets := l.rings["configmaps"], l.rings["secrets"]
+	if d := secrets.held() - cms.held(); d < -1 || d > recentRows/recentSlack+1 {
+		t.Fatalf("configmaps hold %d, secrets %d: want the room shared", cms.held(), secrets.held())
+	}
+	if c, h := cap(cms.rows), cms.held(); c > 3*h+16 {
+		t.Fatalf("configmaps keep %d slots for %d rows", c, h)
+	}
+	if _, ok := l.since(0, kv.Key{Resource: "leases"}); !ok {
+		t.Fatal("the quiet resource's rows were dropped")
+	}
+	if _, ok := l.since(cms.base-1, kv.Key{Resource: "configmaps"}); ok {
+		t.Fatal("a dropped configmaps row was served")
+	}
+	if rows, ok := l.since(cms.base, kv.Key{Resource: "configmaps"}); !ok || len(rows) != cms.held() {
+		t.Fatalf("configmaps from their base: %d rows, held %v; want %d", len(rows), ok, cms.held())
 	}
 }
