@@ -109,3 +109,47 @@ func checkHistory(t *testing.T, ctx context.Context, s *Store, opts kv.WatchOpti
 		t.Fatalf("events %v, want %v", got, want)
 	}
 }
+
+// TestWatchHistoryQuietResource: a resource written rarely keeps its
+// recent history in memory while another is written past the hub's
+// bound, so its watch from a recent revision does not read the log.
+func TestWatchHistoryQuietResource(t *testing.T) {
+	eachDialect(t, func(t *testing.T, s *Store) {
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		value := func(v []byte) kv.Encoder {
+			return func(int64) (kv.Entry, error) { return kv.Entry{Value: v}, nil }
+		}
+		cur, err := s.CurrentRev(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want []string
+		for i := range 5 {
+			name := fmt.Sprintf("p%d", i)
+			if _, err := s.Create(ctx, kv.Key{Resource: "pods", Namespace: "ns", Name: name}, value([]byte("v"))); err != nil {
+				t.Fatal(err)
+			}
+			want = append(want, "ADDED "+name+" v")
+		}
+		// A busy neighbour: four times the byte bound in Leases.
+		big := make([]byte, 64<<10)
+		busyFrom := cur + 5
+		for i := range 4 * recentBytes / len(big) {
+			if _, err := s.Create(ctx, kv.Key{Resource: "leases", Namespace: "ns", Name: fmt.Sprintf("l%d", i)}, value(big)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		s.hub.mu.Lock()
+		_, busyHeld := s.hub.recent.since(busyFrom, kv.Key{Resource: "leases"})
+		s.hub.mu.Unlock()
+		if busyHeld {
+			t.Fatal("every Lease row is still held: the bound was not reached")
+		}
+		counted := testutil.ToFloat64(watchHistory.WithLabelValues("memory"))
+		checkHistory(t, ctx, s, kv.WatchOptions{Resource: "pods", Namespace: "ns", After: cur}, want)
+		if got := testutil.ToFloat64(watchHistory.WithLabelValues("memory")) - counted; got != 1 {
+			t.Fatalf("tabula_sql_watch_history_total{from=\"memory\"} rose by %v; want 1", got)
+		}
+	})
+}
