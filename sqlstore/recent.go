@@ -19,7 +19,8 @@ import (
 //
 // Invariant (under hub.mu): a ring holds every row of its resource with
 // ring.base < rev <= hub.last; a resource without a ring had no row after
-// base, the last reset.
+// base (the last reset, or the newest base of a ring emptied and dropped,
+// so that rings of resources written once do not pile up).
 type recentLog struct {
 	rings map[string]*recentRing
 	base  int64
@@ -29,10 +30,18 @@ type recentLog struct {
 
 // recentRing is one resource's held rows, in revision order.
 type recentRing struct {
-	rows  []logRow // rows[head:] are held
+	rows  []heldRow // rows[head:] are held
 	head  int
 	bytes int
 	base  int64
+}
+
+// heldRow is a held row and the bytes it was counted for when added: the
+// same is taken off when it is dropped, even if its maps (the writer's
+// own) were changed meanwhile.
+type heldRow struct {
+	logRow
+	size int
 }
 
 // recentRows and recentBytes bound what recentLog holds over all
@@ -79,7 +88,7 @@ func (l *recentLog) add(r logRow) {
 		l.rings[r.key.Resource] = g
 	}
 	n := heldBytes(&r)
-	g.rows = append(g.rows, r)
+	g.rows = append(g.rows, heldRow{r, n})
 	g.bytes += n
 	l.rows++
 	l.bytes += n
@@ -95,22 +104,28 @@ func (l *recentLog) trim() {
 	for l.rows > recentRows-recentRows/recentSlack || l.bytes > recentBytes-recentBytes/recentSlack {
 		byRows := l.rows > recentRows-recentRows/recentSlack
 		var g *recentRing
-		for _, c := range l.rings {
+		var res string
+		for r, c := range l.rings {
 			if g == nil || byRows && len(c.rows)-c.head > len(g.rows)-g.head || !byRows && c.bytes > g.bytes {
-				g = c
+				g, res = c, r
 			}
 		}
 		if g == nil || g.head == len(g.rows) {
 			return // nothing held: cannot happen while over a bound
 		}
 		old := &g.rows[g.head]
-		n := heldBytes(old)
-		g.bytes -= n
-		l.bytes -= n
+		g.bytes -= old.size
+		l.bytes -= old.size
 		l.rows--
 		g.base = old.rev
-		*old = logRow{} // its value and maps go with it
+		*old = heldRow{} // its value and maps go with it
 		g.head++
+		if g.head == len(g.rows) {
+			// Emptied: the ring goes, and base covers its resource.
+			l.base = max(l.base, g.base)
+			delete(l.rings, res)
+			continue
+		}
 		g.slide()
 	}
 }
@@ -124,7 +139,7 @@ func (g *recentRing) slide() {
 		return
 	}
 	if cap(g.rows) > 3*held+16 {
-		rows := make([]logRow, held, 2*held+8)
+		rows := make([]heldRow, held, 2*held+8)
 		copy(rows, g.rows[g.head:])
 		g.rows, g.head = rows, 0
 		return
@@ -156,7 +171,7 @@ func (l *recentLog) since(after int64, key kv.Key) ([]logRow, bool) {
 		if key.Namespace != "" && r.key.Namespace != key.Namespace || key.Name != "" && r.key.Name != key.Name {
 			continue
 		}
-		out = append(out, r)
+		out = append(out, r.logRow)
 	}
 	return out, true
 }

@@ -1,6 +1,7 @@
 package sqlstore
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/tabula-dev/tabula/sqlstore/kv"
@@ -58,7 +59,7 @@ func TestRecentLogBounds(t *testing.T) {
 	if last%2 == 1 {
 		want = []int64{last - 8, last - 6, last - 4, last - 2, last}
 	}
-	if got := revsOf(rows); len(got) != len(want) || got[0] != want[0] || got[4] != want[4] {
+	if got := revsOf(rows); !slices.Equal(got, want) {
 		t.Fatalf("rows %v, want %v", got, want)
 	}
 	if rows, ok := l.since(last, kv.Key{Resource: "configmaps"}); !ok || len(rows) != 0 {
@@ -129,13 +130,15 @@ func TestRecentLogQuietResource(t *testing.T) {
 
 	// Now secrets are busy: configmaps give up rows until the two hold
 	// as many, give or take the rows added since the last trim.
+	cms := l.rings["configmaps"]
+	peak := cap(cms.rows)
 	put("secrets", 10*recentRows)
-	cms, secrets := l.rings["configmaps"], l.rings["secrets"]
+	secrets := l.rings["secrets"]
 	if d := secrets.held() - cms.held(); d < -1 || d > recentRows/recentSlack+1 {
 		t.Fatalf("configmaps hold %d, secrets %d: want the room shared", cms.held(), secrets.held())
 	}
-	if c, h := cap(cms.rows), cms.held(); c > 3*h+16 {
-		t.Fatalf("configmaps keep %d slots for %d rows", c, h)
+	if c := cap(cms.rows); c >= peak {
+		t.Fatalf("configmaps keep %d slots for %d rows, as many as at their peak", c, cms.held())
 	}
 	if _, ok := l.since(0, kv.Key{Resource: "leases"}); !ok {
 		t.Fatal("the quiet resource's rows were dropped")
@@ -145,5 +148,59 @@ func TestRecentLogQuietResource(t *testing.T) {
 	}
 	if rows, ok := l.since(cms.base, kv.Key{Resource: "configmaps"}); !ok || len(rows) != cms.held() {
 		t.Fatalf("configmaps from their base: %d rows, held %v; want %d", len(rows), ok, cms.held())
+	}
+}
+
+// TestRecentLogTrimsByBytes: over the byte bound, the ring holding the
+// most bytes gives up rows, not the one holding the most rows; a ring
+// emptied goes, and a watch of its resource from before its last row is
+// sent to the log.
+func TestRecentLogTrimsByBytes(t *testing.T) {
+	var l recentLog
+	l.reset(0)
+	rev := int64(0)
+	put := func(resource string, size int) {
+		rev++
+		l.add(logRow{rev: rev, key: kv.Key{Resource: resource, Namespace: "ns", Name: "x"}, value: make([]byte, size)})
+	}
+	// Many small rows, interleaved with a few large ones.
+	for i := range 400 {
+		put("leases", 10)
+		if i%100 == 0 {
+			put("secrets", recentBytes/8)
+		}
+	}
+	// The large rows' ring gives up its oldest: more rows over the bound.
+	for range 8 {
+		put("secrets", recentBytes/8)
+	}
+	if l.bytes > recentBytes {
+		t.Fatalf("%d bytes held, bound %d", l.bytes, recentBytes)
+	}
+	leases := l.rings["leases"]
+	if leases.held() != 400 {
+		t.Fatalf("the small rows' ring holds %d of 400: it was trimmed for the large rows' bytes", leases.held())
+	}
+	if rows, ok := l.since(0, kv.Key{Resource: "leases"}); !ok || len(rows) != 400 {
+		t.Fatalf("leases from the start: %d rows, held %v", len(rows), ok)
+	}
+	if _, ok := l.since(0, kv.Key{Resource: "secrets"}); ok {
+		t.Fatal("a dropped secrets row was served")
+	}
+
+	// One row larger than the bound empties its ring: the ring goes, and
+	// no watch of its resource from before that row is served from memory.
+	put("configmaps", 2*recentBytes)
+	if _, ok := l.rings["configmaps"]; ok {
+		t.Fatal("the emptied ring was kept")
+	}
+	if _, ok := l.since(rev-1, kv.Key{Resource: "configmaps"}); ok {
+		t.Fatal("a watch from before the dropped row was served from memory")
+	}
+	if rows, ok := l.since(rev, kv.Key{Resource: "configmaps"}); !ok || len(rows) != 0 {
+		t.Fatalf("after the dropped row: %d rows, held %v", len(rows), ok)
+	}
+	if rows, ok := l.since(0, kv.Key{Resource: "leases"}); !ok || len(rows) != 400 {
+		t.Fatalf("leases after another ring went: %d rows, held %v", len(rows), ok)
 	}
 }
