@@ -101,8 +101,12 @@ func (l *recentLog) add(r logRow) {
 // is recentSlack below its bounds. Rows over the bound are dropped from
 // the ring with the most rows, bytes from the one with the most bytes.
 func (l *recentLog) trim() {
-	for l.rows > recentRows-recentRows/recentSlack || l.bytes > recentBytes-recentBytes/recentSlack {
+	for {
 		byRows := l.rows > recentRows-recentRows/recentSlack
+		if !byRows && l.bytes <= recentBytes-recentBytes/recentSlack {
+			return
+		}
+		// Every ring in l.rings holds a row: an emptied one is removed.
 		var g *recentRing
 		var res string
 		for r, c := range l.rings {
@@ -110,7 +114,7 @@ func (l *recentLog) trim() {
 				g, res = c, r
 			}
 		}
-		if g == nil || g.head == len(g.rows) {
+		if g == nil {
 			return // nothing held: cannot happen while over a bound
 		}
 		old := &g.rows[g.head]
