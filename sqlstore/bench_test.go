@@ -257,9 +257,20 @@ func BenchmarkGet(b *testing.B) {
 // BenchmarkWatchFromRevision measures a watch opened at a revision taken
 // before 100 creates (an informer's re-watch after a short break): from
 // opening it to receiving the 100 events, with no selector, a label
-// selector and a field selector (a kubelet's) that match them all.
+// selector and a field selector (a kubelet's) that match them all; and
+// one opened at the newest revision, which waits for nothing.
 func BenchmarkWatchFromRevision(b *testing.B) {
-	s := storetest.Open(b, "sqlite://"+filepath.Join(b.TempDir(), "bench.db"))
+	backends := map[string]func(b *testing.B) string{
+		"sqlite":   func(b *testing.B) string { return "sqlite://" + filepath.Join(b.TempDir(), "bench.db") },
+		"postgres": func(b *testing.B) string { return dbtest.Postgres(b) },
+		"mariadb":  func(b *testing.B) string { return dbtest.MariaDB(b) },
+	}
+	for _, name := range []string{"sqlite", "postgres", "mariadb"} {
+		b.Run(name, func(b *testing.B) { benchWatchFromRevision(b, storetest.Open(b, backends[name](b))) })
+	}
+}
+
+func benchWatchFromRevision(b *testing.B, s *sqlstore.Store) {
 	value := []byte(`{"data":{"k":"` + strings.Repeat("x", 1000) + `"}}`)
 	var before int64
 	for i := 0; i < 100; i++ {
@@ -284,6 +295,20 @@ func BenchmarkWatchFromRevision(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	newest, err := s.CurrentRev(context.Background())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("newest", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			w, err := s.Watch(context.Background(), kv.WatchOptions{Resource: "configmaps", Namespace: "b", After: newest})
+			if err != nil {
+				b.Fatal(err)
+			}
+			w.Stop()
+		}
+	})
 	for name, pred := range map[string]kv.Predicate{"all": {}, "selector": {Label: sel}, "fieldSelector": {Field: fsel}} {
 		b.Run(name, func(b *testing.B) {
 			b.ReportAllocs()
