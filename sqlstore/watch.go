@@ -550,27 +550,8 @@ func (s *Store) readLogOn(ctx context.Context, db *sql.DB, key kv.Key, after, up
 	return out, unavailable(rows.Err())
 }
 
-// Watch streams changes after opts.After (with opts.Initial, the state at
-// After first). The channel closes when ctx ends, the store closes, or the
-// watcher falls too far behind; Err tells why.
-func (s *Store) Watch(ctx context.Context, opts kv.WatchOptions) (kv.Watcher, error) {
-	cur, compacted, err := s.revs(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if opts.Initial && opts.After == 0 {
-		opts.After = cur
-	}
-	if opts.After < compacted {
-		return nil, &kv.CompactedError{Requested: opts.After, Compacted: compacted}
-	}
-	s.closing.RLock()
-	defer s.closing.RUnlock()
-	select {
-	case <-s.closed:
-		return nil, fmt.Errorf("sqlstore: watch on a closed store: %w", kv.ErrUnavailable)
-	default:
-	}
+// newWatch makes a watcher for opts and the Watch its reader holds.
+func (s *Store) newWatch(opts kv.WatchOptions) (*watcher, *Watch) {
 	w := &watcher{
 		opts:      opts,
 		maxEvents: s.opts.WatchBuffer,
@@ -582,12 +563,63 @@ func (s *Store) Watch(ctx context.Context, opts kv.WatchOptions) (kv.Watcher, er
 	// it out in one go.
 	out := &Watch{events: make(chan kv.Event, watchHandoff), w: w, hub: s.hub}
 	w.out = out.events
+	return w, out
+}
+
+// Watch streams changes after opts.After (with opts.Initial, the state at
+// After first). The channel closes when ctx ends, the store closes, or the
+// watcher falls too far behind; Err tells why.
+func (s *Store) Watch(ctx context.Context, opts kv.WatchOptions) (kv.Watcher, error) {
 	h := s.hub
-	h.mu.Lock()
-	upTo := h.last
 	key := kv.Key{Resource: opts.Resource, Namespace: opts.Namespace, Name: opts.Name}
-	// History from memory when the hub still holds all of it.
-	held, fromMemory := h.recent.since(opts.After, key)
+	// A watch from a revision whose history the hub still holds (every
+	// informer's watch after its list, and again after each timeout)
+	// starts without a query: the newest revision is not needed, and
+	// the history is in memory. A revision this process compacted, or
+	// one the hub has not delivered yet (written through another
+	// replica, or never), is checked against the database as before;
+	// one only another replica compacted is served from memory, as each
+	// kube-apiserver serves its own watch cache's window whatever etcd
+	// compacted.
+	ask := opts.Initial || opts.After < s.Compaction().Revision
+	var w *watcher
+	var out *Watch
+	var upTo int64
+	var held []logRow
+	var fromMemory bool
+	for {
+		if ask {
+			cur, compacted, err := s.revs(ctx)
+			if err != nil {
+				return nil, err
+			}
+			if opts.Initial && opts.After == 0 {
+				opts.After = cur
+			}
+			if opts.After < compacted {
+				return nil, &kv.CompactedError{Requested: opts.After, Compacted: compacted}
+			}
+		}
+		if w == nil { // opts changes only where ask starts true
+			w, out = s.newWatch(opts)
+		}
+		h.mu.Lock()
+		upTo = h.last
+		held, fromMemory = h.recent.since(opts.After, key)
+		if ask || fromMemory && opts.After <= upTo {
+			break
+		}
+		h.mu.Unlock()
+		ask = true
+	}
+	s.closing.RLock()
+	defer s.closing.RUnlock()
+	select {
+	case <-s.closed:
+		h.mu.Unlock()
+		return nil, fmt.Errorf("sqlstore: watch on a closed store: %w", kv.ErrUnavailable)
+	default:
+	}
 	h.add(w)
 	h.mu.Unlock()
 	if opts.After < upTo {

@@ -2,12 +2,15 @@ package sqlstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 
@@ -152,4 +155,88 @@ func TestWatchHistoryQuietResource(t *testing.T) {
 			t.Fatalf("tabula_sql_watch_history_total{from=\"memory\"} rose by %v; want 1", got)
 		}
 	})
+}
+
+// TestWatchFromMemoryAsksNothing: a watch from a revision whose history
+// the hub holds (an informer's watch after its list) starts without
+// reading the revisions; one from further back, one from a revision the
+// hub has not delivered, or one from a revision this store compacted
+// still reads them, and the compacted one is refused.
+func TestWatchFromMemoryAsksNothing(t *testing.T) {
+	eachDialect(t, func(t *testing.T, s *Store) {
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		cur, err := s.CurrentRev(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want []string
+		var revs []int64
+		for i := range 3 {
+			name := fmt.Sprintf("c%d", i)
+			r, err := s.Create(ctx, kv.Key{Resource: "configmaps", Namespace: "ns", Name: name},
+				func(int64) (kv.Entry, error) { return kv.Entry{Value: []byte("v")}, nil })
+			if err != nil {
+				t.Fatal(err)
+			}
+			want = append(want, "ADDED "+name+" v")
+			revs = append(revs, r.Rev)
+		}
+		asked := revsQueries(t, s)
+		checkHistory(t, ctx, s, kv.WatchOptions{Resource: "configmaps", Namespace: "ns", After: cur}, want)
+		if n := revsQueries(t, s) - asked; n != 0 {
+			t.Fatalf("a watch from a held revision read the revisions %d times; want none", n)
+		}
+
+		// A revision the hub has not delivered (here, none has it):
+		// checked against the database.
+		asked = revsQueries(t, s)
+		w, err := s.Watch(ctx, kv.WatchOptions{Resource: "configmaps", Namespace: "ns", After: revs[2] + 5})
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.Stop()
+		if n := revsQueries(t, s) - asked; n != 1 {
+			t.Fatalf("a watch from a revision the hub has not delivered read the revisions %d times; want 1", n)
+		}
+
+		// History before the hub's: read from the log, after the check.
+		s.hub.mu.Lock()
+		s.hub.recent.reset(s.hub.last)
+		s.hub.mu.Unlock()
+		asked = revsQueries(t, s)
+		checkHistory(t, ctx, s, kv.WatchOptions{Resource: "configmaps", Namespace: "ns", After: cur}, want)
+		if n := revsQueries(t, s) - asked; n != 1 {
+			t.Fatalf("a watch from before the hub's history read the revisions %d times; want 1", n)
+		}
+
+		// Held again, but compacted here: refused as before.
+		r, err := s.Create(ctx, kv.Key{Resource: "configmaps", Namespace: "ns", Name: "c3"},
+			func(int64) (kv.Entry, error) { return kv.Entry{Value: []byte("v")}, nil })
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.hub.mu.Lock()
+		_, held := s.hub.recent.since(revs[2], kv.Key{Resource: "configmaps"})
+		s.hub.mu.Unlock()
+		if !held {
+			t.Fatal("the hub does not hold the newest create")
+		}
+		if err := s.Compact(ctx, r.Rev); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Watch(ctx, kv.WatchOptions{Resource: "configmaps", Namespace: "ns", After: revs[2]}); !errors.Is(err, kv.ErrCompacted) {
+			t.Fatalf("watch from revision %d, compacted to %d: err %v; want ErrCompacted", revs[2], r.Rev, err)
+		}
+	})
+}
+
+// revsQueries is how often stores of s's dialect have read the newest
+// and compacted revisions.
+func revsQueries(t *testing.T, s *Store) uint64 {
+	var m dto.Metric
+	if err := queryDuration.WithLabelValues(s.d.name(), "revs").(prometheus.Histogram).Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	return m.GetHistogram().GetSampleCount()
 }
