@@ -39,7 +39,7 @@ import (
 //     runs on SERVER's CPUs once ready, tabula-bench on LOAD's. The
 //     default shares every CPU among all of them, so a server's figures
 //     also carry the load generator's share of the machine.
-const compareDefaultArgs = "-workloads create,get,list,watch -clients 1,32 -objects 10000 -watchers 100,1000 -duration 10s"
+const compareDefaultArgs = "-workloads create,get,list,watch,rewatch -clients 1,32 -objects 10000 -watchers 100,1000 -duration 10s"
 
 // compareIdle is how long a fresh server is left alone before its idle
 // memory and CPU are read: long enough for start-up work (kube's
@@ -103,6 +103,10 @@ var compareFigures = []figure{
 	{name: "watch delivery watchers=100 p99", unit: "ms", goal: 1, abs: 10, goalText: "≤ kube's, ≤ 10 ms"},
 	{name: "watch delivery watchers=1000 p50", unit: "ms"},
 	{name: "watch delivery watchers=1000 p99", unit: "ms", goal: 1, abs: 50, goalText: "≤ kube's, ≤ 50 ms"},
+	// An informer's watch after its list: opened from a revision ten
+	// creates back, until their events arrive.
+	{name: "rewatch 10 events clients=1", unit: "/s", higher: true},
+	{name: "rewatch 10 events clients=32", unit: "/s", higher: true},
 	{name: "RSS peak, server", unit: "MiB"},
 	{name: "RSS peak, with storage", unit: "MiB"},
 }
@@ -290,6 +294,8 @@ func compareOnce(b *testing.B, bins string, s compareServerKind, run int, args [
 	r["RSS peak, with storage"] = mibOf(peakTotal)
 	for _, res := range readBenchJSON(b, out) {
 		switch {
+		case strings.HasPrefix(res.Name, "rewatch "):
+			r[res.Name] = res.PerSecond
 		case strings.HasPrefix(res.Name, "create ") || strings.HasPrefix(res.Name, "get "):
 			r[res.Name] = res.PerSecond
 			r[res.Name+" p99"] = ms(time.Duration(res.P99))

@@ -61,7 +61,7 @@ func main() {
 	var o options
 	var workloads, clients, objects, watchers string
 	flag.StringVar(&o.kubeconfig, "kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig of the server to measure")
-	flag.StringVar(&workloads, "workloads", "create,get,update,list,watch", "comma-separated: create, get, update, list, watch, churn, watchmem, encodings")
+	flag.StringVar(&workloads, "workloads", "create,get,update,list,watch", "comma-separated: create, get, update, list, watch, rewatch, churn, watchmem, encodings")
 	flag.DurationVar(&o.duration, "duration", 10*time.Second, "how long each timed workload runs")
 	flag.StringVar(&clients, "clients", "1,32", "concurrent clients for create/get/update")
 	flag.StringVar(&objects, "objects", "10000", "collection sizes for the list workloads (e.g. 10000,100000)")
@@ -235,6 +235,8 @@ func run(ctx context.Context, o options) ([]Result, error) {
 			err = b.watch(ctx)
 		case "churn":
 			err = b.churn(ctx)
+		case "rewatch":
+			err = b.rewatch(ctx)
 		case "watchmem":
 			err = b.watchMem(ctx)
 		case "encodings":

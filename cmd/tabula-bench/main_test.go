@@ -30,7 +30,7 @@ func TestEveryWorkloadReports(t *testing.T) {
 	allowCBOR() // as main does
 	results, err := run(ctx, options{
 		kubeconfig: kubeconfig,
-		workloads:  []string{"create", "get", "update", "list", "watch", "churn", "encodings"},
+		workloads:  []string{"create", "get", "update", "list", "watch", "rewatch", "churn", "encodings"},
 		duration:   300 * time.Millisecond,
 		clients:    []int{2},
 		objects:    []int{600},
@@ -48,7 +48,7 @@ func TestEveryWorkloadReports(t *testing.T) {
 	for _, name := range []string{
 		"create 1KiB clients=2", "create 10KiB clients=2", "get clients=2", "update 1 object clients=2",
 		"fill 600 objects clients=32", "list 600 whole", "list 600 in pages of 500", "list 600: one page of 500",
-		"list 600 selective 1%", "watch delivery watchers=2", "churn clients=2",
+		"list 600 selective 1%", "watch delivery watchers=2", "rewatch 10 events clients=2", "churn clients=2",
 		"list 600 whole, json", "list 600 whole, protobuf", "list 600 whole, cbor",
 		"list 600 in pages of 500, cbor", "watch replay of 600, json", "watch replay of 600, protobuf", "watch replay of 600, cbor",
 	} {
@@ -81,7 +81,7 @@ func TestEveryWorkloadReports(t *testing.T) {
 	}
 	// The server's CPU per operation of each timed run (the server is
 	// this process, whose CPU the load adds to; more than none).
-	for _, name := range []string{"create 1KiB clients=2", "create 10KiB clients=2", "get clients=2", "update 1 object clients=2", "churn clients=2"} {
+	for _, name := range []string{"create 1KiB clients=2", "create 10KiB clients=2", "get clients=2", "update 1 object clients=2", "rewatch 10 events clients=2", "churn clients=2"} {
 		if r := got[name]; r.CPUPerOp <= 0 || !strings.Contains(r.Note, "server CPU ") {
 			t.Errorf("%s: %+v; want the server's CPU per operation", name, r)
 		}

@@ -713,3 +713,61 @@ func (b *bench) churn(ctx context.Context) error {
 	}
 	return nil
 }
+
+// rewatch: an informer's watch after its list, or again after its watch
+// timed out, from N clients: each opens a watch from a revision taken
+// before the last rewatchEvents creates and reads their events. The
+// history is recent, so a server with a watch cache serves it from
+// memory.
+func (b *bench) rewatch(ctx context.Context) error {
+	const rewatchEvents = 10
+	ns := b.ns + "-rewatch"
+	if _, err := b.cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		return err
+	}
+	defer b.dropNamespace(ns)
+	start, err := b.cs.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return err
+	}
+	for range rewatchEvents {
+		if _, err := b.cs.CoreV1().ConfigMaps(ns).Create(ctx, b.configMap("rewatch", 1024, nil), metav1.CreateOptions{}); err != nil {
+			return err
+		}
+	}
+	for _, c := range b.o.clients {
+		var lat latencies
+		elapsed, err := b.parallel(ctx, c, func(ctx context.Context, cs *kubernetes.Clientset) error {
+			t := time.Now()
+			w, err := cs.CoreV1().ConfigMaps(ns).Watch(ctx, metav1.ListOptions{ResourceVersion: start.ResourceVersion, AllowWatchBookmarks: true})
+			if err != nil {
+				return err
+			}
+			defer w.Stop()
+			for got := 0; got < rewatchEvents; {
+				ev, ok := <-w.ResultChan()
+				if !ok {
+					if ctx.Err() != nil {
+						return nil
+					}
+					return fmt.Errorf("watch from %s ended after %d events", start.ResourceVersion, got)
+				}
+				switch ev.Type {
+				case watch.Added:
+					if cm, ok := ev.Object.(*corev1.ConfigMap); ok && cm.Name != "kube-root-ca.crt" {
+						got++
+					}
+				case watch.Error:
+					return fmt.Errorf("watch from %s: %v", start.ResourceVersion, apierrors.FromObject(ev.Object))
+				}
+			}
+			lat.add(time.Since(t))
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		b.results = append(b.results, b.timed(&lat, fmt.Sprintf("rewatch %d events clients=%d", rewatchEvents, c), elapsed, ""))
+	}
+	return nil
+}
