@@ -682,14 +682,32 @@ func freePortArg(tb testing.TB) string {
 	return strconv.Itoa(p)
 }
 
+// freePort returns a loopback port free now and not handed out before in
+// this process: the kernel may give the port it just gave again once its
+// listener is closed, and two servers started together (etcd's client
+// port and kube-apiserver's) were given the same one.
 func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
+	handedOut.Lock()
+	defer handedOut.Unlock()
+	for range 100 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return 0, err
+		}
+		p := l.Addr().(*net.TCPAddr).Port
+		l.Close()
+		if !handedOut.ports[p] {
+			handedOut.ports[p] = true
+			return p, nil
+		}
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	return 0, errors.New("no loopback port free that was not handed out already")
 }
+
+var handedOut = struct {
+	sync.Mutex
+	ports map[int]bool
+}{ports: map[int]bool{}}
 
 // lineLog receives a process's output: it appends it to a file and
 // reports the first line matching a pattern.
