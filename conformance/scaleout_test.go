@@ -33,7 +33,7 @@ import (
 //   - SCALEOUT_ARGS: tabula-bench's workload flags;
 //   - SCALEOUT_OUT: where the Markdown table is written;
 //   - COMPARE_RAW: a directory for each run's tabula-bench output.
-const scaleOutDefaultArgs = "-workloads create,get,list,watch -clients 32 -objects 10000 -watchers 100,1000 -duration 10s"
+const scaleOutDefaultArgs = "-workloads create,get,list,watch,rewatch -clients 32 -objects 10000 -watchers 100,1000 -duration 10s"
 
 // scaleOutFigures are the table's rows: tabula-bench result names, and
 // whether the figure is a rate (else the p50 or p99 in ms).
@@ -48,6 +48,7 @@ var scaleOutFigures = []struct {
 	{"list 10000 selective 1% (ms)", "list 10000 selective 1%", "p50"},
 	{"watch delivery, 100 watchers, p99 (ms)", "watch delivery watchers=100", "p99"},
 	{"watch delivery, 1000 watchers, p99 (ms)", "watch delivery watchers=1000", "p99"},
+	{"rewatch 10 events, 32 clients (/s)", "rewatch 10 events clients=32", "rate"},
 }
 
 func BenchmarkScaleOut(b *testing.B) {
