@@ -682,32 +682,9 @@ func freePortArg(tb testing.TB) string {
 	return strconv.Itoa(p)
 }
 
-// freePort returns a loopback port free now and not handed out before in
-// this process: the kernel may give the port it just gave again once its
-// listener is closed, and two servers started together (etcd's client
-// port and kube-apiserver's) were given the same one.
-func freePort() (int, error) {
-	handedOut.Lock()
-	defer handedOut.Unlock()
-	for range 100 {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return 0, err
-		}
-		p := l.Addr().(*net.TCPAddr).Port
-		l.Close()
-		if !handedOut.ports[p] {
-			handedOut.ports[p] = true
-			return p, nil
-		}
-	}
-	return 0, errors.New("no loopback port free that was not handed out already")
-}
-
-var handedOut = struct {
-	sync.Mutex
-	ports map[int]bool
-}{ports: map[int]bool{}}
+// freePort is dbtest's: one record of the ports handed out in this
+// process, for the database servers and the upstream ones alike.
+func freePort() (int, error) { return dbtest.FreePort() }
 
 // lineLog receives a process's output: it appends it to a file and
 // reports the first line matching a pattern.

@@ -156,17 +156,35 @@ func databaseName(t testing.TB) string {
 	return fmt.Sprintf("t%d_%s", dbCounter.Add(1), b.String())
 }
 
-// freePort returns a loopback TCP port that nothing listens on right now.
-// Another process could take it before the server binds it; the server
-// then fails to start and its log says so.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
+// FreePort returns a loopback TCP port that nothing listens on right now
+// and that it has not returned before in this process: the kernel may
+// give again the port of a listener just closed, and two servers started
+// together (etcd's client port and kube-apiserver's, in a bench-compare
+// run) were given the same one. Another process could still take it
+// before the server binds it; the server then fails to start and its log
+// says so.
+func FreePort() (int, error) {
+	handedOut.Lock()
+	defer handedOut.Unlock()
+	for range 100 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return 0, err
+		}
+		p := l.Addr().(*net.TCPAddr).Port
+		l.Close()
+		if !handedOut.ports[p] {
+			handedOut.ports[p] = true
+			return p, nil
+		}
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	return 0, errors.New("dbtest: no free loopback port that was not handed out already")
 }
+
+var handedOut = struct {
+	sync.Mutex
+	ports map[int]bool
+}{ports: map[int]bool{}}
 
 // command returns a Cmd that writes its output to log, runs in its own
 // process group (so a terminal's Ctrl-C reaches only the test binary, which

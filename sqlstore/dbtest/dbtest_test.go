@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"net"
 	"net/url"
 	"strings"
 	"testing"
@@ -241,5 +242,27 @@ func TestMySQLDSN(t *testing.T) {
 		if got, err := dbtest.MySQLDSN(bad); err == nil {
 			t.Errorf("MySQLDSN(%q) = %q, want an error", bad, got)
 		}
+	}
+}
+
+// TestFreePortNeverRepeats: ports asked for one after another, each
+// listener closed at once as a server about to bind it would find it,
+// are all different, and each is free when handed out.
+func TestFreePortNeverRepeats(t *testing.T) {
+	seen := map[int]bool{}
+	for range 300 {
+		p, err := dbtest.FreePort()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if seen[p] {
+			t.Fatalf("port %d handed out twice", p)
+		}
+		seen[p] = true
+		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p))
+		if err != nil {
+			t.Fatalf("port %d handed out but not free: %v", p, err)
+		}
+		l.Close()
 	}
 }

@@ -176,7 +176,7 @@ func startMariaDB() (_ *server, err error) {
 
 	initialised := time.Since(began)
 
-	port, err := freePort()
+	port, err := FreePort()
 	if err != nil {
 		return nil, err
 	}

@@ -115,7 +115,7 @@ func postgresDir(prefix string) (bin string, cred *syscall.Credential, dir strin
 // launchPostgres starts the server on the data directory data, with
 // settings for tests (and extra ones), and waits until it answers.
 func launchPostgres(kind, bin string, cred *syscall.Credential, dir, data string, extra ...string) (*server, error) {
-	port, err := freePort()
+	port, err := FreePort()
 	if err != nil {
 		return nil, err
 	}
