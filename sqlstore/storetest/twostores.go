@@ -70,6 +70,36 @@ func RunTwoStoresWithStandbys(t *testing.T, newURL func(t *testing.T) string, po
 			t.Fatalf("current revs %d and %d; want both %d", ca, cb, start+total)
 		}
 	})
+	// As each kube-apiserver serves its own watch cache's window, whatever
+	// etcd compacted: a replica that still holds a history another one
+	// compacted serves it; the compacting one refuses it with a 410.
+	t.Run("WatchFromHistoryTheOtherReplicaCompacted", func(t *testing.T) {
+		t.Parallel()
+		a, b, start, w := pair(t)
+		var last kv.Record
+		for _, name := range []string{"h1", "h2", "h3"} {
+			last = mustCreate(t, a, key(name), nil)
+		}
+		for range 3 {
+			recv(t, w) // b has delivered all three
+		}
+		if err := a.Compact(ctx(t), last.Rev); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := a.Watch(ctx(t), kv.WatchOptions{Resource: "configmaps", After: start}); !errors.Is(err, kv.ErrCompacted) {
+			t.Fatalf("watch on the compacting replica from %d, compacted to %d: err %v; want ErrCompacted", start, last.Rev, err)
+		}
+		from, err := b.Watch(ctx(t), kv.WatchOptions{Resource: "configmaps", After: start})
+		if err != nil {
+			t.Fatalf("watch on the other replica from %d, which it holds: %v", start, err)
+		}
+		defer from.Stop()
+		for i := int64(1); i <= 3; i++ {
+			if ev := recv(t, from); ev.Rev != start+i || ev.Type != kv.Added {
+				t.Fatalf("event %d = %s@%d; want ADDED@%d", i, ev.Type, ev.Rev, start+i)
+			}
+		}
+	})
 	t.Run("OtherReplicaSeesWriteWithoutPolling", func(t *testing.T) {
 		t.Parallel()
 		a, _, _, w := pair(t)
